@@ -1,0 +1,3 @@
+"""Turnstile: an MCP gateway and multi-provider model router."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,113 @@
+"""The ``turnstile`` command."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from gateway.config import Settings, default_config_path, load_config
+from gateway.errors import ConfigError
+
+app = typer.Typer(
+    help="Turnstile: one endpoint for OpenAI and Anthropic clients, with tool-call guards and routing.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console()
+
+
+@app.command()
+def serve(
+    config: Annotated[
+        Path | None,
+        typer.Option(help="YAML configuration file (deployments, model aliases, guard policies). "
+                     "Default: the embedded config/default.yaml, which serves the keyless demo deployment."),
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="Address to listen on. Default: server.host of the config "
+                                             "(127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="TCP port to listen on. Default: server.port of the config "
+                                             "(4000).")] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes; use one per CPU core to scale. "
+                                         "Each worker holds its own connection pool.")] = 1,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+) -> None:
+    """Run the gateway (OpenAI /v1/chat/completions, Anthropic /v1/messages, /v1/models)."""
+    import uvicorn
+
+    from gateway.logs import configure
+
+    settings = Settings()
+    path = (config or settings.config or default_config_path()).resolve()
+    try:
+        cfg = load_config(path)
+    except ConfigError as err:
+        console.print(f"[red]configuration error[/red]\n{err.message}")
+        raise typer.Exit(2) from err
+    configure(log_level, json=settings.log_json)
+    os.environ["TURNSTILE_CONFIG"] = str(path)
+    uvicorn.run(
+        "gateway.server:create_app",
+        factory=True,
+        host=host or settings.host or cfg.server.host,
+        port=port or settings.port or cfg.server.port,
+        workers=workers,
+        access_log=False,
+        log_level=log_level,
+        lifespan="on",
+    )
+
+
+@app.command()
+def logs(
+    db: Annotated[Path | None, typer.Option(help="SQLite transcript file. Default: server.db_path of the "
+                                            "config.")] = None,
+    config: Annotated[Path | None, typer.Option(help="Configuration file to read db_path from.")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="How many recent turns to show.")] = 20,
+) -> None:
+    """Show recent turns from the transcript as a table."""
+    from gateway.transcript import recent
+
+    settings = Settings()
+    if db is None:
+        cfg = load_config(config or settings.config or default_config_path())
+        db = settings.db_path or Path(cfg.server.db_path)
+    if not db.exists():
+        console.print(f"no transcript at {db} yet")
+        raise typer.Exit(0)
+    table = Table(title=f"recent turns in {db}")
+    for col in ("time (UTC)", "request id", "dialect", "model", "deployment", "status", "stop", "in/out tok",
+                "cost USD", "ms", "guards"):
+        table.add_column(col)
+    for row in recent(db, limit):
+        tokens = f"{row['input_tokens'] or 0}/{row['output_tokens'] or 0}"
+        if row["usage_estimated"]:
+            tokens += " (est.)"
+        table.add_row(
+            datetime.fromtimestamp(row["ts"], UTC).strftime("%Y-%m-%d %H:%M:%S"),
+            row["request_id"][:12],
+            row["client_dialect"],
+            row["requested_model"] or "",
+            row["deployment"] or "",
+            str(row["status"]),
+            row["stop_reason"] or (row["error"] or "")[:40],
+            tokens,
+            "" if row["cost_usd"] is None else f"{row['cost_usd']:.6f}",
+            f"{row['latency_ms']:.1f}" if row["latency_ms"] is not None else "",
+            row["guard_outcome"],
+        )
+    console.print(table)
+
+
+def main() -> None:
+    """Entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""The deployment table: which deployments are enabled, what model names resolve to, and
+each deployment's key, price and provenance.
+
+Built once at start-up from :class:`gateway.config.GatewayConfig` and the environment
+(through :class:`gateway.config.Settings`): a deployment naming ``api_key_env`` is enabled
+only when that variable is set; ``demo`` deployments need no key. Nothing here is done per
+request except dictionary lookups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gateway.config import Deployment, GatewayConfig, Price, Settings
+from gateway.errors import ModelNotFound
+from gateway.schema import Provenance
+
+
+@dataclass
+class DeploymentTable:
+    """Enabled deployments by name, aliases to ordered deployment lists, keys and prices.
+
+    ``disabled`` maps a configured-but-disabled deployment to the reason (e.g. the missing
+    key variable), for ``GET /v1/models`` and ``/health``.
+    """
+
+    deployments: dict[str, Deployment] = field(default_factory=dict)
+    aliases: dict[str, list[str]] = field(default_factory=dict)
+    keys: dict[str, str | None] = field(default_factory=dict)
+    prices: dict[str, Price] = field(default_factory=dict)
+    disabled: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, config: GatewayConfig, settings: Settings, *, resolve_prices: bool = True) -> DeploymentTable:
+        """Enable each configured deployment whose key is present; resolve its price from
+        the bundled litellm table plus overrides (USD per million tokens)."""
+        table = cls()
+        for dep in config.deployments:
+            key = settings.read_key(dep.api_key_env) if dep.api_key_env else None
+            if dep.api_key_env and key is None and dep.api != "demo":
+                table.disabled[dep.name] = f"environment variable {dep.api_key_env} is not set"
+                continue
+            table.deployments[dep.name] = dep
+            table.keys[dep.name] = key
+            if resolve_prices:
+                from gateway.providers.catalog import resolve_price
+
+                table.prices[dep.name] = resolve_price(dep)
+            else:
+                table.prices[dep.name] = dep.price or Price()
+        for alias in config.models:
+            enabled = [d for d in alias.deployments if d in table.deployments]
+            if enabled:
+                table.aliases[alias.name] = enabled
+        return table
+
+    def candidates(self, model: str) -> list[Deployment]:
+        """Deployments that may serve ``model``, primary first.
+
+        ``model`` may be an alias, a deployment name, or the upstream model id of exactly one
+        enabled deployment. Raises :class:`ModelNotFound` (param ``model``) otherwise, listing
+        the names that would work.
+        """
+        if model in self.aliases:
+            return [self.deployments[d] for d in self.aliases[model]]
+        if model in self.deployments:
+            return [self.deployments[model]]
+        by_model = [d for d in self.deployments.values() if d.model == model]
+        if by_model:
+            return by_model
+        if model in self.disabled:
+            raise ModelNotFound(
+                f"model {model!r} is configured but disabled: {self.disabled[model]}", param="model"
+            )
+        known = sorted(set(self.aliases) | set(self.deployments))
+        raise ModelNotFound(
+            f"model {model!r} does not exist on this gateway; available: {', '.join(known) or 'none'}",
+            param="model",
+        )
+
+    def models(self) -> list[dict[str, str]]:
+        """Entries for ``GET /v1/models``: aliases then deployments, each with ``id``,
+        ``owned_by`` and ``description`` (the demo deployment says it is a stand-in)."""
+        out: list[dict[str, str]] = []
+        for name, deps in self.aliases.items():
+            out.append({"id": name, "owned_by": "turnstile", "description": f"alias of {', '.join(deps)}"})
+        for dep in self.deployments.values():
+            desc = dep.description or f"{dep.api} deployment of {dep.model}"
+            if dep.api == "demo":
+                desc = dep.description or "demo: a deterministic local stand-in, not a real model"
+            out.append({"id": dep.name, "owned_by": dep.provider, "description": desc})
+        return out
+
+
+def provenance_of(dep: Deployment) -> Provenance:
+    """The provenance that thinking signed by ``dep`` carries (api, provider, model)."""
+    return Provenance(api=dep.api, provider=dep.provider, model=dep.model)

@@ -1,0 +1,152 @@
+"""The one exception hierarchy of Turnstile.
+
+Every error the gateway raises derives from :class:`TurnstileError`. Each carries an HTTP
+``status``, a dialect-neutral ``kind`` (mapped to each client dialect's error type by the
+edges) and, where one field or id is at fault, ``param``. Edges render them in the client's
+own error shape; nothing else formats errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class TurnstileError(Exception):
+    """Base of all Turnstile errors.
+
+    ``kind`` is one of: ``invalid_request``, ``not_found``, ``payload_too_large``,
+    ``authentication``, ``permission``, ``rate_limit``, ``overloaded``, ``upstream``,
+    ``timeout``, ``api_error``.
+    """
+
+    status: int = 500
+    kind: str = "api_error"
+
+    def __init__(self, message: str, *, param: str | None = None, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.details = details
+
+
+class ConfigError(TurnstileError):
+    """A configuration file is invalid; the message names the file, the key and what was
+    expected."""
+
+    status = 500
+    kind = "api_error"
+
+
+class InvalidRequest(TurnstileError):
+    """The client's request is malformed; ``param`` names the offending field."""
+
+    status = 400
+    kind = "invalid_request"
+
+
+class PayloadTooLarge(InvalidRequest):
+    """The request body exceeds ``server.max_body_bytes``."""
+
+    status = 413
+    kind = "payload_too_large"
+
+
+class ModelNotFound(TurnstileError):
+    """No alias or deployment has the requested model name."""
+
+    status = 404
+    kind = "not_found"
+
+
+class CapabilityError(InvalidRequest):
+    """The routed model cannot take something the request holds (images, thinking…)."""
+
+
+@dataclass
+class GuardProblem:
+    """One invariant violation: ``code`` (``orphan_tool_call``, ``orphan_tool_result``,
+    ``duplicate_tool_result``, ``duplicate_tool_call``, ``result_out_of_order``,
+    ``result_before_call``, ``result_not_adjacent``), the tool-call ``id`` and where it sits in
+    the client's request (``location``)."""
+
+    code: str
+    id: str
+    location: str | None
+    message: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class GuardViolation(InvalidRequest):
+    """The request breaks a tool-call invariant (pairing or ordering) and policy says reject.
+
+    ``problems`` lists every violation found; the message names each id and location.
+    """
+
+    def __init__(self, problems: list[GuardProblem]) -> None:
+        text = "; ".join(p.message for p in problems)
+        super().__init__(text, param="messages", details=[p.__dict__ for p in problems])
+        self.problems = problems
+
+
+class UpstreamError(TurnstileError):
+    """The upstream answered with an error status.
+
+    ``status`` is the upstream's (429 and 5xx are candidates for fallback);
+    ``retry_after_s`` is the parsed ``retry-after`` header in seconds, if any.
+    """
+
+    kind = "upstream"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 502,
+        retry_after_s: float | None = None,
+        deployment: str | None = None,
+        body: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after_s = retry_after_s
+        self.deployment = deployment
+        self.body = body
+        if status == 429:
+            self.kind = "rate_limit"
+        elif status in (400, 404, 413, 422):
+            self.kind = "invalid_request"
+        elif status == 401:
+            self.kind = "authentication"
+        elif status == 403:
+            self.kind = "permission"
+        elif status in (503, 529):
+            self.kind = "overloaded"
+
+    @property
+    def retryable(self) -> bool:
+        """True for 408, 409, 429 and 5xx: another deployment may serve the turn."""
+        return self.status in (408, 409, 429) or self.status >= 500
+
+
+class UpstreamTimeout(UpstreamError):
+    """Connect, first-byte, between-chunk or total timeout toward an upstream."""
+
+    kind = "timeout"
+
+    def __init__(self, message: str, *, deployment: str | None = None) -> None:
+        super().__init__(message, status=504, deployment=deployment)
+        self.kind = "timeout"
+
+
+class UpstreamProtocolError(UpstreamError):
+    """The upstream sent something its wire API does not allow or Turnstile does not know
+    (an unknown stop reason, malformed JSON, a cut-off stream). Nothing is guessed."""
+
+    def __init__(self, message: str, *, deployment: str | None = None, body: str | None = None) -> None:
+        super().__init__(message, status=502, deployment=deployment, body=body)
+        self.kind = "upstream"
+
+
+class UnknownStopReason(UpstreamProtocolError):
+    """An upstream stop reason that the adapter does not know."""

@@ -1,0 +1,402 @@
+"""One turn through the turnstile.
+
+``schema.Request`` (already parsed by an edge) -> guards (pairing, ordering) -> candidate
+deployments (primary, then fallbacks) -> per-target thinking policy and capability checks ->
+provider call -> truncation guard -> accounting -> transcript -> ``schema.Response`` or a
+stream of ``schema`` events for the edge to render.
+
+Fallback: a retryable upstream failure (429, 408/409, 5xx, timeout, connection error) before
+the first byte of an answer moves on to the next deployment; nothing is retried after the
+first event of a stream has been handed to the client. Every repair, rejection and fallback
+is logged with the request id and stored with the turn.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from gateway import accounting, invariants
+from gateway.config import Deployment, GatewayConfig
+from gateway.deployments import DeploymentTable, provenance_of
+from gateway.errors import CapabilityError, GuardViolation, TurnstileError, UpstreamError
+from gateway.providers.base import Provider
+from gateway.schema import (
+    AssistantMessage,
+    ImagePart,
+    MessageEnd,
+    MessageStart,
+    Request,
+    Response,
+    StreamError,
+    StreamEvent,
+    ThinkingPart,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from gateway.transcript import TranscriptWriter, TurnRecord
+
+log = structlog.get_logger("turnstile.pipeline")
+
+
+@dataclass
+class Gateway:
+    """Shared state of one gateway process (lives on ``app.state.gateway``)."""
+
+    config: GatewayConfig
+    table: DeploymentTable
+    providers: dict[str, Provider]
+    transcript: TranscriptWriter | None = None
+
+
+@dataclass
+class TurnContext:
+    """What is known about a turn while it runs; becomes its transcript row."""
+
+    request_id: str
+    dialect: str
+    request: Request
+    started: float = field(default_factory=time.perf_counter)
+    wall: float = field(default_factory=time.time)
+    deployment: Deployment | None = None
+    repairs: list[dict[str, Any]] = field(default_factory=list)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    guard_outcome: str = "ok"
+
+    def headers(self) -> dict[str, str]:
+        """Response headers known before the answer: request id and serving deployment."""
+        h = {"x-turnstile-request-id": self.request_id}
+        if self.deployment is not None:
+            h["x-turnstile-deployment"] = self.deployment.name
+        return h
+
+
+@dataclass
+class TurnResult:
+    """A finished non-streaming turn."""
+
+    response: Response
+    headers: dict[str, str]
+
+
+@dataclass
+class StreamingTurn:
+    """An open streaming turn: ``events`` yields internal events, the first already fetched."""
+
+    events: AsyncIterator[StreamEvent]
+    headers: dict[str, str]
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if hasattr(obj, "model_dump"):
+        return dict(obj.model_dump(mode="json"))
+    return dict(obj) if isinstance(obj, dict) else {"value": str(obj)}
+
+
+def _order_candidates(request: Request, candidates: list[Deployment]) -> list[Deployment]:
+    """Keep an open tool loop on the model that signed its thinking (handed case C16): if the
+    last assistant message carries signed thinking from one of the candidates, that candidate
+    goes first."""
+    if len(candidates) < 2:
+        return candidates
+    for msg in reversed(request.messages):
+        if isinstance(msg, AssistantMessage):
+            for part in msg.content:
+                prov = getattr(part, "provenance", None)
+                if prov is None or not (isinstance(part, ThinkingPart) or getattr(part, "signature", None)):
+                    continue
+                for i, dep in enumerate(candidates):
+                    if (dep.api, dep.provider) == (prov.api, prov.provider) and prov.model in ("", dep.model):
+                        return [dep, *candidates[:i], *candidates[i + 1 :]]
+            break
+        if isinstance(msg, UserMessage):
+            break
+    return candidates
+
+
+def _check_capabilities(request: Request, dep: Deployment) -> None:
+    if dep.supports_images:
+        return
+    for i, msg in enumerate(request.messages):
+        if isinstance(msg, UserMessage | ToolResultMessage) and any(isinstance(p, ImagePart) for p in msg.content):
+            where = msg.src or f"messages[{i}]"
+            what = (
+                f"the tool result for {msg.tool_call_id}"
+                if isinstance(msg, ToolResultMessage)
+                else "a user message"
+            )
+            raise CapabilityError(
+                f"{what} ({where}) contains an image, and model {dep.name!r} cannot take images",
+                param=where,
+            )
+
+
+class Pipeline:
+    """Runs turns for a :class:`Gateway`."""
+
+    def __init__(self, gw: Gateway) -> None:
+        self.gw = gw
+        self.policy = gw.config.guards
+
+    # ------------------------------------------------------------------ preparation
+
+    def _guard(self, ctx: TurnContext) -> tuple[Request, list[Deployment]]:
+        candidates = self.gw.table.candidates(ctx.request.model)
+        try:
+            outcome = invariants.check_request(ctx.request, self.policy)
+        except GuardViolation as err:
+            ctx.guard_outcome = "rejected"
+            log.warning("guard_rejected", request_id=ctx.request_id, problems=[p.message for p in err.problems])
+            raise
+        if outcome.repairs:
+            ctx.guard_outcome = "repaired"
+            ctx.repairs.extend(_as_dict(r) for r in outcome.repairs)
+            log.info("guard_repaired", request_id=ctx.request_id, repairs=ctx.repairs)
+        return outcome.request, _order_candidates(outcome.request, candidates)
+
+    def _for_target(self, ctx: TurnContext, request: Request, dep: Deployment) -> Request:
+        _check_capabilities(request, dep)
+        prepared, repairs = invariants.apply_thinking_policy(request, provenance_of(dep), self.policy)
+        if repairs:
+            ctx.repairs.extend(_as_dict(r) for r in repairs)
+            log.info("thinking_policy_applied", request_id=ctx.request_id, deployment=dep.name, repairs=len(repairs))
+        return prepared
+
+    def _provider(self, dep: Deployment) -> Provider:
+        return self.gw.providers[dep.api]
+
+    def _finish_usage(self, usage: Usage, dep: Deployment, request: Request, resp: Response | None) -> Usage:
+        if usage.input_tokens == 0 and usage.output_tokens == 0 and usage.total_input_tokens == 0:
+            from gateway.providers.catalog import count_tokens
+
+            out_text = ""
+            if resp is not None:
+                out_text = resp.message.text + "".join(t.raw_arguments for t in resp.message.tool_calls)
+            usage = Usage(
+                input_tokens=count_tokens(request, dep.model),
+                output_tokens=max(0, len(out_text) // 4),
+                estimated=True,
+            )
+        return accounting.priced(usage, self.gw.table.prices.get(dep.name) or dep.price or _no_price())
+
+    # ------------------------------------------------------------------ non-streaming
+
+    async def complete(self, ctx: TurnContext) -> TurnResult:
+        """Run a non-streaming turn. Raises :class:`TurnstileError` subclasses; every outcome,
+        success or not, is appended to the transcript."""
+        response: Response | None = None
+        error: TurnstileError | None = None
+        try:
+            request, candidates = self._guard(ctx)
+            response = await self._complete_with_fallback(ctx, request, candidates)
+            return TurnResult(response=response, headers=self._final_headers(ctx, response))
+        except TurnstileError as err:
+            error = err
+            raise
+        finally:
+            await self._record(ctx, response, error)
+
+    async def _complete_with_fallback(
+        self, ctx: TurnContext, request: Request, candidates: list[Deployment]
+    ) -> Response:
+        last: UpstreamError | None = None
+        for dep in candidates:
+            ctx.deployment = dep
+            target_req = self._for_target(ctx, request, dep)
+            try:
+                resp = await self._call_once(ctx, target_req, dep)
+            except UpstreamError as err:
+                self._note_attempt(ctx, dep, err)
+                if not err.retryable:
+                    raise
+                last = err
+                continue
+            return resp
+        assert last is not None
+        raise last
+
+    async def _call_once(self, ctx: TurnContext, request: Request, dep: Deployment) -> Response:
+        t0 = time.perf_counter()
+        raw = await self._provider(dep).complete(request, dep, self.gw.table.keys.get(dep.name))
+        resp = invariants.check_truncation(raw)
+        usage = self._finish_usage(resp.usage, dep, request, resp)
+        ctx.attempts.append(
+            {"deployment": dep.name, "status": 200, "ms": round((time.perf_counter() - t0) * 1000, 3),
+             "cost_usd": usage.cost_usd}
+        )
+        if resp.withheld_tool_calls and self.policy.truncation == "retry" and not ctx.request.metadata.get(
+            "_turnstile_retried"
+        ):
+            budget = request.max_output_tokens or dep.max_output_tokens or 4096
+            bigger = request.model_copy(
+                update={
+                    "max_output_tokens": int(budget * self.policy.retry_output_factor),
+                    "metadata": {**request.metadata, "_turnstile_retried": True},
+                }
+            )
+            log.info("truncation_retry", request_id=ctx.request_id, deployment=dep.name, budget=bigger.max_output_tokens)
+            again = await self._call_once(ctx, bigger, dep)
+            total = accounting.merge_usage(usage, again.usage)
+            return again.model_copy(update={"usage": total})
+        if resp.withheld_tool_calls:
+            log.warning(
+                "tool_calls_withheld", request_id=ctx.request_id, deployment=dep.name,
+                ids=[w.id for w in resp.withheld_tool_calls],
+            )
+        return resp.model_copy(update={"usage": usage})
+
+    # ------------------------------------------------------------------ streaming
+
+    async def open_stream(self, ctx: TurnContext) -> StreamingTurn:
+        """Start a streaming turn. Falls back across deployments until one yields its first
+        event; after that, failures end the stream with a ``StreamError`` event. Raises
+        :class:`TurnstileError` when no deployment could start."""
+        try:
+            request, candidates = self._guard(ctx)
+        except TurnstileError as err:
+            await self._record(ctx, None, err, stream=True)
+            raise
+        last: UpstreamError | None = None
+        for dep in candidates:
+            ctx.deployment = dep
+            try:
+                target_req = self._for_target(ctx, request, dep)
+                source = self._provider(dep).stream(target_req, dep, self.gw.table.keys.get(dep.name))
+                first = await anext(source)
+            except UpstreamError as err:
+                self._note_attempt(ctx, dep, err)
+                if not err.retryable:
+                    await self._record(ctx, None, err, stream=True)
+                    raise
+                last = err
+                continue
+            except TurnstileError as err:
+                await self._record(ctx, None, err, stream=True)
+                raise
+            except StopAsyncIteration:
+                err = UpstreamError(f"deployment {dep.name!r} closed the stream without data", deployment=dep.name)
+                self._note_attempt(ctx, dep, err)
+                last = err
+                continue
+            return StreamingTurn(events=self._relay(ctx, target_req, dep, first, source), headers=ctx.headers())
+        assert last is not None
+        await self._record(ctx, None, last, stream=True)
+        raise last
+
+    async def _relay(
+        self, ctx: TurnContext, request: Request, dep: Deployment, first: StreamEvent,
+        source: AsyncIterator[StreamEvent],
+    ) -> AsyncIterator[StreamEvent]:
+        guard = invariants.StreamTruncationGuard()
+        collected: list[StreamEvent] = []
+        error: TurnstileError | None = None
+        final: Response | None = None
+        status = 200
+        try:
+            pending = [first]
+            while True:
+                for ev in pending:
+                    for out in guard.feed(ev):
+                        if isinstance(out, MessageEnd):
+                            usage = self._finish_usage(out.usage, dep, request, None)
+                            out = out.model_copy(update={"usage": usage})
+                            if out.withheld_tool_calls:
+                                log.warning(
+                                    "tool_calls_withheld", request_id=ctx.request_id, deployment=dep.name,
+                                    ids=[w.id for w in out.withheld_tool_calls],
+                                )
+                        elif isinstance(out, StreamError):
+                            status = out.status
+                        collected.append(out)
+                        yield out
+                try:
+                    pending = [await anext(source)]
+                except StopAsyncIteration:
+                    break
+        except TurnstileError as err:
+            error = err
+            status = err.status
+            ev = StreamError(kind=err.kind, message=err.message, status=err.status)
+            collected.append(ev)
+            log.warning("stream_failed", request_id=ctx.request_id, deployment=dep.name, error=err.message)
+            yield ev
+        finally:
+            final = _collect_quietly(collected)
+            if final is None and error is None and status == 200:
+                status = 499  # the client went away before the end
+            await self._record(ctx, final, error, stream=True, status=status)
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _note_attempt(self, ctx: TurnContext, dep: Deployment, err: UpstreamError) -> None:
+        ctx.attempts.append({"deployment": dep.name, "status": err.status, "error": err.message})
+        log.warning(
+            "upstream_failed", request_id=ctx.request_id, deployment=dep.name, status=err.status,
+            retryable=err.retryable, retry_after_s=err.retry_after_s, error=err.message,
+        )
+
+    def _final_headers(self, ctx: TurnContext, resp: Response) -> dict[str, str]:
+        h = ctx.headers()
+        if resp.usage.cost_usd is not None:
+            h["x-turnstile-cost-usd"] = f"{resp.usage.cost_usd:.9f}"
+        if resp.withheld_tool_calls:
+            h["x-turnstile-withheld-tool-calls"] = ",".join(w.id for w in resp.withheld_tool_calls)
+        if ctx.repairs:
+            h["x-turnstile-repairs"] = str(len(ctx.repairs))
+        return h
+
+    async def _record(
+        self, ctx: TurnContext, resp: Response | None, error: TurnstileError | None, *,
+        stream: bool = False, status: int | None = None,
+    ) -> None:
+        if self.gw.transcript is None:
+            return
+        usage = resp.usage if resp is not None else Usage()
+        record = TurnRecord(
+            request_id=ctx.request_id,
+            ts=ctx.wall,
+            client_dialect=ctx.dialect,
+            requested_model=ctx.request.model,
+            stream=stream,
+            status=status if status is not None else (error.status if error is not None else 200),
+            deployment=ctx.deployment.name if ctx.deployment else None,
+            api=ctx.deployment.api if ctx.deployment else None,
+            stop_reason=resp.stop_reason if resp is not None else None,
+            usage=usage.model_dump(),
+            cost_usd=usage.cost_usd,
+            latency_ms=round((time.perf_counter() - ctx.started) * 1000, 3),
+            guard_outcome=ctx.guard_outcome,
+            repairs=ctx.repairs,
+            withheld=[w.model_dump() for w in resp.withheld_tool_calls] if resp is not None else [],
+            attempts=ctx.attempts,
+            error=error.message if error is not None else None,
+            request=ctx.request.model_dump(mode="json", exclude_defaults=True),
+            response=resp.model_dump(mode="json") if resp is not None else None,
+        )
+        await self.gw.transcript.append(record)
+
+
+def _no_price() -> Any:
+    from gateway.config import Price
+
+    return Price()
+
+
+def _collect_quietly(events: list[StreamEvent]) -> Response | None:
+    """The Response carried by a finished event list, or None if it never reached its end."""
+    if not any(isinstance(e, MessageEnd) for e in events):
+        return None
+    if not any(isinstance(e, MessageStart) for e in events):
+        events = [MessageStart(id="unknown", model="unknown"), *events]
+    return invariants.collect([e for e in events if not isinstance(e, StreamError)])
+
+
+__all__ = ["Gateway", "Pipeline", "StreamingTurn", "TurnContext", "TurnResult"]

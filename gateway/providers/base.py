@@ -1,0 +1,139 @@
+"""The contract every upstream wire API implements.
+
+A wire module (``openai_chat``, ``anthropic_messages``, ``gemini``) exposes the same verbs:
+
+* ``build_request(request, deployment, api_key) -> (UpstreamRequest, CallContext)``:
+  internal schema -> wire body, URL and headers. Tool names and tool-call ids that break the
+  upstream's rules are rewritten here (``CallContext.names``) and mapped back on the way out.
+* ``parse_response(body, ctx) -> Response``: a non-streaming wire body -> internal schema.
+* ``new_stream_parser(ctx) -> StreamParser``: an incremental parser of the wire stream.
+* ``map_stop_reason(raw) -> StopReason``: raises :class:`UnknownStopReason` on a value it
+  does not know; nothing is guessed.
+* ``error_message(status, body) -> str``: the human message inside an upstream error body.
+
+:class:`HttpProvider` runs those verbs over the shared aiohttp transport; adapters that do not
+speak HTTP themselves (``litellm``, ``demo``) implement :class:`Provider` directly.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from gateway.config import Deployment, TimeoutConfig
+from gateway.providers.naming import NameMap
+from gateway.schema import Request, Response, StopReason, StreamEvent
+
+if TYPE_CHECKING:
+    import aiohttp
+
+
+@dataclass
+class UpstreamRequest:
+    """One HTTP request to an upstream: ``body`` is already-encoded JSON bytes."""
+
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    stream: bool
+    method: str = "POST"
+
+
+@dataclass
+class CallContext:
+    """What a wire module needs to read the answer of the request it built: the deployment,
+    the original request and the tool name / id rewrites it applied."""
+
+    deployment: Deployment
+    request: Request
+    names: NameMap = field(default_factory=NameMap)
+
+
+class StreamParser(Protocol):
+    """Incremental stream conversion: wire events in, internal :mod:`gateway.schema` events out.
+
+    ``feed(event, data)`` takes one SSE event (``event`` is the SSE ``event:`` field or None,
+    ``data`` the raw ``data:`` payload bytes) and returns the internal events it completes.
+    ``finish()`` is called when the upstream closes the stream; it raises
+    :class:`gateway.errors.UpstreamProtocolError` if the stream ended before its stop reason.
+    """
+
+    def feed(self, event: str | None, data: bytes) -> list[StreamEvent]: ...
+
+    def finish(self) -> list[StreamEvent]: ...
+
+
+class Provider(ABC):
+    """An upstream that can answer a :class:`Request` for a :class:`Deployment`."""
+
+    api: str
+
+    @abstractmethod
+    async def complete(self, request: Request, deployment: Deployment, api_key: str | None) -> Response:
+        """One non-streaming call. Raises :class:`gateway.errors.UpstreamError` subclasses."""
+
+    @abstractmethod
+    def stream(
+        self, request: Request, deployment: Deployment, api_key: str | None
+    ) -> AsyncIterator[StreamEvent]:
+        """One streaming call, as internal events. Errors before the first event raise
+        :class:`gateway.errors.UpstreamError`; after it, they end the stream with a
+        ``StreamError`` event or raise."""
+
+
+class WireModule(Protocol):
+    """The verbs of a wire module (see module docstring)."""
+
+    API: str
+
+    def build_request(
+        self, request: Request, deployment: Deployment, api_key: str | None
+    ) -> tuple[UpstreamRequest, CallContext]: ...
+
+    def parse_response(self, body: bytes, ctx: CallContext) -> Response: ...
+
+    def new_stream_parser(self, ctx: CallContext) -> StreamParser: ...
+
+    def map_stop_reason(self, raw: str) -> StopReason: ...
+
+    def error_message(self, status: int, body: bytes) -> str: ...
+
+
+class HttpProvider(Provider):
+    """Runs a :class:`WireModule` over the shared aiohttp session with the configured
+    timeouts. One instance per wire API, made in the app lifespan."""
+
+    def __init__(self, wire: WireModule, session: aiohttp.ClientSession, timeouts: TimeoutConfig) -> None:
+        self.wire = wire
+        self.api = wire.API
+        self.session = session
+        self.timeouts = timeouts
+
+    async def complete(self, request: Request, deployment: Deployment, api_key: str | None) -> Response:
+        from gateway.providers import transport
+
+        up, ctx = self.wire.build_request(request.model_copy(update={"stream": False}), deployment, api_key)
+        body = await transport.send(self.session, up, self._timeouts(deployment), self.wire, deployment.name)
+        return self.wire.parse_response(body, ctx)
+
+    async def stream(
+        self, request: Request, deployment: Deployment, api_key: str | None
+    ) -> AsyncIterator[StreamEvent]:
+        from gateway.providers import transport
+
+        up, ctx = self.wire.build_request(request.model_copy(update={"stream": True}), deployment, api_key)
+        parser = self.wire.new_stream_parser(ctx)
+        async for event_name, data in transport.send_stream(
+            self.session, up, self._timeouts(deployment), self.wire, deployment.name
+        ):
+            for ev in parser.feed(event_name, data):
+                yield ev
+        for ev in parser.finish():
+            yield ev
+
+    def _timeouts(self, deployment: Deployment) -> TimeoutConfig:
+        if not deployment.timeouts_s:
+            return self.timeouts
+        return self.timeouts.model_copy(update=deployment.timeouts_s)

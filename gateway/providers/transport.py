@@ -1,0 +1,142 @@
+"""The upstream HTTP hot path: one pooled aiohttp session, four timeouts, SSE framing.
+
+Timeouts (seconds, from :class:`gateway.config.TimeoutConfig`): ``connect`` (TCP + TLS),
+``first_byte`` (request sent -> response headers), ``between_chunks`` (gap between two reads
+of a stream body) and ``total`` (whole call). A cancelled caller (client disconnect) cancels
+the read and releases the connection, which aborts the upstream request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import aiohttp
+
+from gateway.config import TimeoutConfig
+from gateway.errors import UpstreamError, UpstreamProtocolError, UpstreamTimeout
+from gateway.providers.sse import SseDecoder
+
+if TYPE_CHECKING:
+    from gateway.providers.base import UpstreamRequest, WireModule
+
+
+def make_session(limit: int = 0) -> aiohttp.ClientSession:
+    """A pooled client session for all upstream calls (``limit`` 0 = no connection cap).
+
+    Made once in the app lifespan and closed there; compressed stream bodies are accepted."""
+    connector = aiohttp.TCPConnector(limit=limit, ttl_dns_cache=300, enable_cleanup_closed=True)
+    return aiohttp.ClientSession(connector=connector, auto_decompress=True, trust_env=False)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``retry-after`` header: delta-seconds or an HTTP date
+    (RFC 9110 §10.2.3). Returns None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _timeout(t: TimeoutConfig) -> aiohttp.ClientTimeout:
+    return aiohttp.ClientTimeout(
+        total=t.total, connect=t.connect, sock_connect=t.connect, sock_read=t.between_chunks
+    )
+
+
+async def _open(
+    session: aiohttp.ClientSession, up: UpstreamRequest, t: TimeoutConfig, deployment: str
+) -> aiohttp.ClientResponse:
+    try:
+        return await asyncio.wait_for(
+            session.request(up.method, up.url, data=up.body, headers=up.headers, timeout=_timeout(t)),
+            timeout=t.connect + t.first_byte,
+        )
+    except (TimeoutError, aiohttp.ServerTimeoutError) as err:
+        raise UpstreamTimeout(
+            f"deployment {deployment!r}: no response headers within {t.connect + t.first_byte:.1f}s",
+            deployment=deployment,
+        ) from err
+    except aiohttp.ClientError as err:
+        raise UpstreamError(
+            f"deployment {deployment!r}: cannot reach upstream: {err}", status=502, deployment=deployment
+        ) from err
+
+
+async def _raise_for_status(resp: aiohttp.ClientResponse, wire: WireModule, deployment: str) -> None:
+    if resp.status < 400:
+        return
+    body = await resp.read()
+    message = wire.error_message(resp.status, body)
+    raise UpstreamError(
+        f"deployment {deployment!r} answered {resp.status}: {message}",
+        status=resp.status,
+        retry_after_s=parse_retry_after(resp.headers.get("retry-after")),
+        deployment=deployment,
+        body=body[:2000].decode("utf-8", "replace"),
+    )
+
+
+async def send(
+    session: aiohttp.ClientSession, up: UpstreamRequest, t: TimeoutConfig, wire: WireModule, deployment: str
+) -> bytes:
+    """POST ``up`` and return the whole response body (bytes).
+
+    Raises :class:`UpstreamError` for a status >= 400 (with ``retry_after_s``),
+    :class:`UpstreamTimeout` for any timeout, and :class:`UpstreamProtocolError` for a body cut
+    off mid-transfer."""
+    resp = await _open(session, up, t, deployment)
+    async with resp:
+        await _raise_for_status(resp, wire, deployment)
+        try:
+            return await resp.read()
+        except (TimeoutError, aiohttp.ServerTimeoutError) as err:
+            raise UpstreamTimeout(f"deployment {deployment!r}: body read timed out", deployment=deployment) from err
+        except aiohttp.ClientPayloadError as err:
+            raise UpstreamProtocolError(
+                f"deployment {deployment!r}: response body cut off: {err}", deployment=deployment
+            ) from err
+        except aiohttp.ClientError as err:
+            raise UpstreamError(
+                f"deployment {deployment!r}: connection lost: {err}", status=502, deployment=deployment
+            ) from err
+
+
+async def send_stream(
+    session: aiohttp.ClientSession, up: UpstreamRequest, t: TimeoutConfig, wire: WireModule, deployment: str
+) -> AsyncIterator[tuple[str | None, bytes]]:
+    """POST ``up`` and yield its server-sent events as ``(event_name, data_bytes)`` pairs,
+    as they arrive (no batching).
+
+    Errors as for :func:`send`; a connection reset mid-stream raises
+    :class:`UpstreamProtocolError` ("stream cut off"), a gap longer than
+    ``between_chunks`` raises :class:`UpstreamTimeout`."""
+    resp = await _open(session, up, t, deployment)
+    async with resp:
+        await _raise_for_status(resp, wire, deployment)
+        decoder = SseDecoder()
+        try:
+            async for chunk in resp.content.iter_any():
+                for item in decoder.feed(chunk):
+                    yield item
+        except (TimeoutError, aiohttp.ServerTimeoutError) as err:
+            raise UpstreamTimeout(
+                f"deployment {deployment!r}: no stream data for {t.between_chunks:.1f}s", deployment=deployment
+            ) from err
+        except aiohttp.ClientError as err:
+            raise UpstreamProtocolError(
+                f"deployment {deployment!r}: stream cut off: {err}", deployment=deployment
+            ) from err
+        for item in decoder.close():
+            yield item

@@ -1,0 +1,344 @@
+"""The internal vocabulary of Turnstile.
+
+Every client dialect is parsed into these models at the edge (``gateway/edges``) and every
+upstream wire format is converted from and to them in ``gateway/providers``. Nothing above
+those two packages uses anything else: what is checked, routed, accounted and stored is
+this schema, never raw provider JSON.
+
+Conventions
+-----------
+* Token counts are integers of tokens; costs are USD floats.
+* ``Usage.input_tokens`` counts *uncached* input only. Cache-read and cache-write tokens are
+  counted in their own fields and never also as plain input (Anthropic's convention; OpenAI's
+  ``prompt_tokens`` includes cached tokens and is split by the adapter).
+* ``Usage.reasoning_tokens`` is the part of ``output_tokens`` spent on reasoning.
+* Content-part ``index`` in stream events is the position of the part in the assistant
+  message being built, counted over all part kinds from 0.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# ---------------------------------------------------------------------------- provenance
+
+
+class Provenance(BaseModel):
+    """Who produced a signed part: the wire API, the provider (vendor) and the model.
+
+    Signed thinking (and Gemini's thought signatures) are only valid for the provider and
+    model that produced them, so they travel with this record.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    api: str
+    provider: str = ""
+    model: str = ""
+
+
+# ---------------------------------------------------------------------------- content parts
+
+
+class TextPart(BaseModel):
+    """Plain text. ``cache_control`` is the client's prompt-cache marker, passed through."""
+
+    type: Literal["text"] = "text"
+    text: str
+    cache_control: dict[str, Any] | None = None
+
+
+class ImagePart(BaseModel):
+    """An image, either by URL or inline as base64 ``data`` with its ``media_type``."""
+
+    type: Literal["image"] = "image"
+    url: str | None = None
+    data: str | None = None
+    media_type: str | None = None
+    cache_control: dict[str, Any] | None = None
+
+
+class ThinkingPart(BaseModel):
+    """Model reasoning with its opaque ``signature``; valid only for ``provenance``."""
+
+    type: Literal["thinking"] = "thinking"
+    text: str
+    signature: str | None = None
+    provenance: Provenance | None = None
+
+
+class RedactedThinkingPart(BaseModel):
+    """Encrypted reasoning (Anthropic ``redacted_thinking``); ``data`` is opaque."""
+
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+    provenance: Provenance | None = None
+
+
+class ToolCallPart(BaseModel):
+    """A tool call issued by the model.
+
+    ``arguments`` is the parsed JSON object; ``raw_arguments`` the string exactly as received
+    (byte-exact, used when re-emitting). ``signature``/``provenance`` carry a provider's opaque
+    signature attached to the call itself (Gemini ``thoughtSignature`` on ``functionCall``).
+    ``src`` is the location in the client's request (e.g. ``messages[1].tool_calls[0]``),
+    used in error messages only.
+    """
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    raw_arguments: str = "{}"
+    signature: str | None = None
+    provenance: Provenance | None = None
+    src: str | None = Field(default=None, exclude=True)
+
+
+UserPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+AssistantPart = Annotated[
+    TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart, Field(discriminator="type")
+]
+ResultPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+AnyPart = TextPart | ImagePart | ThinkingPart | RedactedThinkingPart | ToolCallPart
+
+
+# ---------------------------------------------------------------------------- messages
+
+
+class SystemMessage(BaseModel):
+    """System instructions. Several may appear; adapters merge where the API has one slot."""
+
+    role: Literal["system"] = "system"
+    content: list[TextPart]
+    src: str | None = Field(default=None, exclude=True)
+
+
+class UserMessage(BaseModel):
+    """A user turn: text and images."""
+
+    role: Literal["user"] = "user"
+    content: list[UserPart]
+    src: str | None = Field(default=None, exclude=True)
+
+
+class AssistantMessage(BaseModel):
+    """A model turn: text, thinking and tool calls, in the order the model produced them."""
+
+    role: Literal["assistant"] = "assistant"
+    content: list[AssistantPart] = Field(default_factory=list)
+    src: str | None = Field(default=None, exclude=True)
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        """The tool-call parts, in issue order."""
+        return [p for p in self.content if isinstance(p, ToolCallPart)]
+
+    @property
+    def text(self) -> str:
+        """All text parts joined."""
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
+
+
+class ToolResultMessage(BaseModel):
+    """The result of one tool call, paired to it by ``tool_call_id``.
+
+    ``name`` is the tool's name when the client dialect carries it (some upstreams, such as
+    Gemini, pair results by name and need it).
+    """
+
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    content: list[ResultPart] = Field(default_factory=list)
+    is_error: bool = False
+    name: str | None = None
+    cache_control: dict[str, Any] | None = None
+    src: str | None = Field(default=None, exclude=True)
+
+
+Message = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")
+]
+
+
+# ---------------------------------------------------------------------------- tools and options
+
+
+class ToolDefinition(BaseModel):
+    """A tool offered to the model; ``parameters`` is a JSON Schema object."""
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    strict: bool | None = None
+    cache_control: dict[str, Any] | None = None
+
+
+class ToolChoice(BaseModel):
+    """How the model may use tools: ``auto``, ``none``, ``required`` (any tool) or ``tool``
+    (the one named); ``parallel`` False forbids several calls in one turn."""
+
+    mode: Literal["auto", "none", "required", "tool"] = "auto"
+    name: str | None = None
+    parallel: bool | None = None
+
+
+class ResponseFormat(BaseModel):
+    """Structured output: ``text``, ``json_object`` or ``json_schema`` with ``schema``."""
+
+    type: Literal["text", "json_object", "json_schema"] = "text"
+    name: str | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    strict: bool | None = None
+
+    model_config = ConfigDict(populate_by_name=True)
+
+
+class ThinkingConfig(BaseModel):
+    """Extended reasoning: ``budget_tokens`` (tokens) or a coarse ``effort``."""
+
+    enabled: bool = True
+    budget_tokens: int | None = None
+    effort: Literal["minimal", "low", "medium", "high"] | None = None
+
+
+class Request(BaseModel):
+    """One turn as the client asked for it, in the internal schema.
+
+    ``model`` is the name the client used (an alias or a deployment); ``max_output_tokens``
+    is in tokens; ``metadata`` is free-form client metadata (never sent upstream unless the
+    API has a slot for it).
+    """
+
+    model: str
+    messages: list[Message]
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    tool_choice: ToolChoice | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    stop: list[str] = Field(default_factory=list)
+    response_format: ResponseFormat | None = None
+    thinking: ThinkingConfig | None = None
+    stream: bool = False
+    include_usage: bool = False
+    user: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------- response
+
+
+StopReason = Literal["stop", "length", "tool_use", "content_filter", "error", "aborted"]
+
+
+class Usage(BaseModel):
+    """Token usage of one upstream call (tokens) and its cost (USD).
+
+    ``input_tokens`` excludes cache reads and writes; ``reasoning_tokens`` is included in
+    ``output_tokens``. ``estimated`` is True when the upstream reported nothing and Turnstile
+    counted tokens itself.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    estimated: bool = False
+    cost_usd: float | None = None
+
+    @property
+    def total_input_tokens(self) -> int:
+        """Uncached input + cache reads + cache writes (tokens)."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+class WithheldToolCall(BaseModel):
+    """A tool call that was not handed to the client because its arguments were not fully
+    received (upstream stopped for length) or are not complete JSON."""
+
+    id: str
+    name: str
+    raw_arguments: str
+    reason: str
+
+
+class Response(BaseModel):
+    """A complete model answer in the internal schema."""
+
+    id: str
+    model: str
+    message: AssistantMessage
+    stop_reason: StopReason
+    usage: Usage = Field(default_factory=Usage)
+    withheld_tool_calls: list[WithheldToolCall] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- stream events
+
+
+class MessageStart(BaseModel):
+    """First event of a stream: the upstream message id and model, and any usage known
+    at start (Anthropic reports input tokens here)."""
+
+    type: Literal["message_start"] = "message_start"
+    id: str
+    model: str
+    usage: Usage | None = None
+
+
+class PartStart(BaseModel):
+    """A content part begins at ``index``. For ``kind == "tool_call"`` the id and name are
+    known; for ``thinking`` the provenance; ``signature`` may already be known."""
+
+    type: Literal["part_start"] = "part_start"
+    index: int
+    kind: Literal["text", "thinking", "redacted_thinking", "tool_call"]
+    id: str | None = None
+    name: str | None = None
+    data: str | None = None
+    signature: str | None = None
+    provenance: Provenance | None = None
+
+
+class PartDelta(BaseModel):
+    """More of the part at ``index``: ``text`` for text and thinking, ``arguments`` (a raw
+    JSON fragment) for tool calls, ``signature`` for a thinking signature."""
+
+    type: Literal["part_delta"] = "part_delta"
+    index: int
+    text: str | None = None
+    arguments: str | None = None
+    signature: str | None = None
+
+
+class PartEnd(BaseModel):
+    """The part at ``index`` is complete."""
+
+    type: Literal["part_end"] = "part_end"
+    index: int
+
+
+class MessageEnd(BaseModel):
+    """Last event: the stop reason and the final usage (cumulative for the whole call)."""
+
+    type: Literal["message_end"] = "message_end"
+    stop_reason: StopReason
+    usage: Usage = Field(default_factory=Usage)
+    withheld_tool_calls: list[WithheldToolCall] = Field(default_factory=list)
+
+
+class StreamError(BaseModel):
+    """The stream failed after it started; ``kind`` is an error type of ``gateway.errors``."""
+
+    type: Literal["error"] = "error"
+    kind: str
+    message: str
+    status: int = 502
+
+
+StreamEvent = MessageStart | PartStart | PartDelta | PartEnd | MessageEnd | StreamError

@@ -1,0 +1,265 @@
+"""The Starlette app: routes, lifespan, request-id and access-log middleware.
+
+Routes
+------
+* ``POST /v1/chat/completions`` — OpenAI Chat Completions dialect.
+* ``POST /v1/messages`` and ``POST /v1/messages/count_tokens`` — Anthropic Messages dialect.
+* ``GET /v1/models`` — aliases and enabled deployments (a body both SDKs read).
+* ``GET /health`` — liveness plus the deployment table.
+
+Shared objects (config, deployment table, providers, aiohttp session, transcript writer) are
+made in the lifespan and live on ``app.state``; there are no module globals.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import orjson
+import structlog
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gateway.config import GatewayConfig, Settings, default_config_path, load_config
+from gateway.deployments import DeploymentTable
+from gateway.edges import anthropic_messages as anthropic_edge
+from gateway.edges import openai_chat as openai_edge
+from gateway.errors import InvalidRequest, PayloadTooLarge, TurnstileError
+from gateway.pipeline import Gateway, Pipeline, TurnContext
+from gateway.providers.registry import make_providers
+from gateway.transcript import TranscriptWriter
+
+log = structlog.get_logger("turnstile.server")
+
+
+class AccessLogMiddleware:
+    """Assigns a request id (``x-request-id`` if the client sent one) and logs one line per
+    request: request id first, then method, path, status, deployment and duration (ms)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = None
+        for k, v in scope.get("headers", []):
+            if k == b"x-request-id":
+                rid = v.decode("latin-1")[:128]
+                break
+        rid = rid or uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = rid
+        t0 = time.perf_counter()
+        status = 0
+        deployment = None
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status, deployment
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = list(message.get("headers", []))
+                for k, v in headers:
+                    if k == b"x-turnstile-deployment":
+                        deployment = v.decode()
+                if not any(k == b"x-turnstile-request-id" for k, _ in headers):
+                    headers.append((b"x-turnstile-request-id", rid.encode()))
+                    message["headers"] = headers
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            log.info(
+                "request", request_id=rid, method=scope["method"], path=scope["path"], status=status,
+                deployment=deployment, ms=round((time.perf_counter() - t0) * 1000, 3),
+            )
+
+
+def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json", headers=headers)
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"request body of {declared} bytes exceeds the limit of {limit} bytes", param="body")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes", param="body")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _error_response(edge: ModuleType, err: TurnstileError, rid: str) -> Response:
+    status, body = edge.render_error(err)
+    headers = {"x-turnstile-request-id": rid}
+    retry_after = getattr(err, "retry_after_s", None)
+    if retry_after is not None:
+        headers["retry-after"] = str(max(1, round(retry_after)))
+    return _json(body, status, headers)
+
+
+async def _handle_turn(request: Request, edge: ModuleType) -> Response:
+    gw: Gateway = request.app.state.gateway
+    pipeline: Pipeline = request.app.state.pipeline
+    rid: str = request.scope["state"]["request_id"]
+    try:
+        body = await _read_body(request, gw.config.server.max_body_bytes)
+        turn_request = edge.parse_request(body)
+        ctx = TurnContext(request_id=rid, dialect=edge.DIALECT, request=turn_request)
+        if turn_request.stream:
+            turn = await pipeline.open_stream(ctx)
+            renderer = edge.StreamRenderer(turn_request)
+
+            async def frames() -> AsyncIterator[bytes]:
+                async for event in turn.events:
+                    for frame in renderer.render(event):
+                        yield frame
+                for frame in renderer.finish():
+                    yield frame
+
+            return StreamingResponse(
+                frames(),
+                media_type="text/event-stream",
+                headers={**turn.headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
+            )
+        result = await pipeline.complete(ctx)
+        return _json(edge.render_response(result.response, turn_request), headers=result.headers)
+    except TurnstileError as err:
+        if err.status >= 500:
+            log.warning("turn_failed", request_id=rid, status=err.status, error=err.message)
+        return _error_response(edge, err, rid)
+    except ClientDisconnect:
+        log.info("client_disconnected", request_id=rid)
+        return Response(status_code=499)
+    except Exception:
+        log.exception("internal_error", request_id=rid)
+        return _error_response(edge, TurnstileError("internal error in the gateway; see its log"), rid)
+
+
+async def chat_completions(request: Request) -> Response:
+    """OpenAI Chat Completions."""
+    return await _handle_turn(request, openai_edge)
+
+
+async def messages(request: Request) -> Response:
+    """Anthropic Messages."""
+    return await _handle_turn(request, anthropic_edge)
+
+
+async def count_tokens(request: Request) -> Response:
+    """Anthropic ``count_tokens``: input tokens of the request for its model (an estimate from
+    litellm's tokenizer tables when the model is not OpenAI's)."""
+    gw: Gateway = request.app.state.gateway
+    rid: str = request.scope["state"]["request_id"]
+    try:
+        body = await _read_body(request, gw.config.server.max_body_bytes)
+        turn_request = anthropic_edge.parse_count_tokens(body)
+        dep = gw.table.candidates(turn_request.model)[0]
+        from gateway.providers.catalog import count_tokens as count
+
+        return _json(anthropic_edge.render_count_tokens(count(turn_request, dep.model)))
+    except TurnstileError as err:
+        return _error_response(anthropic_edge, err, rid)
+
+
+async def models(request: Request) -> Response:
+    """Model list in a shape both the OpenAI and Anthropic SDKs accept."""
+    gw: Gateway = request.app.state.gateway
+    return _json(openai_edge.render_models(gw.table.models()))
+
+
+async def health(request: Request) -> Response:
+    """Liveness and the deployment table (enabled and disabled with reasons)."""
+    gw: Gateway = request.app.state.gateway
+    return _json(
+        {
+            "status": "ok",
+            "deployments": sorted(gw.table.deployments),
+            "disabled": gw.table.disabled,
+            "aliases": gw.table.aliases,
+            "transcript_rows_written": gw.transcript.written if gw.transcript else 0,
+        }
+    )
+
+
+async def not_found(request: Request, exc: Exception) -> Response:
+    """Unknown paths answer in OpenAI's error shape (the more common client)."""
+    status, body = openai_edge.render_error(
+        InvalidRequest(f"no route for {request.method} {request.url.path}", param="path")
+    )
+    return _json(body, 404)
+
+
+def create_app(config: GatewayConfig | None = None, *, config_path: Path | None = None,
+               settings: Settings | None = None, providers: dict[str, Any] | None = None) -> Starlette:
+    """Build the ASGI app.
+
+    ``config`` (already validated) wins over ``config_path``; with neither, the embedded
+    ``config/default.yaml``. ``providers`` replaces the wire providers (tests). Raises
+    :class:`gateway.errors.ConfigError` for an invalid file.
+    """
+    settings = settings or Settings()
+    from gateway.logs import configure
+
+    configure(settings.log_level, json=settings.log_json)
+    if config is None:
+        config = load_config(config_path or settings.config or default_config_path())
+    if settings.db_path is not None:
+        config = config.model_copy(
+            update={"server": config.server.model_copy(update={"db_path": str(settings.db_path)})}
+        )
+    table = DeploymentTable.build(config, settings)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        from gateway.providers.transport import make_session
+
+        session = make_session()
+        transcript = TranscriptWriter(config.server.db_path, maxsize=config.server.transcript_queue)
+        await transcript.start()
+        gw = Gateway(
+            config=config, table=table,
+            providers=providers if providers is not None else make_providers(session, config.timeouts),
+            transcript=transcript,
+        )
+        app.state.gateway = gw
+        app.state.pipeline = Pipeline(gw)
+        log.info(
+            "started", deployments=sorted(table.deployments), disabled=sorted(table.disabled),
+            db=str(config.server.db_path),
+        )
+        try:
+            yield
+        finally:
+            await transcript.close()
+            await session.close()
+
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/messages", messages, methods=["POST"]),
+            Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/models", models, methods=["GET"]),
+            Route("/health", health, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+        exception_handlers={404: not_found},
+    )
+    app.add_middleware(AccessLogMiddleware)
+    return app

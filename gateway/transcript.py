@@ -1,0 +1,196 @@
+"""The transcript: every turn appended to the embedded SQLite store, in the internal schema.
+
+Writes are off the request path: :class:`TranscriptWriter` puts records on a bounded queue
+and one background task writes them in batches, each batch in one transaction (a turn is one
+row, so no turn is ever half-written). A full queue makes callers wait (back-pressure) rather
+than drop turns; ``close()`` drains the queue before returning, so nothing is lost on shutdown.
+
+What is stored is the internal schema (``gateway.schema``) as JSON, never provider JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import structlog
+
+log = structlog.get_logger("turnstile.transcript")
+
+SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS turns (
+    request_id      TEXT PRIMARY KEY,
+    ts              REAL NOT NULL,
+    client_dialect  TEXT NOT NULL,
+    requested_model TEXT,
+    deployment      TEXT,
+    api             TEXT,
+    stream          INTEGER NOT NULL,
+    status          INTEGER NOT NULL,
+    stop_reason     TEXT,
+    input_tokens    INTEGER,
+    output_tokens   INTEGER,
+    cache_read_tokens  INTEGER,
+    cache_write_tokens INTEGER,
+    reasoning_tokens   INTEGER,
+    usage_estimated INTEGER,
+    cost_usd        REAL,
+    latency_ms      REAL,
+    guard_outcome   TEXT,
+    repairs         TEXT,
+    withheld        TEXT,
+    attempts        TEXT,
+    error           TEXT,
+    request         TEXT,
+    response        TEXT
+);
+CREATE INDEX IF NOT EXISTS turns_ts ON turns (ts);
+"""
+
+COLUMNS = (
+    "request_id", "ts", "client_dialect", "requested_model", "deployment", "api", "stream", "status",
+    "stop_reason", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+    "reasoning_tokens", "usage_estimated", "cost_usd", "latency_ms", "guard_outcome", "repairs",
+    "withheld", "attempts", "error", "request", "response",
+)
+
+
+@dataclass
+class TurnRecord:
+    """One turn as stored. ``request``/``response`` are internal-schema dicts; ``latency_ms``
+    in milliseconds; ``cost_usd`` in USD; ``guard_outcome`` is ``ok``, ``repaired`` or
+    ``rejected``."""
+
+    request_id: str
+    ts: float
+    client_dialect: str
+    requested_model: str | None
+    stream: bool
+    status: int
+    deployment: str | None = None
+    api: str | None = None
+    stop_reason: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    cost_usd: float | None = None
+    latency_ms: float | None = None
+    guard_outcome: str = "ok"
+    repairs: list[dict[str, Any]] = field(default_factory=list)
+    withheld: list[dict[str, Any]] = field(default_factory=list)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    request: dict[str, Any] | None = None
+    response: dict[str, Any] | None = None
+
+    def row(self) -> tuple[Any, ...]:
+        """The record as a row tuple in :data:`COLUMNS` order."""
+        u = self.usage
+
+        def js(v: Any) -> str | None:
+            return None if v is None else orjson.dumps(v).decode()
+
+        return (
+            self.request_id, self.ts, self.client_dialect, self.requested_model, self.deployment,
+            self.api, int(self.stream), self.status, self.stop_reason, u.get("input_tokens"),
+            u.get("output_tokens"), u.get("cache_read_tokens"), u.get("cache_write_tokens"),
+            u.get("reasoning_tokens"), int(bool(u.get("estimated"))), self.cost_usd, self.latency_ms,
+            self.guard_outcome, js(self.repairs), js(self.withheld), js(self.attempts), self.error,
+            js(self.request), js(self.response),
+        )
+
+
+def connect(path: Path | str) -> sqlite3.Connection:
+    """Open (creating if needed) the store at ``path`` with WAL journaling."""
+    if str(path) != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.executescript(SCHEMA_SQL)
+    return conn
+
+
+class TranscriptWriter:
+    """Batched, bounded, lossless writer of :class:`TurnRecord` rows.
+
+    ``maxsize`` bounds the queue (records); ``batch`` is the most rows per transaction.
+    """
+
+    def __init__(self, path: Path | str, maxsize: int = 10_000, batch: int = 256) -> None:
+        self.path = path
+        self._queue: asyncio.Queue[TurnRecord | None] = asyncio.Queue(maxsize=maxsize)
+        self._batch = batch
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self.written = 0
+
+    async def start(self) -> None:
+        """Open the store and start the background writer task."""
+        self._conn = await asyncio.to_thread(connect, self.path)
+        self._task = asyncio.create_task(self._run(), name="transcript-writer")
+
+    async def append(self, record: TurnRecord) -> None:
+        """Queue one turn for writing; waits only when the queue is full."""
+        await self._queue.put(record)
+
+    async def flush(self) -> None:
+        """Wait until every queued record is written (used by tests and shutdown)."""
+        await self._queue.join()
+
+    async def close(self) -> None:
+        """Write everything still queued, then stop the writer and close the store."""
+        if self._task is not None:
+            await self._queue.put(None)
+            await self._task
+            self._task = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _write(self, rows: list[tuple[Any, ...]]) -> None:
+        assert self._conn is not None
+        marks = ",".join("?" * len(COLUMNS))
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany(
+                    f"INSERT OR REPLACE INTO turns ({','.join(COLUMNS)}) VALUES ({marks})", rows
+                )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    async def _run(self) -> None:
+        stop = False
+        while not stop:
+            first = await self._queue.get()
+            items = [first]
+            while len(items) < self._batch and not self._queue.empty():
+                items.append(self._queue.get_nowait())
+            records = [r for r in items if r is not None]
+            stop = any(r is None for r in items)
+            if records:
+                try:
+                    await asyncio.to_thread(self._write, [r.row() for r in records])
+                    self.written += len(records)
+                except Exception:
+                    log.exception("transcript_write_failed", rows=len(records))
+            for _ in items:
+                self._queue.task_done()
+
+
+def recent(path: Path | str, limit: int = 20) -> list[dict[str, Any]]:
+    """The ``limit`` most recent turns (newest first) as dicts of :data:`COLUMNS`."""
+    conn = connect(path)
+    try:
+        conn.row_factory = sqlite3.Row
+        rows = conn.execute("SELECT * FROM turns ORDER BY ts DESC LIMIT ?", (limit,)).fetchall()
+        return [dict(r) for r in rows]
+    finally:
+        conn.close()

@@ -1,0 +1,1 @@
+"""Registry of upstream MCP servers, aggregation and trust tiers (issue 6)."""

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.config import GatewayConfig, default_config_path, load_config, parse_config
+from gateway.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_default_config_is_valid_and_has_the_demo_deployment() -> None:
+    cfg = load_config(default_config_path())
+    assert cfg.server.port == 4000 and cfg.server.host == "127.0.0.1"
+    assert any(d.api == "demo" for d in cfg.deployments)
+
+
+def test_example_config_documents_a_valid_configuration() -> None:
+    cfg = load_config(ROOT / "config" / "example.yaml")
+    apis = {d.api for d in cfg.deployments}
+    assert apis == {"openai_chat", "anthropic_messages", "gemini", "litellm", "demo"}
+
+
+def test_validation_error_names_file_key_and_expectation(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("deployments:\n  - name: x\n    api: carrier_pigeon\n    model: m\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(bad)
+    text = err.value.message
+    assert str(bad) in text and "deployments.0.api" in text and "openai_chat" in text
+
+
+def test_alias_naming_an_unknown_deployment_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"models\[0\]\.deployments\[0\]: unknown deployment 'nope'"):
+        parse_config({"deployments": [], "models": [{"name": "a", "deployments": ["nope"]}]})
+
+
+def test_unknown_key_is_refused_with_its_path() -> None:
+    with pytest.raises(ConfigError, match="guards.pairng"):
+        parse_config({"guards": {"pairng": "reject"}})
+
+
+def test_missing_file_and_bad_yaml_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "absent.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("server: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(broken)
+
+
+def test_duplicate_deployment_names_are_refused() -> None:
+    dep = {"name": "d", "api": "demo", "model": "m"}
+    with pytest.raises(ConfigError, match="repeated: d"):
+        parse_config({"deployments": [dep, dep]})
+
+
+def test_empty_file_gives_defaults() -> None:
+    assert parse_config(None) == GatewayConfig()

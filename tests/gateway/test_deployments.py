@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import pytest
+
+from gateway.config import Settings, default_config_path, load_config, parse_config
+from gateway.deployments import DeploymentTable
+from gateway.errors import ModelNotFound
+
+
+def _table(monkeypatch: pytest.MonkeyPatch, **env: str) -> DeploymentTable:
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return DeploymentTable.build(load_config(default_config_path()), Settings(), resolve_prices=False)
+
+
+def test_without_keys_only_the_demo_deployment_serves(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _table(monkeypatch)
+    assert list(table.deployments) == ["demo"]
+    assert table.disabled["openai-gpt-4.1-mini"] == "environment variable OPENAI_API_KEY is not set"
+    assert table.aliases == {"default": ["demo"]}
+
+
+def test_a_key_in_the_environment_switches_its_deployments_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _table(monkeypatch, ANTHROPIC_API_KEY="sk-test")
+    assert "anthropic-claude-sonnet-4-5" in table.deployments
+    assert table.keys["anthropic-claude-sonnet-4-5"] == "sk-test"
+    assert [d.name for d in table.candidates("default")] == ["anthropic-claude-sonnet-4-5", "demo"]
+
+
+def test_models_list_labels_the_demo_as_a_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    entries = _table(monkeypatch).models()
+    demo = next(e for e in entries if e["id"] == "demo")
+    assert "stand-in" in demo["description"]
+
+
+def test_unknown_model_names_what_is_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ModelNotFound) as err:
+        _table(monkeypatch).candidates("gpt-9")
+    assert err.value.param == "model" and "gpt-9" in err.value.message and "demo" in err.value.message
+
+
+def test_a_disabled_deployment_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ModelNotFound, match="OPENAI_API_KEY is not set"):
+        _table(monkeypatch).candidates("openai-gpt-4.1")
+
+
+def test_upstream_model_id_resolves_to_its_deployment() -> None:
+    cfg = parse_config({"deployments": [{"name": "d1", "api": "demo", "model": "m-1"}]})
+    table = DeploymentTable.build(cfg, Settings(), resolve_prices=False)
+    assert [d.name for d in table.candidates("m-1")] == ["d1"]
