@@ -95,7 +95,7 @@ def logs(
             row["requested_model"] or "",
             row["deployment"] or "",
             str(row["status"]),
-            row["stop_reason"] or (row["error"] or "")[:40],
+            row["stop"] or (row["error"] or "")[:40],
             tokens,
             "" if row["cost_usd"] is None else f"{row['cost_usd']:.6f}",
             f"{row['latency_ms']:.1f}" if row["latency_ms"] is not None else "",

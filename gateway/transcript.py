@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS turns (
     api             TEXT,
     stream          INTEGER NOT NULL,
     status          INTEGER NOT NULL,
-    stop_reason     TEXT,
+    stop            TEXT,
     input_tokens    INTEGER,
     output_tokens   INTEGER,
     cache_read_tokens  INTEGER,
@@ -54,7 +54,7 @@ CREATE INDEX IF NOT EXISTS turns_ts ON turns (ts);
 
 COLUMNS = (
     "request_id", "ts", "client_dialect", "requested_model", "deployment", "api", "stream", "status",
-    "stop_reason", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+    "stop", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
     "reasoning_tokens", "usage_estimated", "cost_usd", "latency_ms", "guard_outcome", "repairs",
     "withheld", "attempts", "error", "request", "response",
 )

@@ -18,6 +18,15 @@ PROVIDER_FIELDS = re.compile(
 SDK_IMPORT = re.compile(r"^\s*(from|import)\s+(openai|anthropic|google\.genai|litellm)\b", re.M)
 
 
+# The internal stop reason `tool_use` is the schema's own vocabulary (issue 2 names the set
+# stop | length | tool_use | content_filter | error | aborted); only its definition may spell it.
+ALLOWED_LINES = {("gateway/schema.py", "StopReason = Literal[")}
+
+
+def _allowed(rel: str, line: str) -> bool:
+    return any(rel == f and line.lstrip().startswith(prefix) for f, prefix in ALLOWED_LINES)
+
+
 def _upper_layer_files() -> list[Path]:
     files = []
     for top in UPPER:
@@ -32,7 +41,7 @@ def test_no_provider_field_names_above_the_adapters() -> None:
     hits = []
     for path in _upper_layer_files():
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if PROVIDER_FIELDS.search(line):
+            if PROVIDER_FIELDS.search(line) and not _allowed(path.relative_to(ROOT).as_posix(), line):
                 hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert hits == [], "provider field names above gateway/edges and gateway/providers:\n" + "\n".join(hits)
 

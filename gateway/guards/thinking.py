@@ -1,0 +1,182 @@
+"""Signed reasoning goes back only to the provider and model that signed it.
+
+A thinking or redacted-thinking part, and a signature attached to a tool call, carry a
+:class:`~gateway.schema.Provenance`. Toward a target, a provenance *matches* when the wire
+API and the provider are the same and the provenance's model is empty (any model of that
+provider) or the target's model. A missing provenance (None) is unknown and matches
+nothing: an opaque signature is never sent where it may not belong. A caller that knows
+where the client's unmarked thinking came from passes ``assume_provenance``, which is then
+used for every part whose provenance is None.
+
+Parts that do not match are handled by ``GuardPolicy.foreign_thinking``:
+
+* ``strip``: thinking and redacted-thinking parts are removed; tool calls lose their
+  signature (and provenance);
+* ``text``: a thinking part with text becomes a text part ``<thinking>TEXT</thinking>``
+  at the same place (its signature is dropped); thinking without text, redacted thinking
+  (opaque data) and tool-call signatures are removed;
+* ``reject``: :class:`gateway.errors.CapabilityError` naming every location.
+"""
+
+from __future__ import annotations
+
+from gateway.config import GuardPolicy
+from gateway.errors import CapabilityError
+from gateway.guards.common import Repair
+from gateway.schema import (
+    AssistantMessage,
+    AssistantPart,
+    Message,
+    Provenance,
+    Request,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+)
+
+THINKING_OPEN = "<thinking>"
+THINKING_CLOSE = "</thinking>"
+
+
+def provenance_matches(provenance: Provenance | None, target: Provenance) -> bool:
+    """True when a part signed by ``provenance`` may be sent to ``target`` (see module doc)."""
+    return (
+        provenance is not None
+        and provenance.api == target.api
+        and provenance.provider == target.provider
+        and (provenance.model == "" or provenance.model == target.model)
+    )
+
+
+def _describe(target: Provenance) -> str:
+    return "/".join(x for x in (target.provider or target.api, target.model) if x)
+
+
+def _handle_part(
+    part: AssistantPart, loc: str, mode: str, repairs: list[Repair], rejected: list[str], target: str
+) -> AssistantPart | None:
+    """The part to keep (maybe changed) or None to drop it; ``part`` is foreign."""
+    if mode == "reject":
+        rejected.append(loc)
+        return part
+    if isinstance(part, ToolCallPart):
+        repairs.append(
+            Repair(
+                "foreign_signature_dropped",
+                part.id,
+                loc,
+                f"signature of tool call {part.id} ({loc}) was not made by {target}; dropped",
+            )
+        )
+        return part.model_copy(update={"signature": None, "provenance": None})
+    if mode == "text" and isinstance(part, ThinkingPart) and part.text:
+        repairs.append(
+            Repair(
+                "foreign_thinking_as_text",
+                None,
+                loc,
+                f"thinking at {loc} was not signed by {target}; sent as plain text",
+            )
+        )
+        return TextPart(text=f"{THINKING_OPEN}{part.text}{THINKING_CLOSE}")
+    repairs.append(
+        Repair(
+            "foreign_thinking_stripped",
+            None,
+            loc,
+            f"thinking at {loc} was not signed by {target}; removed",
+        )
+    )
+    return None
+
+
+def apply_thinking_policy(
+    request: Request,
+    target: Provenance,
+    policy: GuardPolicy,
+    *,
+    assume_provenance: Provenance | None = None,
+) -> tuple[Request, list[Repair]]:
+    """Apply ``policy.foreign_thinking`` to every signed part not made by ``target``.
+
+    ``target`` is the deployment the request goes to (its wire API, provider and model).
+    Returns a new Request (the input is not mutated; untouched messages are shared) and the
+    repairs made; matching parts are kept byte-identical. Locations are
+    ``<message src or messages[i]>.content[j]``.
+
+    When the request asks for thinking and the last assistant message holds tool calls (an
+    open tool loop) and lost thinking here, thinking is disabled for this request
+    (``ThinkingConfig.enabled = False``, repair ``thinking_disabled``): an upstream that
+    requires the last assistant turn of a tool loop to start with its own signed thinking
+    (Anthropic, "Extended thinking" docs, "preserving thinking blocks") rejects the
+    continuation otherwise.
+
+    Raises :class:`gateway.errors.CapabilityError` (HTTP 400, ``param`` the first location)
+    under policy ``reject`` when any foreign part is present, naming every location.
+    """
+    mode = policy.foreign_thinking
+    desc = _describe(target)
+    repairs: list[Repair] = []
+    rejected: list[str] = []
+    changed: dict[int, AssistantMessage] = {}
+    lost_thinking: set[int] = set()
+    last_assistant: int | None = None
+    last_has_calls = False
+    for i, msg in enumerate(request.messages):
+        if not isinstance(msg, AssistantMessage):
+            continue
+        last_assistant = i
+        last_has_calls = any(isinstance(p, ToolCallPart) for p in msg.content)
+        content: list[AssistantPart] = []
+        touched = False
+        for j, part in enumerate(msg.content):
+            if isinstance(part, TextPart) or (isinstance(part, ToolCallPart) and part.signature is None):
+                content.append(part)
+                continue
+            provenance = part.provenance or assume_provenance
+            if provenance_matches(provenance, target):
+                content.append(part)
+                continue
+            loc = f"{msg.src or f'messages[{i}]'}.content[{j}]"
+            kept = _handle_part(part, loc, mode, repairs, rejected, desc)
+            if kept is part:
+                content.append(part)
+                continue
+            touched = True
+            if not isinstance(part, ToolCallPart):
+                lost_thinking.add(i)
+            if kept is not None:
+                content.append(kept)
+        if touched:
+            changed[i] = msg.model_copy(update={"content": content})
+    if rejected:
+        raise CapabilityError(
+            f"thinking or signatures made by another model cannot be sent to {desc}: "
+            + ", ".join(rejected),
+            param=rejected[0],
+        )
+    if not changed:
+        return request.model_copy(), repairs
+    messages: list[Message] = [changed.get(i, m) for i, m in enumerate(request.messages)]
+    update: dict[str, object] = {"messages": messages}
+    thinking = request.thinking
+    if (
+        thinking is not None
+        and thinking.enabled
+        and last_assistant is not None
+        and last_assistant in lost_thinking
+        and last_has_calls
+    ):
+        update["thinking"] = thinking.model_copy(update={"enabled": False})
+        last = request.messages[last_assistant]
+        loc = last.src or f"messages[{last_assistant}]"
+        repairs.append(
+            Repair(
+                "thinking_disabled",
+                None,
+                loc,
+                f"thinking disabled for this request: the assistant turn of the open tool loop ({loc}) "
+                f"lost its thinking, which was not signed by {desc}",
+            )
+        )
+    return request.model_copy(update=update), repairs
