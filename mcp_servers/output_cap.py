@@ -57,7 +57,8 @@ def cap_text(
     """
     if cap_bytes < 256:
         raise ValueError(f"cap_bytes must be at least 256, got {cap_bytes}")
-    data = text.encode("utf-8")
+    # A lone surrogate (legal in a JSON string, not in UTF-8) becomes "?" rather than an error.
+    data = text.encode("utf-8", errors="replace")
     size = len(data)
     if size <= cap_bytes:
         return CappedText(text=text, truncated=False, original_bytes=size, omitted_bytes=0)

@@ -1,0 +1,212 @@
+"""Model metadata from litellm's *bundled* tables: prices, context windows, token counts.
+
+litellm is imported lazily inside the functions (importing it takes seconds) with
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` set first, so the bundled ``model_prices_and_context_window``
+table is used and nothing is fetched from the network. Lookups are cached per model name.
+
+Units: prices are USD per **million** tokens (:class:`gateway.config.Price`); litellm stores
+USD per token. Context windows and counts are tokens.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+import orjson
+
+from gateway.config import Deployment, Price
+from gateway.schema import (
+    AssistantMessage,
+    ImagePart,
+    RedactedThinkingPart,
+    Request,
+    SystemMessage,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultMessage,
+    UserMessage,
+)
+
+__all__ = ["context_window", "count_tokens", "model_info", "resolve_price", "table_price"]
+
+# Provider names used in deployments -> litellm's prefixes for the same vendor.
+_PROVIDER_ALIASES = {
+    "google": ("gemini", "vertex_ai"),
+    "gemini": ("gemini",),
+    "vertex": ("vertex_ai",),
+    "vertex_ai": ("vertex_ai",),
+    "azure": ("azure",),
+    "bedrock": ("bedrock",),
+}
+
+
+def _litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    return litellm
+
+
+def _candidates(model: str, provider: str) -> list[str]:
+    names = [model]
+    bare = model
+    if model.startswith("models/"):
+        bare = model[len("models/") :]
+        names.append(bare)
+    if "/" in bare:
+        names.append(bare.split("/", 1)[1])
+    prefixes = [provider, *_PROVIDER_ALIASES.get(provider, ())] if provider else []
+    for prefix in prefixes:
+        names.append(f"{prefix}/{bare}")
+    return list(dict.fromkeys(n for n in names if n))
+
+
+@functools.lru_cache(maxsize=1024)
+def model_info(model: str, provider: str = "") -> dict[str, Any] | None:
+    """litellm's bundled table entry for ``model`` (tried as given, without a ``models/`` or
+    ``provider/`` prefix, and as ``{provider}/{model}``), or None when unknown. Cached."""
+    table: dict[str, Any] = _litellm().model_cost
+    for name in _candidates(model, provider):
+        entry = table.get(name)
+        if isinstance(entry, dict):
+            return entry
+    return None
+
+
+def _per_million(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        return round(float(value) * 1_000_000, 10)
+    except (TypeError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def table_price(model: str, provider: str = "") -> Price:
+    """The bundled table's price for ``model`` in USD per million tokens; all fields None for
+    an unknown model. Fields: ``input_cost_per_token``, ``output_cost_per_token``,
+    ``cache_read_input_token_cost``, ``cache_creation_input_token_cost``,
+    ``output_cost_per_reasoning_token`` (each x 1e6)."""
+    info = model_info(model, provider) or {}
+    return Price(
+        input=_per_million(info.get("input_cost_per_token")),
+        output=_per_million(info.get("output_cost_per_token")),
+        cache_read=_per_million(info.get("cache_read_input_token_cost")),
+        cache_write=_per_million(info.get("cache_creation_input_token_cost")),
+        reasoning=_per_million(info.get("output_cost_per_reasoning_token")),
+    )
+
+
+def resolve_price(deployment: Deployment) -> Price:
+    """The price of ``deployment`` (USD per million tokens): the bundled table for
+    ``deployment.model`` with each field set in ``deployment.price`` overriding the table's.
+    An unknown model without override gives a :class:`Price` whose fields are all None."""
+    base = table_price(deployment.model, deployment.provider)
+    if deployment.price is None:
+        return base
+    override = deployment.price.model_dump(exclude_none=True)
+    return base.model_copy(update=override)
+
+
+def context_window(deployment: Deployment) -> int | None:
+    """Input context window of ``deployment`` in tokens: ``deployment.context_window`` when
+    set, else the table's ``max_input_tokens`` (or ``max_tokens``), else None."""
+    if deployment.context_window is not None:
+        return deployment.context_window
+    info = model_info(deployment.model, deployment.provider) or {}
+    for key in ("max_input_tokens", "max_tokens"):
+        value = info.get(key)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+# ---------------------------------------------------------------------------- token counting
+
+
+def _text_of(parts: list[Any]) -> str:
+    return "".join(p.text for p in parts if isinstance(p, TextPart))
+
+
+def _render(request: Request) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The request as OpenAI-style chat dicts, only for counting tokens."""
+    messages: list[dict[str, Any]] = []
+    for msg in request.messages:
+        if isinstance(msg, SystemMessage):
+            messages.append({"role": "system", "content": _text_of(msg.content)})
+        elif isinstance(msg, UserMessage):
+            content: list[dict[str, Any]] = []
+            for part in msg.content:
+                if isinstance(part, TextPart):
+                    content.append({"type": "text", "text": part.text})
+                elif isinstance(part, ImagePart):
+                    content.append({"type": "image_url", "image_url": {"url": part.url or "data:"}})
+            messages.append({"role": "user", "content": content})
+        elif isinstance(msg, AssistantMessage):
+            texts: list[str] = []
+            calls: list[dict[str, Any]] = []
+            for apart in msg.content:
+                if isinstance(apart, TextPart | ThinkingPart):
+                    texts.append(apart.text)
+                elif isinstance(apart, RedactedThinkingPart):
+                    continue
+                elif isinstance(apart, ToolCallPart):
+                    calls.append(
+                        {
+                            "id": apart.id,
+                            "type": "function",
+                            "function": {"name": apart.name, "arguments": apart.raw_arguments},
+                        }
+                    )
+            out: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
+            if calls:
+                out["tool_calls"] = calls
+            messages.append(out)
+        elif isinstance(msg, ToolResultMessage):
+            messages.append(
+                {"role": "tool", "tool_call_id": msg.tool_call_id, "content": _text_of(msg.content)}
+            )
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description or "", "parameters": t.parameters},
+        }
+        for t in request.tools
+    ]
+    return messages, tools
+
+
+def _fallback_count(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    return len(orjson.dumps(messages)) // 4 + (len(orjson.dumps(tools)) // 4 if tools else 0)
+
+
+def count_tokens(request: Request, model: str) -> int:
+    """An **estimate** of the input tokens of ``request`` for ``model`` (tokens).
+
+    Messages and tools are rendered as OpenAI-style chat dicts and counted with
+    ``litellm.token_counter`` (tiktoken, or litellm's bundled Anthropic/DeepSeek tokenizers;
+    images count a default size and are never fetched; tokenizers litellm would download
+    are replaced by tiktoken). If litellm cannot count, ``len(JSON text) // 4``. Upstream
+    usage, when reported, always wins over this number.
+    """
+    messages, tools = _render(request)
+    try:
+        litellm = _litellm()
+        kind_of = getattr(litellm.utils, "huggingface_tokenizer_kind", None)
+        counted_model = model
+        if kind_of is not None and kind_of(model) not in (None, "anthropic", "deepseek"):
+            counted_model = "gpt-4o"  # avoid a HuggingFace download: count with tiktoken
+        return int(
+            litellm.token_counter(
+                model=counted_model,
+                messages=messages,
+                tools=tools or None,
+                use_default_image_token_count=True,
+            )
+        )
+    except Exception:  # litellm raises many kinds of errors on odd input; estimate instead
+        return _fallback_count(messages, tools)

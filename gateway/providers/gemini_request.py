@@ -1,0 +1,307 @@
+"""Internal :class:`~gateway.schema.Request` -> Gemini ``generateContent`` request body.
+
+Shape (ai.google.dev/api/generate-content#request-body)::
+
+    {"systemInstruction": {"parts": [{"text": ...}]},
+     "contents": [{"role": "user" | "model", "parts": [...]}],
+     "tools": [{"functionDeclarations": [{"name", "description", "parameters"}]}],
+     "toolConfig": {"functionCallingConfig": {"mode": "AUTO" | "ANY" | "NONE",
+                                              "allowedFunctionNames": [...]}},
+     "generationConfig": {"maxOutputTokens", "temperature", "topP", "topK", "stopSequences",
+                          "responseMimeType", "responseSchema",
+                          "thinkingConfig": {"thinkingBudget" | "thinkingLevel", "includeThoughts"}}}
+
+Decisions (each documented where it is made):
+
+* All system messages are joined into ``systemInstruction`` (Gemini has one slot).
+* Consecutive contents of the same role are merged into one turn.
+* Tool results are paired to their call by id only. Gemini pairs ``functionResponse`` to
+  ``functionCall`` by *name* (and by ``id`` when present), so the name comes from the matching
+  call in an earlier assistant message (or ``ToolResultMessage.name``). A run of results
+  becomes one user turn whose ``functionResponse`` parts follow the order of the calls in the
+  preceding model turn, whatever order the client sent them in; images in results follow the
+  ``functionResponse`` parts as ``inlineData``/``fileData`` parts of the same turn.
+* ``functionResponse.response`` is ``{"output": text}`` or, for an error result,
+  ``{"error": text}`` (the keys Google's ``FunctionResponse.response`` documents).
+* ``cache_control`` markers are not sent: Gemini caches implicitly or via ``cachedContents``.
+* ``ToolChoice.parallel`` has no Gemini equivalent and is not sent; ``request.user`` and
+  ``metadata`` have no slot either.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import mimetypes
+from typing import Any
+
+from gateway.config import Deployment
+from gateway.errors import CapabilityError, InvalidRequest
+from gateway.providers.gemini_common import SKIP_SIGNATURE_SENTINEL, is_gemini3, is_gemini_signed
+from gateway.providers.gemini_schema import function_parameters, to_gemini_schema
+from gateway.providers.naming import NameMap
+from gateway.schema import (
+    AssistantMessage,
+    ImagePart,
+    RedactedThinkingPart,
+    Request,
+    SystemMessage,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultMessage,
+    UserMessage,
+)
+
+# Budgets used when the client gives only a coarse effort (tokens); our choice, not Google's.
+_EFFORT_BUDGET = {"minimal": 512, "low": 1024, "medium": 8192, "high": 24576}
+
+
+def image_part(part: ImagePart, src: str | None) -> dict[str, Any]:
+    """An :class:`ImagePart` as a Gemini part.
+
+    Base64 data -> ``inlineData {mimeType, data}``; a ``data:`` URL is decoded into the same;
+    any other URL -> ``fileData {fileUri, mimeType}`` (Gemini fetches ``gs://``, Files API and
+    public HTTP URLs). ``mimeType`` is required by Gemini: when neither the part nor the URL's
+    file extension gives one, :class:`CapabilityError` is raised (HTTP 400 naming ``src``).
+    """
+    if part.data is not None:
+        if not part.media_type:
+            raise CapabilityError("Gemini needs a media type for inline image data", param=src)
+        return {"inlineData": {"mimeType": part.media_type, "data": part.data}}
+    url = part.url or ""
+    if url.startswith("data:"):
+        header, _, payload = url.partition(",")
+        media = header[5:].split(";", 1)[0] or part.media_type
+        if ";base64" not in header or not media:
+            raise CapabilityError("image data URL must be base64 with a media type", param=src)
+        try:
+            base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError) as err:
+            raise CapabilityError(f"image data URL is not valid base64: {err}", param=src) from err
+        return {"inlineData": {"mimeType": media, "data": payload}}
+    media_type = part.media_type or mimetypes.guess_type(url.split("?", 1)[0])[0]
+    if not media_type:
+        raise CapabilityError(
+            "Gemini needs the media type of an image URL; give media_type or a URL with a file extension",
+            param=src,
+        )
+    return {"fileData": {"fileUri": url, "mimeType": media_type}}
+
+
+class _Contents:
+    """Accumulates ``contents`` turns, merging consecutive turns of one role."""
+
+    def __init__(self) -> None:
+        self.turns: list[dict[str, Any]] = []
+
+    def add(self, role: str, parts: list[dict[str, Any]]) -> None:
+        if not parts:
+            return
+        if self.turns and self.turns[-1]["role"] == role:
+            self.turns[-1]["parts"].extend(parts)
+        else:
+            self.turns.append({"role": role, "parts": parts})
+
+
+def _model_parts(msg: AssistantMessage, names: NameMap, gemini3: bool) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    last_from_text = False
+    for part in msg.content:
+        from_text = False
+        if isinstance(part, TextPart):
+            if part.text:
+                parts.append({"text": part.text})
+                from_text = True
+        elif isinstance(part, ThinkingPart):
+            # Thinking signed by another API never goes to Gemini (the pipeline applies the
+            # foreign-thinking policy before this point; here it is dropped as a last resort).
+            if not is_gemini_signed(part.provenance):
+                pass
+            elif (
+                part.text == "" and part.signature and last_from_text and "thoughtSignature" not in parts[-1]
+            ):
+                # A signature Gemini sent on a text part travels as an empty signed thinking part
+                # right after that text (see gemini_stream); it goes back onto the text part.
+                parts[-1]["thoughtSignature"] = part.signature
+            else:
+                out: dict[str, Any] = {"text": part.text, "thought": True}
+                if part.signature:
+                    out["thoughtSignature"] = part.signature
+                parts.append(out)
+        elif isinstance(part, ToolCallPart):
+            call: dict[str, Any] = {"name": names.to_upstream_name(part.name), "args": part.arguments}
+            if part.id:
+                call["id"] = part.id
+            fc: dict[str, Any] = {"functionCall": call}
+            if part.signature and is_gemini_signed(part.provenance):
+                fc["thoughtSignature"] = part.signature
+            parts.append(fc)
+        elif isinstance(part, RedactedThinkingPart):
+            pass  # Anthropic-only encrypted reasoning: Gemini cannot read it.
+        last_from_text = from_text
+    if gemini3:
+        calls = [p for p in parts if "functionCall" in p]
+        if calls and not any("thoughtSignature" in p for p in calls):
+            # History that lost its signature (e.g. an OpenAI-dialect client): Gemini 3 would
+            # answer 400, Google documents this sentinel for exactly this case.
+            calls[0]["thoughtSignature"] = SKIP_SIGNATURE_SENTINEL
+    return parts
+
+
+def _result_parts(
+    results: list[ToolResultMessage],
+    call_order: list[str],
+    call_names: dict[str, str],
+    names: NameMap,
+) -> list[dict[str, Any]]:
+    position = {cid: i for i, cid in enumerate(call_order)}
+    ordered = sorted(
+        enumerate(results), key=lambda item: (position.get(item[1].tool_call_id, len(position)), item[0])
+    )
+    responses: list[dict[str, Any]] = []
+    media: list[dict[str, Any]] = []
+    for _, res in ordered:
+        name = call_names.get(res.tool_call_id) or res.name
+        if not name:
+            raise InvalidRequest(
+                f"tool result {res.tool_call_id!r} has no matching tool call, and Gemini needs the tool name",
+                param=res.src or "messages",
+            )
+        text = "".join(p.text for p in res.content if isinstance(p, TextPart))
+        media.extend(image_part(p, res.src) for p in res.content if isinstance(p, ImagePart))
+        body = {"error": text} if res.is_error else {"output": text}
+        responses.append(
+            {
+                "functionResponse": {
+                    "id": res.tool_call_id,
+                    "name": names.to_upstream_name(name),
+                    "response": body,
+                }
+            }
+        )
+    return responses + media
+
+
+def _contents(
+    request: Request, deployment: Deployment, names: NameMap
+) -> tuple[list[str], list[dict[str, Any]]]:
+    system: list[str] = []
+    contents = _Contents()
+    call_names: dict[str, str] = {}
+    call_order: list[str] = []
+    pending: list[ToolResultMessage] = []
+    gemini3 = is_gemini3(deployment.model)
+
+    def flush() -> None:
+        if pending:
+            contents.add("user", _result_parts(pending, call_order, call_names, names))
+            pending.clear()
+
+    for msg in request.messages:
+        if isinstance(msg, ToolResultMessage):
+            pending.append(msg)
+            continue
+        flush()
+        if isinstance(msg, SystemMessage):
+            system.extend(p.text for p in msg.content if p.text)
+        elif isinstance(msg, UserMessage):
+            parts: list[dict[str, Any]] = []
+            for i, part in enumerate(msg.content):
+                if isinstance(part, TextPart):
+                    if part.text:
+                        parts.append({"text": part.text})
+                else:
+                    parts.append(image_part(part, f"{msg.src}.content[{i}]" if msg.src else None))
+            contents.add("user", parts)
+        elif isinstance(msg, AssistantMessage):
+            calls = msg.tool_calls
+            if calls:
+                call_order = [c.id for c in calls]
+            for c in calls:
+                call_names[c.id] = c.name
+            contents.add("model", _model_parts(msg, names, gemini3))
+    flush()
+    return system, contents.turns
+
+
+def _thinking_config(request: Request, deployment: Deployment) -> dict[str, Any] | None:
+    cfg = request.thinking
+    if cfg is None:
+        return None
+    gemini3 = is_gemini3(deployment.model)
+    if not cfg.enabled:
+        # Gemini 2.5 Flash turns thinking off with budget 0; Gemini 3 cannot turn it off.
+        return None if gemini3 else {"thinkingBudget": 0}
+    out: dict[str, Any] = {"includeThoughts": True}
+    if cfg.budget_tokens is not None:
+        out["thinkingBudget"] = cfg.budget_tokens
+    elif cfg.effort is not None:
+        if gemini3:
+            level = cfg.effort
+            if "pro" in deployment.model:  # Gemini 3 Pro knows only "low" and "high".
+                level = "low" if level in ("minimal", "low") else "high"
+            out["thinkingLevel"] = level
+        else:
+            out["thinkingBudget"] = _EFFORT_BUDGET[cfg.effort]
+    return out
+
+
+def _generation_config(request: Request, deployment: Deployment) -> dict[str, Any]:
+    gen: dict[str, Any] = {}
+    max_tokens = request.max_output_tokens or deployment.max_output_tokens
+    if max_tokens is not None:
+        gen["maxOutputTokens"] = max_tokens
+    if request.temperature is not None:
+        gen["temperature"] = request.temperature
+    if request.top_p is not None:
+        gen["topP"] = request.top_p
+    if request.top_k is not None:
+        gen["topK"] = request.top_k
+    if request.stop:
+        gen["stopSequences"] = list(request.stop)
+    fmt = request.response_format
+    if fmt is not None and fmt.type != "text":
+        gen["responseMimeType"] = "application/json"
+        if fmt.type == "json_schema" and fmt.schema_:
+            gen["responseSchema"] = to_gemini_schema(fmt.schema_)
+    thinking = _thinking_config(request, deployment)
+    if thinking is not None:
+        gen["thinkingConfig"] = thinking
+    return gen
+
+
+def build_body(request: Request, deployment: Deployment, names: NameMap) -> dict[str, Any]:
+    """The ``generateContent`` JSON body for ``request`` (see module docstring).
+
+    Tool names are rewritten through ``names`` (a Gemini-rule :class:`NameMap`); tool-call ids
+    are passed unchanged as ``functionCall.id`` / ``functionResponse.id``. Raises
+    :class:`CapabilityError` for an image Gemini cannot take and :class:`InvalidRequest` for a
+    tool result whose tool name cannot be found.
+    """
+    system, contents = _contents(request, deployment, names)
+    body: dict[str, Any] = {"contents": contents}
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
+    if request.tools:
+        decls = []
+        for tool in request.tools:
+            decl: dict[str, Any] = {"name": names.to_upstream_name(tool.name)}
+            if tool.description:
+                decl["description"] = tool.description
+            params = function_parameters(tool.parameters)
+            if params is not None:
+                decl["parameters"] = params
+            decls.append(decl)
+        body["tools"] = [{"functionDeclarations": decls}]
+        choice = request.tool_choice
+        if choice is not None:
+            mode = {"auto": "AUTO", "none": "NONE", "required": "ANY", "tool": "ANY"}[choice.mode]
+            fcc: dict[str, Any] = {"mode": mode}
+            if choice.mode == "tool" and choice.name:
+                fcc["allowedFunctionNames"] = [names.to_upstream_name(choice.name)]
+            body["toolConfig"] = {"functionCallingConfig": fcc}
+    gen = _generation_config(request, deployment)
+    if gen:
+        body["generationConfig"] = gen
+    return body
