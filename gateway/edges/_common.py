@@ -1,0 +1,178 @@
+"""Helpers shared by the client-dialect edges: strict JSON field readers that name the
+offending field path in :class:`gateway.errors.InvalidRequest`, data-URI handling, tool-call
+argument parsing and SSE framing.
+
+Field paths follow the client's request: ``messages[3].content[1].source``. A JSON ``null``
+is treated like an absent optional field (real clients send ``"name": null``, observed in
+pydantic-ai cassettes ``tests/models/cassettes/test_huggingface/*``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+from gateway.errors import InvalidRequest
+
+JSONObj = dict[str, Any]
+
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    list: "an array",
+    dict: "an object",
+}
+
+
+def load_body(body: bytes) -> JSONObj:
+    """Decode a request body (bytes of JSON) into a dict.
+
+    Raises :class:`InvalidRequest` ``"body is not valid JSON: ..."`` (param None) or
+    ``"body must be a JSON object"``.
+    """
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidRequest(f"body must be a JSON object, got {json_type(data)}")
+    return data
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def join(path: str, key: str | int) -> str:
+    """Extend a field path: ``join("messages", 3) == "messages[3]"``,
+    ``join("messages[3]", "content") == "messages[3].content"``."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def wrong_type(path: str, expected: str, value: Any) -> InvalidRequest:
+    """An :class:`InvalidRequest` saying ``path`` must be ``expected`` but was ``value``'s type."""
+    return InvalidRequest(f"{path}: expected {expected}, got {json_type(value)}", param=path)
+
+
+def missing(path: str) -> InvalidRequest:
+    """An :class:`InvalidRequest` saying the required field ``path`` is missing."""
+    return InvalidRequest(f"{path}: field required", param=path)
+
+
+def unsupported(path: str, what: str) -> InvalidRequest:
+    """An :class:`InvalidRequest` saying ``what`` at ``path`` is not supported yet."""
+    return InvalidRequest(f"{path}: {what} is not supported yet", param=path)
+
+
+def _check(value: Any, typ: type, path: str) -> Any:
+    if typ is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    elif typ is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, typ)
+    if not ok:
+        raise wrong_type(path, _TYPE_NAMES[typ], value)
+    return value
+
+
+def req(obj: JSONObj, key: str, typ: type, path: str) -> Any:
+    """The required field ``obj[key]`` checked to be of ``typ`` (str, int, float, bool, list,
+    dict); ``path`` is the path of ``obj``. Raises :class:`InvalidRequest` naming the field."""
+    fpath = join(path, key)
+    if obj.get(key) is None:
+        raise missing(fpath)
+    return _check(obj[key], typ, fpath)
+
+
+def opt(obj: JSONObj, key: str, typ: type, path: str) -> Any:
+    """The optional field ``obj[key]`` (None when absent or null), checked like :func:`req`."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    return _check(value, typ, join(path, key))
+
+
+def as_obj(value: Any, path: str) -> JSONObj:
+    """``value`` checked to be a JSON object."""
+    if not isinstance(value, dict):
+        raise wrong_type(path, "an object", value)
+    return value
+
+
+def str_list(obj: JSONObj, key: str, path: str) -> list[str]:
+    """A field that is a string or an array of strings (``stop``), as a list."""
+    value = obj.get(key)
+    if value is None:
+        return []
+    fpath = join(path, key)
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list):
+        raise wrong_type(fpath, "a string or an array of strings", value)
+    for i, item in enumerate(value):
+        _check(item, str, join(fpath, i))
+    return list(value)
+
+
+_DATA_URI = re.compile(r"^data:(?P<mt>[\w.+-]+/[\w.+-]+)?(?P<params>(;[^;,]*)*);base64,(?P<data>.*)$", re.S)
+
+
+def parse_data_uri(url: str) -> tuple[str | None, str] | None:
+    """Split ``data:<media type>;base64,<data>`` into ``(media_type, data)``; the data is the
+    base64 text byte-identical. None when ``url`` is not a base64 data URI."""
+    m = _DATA_URI.match(url)
+    if not m:
+        return None
+    return m.group("mt"), m.group("data")
+
+
+def data_uri(media_type: str | None, data: str) -> str:
+    """Build ``data:<media_type>;base64,<data>`` (media type defaults to
+    ``application/octet-stream``)."""
+    return f"data:{media_type or 'application/octet-stream'};base64,{data}"
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """Tool-call arguments: the parsed JSON object, or ``{}`` when ``raw`` is not a complete
+    JSON object (the raw string is kept by the caller; the guards judge it)."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact JSON bytes (orjson); non-JSON values become strings."""
+    return orjson.dumps(obj, default=str)
+
+
+def sse(data: Any, event: str | None = None) -> bytes:
+    """One complete SSE frame: ``event: <event>\\n`` (when given) then ``data: <json>\\n\\n``."""
+    payload = data if isinstance(data, bytes) else dumps(data)
+    if event is None:
+        return b"data: " + payload + b"\n\n"
+    return b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` made JSON-safe (round trip through orjson with ``default=str``)."""
+    return orjson.loads(dumps(value))

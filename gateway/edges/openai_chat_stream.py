@@ -1,0 +1,197 @@
+"""Internal stream events -> OpenAI ``chat.completion.chunk`` SSE frames.
+
+Reference: https://platform.openai.com/docs/api-reference/chat-streaming. Rules this renderer
+keeps (handed cases C10, C15):
+
+* the first chunk carries ``delta.role = "assistant"``; text goes in ``delta.content``,
+  thinking text in ``delta.reasoning_content``;
+* a tool call's ``index`` is its ordinal among the tool calls of the answer (0, 1, ...), never
+  the internal content-part index (which may have gaps where the gateway withheld a call);
+  its first delta has ``id``, ``type``, ``function.name`` and ``arguments: ""``, the following
+  deltas only ``function.arguments`` fragments;
+* tool calls are emitted when their part ends (the pipeline holds them until the stop
+  reason is known anyway), so a signature that arrives late can still be wrapped into the id;
+* with ``stream_options.include_usage`` every chunk has ``"usage": null`` and one extra chunk
+  with ``choices: []`` and the usage follows the ``finish_reason`` chunk; without it, no usage;
+* ``finish()`` always ends with ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.edges._common import sse
+from gateway.edges.openai_chat_render import (
+    completion_id,
+    error_body,
+    finish_reason,
+    render_usage,
+    turnstile_meta,
+)
+from gateway.edges.signatures import wrap_tool_call_id
+from gateway.schema import (
+    MessageEnd,
+    MessageStart,
+    PartDelta,
+    PartEnd,
+    PartStart,
+    Provenance,
+    Request,
+    StreamError,
+    StreamEvent,
+)
+
+DONE = b"data: [DONE]\n\n"
+
+
+def ping_frame() -> bytes:
+    """An SSE comment line, ignored by OpenAI clients; keeps idle connections open."""
+    return b": ping\n\n"
+
+
+@dataclass
+class _ToolCall:
+    id: str
+    name: str
+    signature: str | None = None
+    provenance: Provenance | None = None
+    fragments: list[str] = field(default_factory=list)
+
+
+class StreamRenderer:
+    """Renders one streamed answer for an OpenAI client.
+
+    ``render(event)`` returns the complete SSE frames (bytes) the event produces;
+    ``finish()`` the closing frames (an error frame if the stream ended without a
+    ``MessageEnd`` or ``StreamError``, then ``data: [DONE]``).
+    """
+
+    def __init__(self, request: Request) -> None:
+        self.include_usage = request.include_usage
+        self.id = completion_id("turnstile")
+        self.model = request.model
+        self.created = int(time.time())
+        self.started = False
+        self.closed = False
+        self.kinds: dict[int, str] = {}
+        self.pending: dict[int, _ToolCall] = {}
+        self.n_tool_calls = 0
+
+    # ------------------------------------------------------------------ frames
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+        body: dict[str, Any] = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
+        if self.include_usage:
+            body["usage"] = None
+        body.update(extra)
+        return sse(body)
+
+    def _start(self, out: list[bytes]) -> None:
+        if not self.started:
+            self.started = True
+            out.append(self._chunk({"role": "assistant", "content": ""}))
+
+    def _flush_tool_call(self, call: _ToolCall, out: list[bytes]) -> None:
+        k = self.n_tool_calls
+        self.n_tool_calls += 1
+        cid = (
+            call.id if call.signature is None else wrap_tool_call_id(call.id, call.signature, call.provenance)
+        )
+        head = {"index": k, "id": cid, "type": "function", "function": {"name": call.name, "arguments": ""}}
+        out.append(self._chunk({"tool_calls": [head]}))
+        fragments = [f for f in call.fragments if f] or ["{}"]
+        for frag in fragments:
+            out.append(self._chunk({"tool_calls": [{"index": k, "function": {"arguments": frag}}]}))
+
+    def _flush_all(self, out: list[bytes]) -> None:
+        for index in sorted(self.pending):
+            self._flush_tool_call(self.pending.pop(index), out)
+
+    # ------------------------------------------------------------------ events
+
+    def render(self, event: StreamEvent) -> list[bytes]:
+        """The SSE frames for one internal event (possibly none)."""
+        out: list[bytes] = []
+        if self.closed:
+            return out
+        if isinstance(event, MessageStart):
+            self.id = completion_id(event.id)
+            self.model = event.model or self.model
+            self._start(out)
+        elif isinstance(event, PartStart):
+            self._start(out)
+            self.kinds[event.index] = event.kind
+            if event.kind == "tool_call":
+                self.pending[event.index] = _ToolCall(
+                    id=event.id or f"call_{event.index}",
+                    name=event.name or "",
+                    signature=event.signature,
+                    provenance=event.provenance,
+                )
+        elif isinstance(event, PartDelta):
+            self._start(out)
+            self._delta(event, out)
+        elif isinstance(event, PartEnd):
+            call = self.pending.pop(event.index, None)
+            if call is not None:
+                self._flush_tool_call(call, out)
+        elif isinstance(event, MessageEnd):
+            self._start(out)
+            self._flush_all(out)
+            extra: dict[str, Any] = {}
+            meta = turnstile_meta(event.withheld_tool_calls, event.stop_reason)
+            if meta:
+                extra["turnstile"] = meta
+            out.append(self._chunk({}, finish_reason(event.stop_reason), **extra))
+            if self.include_usage:
+                out.append(
+                    sse(
+                        {
+                            "id": self.id,
+                            "object": "chat.completion.chunk",
+                            "created": self.created,
+                            "model": self.model,
+                            "choices": [],
+                            "usage": render_usage(event.usage),
+                        }
+                    )
+                )
+            self.closed = True
+        elif isinstance(event, StreamError):
+            out.append(sse(error_body(event.kind, event.message)))
+            self.closed = True
+        return out
+
+    def _delta(self, event: PartDelta, out: list[bytes]) -> None:
+        kind = self.kinds.get(event.index)
+        if kind is None:  # a delta without its start: infer what we can
+            kind = "text" if event.text is not None else "unknown"
+            self.kinds[event.index] = kind
+        if kind == "tool_call":
+            call = self.pending.get(event.index)
+            if call is not None:
+                if event.arguments:
+                    call.fragments.append(event.arguments)
+                if event.signature:
+                    call.signature = event.signature
+        elif kind == "text" and event.text:
+            out.append(self._chunk({"content": event.text}))
+        elif kind == "thinking" and event.text:
+            out.append(self._chunk({"reasoning_content": event.text}))
+
+    def finish(self) -> list[bytes]:
+        """Closing frames: an error frame if the answer never ended, then ``data: [DONE]``."""
+        out: list[bytes] = []
+        if not self.closed:
+            out.append(sse(error_body("upstream", "stream ended before the answer was complete")))
+            self.closed = True
+        out.append(DONE)
+        return out
