@@ -65,9 +65,6 @@ class Quirks(BaseModel):
     * ``stream_usage``: whether the server honours ``stream_options.include_usage``.
     * ``images_in_tool_results``: whether a ``role: tool`` message may carry image parts; if
       not, images go in a following user message.
-    * ``finish_reason_stop_with_tools``: the server reports ``stop`` although it emitted tool
-      calls (OpenRouter mock function calling, observed in OpenHands recordings); treated as
-      ``tool_use``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -75,7 +72,6 @@ class Quirks(BaseModel):
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_completion_tokens"
     stream_usage: bool = True
     images_in_tool_results: bool = False
-    finish_reason_stop_with_tools: bool = False
     extra_headers: dict[str, str] = Field(default_factory=dict)
 
 

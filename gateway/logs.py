@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
 
 
-def _request_id_first(_: Any, __: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def _request_id_first(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     rid = event_dict.pop("request_id", None)
     if rid is None:
         return event_dict

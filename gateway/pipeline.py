@@ -282,9 +282,9 @@ class Pipeline:
                 await self._record(ctx, None, err, stream=True)
                 raise
             except StopAsyncIteration:
-                err = UpstreamError(f"deployment {dep.name!r} closed the stream without data", deployment=dep.name)
-                self._note_attempt(ctx, dep, err)
-                last = err
+                empty = UpstreamError(f"deployment {dep.name!r} closed the stream without data", deployment=dep.name)
+                self._note_attempt(ctx, dep, empty)
+                last = empty
                 continue
             return StreamingTurn(events=self._relay(ctx, target_req, dep, first, source), headers=ctx.headers())
         assert last is not None

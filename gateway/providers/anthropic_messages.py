@@ -1,0 +1,434 @@
+"""Native Anthropic Messages wire module (``POST /v1/messages``).
+
+Implements the :class:`gateway.providers.base.WireModule` verbs at module level.
+Reference: https://docs.anthropic.com/en/api/messages and
+https://docs.anthropic.com/en/docs/build-with-claude/streaming.
+
+Decisions worth knowing
+-----------------------
+* ``system``: every :class:`SystemMessage`, wherever it sits, becomes text blocks of the one
+  top-level ``system`` list, in order, ``cache_control`` kept.
+* Consecutive messages of one role merge into one Anthropic message. In a user message the
+  ``tool_result`` blocks come FIRST, then the user's text and images of that turn (Anthropic
+  requires results to lead the turn; handed case C04).
+* Empty and whitespace-only text blocks are never sent: Anthropic rejects them ("text content
+  blocks must be non-empty", "... must contain non-whitespace text", seen in
+  anthropics/claude-code#23440, LibreChat-AI/agents#124; handed case C07). A message left with
+  no block is dropped, never padded with a placeholder.
+* Tool results with images: ``content`` is a JSON array ``[text, image]`` with the base64
+  ``data`` byte-identical (C08); URL images use ``source.type: url``; ``data:`` URIs become
+  base64 sources.
+* Thinking parts go back as ``thinking`` blocks with their signature byte-identical; a thinking
+  part without signature cannot be verified by Anthropic and is dropped (the foreign-thinking
+  policy has already run in the pipeline).
+* Tool-call ids are rewritten to ``^[a-zA-Z0-9_-]+$`` and tool names to
+  ``^[a-zA-Z0-9_-]{1,64}$`` (:mod:`gateway.providers.naming`), mapped back in answers.
+* ``max_tokens`` is required: ``request.max_output_tokens``, else
+  ``deployment.max_output_tokens``, else 4096.
+* Thinking: ``{"type": "enabled", "budget_tokens": B}`` with B = the request's budget, else by
+  effort (minimal 1024, low 2048, medium 8192, high 16384), else 1024; at least 1024 (the API
+  minimum). Anthropic requires ``budget_tokens < max_tokens``; when it is not, ``max_tokens``
+  becomes ``B + max_tokens`` so the visible answer keeps the budget the client asked for.
+  ``enabled: false`` sends ``{"type": "disabled"}``; a deployment with
+  ``supports_thinking: false`` gets no thinking field.
+* ``response_format`` has no stable slot in the Messages API and is not sent.
+* Server-side blocks in answers (``server_tool_use``, ``*_tool_result``, ``mcp_tool_use``,
+  ``compaction``…) have no internal representation and are skipped; Turnstile never asks for
+  server tools.
+* Stop reasons: ``end_turn``/``stop_sequence``/``pause_turn`` -> ``stop`` (``pause_turn``
+  means a server-tool loop paused; with no server tools requested there is nothing to resume),
+  ``max_tokens``/``model_context_window_exceeded`` -> ``length``, ``tool_use`` -> ``tool_use``,
+  ``refusal`` -> ``content_filter``; anything else raises :class:`UnknownStopReason`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.config import Deployment
+from gateway.errors import CapabilityError, UnknownStopReason, UpstreamProtocolError
+from gateway.providers import wire_common
+from gateway.providers.base import CallContext, StreamParser, UpstreamRequest
+from gateway.providers.naming import ANTHROPIC_ID, TOOL_NAME, NameMap
+from gateway.schema import (
+    AssistantMessage,
+    ImagePart,
+    Provenance,
+    RedactedThinkingPart,
+    Request,
+    Response,
+    StopReason,
+    SystemMessage,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+
+API = "anthropic_messages"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+MIN_THINKING_BUDGET = 1024
+EFFORT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_use",
+    "refusal": "content_filter",
+}
+
+
+# ---------------------------------------------------------------------------- verbs
+
+
+def build_request(
+    request: Request, deployment: Deployment, api_key: str | None
+) -> tuple[UpstreamRequest, CallContext]:
+    """Internal request -> ``POST {base_url}/v1/messages`` with ``x-api-key`` and
+    ``anthropic-version: 2023-06-01`` (``base_url`` defaults to https://api.anthropic.com; one
+    that already ends in ``/v1`` is not doubled). ``deployment.quirks.extra_headers`` (e.g.
+    ``anthropic-beta``) are added last. Raises :class:`CapabilityError` for images the
+    deployment cannot take."""
+    ctx = CallContext(deployment=deployment, request=request, names=NameMap())
+    body = to_wire_body(request, deployment, ctx.names)
+    headers = {
+        "content-type": "application/json",
+        "anthropic-version": ANTHROPIC_VERSION,
+        "accept": "text/event-stream" if request.stream else "application/json",
+    }
+    if api_key:
+        headers["x-api-key"] = api_key
+    headers.update(deployment.quirks.extra_headers)
+    base = (deployment.base_url or DEFAULT_BASE_URL).rstrip("/")
+    url = base + ("/messages" if base.endswith("/v1") else "/v1/messages")
+    return UpstreamRequest(url=url, headers=headers, body=orjson.dumps(body), stream=request.stream), ctx
+
+
+def parse_response(body: bytes, ctx: CallContext) -> Response:
+    """A non-streaming Messages body -> :class:`Response` (see :func:`from_wire_response`)."""
+    obj = wire_common.loads_object(body, what="message", deployment=ctx.deployment.name)
+    return from_wire_response(obj, ctx)
+
+
+def new_stream_parser(ctx: CallContext) -> StreamParser:
+    """A fresh :class:`gateway.providers.anthropic_stream.AnthropicStreamParser`."""
+    from gateway.providers.anthropic_stream import AnthropicStreamParser
+
+    return AnthropicStreamParser(ctx)
+
+
+def map_stop_reason(raw: str | None) -> StopReason:
+    """Anthropic ``stop_reason`` -> internal stop reason (table in the module docstring);
+    raises :class:`UnknownStopReason` on anything else, including a missing value."""
+    if raw is None or raw not in _STOP_REASONS:
+        raise UnknownStopReason(f"unknown Anthropic stop_reason {raw!r}")
+    return _STOP_REASONS[raw]
+
+
+def error_message(status: int, body: bytes) -> str:
+    """``error.message`` of ``{"type": "error", "error": {"type", "message"}}``, else the raw
+    text."""
+    return wire_common.error_message(status, body)
+
+
+# ---------------------------------------------------------------------------- request
+
+
+def upstream_id(names: NameMap, id_: str) -> str:
+    """The tool-use id sent to Anthropic for client id ``id_`` (``^[a-zA-Z0-9_-]+$``)."""
+    return names.to_upstream_id(id_, ANTHROPIC_ID, None)
+
+
+def upstream_name(names: NameMap, name: str) -> str:
+    """The tool name sent to Anthropic for client name ``name`` (``^[a-zA-Z0-9_-]{1,64}$``)."""
+    return names.to_upstream_name(name, TOOL_NAME, 64)
+
+
+def _blank(text: str) -> bool:
+    return not text.strip()
+
+
+def _with_cache(block: dict[str, Any], cache_control: dict[str, Any] | None) -> dict[str, Any]:
+    if cache_control is not None:
+        block["cache_control"] = cache_control
+    return block
+
+
+def _text_block(part: TextPart) -> dict[str, Any] | None:
+    if _blank(part.text):
+        return None
+    return _with_cache({"type": "text", "text": part.text}, part.cache_control)
+
+
+def image_block(part: ImagePart) -> dict[str, Any]:
+    """An Anthropic ``image`` block: base64 source (data byte-identical; ``data:`` URIs are
+    split) or URL source."""
+    source: dict[str, Any]
+    if part.data is not None:
+        source = {"type": "base64", "media_type": part.media_type or "image/png", "data": part.data}
+    else:
+        url = part.url or ""
+        split = wire_common.split_data_uri(url)
+        if split is not None:
+            source = {"type": "base64", "media_type": split[0], "data": split[1]}
+        else:
+            source = {"type": "url", "url": url}
+    return _with_cache({"type": "image", "source": source}, part.cache_control)
+
+
+def _check_image(deployment: Deployment, where: str, what: str) -> None:
+    if not deployment.supports_images:
+        raise CapabilityError(
+            f"{what} ({where}) contains an image, which deployment {deployment.name!r} "
+            f"(model {deployment.model}) cannot take",
+            param=where,
+        )
+
+
+def _user_blocks(msg: UserMessage, deployment: Deployment, where: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for part in msg.content:
+        if isinstance(part, TextPart):
+            block = _text_block(part)
+            if block is not None:
+                out.append(block)
+        else:
+            _check_image(deployment, where, "the user message")
+            out.append(image_block(part))
+    return out
+
+
+def _tool_result_block(
+    msg: ToolResultMessage, deployment: Deployment, names: NameMap, where: str
+) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    for part in msg.content:
+        if isinstance(part, TextPart):
+            block = _text_block(part)
+            if block is not None:
+                content.append(block)
+        else:
+            _check_image(deployment, where, f"the tool result for tool call {msg.tool_call_id!r}")
+            content.append(image_block(part))
+    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": upstream_id(names, msg.tool_call_id)}
+    if content:
+        out["content"] = content
+    if msg.is_error:
+        out["is_error"] = True
+    return _with_cache(out, msg.cache_control)
+
+
+def _assistant_blocks(msg: AssistantMessage, names: NameMap) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for part in msg.content:
+        if isinstance(part, TextPart):
+            block = _text_block(part)
+            if block is not None:
+                out.append(block)
+        elif isinstance(part, ThinkingPart):
+            if part.signature:
+                out.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
+        elif isinstance(part, RedactedThinkingPart):
+            out.append({"type": "redacted_thinking", "data": part.data})
+        else:
+            out.append(
+                {
+                    "type": "tool_use",
+                    "id": upstream_id(names, part.id),
+                    "name": upstream_name(names, part.name),
+                    "input": part.arguments,
+                }
+            )
+    return out
+
+
+def _messages(
+    request: Request, deployment: Deployment, names: NameMap
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(system blocks, messages)``. Turns are ``[role, results, others]`` while merging."""
+    system: list[dict[str, Any]] = []
+    turns: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]] = []
+    for i, msg in enumerate(request.messages):
+        where = msg.src or f"messages[{i}]"
+        results: list[dict[str, Any]] = []
+        others: list[dict[str, Any]] = []
+        if isinstance(msg, SystemMessage):
+            system.extend(b for b in (_text_block(p) for p in msg.content) if b is not None)
+            continue
+        if isinstance(msg, UserMessage):
+            role, others = "user", _user_blocks(msg, deployment, where)
+        elif isinstance(msg, ToolResultMessage):
+            role, results = "user", [_tool_result_block(msg, deployment, names, where)]
+        else:
+            role, others = "assistant", _assistant_blocks(msg, names)
+        if not results and not others:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(results)
+            turns[-1][2].extend(others)
+        else:
+            turns.append((role, results, others))
+    return system, [{"role": role, "content": results + others} for role, results, others in turns]
+
+
+def _tool_choice(request: Request, names: NameMap) -> dict[str, Any] | None:
+    tc = request.tool_choice
+    if tc is None:
+        return None
+    out: dict[str, Any]
+    if tc.mode == "auto":
+        out = {"type": "auto"}
+    elif tc.mode == "none":
+        return {"type": "none"}
+    elif tc.mode == "required" or not tc.name:
+        out = {"type": "any"}
+    else:
+        out = {"type": "tool", "name": upstream_name(names, tc.name)}
+    if tc.parallel is False:
+        out["disable_parallel_tool_use"] = True
+    return out
+
+
+def thinking_budget(request: Request) -> int:
+    """The ``budget_tokens`` sent for ``request.thinking`` (rule in the module docstring)."""
+    cfg = request.thinking
+    budget = None
+    if cfg is not None:
+        budget = cfg.budget_tokens
+        if budget is None and cfg.effort is not None:
+            budget = EFFORT_BUDGETS[cfg.effort]
+    return max(budget or MIN_THINKING_BUDGET, MIN_THINKING_BUDGET)
+
+
+def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> dict[str, Any]:
+    """The Messages JSON body (a dict) for ``request`` on ``deployment``; fills ``names`` with
+    the rewrites applied. Raises :class:`CapabilityError` for images the deployment cannot
+    take."""
+    system, messages = _messages(request, deployment, names)
+    max_tokens = request.max_output_tokens or deployment.max_output_tokens or DEFAULT_MAX_TOKENS
+    body: dict[str, Any] = {"model": deployment.model, "max_tokens": max_tokens}
+    if system:
+        body["system"] = system
+    body["messages"] = messages
+    if request.tools:
+        tools = []
+        for t in request.tools:
+            tool: dict[str, Any] = {"name": upstream_name(names, t.name)}
+            if t.description is not None:
+                tool["description"] = t.description
+            tool["input_schema"] = t.parameters
+            tools.append(_with_cache(tool, t.cache_control))
+        body["tools"] = tools
+        choice = _tool_choice(request, names)
+        if choice is not None:
+            body["tool_choice"] = choice
+    cfg = request.thinking
+    if cfg is not None and deployment.supports_thinking:
+        if cfg.enabled:
+            budget = thinking_budget(request)
+            if budget >= max_tokens:
+                body["max_tokens"] = budget + max_tokens
+            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        else:
+            body["thinking"] = {"type": "disabled"}
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.top_p is not None:
+        body["top_p"] = request.top_p
+    if request.top_k is not None:
+        body["top_k"] = request.top_k
+    if request.stop:
+        body["stop_sequences"] = list(request.stop)
+    if request.user:
+        body["metadata"] = {"user_id": request.user}
+    if request.stream:
+        body["stream"] = True
+    return body
+
+
+# ---------------------------------------------------------------------------- response
+
+
+def provenance(deployment: Deployment) -> Provenance:
+    """Provenance of thinking signed by this deployment."""
+    return Provenance(api=API, provider=deployment.provider, model=deployment.model)
+
+
+def usage_from_wire(u: dict[str, Any] | None) -> Usage:
+    """Anthropic ``usage`` -> :class:`Usage` (tokens): ``input_tokens`` (already excludes
+    cache reads and writes), ``cache_creation_input_tokens`` -> cache_write,
+    ``cache_read_input_tokens`` -> cache_read, ``output_tokens``. The per-TTL
+    ``cache_creation`` breakdown and ``server_tool_use`` counts are ignored."""
+    u = u or {}
+    return Usage(
+        input_tokens=wire_common.int_field(u, "input_tokens") or 0,
+        output_tokens=wire_common.int_field(u, "output_tokens") or 0,
+        cache_read_tokens=wire_common.int_field(u, "cache_read_input_tokens") or 0,
+        cache_write_tokens=wire_common.int_field(u, "cache_creation_input_tokens") or 0,
+    )
+
+
+def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
+    """A decoded Messages response object -> :class:`Response`.
+
+    ``text`` (empty ones skipped), ``thinking`` (signature byte-identical, provenance of the
+    deployment), ``redacted_thinking`` and ``tool_use`` blocks become parts; ``tool_use.input``
+    is kept as the arguments object and as compact JSON text in ``raw_arguments``; ids and names
+    are mapped back through ``ctx.names``. Raises :class:`UpstreamProtocolError` for an error
+    object or a body without ``content``, :class:`UnknownStopReason` for an unknown stop
+    reason.
+    """
+    dep = ctx.deployment
+    if obj.get("type") == "error":
+        raise UpstreamProtocolError(
+            f"upstream answered 200 with an error: {wire_common.as_dict(obj.get('error')).get('message')}",
+            deployment=dep.name,
+        )
+    content = obj.get("content")
+    if not isinstance(content, list):
+        raise UpstreamProtocolError("Anthropic message without a content list", deployment=dep.name)
+    parts: list[Any] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            if block.get("text"):
+                parts.append(TextPart(text=str(block["text"])))
+        elif kind == "thinking":
+            parts.append(
+                ThinkingPart(
+                    text=str(block.get("thinking") or ""),
+                    signature=block.get("signature") or None,
+                    provenance=provenance(dep),
+                )
+            )
+        elif kind == "redacted_thinking":
+            parts.append(RedactedThinkingPart(data=str(block.get("data") or ""), provenance=provenance(dep)))
+        elif kind == "tool_use":
+            args = block.get("input")
+            args = args if isinstance(args, dict) else {}
+            parts.append(
+                ToolCallPart(
+                    id=ctx.names.from_upstream_id(str(block.get("id") or "")),
+                    name=ctx.names.from_upstream_name(str(block.get("name") or "")),
+                    arguments=args,
+                    raw_arguments=wire_common.dumps_arguments(args),
+                )
+            )
+    return Response(
+        id=str(obj.get("id") or ""),
+        model=str(obj.get("model") or dep.model),
+        message=AssistantMessage(content=parts),
+        stop_reason=map_stop_reason(obj.get("stop_reason")),
+        usage=usage_from_wire(wire_common.as_dict(obj.get("usage"))),
+    )

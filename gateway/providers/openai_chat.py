@@ -1,0 +1,497 @@
+"""Native OpenAI Chat Completions wire module (OpenAI and every OpenAI-compatible server:
+vLLM, llama.cpp, Ollama, Groq, DeepSeek, xAI, OpenRouter…).
+
+Implements the :class:`gateway.providers.base.WireModule` verbs at module level, plus the
+dict-level functions the litellm adapter reuses: :func:`to_wire_body`,
+:func:`from_wire_response`, :func:`usage_from_wire` and the stream parser's ``feed_obj``.
+
+Reference: https://platform.openai.com/docs/api-reference/chat/create. Vendor differences
+come from ``Deployment.quirks`` (:class:`gateway.config.Quirks`).
+
+Decisions worth knowing
+-----------------------
+* Tool names are rewritten to ``^[a-zA-Z0-9_-]{1,64}$`` and tool-call ids longer than 40
+  characters are rewritten to 40 (OpenAI rejects longer ids: "Invalid
+  'messages[2].tool_calls[0].id': string too long. Expected a string with maximum length 40",
+  reported in agno-agi/agno#5382, Portkey-AI/gateway#1062); both are mapped back on the way in.
+* Thinking and redacted-thinking parts are not sendable to Chat Completions and are dropped
+  (the pipeline has already applied the foreign-thinking policy).
+* Consecutive assistant messages are merged and an assistant message left with neither text
+  nor tool calls is dropped (simonw-llm kimi-k2 recording: an empty assistant message before
+  the one with tool_calls). Empty text is never sent beside tool calls: ``content`` is null.
+* Images in tool results: with ``quirks.images_in_tool_results`` the ``role: tool`` message
+  carries ``[text, image_url]`` parts; otherwise it carries the text and ONE user message after
+  the run of tool messages carries a label and the ``image_url`` parts (handed case C09). A
+  deployment with ``supports_images: false`` raises :class:`CapabilityError`.
+* ``is_error`` of a tool result has no slot in Chat Completions and is not sent.
+* ``finish_reason: "stop"`` while tool calls are present is reported as ``tool_use``
+  (OpenRouter mock function calling, corpus ``openhands/`` recordings), whatever
+  ``quirks.finish_reason_stop_with_tools`` says.
+* ``tool_choice`` and ``parallel_tool_calls`` are sent only with tools (OpenAI rejects them
+  otherwise). ``top_k`` and ``metadata`` are not sent; ``thinking.effort`` becomes ``reasoning_effort``
+  when the deployment supports thinking; a thinking budget alone is not sent.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+from gateway.config import Deployment
+from gateway.errors import CapabilityError, UnknownStopReason, UpstreamProtocolError
+from gateway.providers import wire_common
+from gateway.providers.base import CallContext, StreamParser, UpstreamRequest
+from gateway.providers.naming import TOOL_NAME, NameMap
+from gateway.schema import (
+    AssistantMessage,
+    ImagePart,
+    Provenance,
+    Request,
+    Response,
+    StopReason,
+    SystemMessage,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+
+API = "openai_chat"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+OPENAI_ID = re.compile(r"^.{1,40}$", re.DOTALL)
+"""Tool-call ids OpenAI accepts: any string of 1 to 40 characters."""
+OPENAI_ID_MAX = 40
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "content_filter",
+}
+
+
+# ---------------------------------------------------------------------------- verbs
+
+
+def build_request(
+    request: Request, deployment: Deployment, api_key: str | None
+) -> tuple[UpstreamRequest, CallContext]:
+    """Internal request -> ``POST {base_url}/chat/completions``.
+
+    ``base_url`` defaults to ``https://api.openai.com/v1``; the key goes in
+    ``Authorization: Bearer``; ``deployment.quirks.extra_headers`` are added last.
+    Raises :class:`CapabilityError` for images the deployment cannot take.
+    """
+    ctx = CallContext(deployment=deployment, request=request, names=NameMap())
+    body = to_wire_body(request, deployment, ctx.names)
+    headers = {"content-type": "application/json", "accept": "application/json"}
+    if request.stream:
+        headers["accept"] = "text/event-stream"
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    headers.update(deployment.quirks.extra_headers)
+    url = (deployment.base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
+    return UpstreamRequest(url=url, headers=headers, body=orjson.dumps(body), stream=request.stream), ctx
+
+
+def parse_response(body: bytes, ctx: CallContext) -> Response:
+    """A non-streaming ``chat.completion`` body -> :class:`Response`.
+
+    Raises :class:`UpstreamProtocolError` for non-JSON or a body without choices, and
+    :class:`UnknownStopReason` for an unknown ``finish_reason``.
+    """
+    obj = wire_common.loads_object(body, what="chat completion", deployment=ctx.deployment.name)
+    return from_wire_response(obj, ctx)
+
+
+def new_stream_parser(ctx: CallContext) -> StreamParser:
+    """A fresh :class:`gateway.providers.openai_stream.OpenAIChatStreamParser`."""
+    from gateway.providers.openai_stream import OpenAIChatStreamParser
+
+    return OpenAIChatStreamParser(ctx)
+
+
+def map_stop_reason(raw: str | None) -> StopReason:
+    """``finish_reason`` -> internal stop reason: ``stop``, ``length``, ``tool_calls`` and the
+    legacy ``function_call`` (-> ``tool_use``), ``content_filter``. Anything else (including a
+    missing value) raises :class:`UnknownStopReason`."""
+    if raw is None or raw not in _STOP_REASONS:
+        raise UnknownStopReason(f"unknown OpenAI chat finish_reason {raw!r}")
+    return _STOP_REASONS[raw]
+
+
+def stop_reason_with_tools(raw: str | None, has_tool_calls: bool) -> StopReason:
+    """:func:`map_stop_reason`, but ``stop`` with tool calls present is ``tool_use``
+    (OpenRouter mock function calling, corpus ``openhands/`` recordings)."""
+    reason = map_stop_reason(raw)
+    if reason == "stop" and has_tool_calls:
+        return "tool_use"
+    return reason
+
+
+def error_message(status: int, body: bytes) -> str:
+    """``error.message`` of an OpenAI-style error body, else the raw text (see
+    :func:`gateway.providers.wire_common.error_message`)."""
+    return wire_common.error_message(status, body)
+
+
+# ---------------------------------------------------------------------------- request
+
+
+def upstream_id(names: NameMap, id_: str) -> str:
+    """The tool-call id sent upstream for client id ``id_`` (rewritten only when longer than
+    40 characters or empty)."""
+    return names.to_upstream_id(id_, OPENAI_ID, OPENAI_ID_MAX)
+
+
+def upstream_name(names: NameMap, name: str) -> str:
+    """The tool name sent upstream for client name ``name`` (``^[a-zA-Z0-9_-]{1,64}$``)."""
+    return names.to_upstream_name(name, TOOL_NAME, 64)
+
+
+def _image_url(part: ImagePart) -> str:
+    if part.url:
+        return part.url
+    return f"data:{part.media_type or 'image/png'};base64,{part.data or ''}"
+
+
+def _image_block(part: ImagePart) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": _image_url(part)}}
+
+
+def _user_content(msg: UserMessage, deployment: Deployment, where: str) -> str | list[dict[str, Any]]:
+    if len(msg.content) == 1 and isinstance(msg.content[0], TextPart):
+        return msg.content[0].text
+    blocks: list[dict[str, Any]] = []
+    for part in msg.content:
+        if isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"type": "text", "text": part.text})
+        else:
+            if not deployment.supports_images:
+                raise CapabilityError(
+                    f"{where} contains an image, which deployment {deployment.name!r} "
+                    f"(model {deployment.model}) cannot take",
+                    param=where,
+                )
+            blocks.append(_image_block(part))
+    return blocks or ""
+
+
+def _assistant_dict(msg: AssistantMessage, names: NameMap) -> dict[str, Any] | None:
+    text = "".join(p.text for p in msg.content if isinstance(p, TextPart))
+    calls = [
+        {
+            "id": upstream_id(names, p.id),
+            "type": "function",
+            "function": {"name": upstream_name(names, p.name), "arguments": p.raw_arguments},
+        }
+        for p in msg.content
+        if isinstance(p, ToolCallPart)
+    ]
+    if not text and not calls:
+        return None
+    out: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _merge_assistant(prev: dict[str, Any], new: dict[str, Any]) -> None:
+    text = (prev.get("content") or "") + (new.get("content") or "")
+    prev["content"] = text or None
+    if new.get("tool_calls"):
+        prev.setdefault("tool_calls", []).extend(new["tool_calls"])
+
+
+def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    image_followup: list[dict[str, Any]] = []
+    inline_images = deployment.quirks.images_in_tool_results
+    for i, msg in enumerate(request.messages):
+        where = msg.src or f"messages[{i}]"
+        if image_followup and not isinstance(msg, ToolResultMessage):
+            out.append({"role": "user", "content": image_followup})
+            image_followup = []
+        if isinstance(msg, SystemMessage):
+            out.append({"role": "system", "content": "\n\n".join(p.text for p in msg.content)})
+        elif isinstance(msg, UserMessage):
+            out.append({"role": "user", "content": _user_content(msg, deployment, where)})
+        elif isinstance(msg, AssistantMessage):
+            item = _assistant_dict(msg, names)
+            if item is None:
+                continue
+            if out and out[-1]["role"] == "assistant":
+                _merge_assistant(out[-1], item)
+            else:
+                out.append(item)
+        else:
+            out.append(_tool_message(msg, deployment, names, where, inline_images, image_followup))
+    if image_followup:
+        out.append({"role": "user", "content": image_followup})
+    return out
+
+
+def _tool_message(
+    msg: ToolResultMessage,
+    deployment: Deployment,
+    names: NameMap,
+    where: str,
+    inline_images: bool,
+    image_followup: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """One ``role: tool`` message; image parts go inline or are appended to
+    ``image_followup`` (the user message that follows the run of tool messages)."""
+    call_id = upstream_id(names, msg.tool_call_id)
+    images = [p for p in msg.content if isinstance(p, ImagePart)]
+    texts = [p.text for p in msg.content if isinstance(p, TextPart)]
+    if images and not deployment.supports_images:
+        raise CapabilityError(
+            f"the tool result for tool call {msg.tool_call_id!r} ({where}) contains an image, which "
+            f"deployment {deployment.name!r} (model {deployment.model}) cannot take",
+            param=where,
+        )
+    content: str | list[dict[str, Any]]
+    if images and inline_images:
+        content = [
+            {"type": "text", "text": p.text} if isinstance(p, TextPart) else _image_block(p)
+            for p in msg.content
+            if not (isinstance(p, TextPart) and not p.text)
+        ]
+    else:
+        content = "\n".join(texts)
+        if images:
+            image_followup.append({"type": "text", "text": f"Image output of tool call {call_id}:"})
+            image_followup.extend(_image_block(p) for p in images)
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def _tool_choice(request: Request, names: NameMap) -> Any:
+    tc = request.tool_choice
+    if tc is None:
+        return None
+    if tc.mode == "tool":
+        if not tc.name:
+            return "required"
+        return {"type": "function", "function": {"name": upstream_name(names, tc.name)}}
+    return tc.mode
+
+
+def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> dict[str, Any]:
+    """The Chat Completions JSON body (a dict) for ``request`` on ``deployment``.
+
+    Fills ``names`` with the tool name / id rewrites applied. ``max_output_tokens`` goes in
+    ``quirks.max_tokens_field``; ``stream`` adds ``stream_options.include_usage`` when
+    ``quirks.stream_usage``. Raises :class:`CapabilityError` for images the deployment cannot
+    take.
+    """
+    body: dict[str, Any] = {"model": deployment.model, "messages": _messages(request, deployment, names)}
+    if request.tools:
+        tools = []
+        for t in request.tools:
+            fn: dict[str, Any] = {"name": upstream_name(names, t.name)}
+            if t.description is not None:
+                fn["description"] = t.description
+            fn["parameters"] = t.parameters
+            if t.strict is not None:
+                fn["strict"] = t.strict
+            tools.append({"type": "function", "function": fn})
+        body["tools"] = tools
+        choice = _tool_choice(request, names)
+        if choice is not None:
+            body["tool_choice"] = choice
+        if request.tool_choice is not None and request.tool_choice.parallel is not None:
+            body["parallel_tool_calls"] = request.tool_choice.parallel
+    if request.max_output_tokens is not None:
+        body[deployment.quirks.max_tokens_field] = request.max_output_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.top_p is not None:
+        body["top_p"] = request.top_p
+    if request.stop:
+        body["stop"] = list(request.stop)
+    rf = request.response_format
+    if rf is not None and rf.type != "text":
+        if rf.type == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        else:
+            js: dict[str, Any] = {"name": rf.name or "response", "schema": rf.schema_ or {}}
+            if rf.strict is not None:
+                js["strict"] = rf.strict
+            body["response_format"] = {"type": "json_schema", "json_schema": js}
+    thinking = request.thinking
+    if thinking is not None and thinking.enabled and thinking.effort and deployment.supports_thinking:
+        body["reasoning_effort"] = thinking.effort
+    if request.user:
+        body["user"] = request.user
+    if request.stream:
+        body["stream"] = True
+        if deployment.quirks.stream_usage:
+            body["stream_options"] = {"include_usage": True}
+    return body
+
+
+# ---------------------------------------------------------------------------- response
+
+
+def thinking_provenance(deployment: Deployment) -> Provenance:
+    """Provenance of reasoning text read from this deployment."""
+    return Provenance(api=API, provider=deployment.provider, model=deployment.model)
+
+
+def usage_from_wire(u: dict[str, Any] | None) -> Usage:
+    """OpenAI ``usage`` -> :class:`Usage` (tokens).
+
+    * ``cache_read = prompt_tokens_details.cached_tokens`` (DeepSeek's
+      ``prompt_cache_hit_tokens`` when that is absent);
+    * ``cache_write = prompt_tokens_details.cache_write_tokens`` (OpenRouter,
+      https://openrouter.ai/docs/use-cases/usage-accounting);
+    * ``input = prompt_tokens - cache_read - cache_write`` (``prompt_tokens`` includes both);
+    * ``output = completion_tokens``; ``reasoning = completion_tokens_details.reasoning_tokens``.
+      xAI reports ``completion_tokens`` WITHOUT the reasoning tokens (``total_tokens =
+      prompt + completion + reasoning``, vercel-ai ``xai/src/__fixtures__/xai-tool-call.json``);
+      then ``output = completion_tokens + reasoning_tokens``.
+
+    Extra fields (``cost``, ``cost_in_usd_ticks``, ``num_sources_used``…) are ignored. A
+    missing usage gives all zeros (the accounting layer then estimates).
+    """
+    if not u:
+        return Usage()
+    pdet = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else None
+    cdet = (
+        u.get("completion_tokens_details") if isinstance(u.get("completion_tokens_details"), dict) else None
+    )
+    prompt = wire_common.int_field(u, "prompt_tokens") or 0
+    completion = wire_common.int_field(u, "completion_tokens") or 0
+    cached = wire_common.int_field(pdet, "cached_tokens")
+    if cached is None:
+        cached = wire_common.int_field(u, "prompt_cache_hit_tokens")
+    cached = cached or 0
+    written = wire_common.int_field(pdet, "cache_write_tokens") or 0
+    reasoning = wire_common.int_field(cdet, "reasoning_tokens") or 0
+    total = wire_common.int_field(u, "total_tokens")
+    output = completion
+    if reasoning and total is not None and total == prompt + completion + reasoning:
+        output = completion + reasoning
+    return Usage(
+        input_tokens=max(prompt - cached - written, 0),
+        output_tokens=output,
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+        reasoning_tokens=reasoning,
+    )
+
+
+def content_items(content: Any) -> list[tuple[str, str]]:
+    """``(kind, text)`` pairs of a message/delta ``content``: a string, or a list of parts
+    (``{"type": "text"}``; Mistral's ``{"type": "thinking", "thinking": [text parts]}``,
+    vercel-ai ``mistral/src/__fixtures__/mistral-reasoning.chunks.txt``)."""
+    if isinstance(content, str):
+        return [("text", content)] if content else []
+    out: list[tuple[str, str]] = []
+    if isinstance(content, list):
+        for item in content:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "text" and isinstance(item.get("text"), str):
+                if item["text"]:
+                    out.append(("text", item["text"]))
+            elif item.get("type") == "thinking":
+                inner = item.get("thinking")
+                if isinstance(inner, str):
+                    text = inner
+                elif isinstance(inner, list):
+                    text = "".join(str(x.get("text", "")) for x in inner if isinstance(x, dict))
+                else:
+                    text = ""
+                if text:
+                    out.append(("thinking", text))
+    return out
+
+
+def reasoning_text(obj: dict[str, Any]) -> str:
+    """Reasoning text of a message or delta: ``reasoning_content`` (DeepSeek, xAI, Qwen, vLLM)
+    or ``reasoning`` (OpenRouter, Ollama)."""
+    for key in ("reasoning_content", "reasoning"):
+        val = obj.get(key)
+        if isinstance(val, str) and val:
+            return val
+    return ""
+
+
+def raw_arguments_of(value: Any) -> str:
+    """The arguments string of a ``function`` object: kept byte-exact when a string; a JSON
+    object some servers send instead is serialised compactly; missing -> ``""``."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return wire_common.dumps_arguments(value)
+
+
+def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
+    """A decoded ``chat.completion`` object -> :class:`Response`.
+
+    Reads ``choices[0].message``: reasoning (``reasoning_content`` / ``reasoning``) becomes a
+    :class:`ThinkingPart` without signature, then text (``content``; ``refusal`` text too),
+    then tool calls (``tool_calls``, or a legacy ``function_call`` with a synthesised id) with
+    names and ids mapped back through ``ctx.names``. Raises :class:`UpstreamProtocolError`
+    when there is no choice and :class:`UnknownStopReason` for an unknown ``finish_reason``.
+    """
+    dep = ctx.deployment
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise UpstreamProtocolError("chat completion without choices", deployment=dep.name)
+    choice = choices[0]
+    msg = wire_common.as_dict(choice.get("message"))
+    resp_id = str(obj.get("id") or "")
+    parts: list[Any] = []
+    reasoning = reasoning_text(msg)
+    if reasoning:
+        parts.append(ThinkingPart(text=reasoning, provenance=thinking_provenance(dep)))
+    for kind, text in content_items(msg.get("content")):
+        if kind == "thinking":
+            parts.append(ThinkingPart(text=text, provenance=thinking_provenance(dep)))
+        else:
+            parts.append(TextPart(text=text))
+    if isinstance(msg.get("refusal"), str) and msg["refusal"]:
+        parts.append(TextPart(text=msg["refusal"]))
+    calls = wire_common.as_list(msg.get("tool_calls"))
+    for n, tc in enumerate(calls):
+        fn = wire_common.as_dict(tc.get("function"))
+        raw = raw_arguments_of(fn.get("arguments"))
+        tid = tc.get("id") or wire_common.synth_id("call", resp_id, n)
+        parts.append(
+            ToolCallPart(
+                id=ctx.names.from_upstream_id(str(tid)),
+                name=ctx.names.from_upstream_name(str(fn.get("name") or "")),
+                arguments=wire_common.parse_arguments(raw),
+                raw_arguments=raw,
+            )
+        )
+    legacy = msg.get("function_call")
+    if not calls and isinstance(legacy, dict):
+        raw = raw_arguments_of(legacy.get("arguments"))
+        parts.append(
+            ToolCallPart(
+                id=wire_common.synth_id("call", resp_id, 0),
+                name=ctx.names.from_upstream_name(str(legacy.get("name") or "")),
+                arguments=wire_common.parse_arguments(raw),
+                raw_arguments=raw,
+            )
+        )
+    has_calls = any(isinstance(p, ToolCallPart) for p in parts)
+    stop = stop_reason_with_tools(choice.get("finish_reason"), has_calls)
+    return Response(
+        id=resp_id,
+        model=str(obj.get("model") or dep.model),
+        message=AssistantMessage(content=parts),
+        stop_reason=stop,
+        usage=usage_from_wire(wire_common.as_dict(obj.get("usage"))),
+    )

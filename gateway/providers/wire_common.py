@@ -1,0 +1,118 @@
+"""Small helpers shared by the wire modules (``openai_chat``, ``anthropic_messages``, and the
+adapters that reuse them): JSON decoding with protocol errors, tool-argument parsing, data-URI
+splitting and error-body message extraction."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import orjson
+
+from gateway.errors import UpstreamProtocolError
+
+_DATA_URI = re.compile(r"^data:([^;,]+)?((?:;[^;,]+)*);base64,(.*)$", re.DOTALL)
+
+
+def loads_json(body: bytes | str, *, what: str, deployment: str | None = None) -> Any:
+    """Decode JSON ``body``; raise :class:`UpstreamProtocolError` (naming ``what``) if it is
+    not JSON. Trailing whitespace is accepted."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as err:
+        text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+        raise UpstreamProtocolError(
+            f"upstream sent a {what} that is not valid JSON: {err}", deployment=deployment, body=text[:2000]
+        ) from err
+
+
+def loads_object(body: bytes | str, *, what: str, deployment: str | None = None) -> dict[str, Any]:
+    """Like :func:`loads_json` but the value must be a JSON object."""
+    obj = loads_json(body, what=what, deployment=deployment)
+    if not isinstance(obj, dict):
+        raise UpstreamProtocolError(
+            f"upstream sent a {what} that is not a JSON object", deployment=deployment
+        )
+    return obj
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """The tool-call arguments object inside ``raw`` (a JSON string), or ``{}`` when ``raw`` is
+    not valid JSON or not an object. ``raw`` itself is always kept by the caller, byte-exact;
+    the truncation guard decides what an unparseable string means."""
+    if not raw:
+        return {}
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def dumps_arguments(value: Any) -> str:
+    """Compact JSON text of an arguments value received as an object (Anthropic ``input``)."""
+    return orjson.dumps(value).decode("utf-8")
+
+
+def split_data_uri(url: str) -> tuple[str, str] | None:
+    """``(media_type, base64 data)`` of a ``data:<type>;base64,<data>`` URI, else None.
+    The data is returned byte-identical."""
+    m = _DATA_URI.match(url)
+    if not m:
+        return None
+    return (m.group(1) or "application/octet-stream", m.group(3))
+
+
+def synth_id(prefix: str, seed: str, n: int) -> str:
+    """A deterministic id ``<prefix>_<hash of seed>_<n>`` for upstream items that carry none
+    (legacy OpenAI ``function_call``, tool-call deltas without ``id``)."""
+    return f"{prefix}_{hashlib.sha256(seed.encode('utf-8')).hexdigest()[:12]}_{n}"
+
+
+def error_message(status: int, body: bytes) -> str:
+    """The human message in an upstream error body.
+
+    Shapes understood: ``{"error": {"message": ...}}`` (OpenAI, Anthropic, OpenRouter),
+    ``{"error": "..."}`` (llama.cpp, Ollama), ``{"message": ...}`` and ``{"detail": ...}``
+    (vLLM/FastAPI). Otherwise the raw text (cut to 2000 characters), or ``HTTP <status>`` when
+    the body is empty.
+    """
+    text = body.decode("utf-8", errors="replace").strip()
+    try:
+        obj = orjson.loads(body) if text else None
+    except orjson.JSONDecodeError:
+        obj = None
+    if isinstance(obj, dict):
+        err = obj.get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str) and err["message"]:
+            return str(err["message"])
+        if isinstance(err, str) and err:
+            return err
+        for key in ("message", "detail"):
+            val = obj.get(key)
+            if isinstance(val, str) and val:
+                return val
+            if val:
+                return orjson.dumps(val).decode("utf-8")[:2000]
+    return text[:2000] if text else f"HTTP {status}"
+
+
+def int_field(obj: dict[str, Any] | None, key: str) -> int | None:
+    """``obj[key]`` as an int when it is a number, else None (missing, null or not a number)."""
+    if not obj:
+        return None
+    val = obj.get(key)
+    if isinstance(val, bool) or not isinstance(val, int | float):
+        return None
+    return int(val)
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty dict (for optional wire fields)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """``value`` if it is a JSON array, else an empty list (for optional wire fields)."""
+    return value if isinstance(value, list) else []
