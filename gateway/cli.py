@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -22,6 +23,15 @@ app = typer.Typer(
 console = Console()
 
 
+class LogLevel(str, Enum):
+    """Log levels ``turnstile serve`` accepts."""
+
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
 @app.command()
 def serve(
     config: Annotated[
@@ -35,7 +45,7 @@ def serve(
                                              "(4000).")] = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes; use one per CPU core to scale. "
                                          "Each worker holds its own connection pool.")] = 1,
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_level: Annotated[LogLevel, typer.Option(help="How much the server logs.")] = LogLevel.info,
 ) -> None:
     """Run the gateway (OpenAI /v1/chat/completions, Anthropic /v1/messages, /v1/models)."""
     import uvicorn
@@ -49,7 +59,7 @@ def serve(
     except ConfigError as err:
         console.print(f"[red]configuration error[/red]\n{err.message}")
         raise typer.Exit(2) from err
-    configure(log_level, json=settings.log_json)
+    configure(log_level.value, json=settings.log_json)
     os.environ["TURNSTILE_CONFIG"] = str(path)
     uvicorn.run(
         "gateway.server:create_app",
@@ -58,7 +68,7 @@ def serve(
         port=port or settings.port or cfg.server.port,
         workers=workers,
         access_log=False,
-        log_level=log_level,
+        log_level=log_level.value,
         lifespan="on",
     )
 
@@ -69,22 +79,40 @@ def logs(
                                             "config.")] = None,
     config: Annotated[Path | None, typer.Option(help="Configuration file to read db_path from.")] = None,
     limit: Annotated[int, typer.Option(min=1, help="How many recent turns to show.")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per turn instead of a table.")] = False,
 ) -> None:
-    """Show recent turns from the transcript as a table."""
+    """Show recent turns from the transcript as a table (read-only)."""
+    import sqlite3
+
+    import orjson
+
     from gateway.transcript import recent
 
     settings = Settings()
     if db is None:
-        cfg = load_config(config or settings.config or default_config_path())
+        try:
+            cfg = load_config(config or settings.config or default_config_path())
+        except ConfigError as err:
+            console.print(f"[red]configuration error[/red]\n{err.message}")
+            raise typer.Exit(2) from err
         db = settings.db_path or Path(cfg.server.db_path)
     if not db.exists():
         console.print(f"no transcript at {db} yet")
         raise typer.Exit(0)
+    try:
+        rows = recent(db, limit)
+    except sqlite3.DatabaseError as err:
+        console.print(f"[red]{db} is not a Turnstile transcript:[/red] {err}")
+        raise typer.Exit(2) from err
+    if as_json:
+        for row in rows:
+            typer.echo(orjson.dumps(row).decode())
+        return
     table = Table(title=f"recent turns in {db}")
     for col in ("time (UTC)", "request id", "dialect", "model", "deployment", "status", "stop", "in/out tok",
                 "cost USD", "ms", "guards"):
         table.add_column(col)
-    for row in recent(db, limit):
+    for row in rows:
         tokens = f"{row['input_tokens'] or 0}/{row['output_tokens'] or 0}"
         if row["usage_estimated"]:
             tokens += " (est.)"
@@ -102,6 +130,22 @@ def logs(
             row["guard_outcome"],
         )
     console.print(table)
+
+
+from gateway.sessions.cli import app as _sessions_app  # noqa: E402
+
+app.add_typer(_sessions_app, name="sessions")
+
+from routers.eval import route_eval as _route_eval  # noqa: E402
+from routers.train import route_train as _route_train  # noqa: E402
+
+app.command("route-eval")(_route_eval)
+app.command("route-train")(_route_train)
+
+
+from mcp_servers.cli import app as _mcp_app  # noqa: E402
+
+app.add_typer(_mcp_app, name="mcp")
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gateway.errors import ConfigError
+from mcp_servers.config import McpConfig
 
 WireAPI = Literal["openai_chat", "anthropic_messages", "gemini", "litellm", "demo"]
 
@@ -86,14 +87,17 @@ class Deployment(BaseModel):
     provider: str = ""
     base_url: str | None = None
     api_key_env: str | None = None
-    context_window: int | None = None
-    max_output_tokens: int | None = None
+    context_window: int | None = Field(default=None, gt=0)
+    max_output_tokens: int | None = Field(default=None, gt=0)
     price: Price | None = None
     supports_images: bool = True
     supports_thinking: bool = True
     supports_tools: bool = True
+    supports_json_mode: bool = True
     quirks: Quirks = Field(default_factory=Quirks)
-    timeouts_s: dict[str, float] = Field(default_factory=dict)
+    timeouts_s: dict[Literal["connect", "first_byte", "between_chunks", "total"], float] = Field(
+        default_factory=dict
+    )
     description: str | None = None
 
     @model_validator(mode="after")
@@ -109,14 +113,87 @@ class Deployment(BaseModel):
         return self
 
 
+class RouteRule(BaseModel):
+    """One routing rule: when every condition that is set holds for a turn, it goes to ``tier``.
+
+    Conditions: ``kind`` (turn kinds: fresh_user, tool_digest, final_answer,
+    tool_error_retry, other), ``min_input_tokens``/``max_input_tokens`` (estimated tokens),
+    ``tools``/``images``/``code``/``thinking``/``json_mode`` (present or not),
+    ``min_depth``/``max_depth`` (assistant turns so far), ``min_tool_errors`` (error tool
+    results since the last user message), ``text_matches`` (a regex searched in the last user
+    message, case-insensitive).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    tier: str
+    kind: list[str] | None = None
+    min_input_tokens: int | None = None
+    max_input_tokens: int | None = None
+    tools: bool | None = None
+    images: bool | None = None
+    code: bool | None = None
+    thinking: bool | None = None
+    json_mode: bool | None = None
+    min_depth: int | None = None
+    max_depth: int | None = None
+    min_tool_errors: int | None = None
+    text_matches: str | None = None
+
+
+class RoutingConfig(BaseModel):
+    """How an alias picks among its deployments (see ``routers/``).
+
+    * ``policy``: ``ordered`` (alias order), ``rules``, ``learned`` or ``cascade``.
+    * ``tiers``: tier name -> deployments, **cheapest tier first**; a deployment of the alias in
+      no tier joins the last (strongest) tier.
+    * ``default_tier``: tier when no rule matches (default: the strongest).
+    * ``rules``: :class:`RouteRule` list, first match wins (``rules`` and ``learned``).
+    * ``threshold``: ``learned``: a turn whose scorer probability of needing the strong tier is
+      at least this goes to the strongest tier, else the cheapest. ``model_path``: the scorer
+      artifact (default: the one shipped in ``routers/data``).
+    * ``sticky``/``horizon_turns``: keep a session on its current model unless the expected
+      saving over ``horizon_turns`` turns exceeds the cost of a cold prompt cache.
+    * ``max_attempts``: deployments tried per turn at most (fallbacks and cascade steps).
+    * ``weights``: deployment -> weight (> 0) for balancing deployments of equal price: higher
+      weight, lower latency first.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: Literal["ordered", "rules", "learned", "cascade"] = "ordered"
+    tiers: dict[str, list[str]] = Field(default_factory=dict)
+    default_tier: str | None = None
+    rules: list[RouteRule] = Field(default_factory=list)
+    threshold: float = 0.5
+    model_path: str | None = None
+    sticky: bool = True
+    horizon_turns: int = 3
+    max_attempts: int = 3
+    weights: dict[str, float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_tiers(self) -> RoutingConfig:
+        names = list(self.tiers)
+        for i, rule in enumerate(self.rules):
+            if rule.tier not in self.tiers:
+                raise ValueError(f"rules[{i}].tier: unknown tier {rule.tier!r} (tiers: {', '.join(names)})")
+        if self.default_tier is not None and self.default_tier not in self.tiers:
+            raise ValueError(f"default_tier: unknown tier {self.default_tier!r} (tiers: {', '.join(names)})")
+        if self.policy in ("rules", "learned", "cascade") and not self.tiers:
+            raise ValueError(f"policy {self.policy!r} needs tiers (cheapest first)")
+        return self
+
+
 class ModelAlias(BaseModel):
     """A name clients use, served by deployments in order: the first is primary, the rest
-    are fallbacks."""
+    are fallbacks. ``routing`` (optional) chooses the order per turn instead."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str
     deployments: list[str]
+    routing: RoutingConfig | None = None
 
 
 class GuardPolicy(BaseModel):
@@ -137,7 +214,26 @@ class GuardPolicy(BaseModel):
     ordering: Literal["reorder", "strict"] = "reorder"
     truncation: Literal["withhold", "retry"] = "withhold"
     foreign_thinking: Literal["strip", "text", "reject"] = "strip"
-    retry_output_factor: float = 2.0
+    retry_output_factor: float = Field(default=2.0, gt=1.0)
+
+
+class SessionsConfig(BaseModel):
+    """Sessions (invariant 5): where they are stored and how they are compacted.
+
+    * ``url``: ``postgresql://host:port/db`` or ``sqlite:///path``; default: the SQLite file of
+      ``server.db_path``.
+    * ``compaction_deployment``: the (cheap) deployment that writes compaction summaries; unset,
+      a session that outgrows the target window is refused (HTTP 400) instead of compacted.
+    * ``keep_ratio``: share of the budget the kept suffix may use right after a compaction.
+    * ``chunk_tokens``: tokens of dropped history per summariser call.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = None
+    compaction_deployment: str | None = None
+    keep_ratio: float = Field(default=0.5, gt=0, le=1)
+    chunk_tokens: int = Field(default=24_000, gt=0)
 
 
 class ServerConfig(BaseModel):
@@ -146,10 +242,10 @@ class ServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     host: str = "127.0.0.1"
-    port: int = 4000
-    max_body_bytes: int = 20 * 1024 * 1024
+    port: int = Field(default=4000, ge=1, le=65535)
+    max_body_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
     db_path: str = "turnstile.db"
-    transcript_queue: int = 10_000
+    transcript_queue: int = Field(default=10_000, ge=1)
 
 
 class TimeoutConfig(BaseModel):
@@ -157,10 +253,10 @@ class TimeoutConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    connect: float = 10.0
-    first_byte: float = 120.0
-    between_chunks: float = 120.0
-    total: float = 900.0
+    connect: float = Field(default=10.0, gt=0)
+    first_byte: float = Field(default=120.0, gt=0)
+    between_chunks: float = Field(default=120.0, gt=0)
+    total: float = Field(default=900.0, gt=0)
 
 
 class GatewayConfig(BaseModel):
@@ -173,6 +269,8 @@ class GatewayConfig(BaseModel):
     timeouts: TimeoutConfig = Field(default_factory=TimeoutConfig)
     deployments: list[Deployment] = Field(default_factory=list)
     models: list[ModelAlias] = Field(default_factory=list)
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
 
     @model_validator(mode="after")
     def _check_references(self) -> GatewayConfig:
@@ -180,6 +278,10 @@ class GatewayConfig(BaseModel):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"deployment names must be unique; repeated: {', '.join(dupes)}")
+        aliases = [a.name for a in self.models]
+        dupes = sorted({n for n in aliases if aliases.count(n) > 1})
+        if dupes:
+            raise ValueError(f"model alias names must be unique; repeated: {', '.join(dupes)}")
         known = set(names)
         for i, alias in enumerate(self.models):
             for j, dep in enumerate(alias.deployments):
@@ -188,6 +290,13 @@ class GatewayConfig(BaseModel):
                         f"models[{i}].deployments[{j}]: unknown deployment {dep!r} "
                         f"(known: {', '.join(sorted(known))})"
                     )
+            for tier, deps in (alias.routing.tiers if alias.routing else {}).items():
+                for dep in deps:
+                    if dep not in alias.deployments:
+                        raise ValueError(
+                            f"models[{i}].routing.tiers.{tier}: {dep!r} is not one of the alias's "
+                            f"deployments ({', '.join(alias.deployments)})"
+                        )
         return self
 
 

@@ -13,6 +13,7 @@ is logged with the request id and stored with the turn.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import AsyncIterator
@@ -21,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from gateway import accounting, invariants
+from gateway import accounting, invariants, route_step, signers
 from gateway.config import Deployment, GatewayConfig
 from gateway.deployments import DeploymentTable, provenance_of
 from gateway.errors import CapabilityError, GuardViolation, TurnstileError, UpstreamError
@@ -40,9 +41,15 @@ from gateway.schema import (
     Usage,
     UserMessage,
 )
+from gateway.sessions import turns as session_turns
+from gateway.signers import SignerMemory
+from gateway.validation import validate_request
 from gateway.transcript import TranscriptWriter, TurnRecord
 
 log = structlog.get_logger("turnstile.pipeline")
+
+LARGE_REQUEST_MESSAGES = 2_000
+"""Conversations longer than this (messages) are guarded in a worker thread."""
 
 
 @dataclass
@@ -53,6 +60,9 @@ class Gateway:
     table: DeploymentTable
     providers: dict[str, Provider]
     transcript: TranscriptWriter | None = None
+    signers: SignerMemory = field(default_factory=SignerMemory)
+    sessions: Any = None  # gateway.sessions.SessionStore, opened in the server lifespan
+    routing: Any = None  # routers.engine.RoutingEngine (health, routers), made with the Pipeline
 
 
 @dataclass
@@ -68,12 +78,16 @@ class TurnContext:
     repairs: list[dict[str, Any]] = field(default_factory=list)
     attempts: list[dict[str, Any]] = field(default_factory=list)
     guard_outcome: str = "ok"
+    session_id: str | None = None  # set by the server from x-turnstile-session / metadata / user
+    route: dict[str, Any] | None = None  # the routing decision (gateway.route_step.route)
 
     def headers(self) -> dict[str, str]:
         """Response headers known before the answer: request id and serving deployment."""
         h = {"x-turnstile-request-id": self.request_id}
         if self.deployment is not None:
             h["x-turnstile-deployment"] = self.deployment.name
+        if self.route is not None:
+            h["x-turnstile-route"] = self.route["header"]
         return h
 
 
@@ -123,6 +137,11 @@ def _order_candidates(request: Request, candidates: list[Deployment]) -> list[De
 
 
 def _check_capabilities(request: Request, dep: Deployment) -> None:
+    if request.tools and not dep.supports_tools:
+        raise CapabilityError(
+            f"the request offers {len(request.tools)} tool(s), and model {dep.name!r} cannot take tools",
+            param="tools",
+        )
     if dep.supports_images:
         return
     for i, msg in enumerate(request.messages):
@@ -145,11 +164,20 @@ class Pipeline:
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
         self.policy = gw.config.guards
+        route_step.engine(gw)
 
     # ------------------------------------------------------------------ preparation
 
+    async def _guard_off_loop(self, ctx: TurnContext) -> tuple[Request, list[Deployment]]:
+        """:meth:`_guard` in a worker thread for long conversations, so one huge request does
+        not stall every other request on the event loop."""
+        if len(ctx.request.messages) > LARGE_REQUEST_MESSAGES:
+            return await asyncio.to_thread(self._guard, ctx)
+        return self._guard(ctx)
+
     def _guard(self, ctx: TurnContext) -> tuple[Request, list[Deployment]]:
         candidates = self.gw.table.candidates(ctx.request.model)
+        validate_request(ctx.request)
         try:
             outcome = invariants.check_request(ctx.request, self.policy)
         except GuardViolation as err:
@@ -160,10 +188,13 @@ class Pipeline:
             ctx.guard_outcome = "repaired"
             ctx.repairs.extend(_as_dict(r) for r in outcome.repairs)
             log.info("guard_repaired", request_id=ctx.request_id, repairs=ctx.repairs)
-        return outcome.request, _order_candidates(outcome.request, candidates)
+        request = signers.resolve(outcome.request, candidates, self.gw.signers)
+        return request, route_step.route(self.gw, ctx, request, candidates)
 
     def _for_target(self, ctx: TurnContext, request: Request, dep: Deployment) -> Request:
         _check_capabilities(request, dep)
+        if request.max_output_tokens is None and dep.max_output_tokens is not None:
+            request = request.model_copy(update={"max_output_tokens": dep.max_output_tokens})
         prepared, repairs = invariants.apply_thinking_policy(request, provenance_of(dep), self.policy)
         if repairs:
             ctx.repairs.extend(_as_dict(r) for r in repairs)
@@ -195,11 +226,15 @@ class Pipeline:
         response: Response | None = None
         error: TurnstileError | None = None
         try:
-            request, candidates = self._guard(ctx)
+            request, candidates = await self._guard_off_loop(ctx)
+            await session_turns.prepare_turn(self.gw, ctx, request)
             response = await self._complete_with_fallback(ctx, request, candidates)
             return TurnResult(response=response, headers=self._final_headers(ctx, response))
         except TurnstileError as err:
             error = err
+            raise
+        except Exception as exc:
+            error = TurnstileError(f"internal error: {type(exc).__name__}: {exc}")
             raise
         finally:
             await self._record(ctx, response, error)
@@ -208,31 +243,50 @@ class Pipeline:
         self, ctx: TurnContext, request: Request, candidates: list[Deployment]
     ) -> Response:
         last: UpstreamError | None = None
-        for dep in candidates:
+        rejected: Response | None = None  # cascade: the last answer that failed validation
+        for n, dep in enumerate(candidates):
+            if not route_step.may_attempt(self.gw, ctx, dep, n):
+                continue
             ctx.deployment = dep
             target_req = self._for_target(ctx, request, dep)
+            target_req = await session_turns.target_request(self.gw, ctx, target_req, dep)
+            t0 = time.perf_counter()
             try:
                 resp = await self._call_once(ctx, target_req, dep)
             except UpstreamError as err:
                 self._note_attempt(ctx, dep, err)
-                if not err.retryable:
+                retry_req = await session_turns.compact_after_overflow(self.gw, ctx, target_req, dep, err)
+                if retry_req is not None:
+                    return await self._call_once(ctx, retry_req, dep)
+                if not route_step.failed(self.gw, ctx, dep, err):
                     raise
                 last = err
                 continue
+            route_step.succeeded(self.gw, dep, (time.perf_counter() - t0) * 1000)
+            if rejected is not None:  # the cascade's wasted attempts are paid for too
+                resp = resp.model_copy(update={"usage": accounting.merge_usage(rejected.usage, resp.usage)})
+            if route_step.escalation(ctx, target_req, resp, n, len(candidates)) is not None:
+                rejected = resp
+                continue
             return resp
-        assert last is not None
+        if rejected is not None:
+            return rejected
+        if last is None:
+            raise UpstreamError("no deployment could be tried for this turn (retry budget exhausted)",
+                                status=503)
         raise last
 
     async def _call_once(self, ctx: TurnContext, request: Request, dep: Deployment) -> Response:
         t0 = time.perf_counter()
         raw = await self._provider(dep).complete(request, dep, self.gw.table.keys.get(dep.name))
         resp = invariants.check_truncation(raw)
+        self.gw.signers.remember(resp)
         usage = self._finish_usage(resp.usage, dep, request, resp)
         ctx.attempts.append(
             {"deployment": dep.name, "status": 200, "ms": round((time.perf_counter() - t0) * 1000, 3),
              "cost_usd": usage.cost_usd}
         )
-        if resp.withheld_tool_calls and self.policy.truncation == "retry" and not ctx.request.metadata.get(
+        if resp.withheld_tool_calls and self.policy.truncation == "retry" and not request.metadata.get(
             "_turnstile_retried"
         ):
             budget = request.max_output_tokens or dep.max_output_tokens or 4096
@@ -260,20 +314,26 @@ class Pipeline:
         event; after that, failures end the stream with a ``StreamError`` event. Raises
         :class:`TurnstileError` when no deployment could start."""
         try:
-            request, candidates = self._guard(ctx)
+            request, candidates = await self._guard_off_loop(ctx)
+            await session_turns.prepare_turn(self.gw, ctx, request)
         except TurnstileError as err:
             await self._record(ctx, None, err, stream=True)
             raise
         last: UpstreamError | None = None
-        for dep in candidates:
+        for n, dep in enumerate(candidates):
+            if not route_step.may_attempt(self.gw, ctx, dep, n):
+                continue
             ctx.deployment = dep
+            t0 = time.perf_counter()
             try:
                 target_req = self._for_target(ctx, request, dep)
+                target_req = await session_turns.target_request(self.gw, ctx, target_req, dep)
                 source = self._provider(dep).stream(target_req, dep, self.gw.table.keys.get(dep.name))
                 first = await anext(source)
+                route_step.succeeded(self.gw, dep, (time.perf_counter() - t0) * 1000)
             except UpstreamError as err:
                 self._note_attempt(ctx, dep, err)
-                if not err.retryable:
+                if not route_step.failed(self.gw, ctx, dep, err):
                     await self._record(ctx, None, err, stream=True)
                     raise
                 last = err
@@ -287,7 +347,9 @@ class Pipeline:
                 last = empty
                 continue
             return StreamingTurn(events=self._relay(ctx, target_req, dep, first, source), headers=ctx.headers())
-        assert last is not None
+        if last is None:
+            last = UpstreamError("no deployment could be tried for this turn (retry budget exhausted)",
+                                 status=503)
         await self._record(ctx, None, last, stream=True)
         raise last
 
@@ -328,10 +390,20 @@ class Pipeline:
             collected.append(ev)
             log.warning("stream_failed", request_id=ctx.request_id, deployment=dep.name, error=err.message)
             yield ev
+        except Exception as exc:
+            error = TurnstileError(f"internal error: {type(exc).__name__}: {exc}")
+            status = 500
+            log.exception("stream_internal_error", request_id=ctx.request_id, deployment=dep.name)
+            ev = StreamError(kind=error.kind, message="internal error in the gateway; see its log", status=500)
+            collected.append(ev)
+            yield ev
         finally:
             final = _collect_quietly(collected)
+            if final is not None:
+                self.gw.signers.remember(final)
             if final is None and error is None and status == 200:
                 status = 499  # the client went away before the end
+                final = _collect_partial(collected)
             await self._record(ctx, final, error, stream=True, status=status)
 
     # ------------------------------------------------------------------ bookkeeping
@@ -357,6 +429,7 @@ class Pipeline:
         self, ctx: TurnContext, resp: Response | None, error: TurnstileError | None, *,
         stream: bool = False, status: int | None = None,
     ) -> None:
+        await session_turns.finish_turn(self.gw, ctx, resp)
         if self.gw.transcript is None:
             return
         usage = resp.usage if resp is not None else Usage()
@@ -378,7 +451,7 @@ class Pipeline:
             withheld=[w.model_dump() for w in resp.withheld_tool_calls] if resp is not None else [],
             attempts=ctx.attempts,
             error=error.message if error is not None else None,
-            request=ctx.request.model_dump(mode="json", exclude_defaults=True),
+            request=ctx.request.model_dump(mode="json", exclude_none=True),
             response=resp.model_dump(mode="json") if resp is not None else None,
         )
         await self.gw.transcript.append(record)
@@ -388,6 +461,22 @@ def _no_price() -> Any:
     from gateway.config import Price
 
     return Price()
+
+
+def _collect_partial(events: list[StreamEvent]) -> Response | None:
+    """What a stream delivered before the client went away, closed as ``aborted`` with the
+    last usage known (so tokens already spent are still counted)."""
+    if not any(isinstance(e, MessageStart) for e in events):
+        return None
+    start = next(e for e in events if isinstance(e, MessageStart))
+    usage = start.usage or Usage()
+    try:
+        return invariants.collect(
+            [e for e in events if not isinstance(e, StreamError)]
+            + [MessageEnd(stop_reason="aborted", usage=usage)]
+        )
+    except TurnstileError:
+        return None
 
 
 def _collect_quietly(events: list[StreamEvent]) -> Response | None:

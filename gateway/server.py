@@ -13,10 +13,11 @@ made in the lifespan and live on ``app.state``; there are no module globals.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,21 +30,28 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from gateway.coalesce import coalesce
 from gateway.config import GatewayConfig, Settings, default_config_path, load_config
 from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import openai_chat as openai_edge
-from gateway.errors import InvalidRequest, PayloadTooLarge, TurnstileError
+from gateway.errors import InvalidRequest, ModelNotFound, PayloadTooLarge, TurnstileError
 from gateway.pipeline import Gateway, Pipeline, TurnContext
 from gateway.providers.registry import make_providers
+from gateway.sessions import api as session_api
+from gateway.sessions import turns as session_turns
 from gateway.transcript import TranscriptWriter
+from mcp_servers import http_api as mcp_api
 
 log = structlog.get_logger("turnstile.server")
 
+LARGE_BODY_BYTES = 256 * 1024
+"""Request bodies larger than this (bytes) are parsed in a worker thread."""
+
 
 class AccessLogMiddleware:
-    """Assigns a request id (``x-request-id`` if the client sent one) and logs one line per
-    request: request id first, then method, path, status, deployment and duration (ms)."""
+    """Assigns a request id and logs one line per request: request id first, then method, path,
+    status, deployment, duration (ms) and the client's own ``x-request-id`` if it sent one."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -52,12 +60,13 @@ class AccessLogMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        rid = None
+        client_rid = None
         for k, v in scope.get("headers", []):
             if k == b"x-request-id":
-                rid = v.decode("latin-1")[:128]
+                client_rid = v.decode("latin-1")[:128]
                 break
-        rid = rid or uuid.uuid4().hex
+        # Our own id always: a client-chosen one could collide and overwrite transcript rows.
+        rid = uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = rid
         t0 = time.perf_counter()
         status = 0
@@ -82,6 +91,7 @@ class AccessLogMiddleware:
             log.info(
                 "request", request_id=rid, method=scope["method"], path=scope["path"], status=status,
                 deployment=deployment, ms=round((time.perf_counter() - t0) * 1000, 3),
+                client_request_id=client_rid,
             )
 
 
@@ -118,21 +128,25 @@ async def _handle_turn(request: Request, edge: ModuleType) -> Response:
     rid: str = request.scope["state"]["request_id"]
     try:
         body = await _read_body(request, gw.config.server.max_body_bytes)
-        turn_request = edge.parse_request(body)
+        if len(body) > LARGE_BODY_BYTES:  # parse off the event loop: keeps other requests moving
+            turn_request = await asyncio.to_thread(edge.parse_request, body)
+        else:
+            turn_request = edge.parse_request(body)
         ctx = TurnContext(request_id=rid, dialect=edge.DIALECT, request=turn_request)
+        ctx.session_id = session_turns.session_id_for(request.headers, turn_request)
         if turn_request.stream:
             turn = await pipeline.open_stream(ctx)
             renderer = edge.StreamRenderer(turn_request)
 
             async def frames() -> AsyncIterator[bytes]:
                 async for event in turn.events:
-                    for frame in renderer.render(event):
-                        yield frame
-                for frame in renderer.finish():
-                    yield frame
+                    out = renderer.render(event)
+                    if out:
+                        yield out[0] if len(out) == 1 else b"".join(out)
+                yield b"".join(renderer.finish())
 
             return StreamingResponse(
-                frames(),
+                coalesce(frames()),  # frames ready at one instant go out in one write
                 media_type="text/event-stream",
                 headers={**turn.headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
             )
@@ -192,16 +206,39 @@ async def health(request: Request) -> Response:
             "disabled": gw.table.disabled,
             "aliases": gw.table.aliases,
             "transcript_rows_written": gw.transcript.written if gw.transcript else 0,
+            "mcp": mcp.registry.status() if (mcp := getattr(request.app.state, "mcp", None)) else None,
         }
     )
 
 
+def _edge_for_path(path: str) -> ModuleType:
+    """The dialect a path belongs to: Anthropic under ``/v1/messages``, else OpenAI's (the more
+    common client)."""
+    return anthropic_edge if path.startswith("/v1/messages") else openai_edge
+
+
 async def not_found(request: Request, exc: Exception) -> Response:
-    """Unknown paths answer in OpenAI's error shape (the more common client)."""
-    status, body = openai_edge.render_error(
-        InvalidRequest(f"no route for {request.method} {request.url.path}", param="path")
-    )
+    """Unknown paths answer 404 in the path's dialect."""
+    err = ModelNotFound(f"no route for {request.method} {request.url.path}", param="path")
+    status, body = _edge_for_path(request.url.path).render_error(err)
     return _json(body, 404)
+
+
+async def method_not_allowed(request: Request, exc: Exception) -> Response:
+    """A known path with the wrong method answers 405 in the path's dialect."""
+    err = InvalidRequest(f"method {request.method} is not allowed on {request.url.path}", param="method")
+    status, body = _edge_for_path(request.url.path).render_error(err)
+    return _json(body, 405, {"allow": "POST" if request.method == "GET" else "GET, POST"})
+
+
+async def model(request: Request) -> Response:
+    """One model, as ``GET /v1/models/{id}`` (``models.retrieve`` in both SDKs)."""
+    gw: Gateway = request.app.state.gateway
+    wanted = request.path_params["model_id"]
+    for entry in openai_edge.render_models(gw.table.models())["data"]:
+        if entry["id"] == wanted:
+            return _json(entry)
+    return await not_found(request, KeyError(wanted))
 
 
 def create_app(config: GatewayConfig | None = None, *, config_path: Path | None = None,
@@ -236,8 +273,15 @@ def create_app(config: GatewayConfig | None = None, *, config_path: Path | None 
             providers=providers if providers is not None else make_providers(session, config.timeouts),
             transcript=transcript,
         )
+        from gateway.sessions.store import open_store
+
+        gw.sessions = await open_store(config.sessions.url or str(config.server.db_path))
         app.state.gateway = gw
         app.state.pipeline = Pipeline(gw)
+        mcp_stack = AsyncExitStack()
+        app.state.mcp = await mcp_stack.enter_async_context(mcp_api.open_mcp(
+            config.mcp, db_path=config.server.db_path, read_env=settings.read_key, host=config.server.host,
+        ))
         log.info(
             "started", deployments=sorted(table.deployments), disabled=sorted(table.disabled),
             db=str(config.server.db_path),
@@ -245,7 +289,9 @@ def create_app(config: GatewayConfig | None = None, *, config_path: Path | None 
         try:
             yield
         finally:
+            await mcp_stack.aclose()
             await transcript.close()
+            await gw.sessions.close()
             await session.close()
 
     app = Starlette(
@@ -255,11 +301,14 @@ def create_app(config: GatewayConfig | None = None, *, config_path: Path | None 
             Route("/v1/messages", messages, methods=["POST"]),
             Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/models", models, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
+            *mcp_api.routes(),
+            *session_api.ROUTES,
         ],
         lifespan=lifespan,
-        exception_handlers={404: not_found},
+        exception_handlers={404: not_found, 405: method_not_allowed},
     )
     app.add_middleware(AccessLogMiddleware)
     return app

@@ -107,7 +107,7 @@ def connect(path: Path | str) -> sqlite3.Connection:
     """Open (creating if needed) the store at ``path`` with WAL journaling."""
     if str(path) != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30.0)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.executescript(SCHEMA_SQL)
@@ -127,6 +127,7 @@ class TranscriptWriter:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
+        self.linger_s = 0.01  # seconds the writer waits after a first record for more to batch
         self.written = 0
 
     async def start(self) -> None:
@@ -159,35 +160,58 @@ class TranscriptWriter:
             self._conn.execute("BEGIN")
             try:
                 self._conn.executemany(
-                    f"INSERT OR REPLACE INTO turns ({','.join(COLUMNS)}) VALUES ({marks})", rows
+                    f"INSERT INTO turns ({','.join(COLUMNS)}) VALUES ({marks})", rows
                 )
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
 
+    async def _write_until_done(self, rows: list[tuple[Any, ...]]) -> None:
+        """Write ``rows``; a failure (e.g. the file locked by another process) is logged and
+        retried with backoff up to 5 s apart — turns are never dropped. A row whose request id
+        is already stored (a primary-key clash) is logged and skipped, the others are kept."""
+        delay = 0.05
+        while True:
+            try:
+                await asyncio.to_thread(self._write, rows)
+                self.written += len(rows)
+                return
+            except sqlite3.IntegrityError:
+                if len(rows) == 1:
+                    log.error("transcript_duplicate_request_id", request_id=rows[0][0])
+                    return
+                for row in rows:  # find the offending row; keep the rest
+                    await self._write_until_done([row])
+                return
+            except Exception:
+                log.exception("transcript_write_failed_retrying", rows=len(rows), retry_in_s=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
     async def _run(self) -> None:
         stop = False
         while not stop:
             first = await self._queue.get()
+            if first is not None and self._queue.qsize() < self._batch:
+                # Gather a batch: one thread hand-off and one transaction per batch, not per turn.
+                await asyncio.sleep(self.linger_s)
             items = [first]
             while len(items) < self._batch and not self._queue.empty():
                 items.append(self._queue.get_nowait())
             records = [r for r in items if r is not None]
             stop = any(r is None for r in items)
             if records:
-                try:
-                    await asyncio.to_thread(self._write, [r.row() for r in records])
-                    self.written += len(records)
-                except Exception:
-                    log.exception("transcript_write_failed", rows=len(records))
+                await self._write_until_done([r.row() for r in records])
             for _ in items:
                 self._queue.task_done()
 
 
 def recent(path: Path | str, limit: int = 20) -> list[dict[str, Any]]:
-    """The ``limit`` most recent turns (newest first) as dicts of :data:`COLUMNS`."""
-    conn = connect(path)
+    """The ``limit`` most recent turns (newest first) as dicts of :data:`COLUMNS`.
+
+    Opens the file read-only. Raises ``sqlite3.DatabaseError`` when it is not a transcript."""
+    conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
     try:
         conn.row_factory = sqlite3.Row
         rows = conn.execute("SELECT * FROM turns ORDER BY ts DESC LIMIT ?", (limit,)).fetchall()

@@ -66,7 +66,9 @@ def cap_text(
         message = (
             f"result too large: the tool returned {size} bytes, over the gateway's cap of {cap_bytes} bytes"
         )
-        return CappedText(text=message, truncated=True, original_bytes=size, omitted_bytes=size, is_error=True)
+        return CappedText(
+            text=message, truncated=True, original_bytes=size, omitted_bytes=size, is_error=True
+        )
     marker_room = 120
     budget = cap_bytes - marker_room
     head = _cut_head(data, int(budget * head_share))

@@ -96,17 +96,19 @@ def _check(value: Any, typ: type, path: str) -> Any:
 def req(obj: JSONObj, key: str, typ: type, path: str) -> Any:
     """The required field ``obj[key]`` checked to be of ``typ`` (str, int, float, bool, list,
     dict); ``path`` is the path of ``obj``. Raises :class:`InvalidRequest` naming the field."""
-    fpath = join(path, key)
-    if obj.get(key) is None:
-        raise missing(fpath)
-    return _check(obj[key], typ, fpath)
+    value = obj.get(key)
+    if value is None:
+        raise missing(join(path, key))
+    if type(value) is typ:  # the common case; the path is built only for an error
+        return value
+    return _check(value, typ, join(path, key))
 
 
 def opt(obj: JSONObj, key: str, typ: type, path: str) -> Any:
     """The optional field ``obj[key]`` (None when absent or null), checked like :func:`req`."""
     value = obj.get(key)
-    if value is None:
-        return None
+    if value is None or type(value) is typ:
+        return value
     return _check(value, typ, join(path, key))
 
 

@@ -50,6 +50,36 @@ def _litellm() -> Any:
     return litellm
 
 
+@functools.lru_cache(maxsize=1)
+def _cost_table() -> dict[str, Any]:
+    """litellm's bundled price table (``model_prices_and_context_window_backup.json``) read
+    straight from the installed package, without importing litellm (the import costs about
+    150 MB of resident memory and seconds of start-up). Entries with ``alias_of`` are
+    resolved to their target and the ``fallback_generalizations`` block dropped, exactly as ``litellm.model_cost``
+    does with ``LITELLM_LOCAL_MODEL_COST_MAP=True``. When litellm is already imported, its own
+    ``model_cost`` is used."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if "litellm" in sys.modules:
+        return dict(_litellm().model_cost)
+    spec = importlib.util.find_spec("litellm")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for loc in locations:
+        path = Path(loc) / "model_prices_and_context_window_backup.json"
+        if path.exists():
+            raw = orjson.loads(path.read_bytes())
+            raw.pop("fallback_generalizations", None)  # routing rules, not a model
+            table = {k: v for k, v in raw.items() if isinstance(v, dict)}
+            for name, entry in table.items():
+                target = raw.get(entry["alias_of"]) if "alias_of" in entry else None
+                if isinstance(target, dict):
+                    table[name] = target
+            return table
+    return dict(_litellm().model_cost)
+
+
 def _candidates(model: str, provider: str) -> list[str]:
     names = [model]
     bare = model
@@ -68,7 +98,7 @@ def _candidates(model: str, provider: str) -> list[str]:
 def model_info(model: str, provider: str = "") -> dict[str, Any] | None:
     """litellm's bundled table entry for ``model`` (tried as given, without a ``models/`` or
     ``provider/`` prefix, and as ``{provider}/{model}``), or None when unknown. Cached."""
-    table: dict[str, Any] = _litellm().model_cost
+    table = _cost_table()
     for name in _candidates(model, provider):
         entry = table.get(name)
         if isinstance(entry, dict):

@@ -51,16 +51,23 @@ def _tokens(text: str) -> int:
     return max(1, (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN)
 
 
-def _example(schema: dict[str, Any], text: str, depth: int = 0) -> Any:
+def _example(schema: Any, text: str, depth: int = 0) -> Any:
+    """A value shaped like ``schema``; anything that is not a readable JSON Schema gives a
+    string (tool schemas come from clients and may be malformed)."""
+    if not isinstance(schema, dict):
+        return text[:200]
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
-    if "enum" in schema and schema["enum"]:
-        return schema["enum"][0]
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return enum[0]
     if kind == "object" and depth < 4:
-        props = schema.get("properties") or {}
-        required = schema.get("required") or list(props)
-        return {k: _example(props.get(k, {}), text, depth + 1) for k in required if k in props}
+        props = schema.get("properties")
+        props = props if isinstance(props, dict) else {}
+        required = schema.get("required")
+        names = [k for k in required if isinstance(k, str)] if isinstance(required, list) else list(props)
+        return {k: _example(props[k], text, depth + 1) for k in names if k in props}
     if kind == "array" and depth < 4:
         return [_example(schema.get("items") or {"type": "string"}, text, depth + 1)]
     if kind in ("number", "integer"):
@@ -102,7 +109,8 @@ def answer(request: Request, deployment: Deployment) -> Response:
     stop: StopReason = "stop"
     tool = _choose_tool(request, text) if isinstance(last, UserMessage) else None
     if tool is not None:
-        raw = orjson.dumps(_example(tool.parameters, text)).decode()
+        example = _example(tool.parameters, text)
+        raw = orjson.dumps(example if isinstance(example, dict) else {"input": example}).decode()
         stop = "tool_use"
         if _tokens(raw) > budget:
             raw = raw[: budget * CHARS_PER_TOKEN]

@@ -50,9 +50,9 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def _timeout(t: TimeoutConfig) -> aiohttp.ClientTimeout:
-    return aiohttp.ClientTimeout(
-        total=t.total, connect=t.connect, sock_connect=t.connect, sock_read=t.between_chunks
-    )
+    # No sock_read: it would also cut the wait for headers and non-streaming bodies. The wait
+    # for headers is bounded in _open, the gap between stream reads in send_stream.
+    return aiohttp.ClientTimeout(total=t.total, connect=t.connect, sock_connect=t.connect)
 
 
 async def _open(
@@ -65,7 +65,8 @@ async def _open(
         )
     except (TimeoutError, aiohttp.ServerTimeoutError) as err:
         raise UpstreamTimeout(
-            f"deployment {deployment!r}: no response headers within {t.connect + t.first_byte:.1f}s",
+            f"deployment {deployment!r}: no response headers within {t.connect + t.first_byte:.1f}s "
+            f"(timeouts connect {t.connect:g}s + first_byte {t.first_byte:g}s)",
             deployment=deployment,
         ) from err
     except aiohttp.ClientError as err:
@@ -102,7 +103,10 @@ async def send(
         try:
             return await resp.read()
         except (TimeoutError, aiohttp.ServerTimeoutError) as err:
-            raise UpstreamTimeout(f"deployment {deployment!r}: body read timed out", deployment=deployment) from err
+            raise UpstreamTimeout(
+                f"deployment {deployment!r}: response not complete within the total timeout of {t.total:g}s",
+                deployment=deployment,
+            ) from err
         except aiohttp.ClientPayloadError as err:
             raise UpstreamProtocolError(
                 f"deployment {deployment!r}: response body cut off: {err}", deployment=deployment
@@ -127,12 +131,23 @@ async def send_stream(
         await _raise_for_status(resp, wire, deployment)
         decoder = SseDecoder()
         try:
-            async for chunk in resp.content.iter_any():
+            while True:
+                try:
+                    chunk = await asyncio.wait_for(resp.content.readany(), t.between_chunks)
+                except TimeoutError as err:
+                    raise UpstreamTimeout(
+                        f"deployment {deployment!r}: no stream data for {t.between_chunks:g}s "
+                        "(timeout between_chunks)",
+                        deployment=deployment,
+                    ) from err
+                if not chunk:
+                    break
                 for item in decoder.feed(chunk):
                     yield item
-        except (TimeoutError, aiohttp.ServerTimeoutError) as err:
+        except aiohttp.ServerTimeoutError as err:
             raise UpstreamTimeout(
-                f"deployment {deployment!r}: no stream data for {t.between_chunks:.1f}s", deployment=deployment
+                f"deployment {deployment!r}: stream not complete within the total timeout of {t.total:g}s",
+                deployment=deployment,
             ) from err
         except aiohttp.ClientError as err:
             raise UpstreamProtocolError(

@@ -16,7 +16,7 @@ def test_serve_help_explains_every_option() -> None:
     assert result.exit_code == 0
     for option in ("--config", "--host", "--port", "--workers"):
         assert option in result.output
-    assert "demo deployment" in result.output and "one per CPU core" in result.output
+    assert "keyless demo" in result.output and "one per CPU core" in result.output
 
 
 def test_serve_refuses_an_invalid_config_with_its_path(tmp_path: Path) -> None:

@@ -70,3 +70,11 @@ async def test_stream_carries_the_same_answer_in_pieces() -> None:
     assert args == answer(req, DEP).message.tool_calls[0].raw_arguments
     assert isinstance(events[-1], MessageEnd) and events[-1].stop_reason == "tool_use"
     assert len(response_events(answer(req, DEP), chunk_chars=4)) > len(events)
+
+
+def test_malformed_tool_schemas_still_get_an_answer() -> None:
+    for params in ({"type": "string"}, {"type": "object", "properties": {"x": "int"}}, {"required": 5},
+                   {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x", 3]}):
+        tool = ToolDefinition(name="f", parameters=params)
+        resp = answer(_req(UserMessage(content=[TextPart(text="call f")]), tools=[tool]), DEP)
+        assert resp.stop_reason == "tool_use" and resp.message.tool_calls[0].name == "f"

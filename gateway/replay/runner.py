@@ -1,0 +1,123 @@
+"""Running a replay over many files, in parallel worker processes.
+
+Each file is read (:mod:`gateway.replay.discover`) and replayed by one worker; a worker runs
+one asyncio loop and one pipeline per file, with a transcript in a temporary SQLite file
+(deleted afterwards; ``keep_db`` keeps it). Reports merge in the parent. Files go to the
+workers largest first so that the long sessions do not finish last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from gateway.config import GatewayConfig, GuardPolicy
+from gateway.deployments import DeploymentTable
+from gateway.pipeline import Gateway, Pipeline
+from gateway.replay.conversations import ConversationReplayer
+from gateway.replay.discover import DEFAULT_EXCLUDE, iter_files, load
+from gateway.replay.recordings import RecordingReplayer
+from gateway.replay.report import Report
+from gateway.replay.upstream import ReplayProvider
+from gateway.transcript import TranscriptWriter
+
+
+def _source(path: Path, roots: list[Path]) -> str:
+    for root in roots:
+        try:
+            rel = path.resolve().relative_to(root.resolve() if root.is_dir() else root.resolve().parent)
+            return rel.as_posix()
+        except ValueError:
+            continue
+    return path.as_posix()
+
+
+async def _replay_file(path: Path, source: str, db_dir: str) -> Report:
+    rep = Report()
+    rep.counts["files"] += 1
+    loaded = load(path, source)
+    rep.issues.extend({"file": i.file, "line": i.line, "message": i.message} for i in loaded.issues)
+    if loaded.unsupported:
+        rep.unsupported.append({"file": source, "where": "", "reason": loaded.unsupported})
+    if loaded.exchanges:
+        rr = RecordingReplayer(rep)
+        for ex in loaded.exchanges:
+            try:
+                rr.replay(ex)
+            except Exception as err:  # noqa: BLE001 - reported as a crash, the run goes on
+                rep.crash(ex.source, ex.name, err)
+    if loaded.conversations:
+        providers = {api: ReplayProvider(api) for api in ("openai_chat", "anthropic_messages")}
+        writer = TranscriptWriter(Path(db_dir) / (source.replace("/", "_")[-100:] + ".db"))
+        await writer.start()
+        gw = Gateway(config=GatewayConfig(guards=GuardPolicy(pairing="repair")), table=DeploymentTable(),
+                     providers=dict(providers), transcript=writer)
+        cr = ConversationReplayer(Pipeline(gw), providers, rep)
+        try:
+            for conv in loaded.conversations:
+                await cr.replay(conv)
+        finally:
+            await writer.close()
+        rep.counts["transcript_rows"] += writer.written
+    return rep
+
+
+def quiet_logs() -> None:
+    """Silence the gateway's structured logs (every replayed rejection would log a warning)."""
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+
+
+def preload() -> None:
+    """Import the price catalog (litellm, seconds) once, before worker processes fork."""
+    from gateway.providers.catalog import model_info
+
+    model_info("gpt-4o", "openai")
+
+
+def replay_file(path: str, source: str, db_dir: str) -> Report:
+    """Replay one file in a fresh event loop; any exception becomes a crash in the report."""
+    quiet_logs()
+    try:
+        return asyncio.run(_replay_file(Path(path), source, db_dir))
+    except Exception as err:  # noqa: BLE001
+        rep = Report()
+        rep.counts["files"] += 1
+        rep.crash(source, "", err)
+        return rep
+
+
+def run(paths: list[Path], *, jobs: int | None = None, exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
+        on_file: Callable[[str, int, int], None] | None = None, db_dir: str | None = None) -> Report:
+    """Replay every file under ``paths`` with ``jobs`` worker processes (default: CPU count;
+    1 runs in this process). ``on_file(source, done, total)`` is called as each file ends.
+    Returns the merged :class:`Report`."""
+    files = sorted(iter_files(paths, exclude), key=lambda p: -p.stat().st_size)
+    sources = [_source(p, paths) for p in files]
+    total = len(files)
+    report = Report()
+    jobs = jobs or os.cpu_count() or 1
+    quiet_logs()
+    preload()
+    with tempfile.TemporaryDirectory(prefix="turnstile-replay-") as tmp:
+        where = db_dir or tmp
+        if jobs == 1:
+            for n, (p, s) in enumerate(zip(files, sources, strict=True), 1):
+                report.merge(replay_file(str(p), s, where))
+                if on_file:
+                    on_file(s, n, total)
+            return report
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(replay_file, str(p), s, where): s for p, s in zip(files, sources, strict=True)}
+            for n, fut in enumerate(as_completed(futures), 1):
+                report.merge(fut.result())
+                if on_file:
+                    on_file(futures[fut], n, total)
+    return report

@@ -1,0 +1,22 @@
+"""Sessions: append-only entry trees with a leaf pointer (invariant 5).
+
+* :mod:`.model`      — entries, payloads, session rows
+* :mod:`.store`      — the store interface and shared SQL logic; :func:`open_store` by URL
+* :mod:`.sqlite`, :mod:`.postgres` — the two backends
+* :mod:`.migrations` — add-only schema migrations and the append-only triggers
+* :mod:`.binding`    — which session a turn belongs to
+* :mod:`.api`, :mod:`.cli` — HTTP routes and the ``turnstile sessions`` command
+"""
+
+from gateway.sessions.model import CompactionPayload, Entry, SessionInfo
+from gateway.sessions.store import LEAF, SessionNotFound, SessionStore, open_store
+
+__all__ = [
+    "LEAF",
+    "CompactionPayload",
+    "Entry",
+    "SessionInfo",
+    "SessionNotFound",
+    "SessionStore",
+    "open_store",
+]

@@ -1,0 +1,101 @@
+"""Who signed a piece of thinking, when the client did not say.
+
+Signed reasoning may only go back to the model that signed it (handed case C16). Signatures
+the gateway returned carry their provenance in Turnstile's envelope, but a client may echo a
+raw signature (history from before it used the gateway, or a client that strips envelopes).
+The edge then knows only the API and provider (``Provenance.model == ""``). This module
+settles the model:
+
+1. from :class:`SignerMemory`: every signature the gateway has seen in an answer, keyed by a
+   hash of the signature (bounded LRU, per process);
+2. else, when exactly one candidate deployment of the turn has that API and provider, that
+   deployment's model (there is no other model it could go back to);
+3. else the signer stays unknown and is marked :data:`UNKNOWN_MODEL`, which matches no
+   deployment, so the thinking policy treats it as foreign (stripped by default) — it is
+   never sent to a model that may not have signed it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+
+from gateway.config import Deployment
+from gateway.schema import (
+    AssistantMessage,
+    Provenance,
+    RedactedThinkingPart,
+    Request,
+    Response,
+    ThinkingPart,
+    ToolCallPart,
+)
+
+UNKNOWN_MODEL = "?unknown"
+
+
+def _key(signature: str) -> str:
+    return hashlib.sha256(signature.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _signature_of(part: object) -> str | None:
+    if isinstance(part, ThinkingPart | ToolCallPart):
+        return part.signature
+    if isinstance(part, RedactedThinkingPart):
+        return part.data
+    return None
+
+
+class SignerMemory:
+    """Signature hash -> :class:`Provenance`, for the last ``capacity`` signatures seen."""
+
+    def __init__(self, capacity: int = 100_000) -> None:
+        self.capacity = capacity
+        self._map: OrderedDict[str, Provenance] = OrderedDict()
+
+    def remember(self, response: Response) -> None:
+        """Record the provenance of every signed part of ``response``."""
+        for part in response.message.content:
+            sig = _signature_of(part)
+            prov = getattr(part, "provenance", None)
+            if sig and prov is not None and prov.model:
+                key = _key(sig)
+                self._map[key] = prov
+                self._map.move_to_end(key)
+                if len(self._map) > self.capacity:
+                    self._map.popitem(last=False)
+
+    def lookup(self, signature: str) -> Provenance | None:
+        """The provenance recorded for ``signature``, or None."""
+        return self._map.get(_key(signature))
+
+
+def resolve(request: Request, candidates: list[Deployment], memory: SignerMemory) -> Request:
+    """``request`` with every signed part's unknown model settled (see module docstring).
+
+    Returns the same object when nothing needed settling."""
+    changed = False
+    messages = list(request.messages)
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, AssistantMessage):
+            continue
+        parts = list(msg.content)
+        touched = False
+        for j, part in enumerate(parts):
+            prov = getattr(part, "provenance", None)
+            sig = _signature_of(part)
+            if prov is None or prov.model or not sig:
+                continue
+            settled = memory.lookup(sig)
+            if settled is None or (settled.api, settled.provider) != (prov.api, prov.provider):
+                same = {d.model for d in candidates if (d.api, d.provider) == (prov.api, prov.provider)}
+                model = same.pop() if len(same) == 1 else UNKNOWN_MODEL
+                settled = prov.model_copy(update={"model": model})
+            parts[j] = part.model_copy(update={"provenance": settled})
+            touched = True
+        if touched:
+            messages[i] = msg.model_copy(update={"content": parts})
+            changed = True
+    if not changed:
+        return request
+    return request.model_copy(update={"messages": messages})

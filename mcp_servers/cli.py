@@ -1,0 +1,77 @@
+"""``turnstile mcp ...`` commands.
+
+``turnstile mcp status`` asks a running gateway (``GET /health``) for the state of every
+registered MCP server and prints one row per server: state, tools exposed/available, restarts
+and the last error. Exit code 0 when every enabled server is ready, 1 when one is not, 2 when
+the gateway cannot be reached.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(help="The MCP registry of a running gateway.", no_args_is_help=True)
+console = Console()
+
+
+def _base_url(config: Path | None) -> str:
+    from gateway.config import Settings, default_config_path, load_config
+
+    settings = Settings()
+    cfg = load_config(config or settings.config or default_config_path())
+    host = settings.host or cfg.server.host
+    port = settings.port or cfg.server.port
+    return f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+
+
+def render_status(servers: list[dict[str, Any]]) -> Table:
+    """A table of server states (``/health``'s ``mcp.servers``)."""
+    table = Table(title="MCP servers")
+    for col in ("server", "transport", "state", "tools (available/exposed)", "restarts", "last error"):
+        table.add_column(col)
+    for s in servers:
+        table.add_row(
+            s["id"],
+            s.get("transport", ""),
+            s["state"],
+            f"{s.get('available_tools', 0)}/{s.get('exposed_tools', 0)}",
+            str(s.get("restarts", 0)),
+            (s.get("last_error") or "")[:80] + ("; " + "; ".join(s["problems"]) if s.get("problems") else ""),
+        )
+    return table
+
+
+@app.command()
+def status(
+    url: Annotated[
+        str | None, typer.Option(help="Gateway base URL. Default: server.host/port of the config.")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="Configuration file to read host and port from.")
+    ] = None,
+) -> None:
+    """Show every registered MCP server of a running gateway and its state."""
+    import json
+    import urllib.request
+
+    base = url or _base_url(config)
+    try:
+        with urllib.request.urlopen(f"{base}/health", timeout=10) as resp:
+            body = json.loads(resp.read())
+    except (OSError, ValueError) as err:
+        console.print(f"[red]cannot reach the gateway at {base}[/red]: {err}")
+        raise typer.Exit(2) from err
+    servers = (body.get("mcp") or {}).get("servers", [])
+    if not servers:
+        console.print("no MCP servers registered")
+        raise typer.Exit(0)
+    console.print(render_status(servers))
+    bad = [s["id"] for s in servers if s.get("enabled", True) and s["state"] != "ready"]
+    if bad:
+        console.print(f"[yellow]not ready:[/yellow] {', '.join(bad)}")
+        raise typer.Exit(1)

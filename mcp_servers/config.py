@@ -1,0 +1,162 @@
+"""Configuration of the MCP registry: the ``mcp`` section of the gateway's YAML file.
+
+One :class:`McpServerSpec` per upstream MCP server. The same model validates servers added at
+run time through ``POST /admin/mcp/servers``. No secret is ever written in the file: HTTP
+headers name the environment variable that holds their value (``headers_env``) and a stdio
+child receives only the environment variables on its allow-list (``env_passthrough``) plus the
+fixed, non-secret values in ``env``.
+
+Example::
+
+    mcp:
+      admin_key_env: TURNSTILE_ADMIN_KEY
+      workspace_roots: [./workspace]
+      servers:
+        - id: time
+          transport: {type: stdio, command: mcp-server-time, args: [--local-timezone, UTC]}
+        - id: docs
+          transport: {type: streamable_http, url: "https://docs.example/mcp",
+                      headers_env: {Authorization: DOCS_MCP_AUTH}}
+          deny_tools: [delete_page]
+          trust: {publish_page: confirm}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TrustTier = Literal["allow", "allow_in_workspace", "confirm", "deny"]
+"""``allow`` (read-only: never asks), ``allow_in_workspace`` (writes allowed when every
+path-like argument is inside a workspace root, else ``confirm``), ``confirm`` (the client
+is asked, showing the exact action), ``deny`` (never runs, not listed)."""
+
+SERVER_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DEFAULT_CALL_TIMEOUT_S = 60.0
+DEFAULT_OUTPUT_CAP_BYTES = 128 * 1024
+# The mcp client refuses one SSE event over 1 MiB (mcp 2.3 ``max_sse_event_size``): a capped
+# result must stay well below that to reach HTTP clients at all.
+MAX_OUTPUT_CAP_BYTES = 768 * 1024
+
+
+class StdioTransport(BaseModel):
+    """Launch ``command args...`` in ``cwd`` and speak MCP over its stdin/stdout."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["stdio"] = "stdio"
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    cwd: str | None = None
+    env_passthrough: list[str] = Field(
+        default_factory=list, description="names of gateway environment variables the child may see"
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="fixed, non-secret values")
+
+    @field_validator("env_passthrough")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        bad = [n for n in v if not _ENV_NAME.match(n)]
+        if bad:
+            raise ValueError(f"not environment variable names: {bad}")
+        return v
+
+
+class HttpTransport(BaseModel):
+    """Streamable HTTP at ``url``; ``headers_env`` maps a header name to the environment
+    variable holding its value (the gateway's own upstream credential, never a client's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["streamable_http"] = "streamable_http"
+    url: str = Field(pattern=r"^https?://")
+    headers_env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("headers_env")
+    @classmethod
+    def _names(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = [n for n in v.values() if not _ENV_NAME.match(n)]
+        if bad:
+            raise ValueError(f"not environment variable names: {bad}")
+        return v
+
+
+Transport = Annotated[StdioTransport | HttpTransport, Field(discriminator="type")]
+
+
+class McpServerSpec(BaseModel):
+    """One upstream MCP server.
+
+    * ``id``: 1–64 characters ``[a-zA-Z0-9_.-]``, starting alphanumeric; it prefixes the
+      exposed tool names (``<id>__<tool>``).
+    * ``allow_tools`` (when set, only these) and ``deny_tools``: original tool names.
+    * ``trust``: per-tool tier overrides (original tool name -> tier); they win over the tier
+      derived from the tool's annotations.
+    * ``call_timeout_s``: per ``tools/call``, seconds (default 60).
+    * ``output_cap_bytes``: UTF-8 bytes kept of one result (default 128 KiB, max 768 KiB);
+      ``output_cap_mode`` ``truncate`` (head + tail + marker) or ``error``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    transport: Transport
+    enabled: bool = True
+    description: str | None = None
+    allow_tools: list[str] | None = None
+    deny_tools: list[str] = Field(default_factory=list)
+    trust: dict[str, TrustTier] = Field(default_factory=dict)
+    call_timeout_s: float = Field(default=DEFAULT_CALL_TIMEOUT_S, gt=0, le=3600)
+    output_cap_bytes: int = Field(default=DEFAULT_OUTPUT_CAP_BYTES, ge=256, le=MAX_OUTPUT_CAP_BYTES)
+    output_cap_mode: Literal["truncate", "error"] = "truncate"
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        if not SERVER_ID.match(v):
+            raise ValueError(
+                f"server id {v!r} must be 1-64 characters of [a-zA-Z0-9_.-] starting with a letter or digit"
+            )
+        return v
+
+    def tool_allowed(self, tool: str) -> bool:
+        """Whether the allow/deny lists let ``tool`` (original name) through."""
+        if tool in self.deny_tools:
+            return False
+        return self.allow_tools is None or tool in self.allow_tools
+
+
+class McpConfig(BaseModel):
+    """The ``mcp`` section.
+
+    * ``admin_key_env``: environment variable holding the key ``/admin/mcp/*`` requires
+      (``Authorization: Bearer <key>``); unset means the admin API is closed (403).
+    * ``namespaced``: expose ``<server>__<tool>``; off exposes bare names and a clash between
+      servers is a configuration error at registration.
+    * ``workspace_roots``: directories inside which ``allow_in_workspace`` tools may write.
+    * ``restart_backoff_s`` / ``restart_backoff_max_s``: first and largest delay between
+      restarts of a failed upstream (doubling); ``health_interval_s``: how often a ready
+      upstream's tool list is re-read (a dead one is found and restarted).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    admin_key_env: str = "TURNSTILE_ADMIN_KEY"
+    namespaced: bool = True
+    workspace_roots: list[str] = Field(default_factory=list)
+    restart_backoff_s: float = Field(default=0.5, gt=0)
+    restart_backoff_max_s: float = Field(default=30.0, gt=0)
+    health_interval_s: float = Field(default=30.0, gt=0)
+    connect_timeout_s: float = Field(default=30.0, gt=0)
+    servers: list[McpServerSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique(self) -> McpConfig:
+        ids = [s.id for s in self.servers]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"mcp server ids must be unique; repeated: {', '.join(dupes)}")
+        return self

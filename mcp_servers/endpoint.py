@@ -1,0 +1,310 @@
+"""The gateway's one MCP endpoint: a low-level ``mcp`` ``Server`` over every registered server.
+
+* ``tools/list``: every available registered tool under its exposed name (``<server>__<tool>``),
+  with the upstream's description, schemas and annotations, and ``_meta["io.turnstile/origin"]``
+  naming the server, the original name and the trust tier.
+* ``tools/call``: looked up by exposed name only (never by bare tool name), checked against the
+  tool's trust tier (:mod:`mcp_servers.trust`; ``confirm`` asks the client through elicitation,
+  showing the exact action), every decision written to the audit log, routed to
+  (server, original name), the result capped (:func:`mcp_servers.output_cap.cap_text`), marked as
+  external untrusted data, and the upstream's ``serverInfo`` stamp replaced by the gateway's.
+* Upstream credentials are the gateway's own (config); nothing from the client's HTTP request
+  (``Authorization`` included) is forwarded upstream: a call carries only name and arguments.
+
+Faults become ``is_error`` results that name the server (unavailable, timed out, died mid-call);
+an unknown tool name is a JSON-RPC ``-32602`` error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from typing import Any
+
+import orjson
+import structlog
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp.types import (
+    INVALID_PARAMS,
+    SERVER_INFO_META_KEY,
+    CallToolRequestParams,
+    CallToolResult,
+    ContentBlock,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    EmbeddedResource,
+    ImageContent,
+    InputRequiredResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_servers.output_cap import cap_text
+from mcp_servers.registry import McpRegistry, RegisteredTool
+from mcp_servers.trust import CallDecision, confirmation_message, decide, preapproval_hint
+from mcp_servers.upstream import UpstreamCallFailed, UpstreamUnavailable
+
+log = structlog.get_logger("turnstile.mcp.endpoint")
+
+ORIGIN_META_KEY = "io.turnstile/origin"
+CONFIRM_KEY = "turnstile_confirm"
+_CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {"type": "boolean", "title": "Run it", "description": "Approve exactly this action once"}
+    },
+    "required": ["approve"],
+}
+
+
+def _text_result(text: str, *, is_error: bool, meta: dict[str, Any] | None = None) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error, _meta=meta)
+
+
+def cap_result(result: CallToolResult, cap_bytes: int, mode: str) -> tuple[CallToolResult, dict[str, Any]]:
+    """Cap a tool result to about ``cap_bytes`` UTF-8 bytes in all.
+
+    Text blocks share the budget in order (head + tail + marker each, on UTF-8 boundaries); an
+    image/audio/embedded blob that does not fit is replaced by a text marker naming its size.
+    When anything was cut, ``structured_content`` (usually a copy of the same data) is dropped;
+    if the tool declared an output schema the result then becomes ``is_error`` (a truncated
+    structure cannot conform). ``mode="error"`` turns an oversized result into an ``is_error``
+    "result too large" result. Returns the result and ``{"truncated", "original_bytes",
+    "omitted_bytes"}``.
+    """
+    budget = cap_bytes
+    out: list[ContentBlock] = []
+    truncated = False
+    original = kept = 0
+    for block in result.content:
+        if isinstance(block, TextContent):
+            size = len(block.text.encode("utf-8", errors="replace"))
+            original += size
+            capped = cap_text(block.text, max(256, budget), mode="truncate")
+            if capped.truncated:
+                truncated = True
+            text = capped.text
+            out.append(TextContent(type="text", text=text, annotations=block.annotations))
+            used = len(text.encode("utf-8", errors="replace"))
+        else:
+            used = len(orjson.dumps(block.model_dump(mode="json")))
+            original += used
+            if used > budget:
+                truncated = True
+                kind = (
+                    "image"
+                    if isinstance(block, ImageContent)
+                    else "embedded resource"
+                    if isinstance(block, EmbeddedResource)
+                    else block.type
+                )
+                text = f"[turnstile: {kind} of {used} bytes omitted: over the gateway's result cap]"
+                out.append(TextContent(type="text", text=text))
+                used = len(text)
+            else:
+                out.append(block)
+        kept += used
+        budget = max(0, budget - used)
+    if not truncated:
+        if result.structured_content is not None:
+            size = len(orjson.dumps(result.structured_content))
+            if size + kept > cap_bytes:
+                truncated = True
+                original += size
+        if not truncated:
+            return result, {"truncated": False, "original_bytes": original, "omitted_bytes": 0}
+    info = {"truncated": True, "original_bytes": original, "omitted_bytes": max(0, original - kept)}
+    if mode == "error":
+        msg = (
+            f"result too large: the tool returned {original} bytes, over the gateway's cap of "
+            f"{cap_bytes} bytes"
+        )
+        return _text_result(msg, is_error=True), info
+    return CallToolResult(content=out, is_error=result.is_error, _meta=result.meta), info
+
+
+class McpEndpoint:
+    """Holds the low-level ``Server`` facing clients and the logic of its handlers."""
+
+    def __init__(
+        self,
+        registry: McpRegistry,
+        *,
+        name: str = "turnstile",
+        version: str = "0.1.0",
+        workspace_roots: list[str] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.name = name
+        self.version = version
+        self.workspace_roots = list(workspace_roots or [])
+        self._secret = os.urandom(32)
+        self.server: Server[Any] = Server(
+            name,
+            version=version,
+            instructions="Turnstile MCP gateway: tools of every registered MCP server as <server>__<tool>",
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            get_tool_input_schema=self.registry.input_schema,
+        )
+
+    # ------------------------------------------------------------------ tools/list
+
+    def exposed_tool(self, t: RegisteredTool) -> Tool:
+        """The upstream tool as the gateway lists it (exposed name, origin in ``_meta``)."""
+        meta = {ORIGIN_META_KEY: {"server": t.server, "tool": t.name, "trust": t.trust.tier}}
+        return Tool(
+            name=t.exposed,
+            title=t.tool.title,
+            description=t.tool.description,
+            input_schema=t.tool.input_schema,
+            output_schema=t.tool.output_schema,
+            annotations=t.tool.annotations,
+            icons=t.tool.icons,
+            _meta=meta,
+        )
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        return ListToolsResult(tools=[self.exposed_tool(t) for t in self.registry.tools()])
+
+    # ------------------------------------------------------------------ tools/call
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        t = self.registry.lookup(params.name)
+        if t is None:
+            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}: not exposed by this gateway")
+        if not t.available:
+            up = self.registry.upstream(t.server)
+            why = f" ({up.state}: {up.last_error})" if up is not None and up.last_error else ""
+            return _text_result(
+                f"MCP server {t.server!r} is unavailable{why}; tool {t.name!r} cannot run now. "
+                "Other servers' tools are unaffected.",
+                is_error=True,
+            )
+        args = dict(params.arguments or {})
+        decision = decide(t.server, t.name, t.trust, args, self.workspace_roots)
+        if decision.outcome == "refuse":
+            await self._audit(t, decision, "refused")
+            return _text_result(
+                f"refused by the gateway: {decision.action} is denied ({decision.reason})", is_error=True
+            )
+        if decision.outcome == "ask":
+            answer = await self._confirm(ctx, params, t, decision)
+            if answer is not None:
+                return answer
+        else:
+            await self._audit(t, decision, "allowed")
+        return await self._forward(ctx, t, args)
+
+    async def _forward(
+        self, ctx: ServerRequestContext[Any], t: RegisteredTool, args: dict[str, Any]
+    ) -> CallToolResult:
+        spec = self.registry.spec(t.server)
+        up = self.registry.upstream(t.server)
+        if spec is None or up is None:
+            return _text_result(f"MCP server {t.server!r} was removed", is_error=True)
+
+        async def progress(p: float, total: float | None, message: str | None) -> None:
+            await ctx.session.report_progress(p, total, message)
+
+        try:
+            result = await up.call_tool(t.name, args, progress_callback=progress)
+        except (UpstreamUnavailable, UpstreamCallFailed) as err:
+            log.warning("mcp_call_failed", server=t.server, tool=t.name, error=str(err))
+            return _text_result(str(err), is_error=True)
+        except MCPError as err:
+            return _text_result(f"MCP server {t.server!r} refused tool {t.name!r}: {err}", is_error=True)
+        capped, info = cap_result(result, spec.output_cap_bytes, spec.output_cap_mode)
+        if info["truncated"] and t.tool.output_schema is not None and not capped.is_error:
+            capped = CallToolResult(content=capped.content, is_error=True, _meta=capped.meta)
+        meta = dict(capped.meta or {})
+        meta[SERVER_INFO_META_KEY] = {"name": self.name, "version": self.version}
+        meta[ORIGIN_META_KEY] = {"server": t.server, "tool": t.name, "untrusted": True, **info}
+        return capped.model_copy(update={"meta": meta})
+
+    # ------------------------------------------------------------------ confirmation
+
+    def _state_for(self, params: CallToolRequestParams) -> str:
+        body = orjson.dumps({"n": params.name, "a": params.arguments or {}}, option=orjson.OPT_SORT_KEYS)
+        return hmac.new(self._secret, body, hashlib.sha256).hexdigest()
+
+    async def _confirm(
+        self,
+        ctx: ServerRequestContext[Any],
+        params: CallToolRequestParams,
+        t: RegisteredTool,
+        d: CallDecision,
+    ) -> CallToolResult | InputRequiredResult | None:
+        """None when the call is approved; otherwise the result to return (a question for a
+        2026-07-28 client, a refusal, or the error for a client that cannot be asked)."""
+        message = confirmation_message(d)
+        caps = ctx.session.client_capabilities
+        can_elicit = caps is not None and caps.elicitation is not None
+        if not can_elicit:
+            await self._audit(t, d, "needs_approval_no_elicitation")
+            return _text_result(
+                f"approval needed: {message} This client cannot be asked (it does not support MCP "
+                f"elicitation). {preapproval_hint(t.server, t.name)}",
+                is_error=True,
+            )
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            responses = params.input_responses or {}
+            if CONFIRM_KEY not in responses or not hmac.compare_digest(
+                params.request_state or "", self._state_for(params)
+            ):
+                request = ElicitRequest(
+                    params=ElicitRequestFormParams(message=message, requested_schema=_CONFIRM_SCHEMA)
+                )
+                await self._audit(t, d, "asked")
+                return InputRequiredResult(
+                    input_requests={CONFIRM_KEY: request}, request_state=self._state_for(params)
+                )
+            answer = ElicitResult.model_validate(
+                responses[CONFIRM_KEY]
+                if isinstance(responses[CONFIRM_KEY], dict)
+                else responses[CONFIRM_KEY].model_dump(by_alias=True)
+            )
+        else:
+            try:
+                answer = await ctx.session.elicit_form(
+                    message, _CONFIRM_SCHEMA, related_request_id=ctx.request_id
+                )
+            except NoBackChannelError:
+                await self._audit(t, d, "needs_approval_no_elicitation")
+                return _text_result(
+                    f"approval needed: {message} This connection cannot carry a question. "
+                    f"{preapproval_hint(t.server, t.name)}",
+                    is_error=True,
+                )
+        approved = answer.action == "accept" and bool((answer.content or {}).get("approve"))
+        await self._audit(t, d, "approved" if approved else f"declined ({answer.action})")
+        if approved:
+            return None
+        return _text_result(f"not run: the user did not approve. The request was: {d.action}.", is_error=True)
+
+    async def _audit(self, t: RegisteredTool, d: CallDecision, outcome: str) -> None:
+        entry = {
+            "server": t.server,
+            "tool": t.name,
+            "exposed": t.exposed,
+            "tier": d.tier,
+            "outcome": outcome,
+            "reason": d.reason,
+            "action": d.action,
+        }
+        log.info("mcp_trust_decision", **entry)
+        try:
+            await self.registry.store.audit(entry)
+        except Exception:
+            log.exception("mcp_audit_write_failed", **entry)

@@ -1,0 +1,235 @@
+"""HTTP side of the MCP registry, mounted in the gateway's Starlette app.
+
+Routes
+------
+* ``/mcp`` (GET, POST, DELETE): the MCP endpoint, streamable HTTP, legacy and 2026-07-28
+  clients (:mod:`mcp_servers.endpoint`).
+* ``POST /admin/mcp/servers``: add or replace a server (body: a ``McpServerSpec`` as JSON;
+  ``?wait_s=N`` waits up to N s, at most 60, for it to be ready). 201 created, 200 replaced,
+  400 invalid (each error with its key path), 409 when the id is defined in the config file.
+* ``GET /admin/mcp/servers`` and ``GET /admin/mcp/servers/{id}``: specs, source and status.
+* ``DELETE /admin/mcp/servers/{id}``: 204, 404 unknown, 409 defined in the config file.
+* ``GET /v1/mcp/tools?format=openai|anthropic|gemini``: the available registered tools in that
+  provider's tool format (:mod:`gateway.providers.tool_formats`), under their exposed names;
+  400 for an unknown format or more tools than the provider takes.
+
+The admin routes need ``Authorization: Bearer <key>`` where the key is the value of the
+environment variable named by ``mcp.admin_key_env``; with that variable unset they answer 403.
+
+:func:`open_mcp` makes the runtime (store, registry, endpoint, session manager) for the app's
+lifespan; everything lives on ``app.state.mcp``.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
+
+from mcp_servers.config import McpConfig, McpServerSpec
+from mcp_servers.endpoint import McpEndpoint
+from mcp_servers.registry import McpRegistry, RegistryConflict
+from mcp_servers.store import McpStore
+from mcp_servers.upstream import EnvReader
+
+
+@dataclass
+class McpRuntime:
+    """What the lifespan keeps on ``app.state.mcp``."""
+
+    config: McpConfig
+    registry: McpRegistry
+    endpoint: McpEndpoint
+    session_manager: StreamableHTTPSessionManager
+    read_env: EnvReader
+
+
+@asynccontextmanager
+async def open_mcp(
+    config: McpConfig,
+    *,
+    db_path: str,
+    read_env: EnvReader,
+    host: str = "127.0.0.1",
+    version: str = "0.1.0",
+) -> AsyncIterator[McpRuntime]:
+    """Start the registry (upstreams connect in the background) and the ``/mcp`` session
+    manager; on exit stop both (every stdio child is terminated and reaped).
+
+    ``host`` is the gateway's listening address: on a loopback address, DNS-rebinding
+    protection admits only loopback ``Host``/``Origin`` headers (the SDK's own default).
+    """
+    registry = McpRegistry(config, store=McpStore(db_path), read_env=read_env)
+    endpoint = McpEndpoint(registry, version=version, workspace_roots=config.workspace_roots)
+    security = None
+    if host in ("127.0.0.1", "localhost", "::1"):
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    manager = StreamableHTTPSessionManager(app=endpoint.server, security_settings=security)
+    await registry.start()
+    try:
+        async with manager.run():
+            yield McpRuntime(config, registry, endpoint, manager, read_env)
+    finally:
+        await registry.close()
+
+
+class McpAsgi:
+    """ASGI app for ``/mcp``: hands the request to the running session manager."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        runtime: McpRuntime | None = getattr(scope["app"].state, "mcp", None)
+        if runtime is None:
+            response = _json({"error": {"message": "the MCP endpoint is not running"}}, 503)
+            await response(scope, receive, send)
+            return
+        await runtime.session_manager.handle_request(scope, receive, send)
+
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+def _error(message: str, status: int, kind: str, details: Any = None) -> Response:
+    err: dict[str, Any] = {"message": message, "type": kind}
+    if details is not None:
+        err["details"] = details
+    return _json({"error": err}, status)
+
+
+def _admin(request: Request) -> tuple[McpRuntime | None, Response | None]:
+    runtime: McpRuntime | None = getattr(request.app.state, "mcp", None)
+    if runtime is None:
+        return None, _error("the MCP registry is not running", 503, "unavailable")
+    key = runtime.read_env(runtime.config.admin_key_env)
+    if not key:
+        return None, _error(
+            f"the admin API is disabled: set the environment variable {runtime.config.admin_key_env}",
+            403,
+            "permission",
+        )
+    given = request.headers.get("authorization", "")
+    token = given[7:] if given.lower().startswith("bearer ") else request.headers.get("x-admin-key", "")
+    if not hmac.compare_digest(token.encode(), key.encode()):
+        return None, _error("admin key missing or wrong (Authorization: Bearer <key>)", 401, "authentication")
+    return runtime, None
+
+
+async def post_server(request: Request) -> Response:
+    """Add or replace one server (see the module docstring)."""
+    runtime, denied = _admin(request)
+    if runtime is None:
+        assert denied is not None
+        return denied
+    body = await request.body()
+    try:
+        spec = McpServerSpec.model_validate_json(body)
+    except ValidationError as err:
+        details = [{"loc": ".".join(str(p) for p in e["loc"]), "msg": e["msg"]} for e in err.errors()]
+        return _error(
+            "invalid MCP server spec: " + "; ".join(f"{d['loc']}: {d['msg']}" for d in details),
+            400,
+            "invalid_request",
+            details,
+        )
+    try:
+        replaced = await runtime.registry.put_server(spec)
+    except RegistryConflict as err:
+        return _error(str(err), 409, "conflict")
+    wait = request.query_params.get("wait_s")
+    if wait:
+        try:
+            seconds = min(60.0, max(0.0, float(wait)))
+        except ValueError:
+            return _error("wait_s must be a number of seconds", 400, "invalid_request")
+        up = runtime.registry.upstream(spec.id)
+        if up is not None and spec.enabled:
+            await up.wait_ready(seconds)
+    entry = next(s for s in runtime.registry.servers() if s["spec"]["id"] == spec.id)
+    return _json(entry, 200 if replaced else 201)
+
+
+async def list_servers(request: Request) -> Response:
+    """Every server with its source and status."""
+    runtime, denied = _admin(request)
+    if runtime is None:
+        assert denied is not None
+        return denied
+    return _json({"servers": runtime.registry.servers()})
+
+
+async def get_server(request: Request) -> Response:
+    """One server."""
+    runtime, denied = _admin(request)
+    if runtime is None:
+        assert denied is not None
+        return denied
+    sid = request.path_params["server_id"]
+    for entry in runtime.registry.servers():
+        if entry["spec"]["id"] == sid:
+            return _json(entry)
+    return _error(f"no MCP server {sid!r}", 404, "not_found")
+
+
+async def delete_server(request: Request) -> Response:
+    """Remove one admin server."""
+    runtime, denied = _admin(request)
+    if runtime is None:
+        assert denied is not None
+        return denied
+    sid = request.path_params["server_id"]
+    try:
+        removed = await runtime.registry.delete_server(sid)
+    except RegistryConflict as err:
+        return _error(str(err), 409, "conflict")
+    if not removed:
+        return _error(f"no MCP server {sid!r}", 404, "not_found")
+    return Response(status_code=204)
+
+
+async def model_tools(request: Request) -> Response:
+    """The registry's tools for a model request, in the asked provider format."""
+    from gateway.errors import InvalidRequest
+    from gateway.providers.tool_formats import render_tools
+    from gateway.schema import ToolDefinition
+
+    runtime: McpRuntime | None = getattr(request.app.state, "mcp", None)
+    if runtime is None:
+        return _error("the MCP registry is not running", 503, "unavailable")
+    fmt = request.query_params.get("format", "openai")
+    defs = [
+        ToolDefinition(name=t.exposed, description=t.tool.description, parameters=dict(t.tool.input_schema))
+        for t in runtime.registry.tools()
+        if t.trust.tier != "deny"
+    ]
+    try:
+        tools = render_tools(defs, fmt)
+    except InvalidRequest as err:
+        return _error(err.message, 400, "invalid_request")
+    return _json({"format": fmt, "tools": tools})
+
+
+def routes() -> list[BaseRoute]:
+    """The routes above, for ``gateway.server.create_app``."""
+    return [
+        Route("/mcp", McpAsgi(), methods=["GET", "POST", "DELETE"]),
+        Route("/admin/mcp/servers", post_server, methods=["POST"]),
+        Route("/admin/mcp/servers", list_servers, methods=["GET"]),
+        Route("/admin/mcp/servers/{server_id}", get_server, methods=["GET"]),
+        Route("/admin/mcp/servers/{server_id}", delete_server, methods=["DELETE"]),
+        Route("/v1/mcp/tools", model_tools, methods=["GET"]),
+    ]

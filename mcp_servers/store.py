@@ -1,0 +1,127 @@
+"""Embedded store of the MCP registry: SQLite tables in the gateway's database file
+(``server.db_path``, shared with the transcript).
+
+* ``mcp_servers(id PRIMARY KEY, spec JSON, updated_at)``: servers added through the admin API.
+* ``mcp_audit(ts, server, tool, exposed, tier, outcome, reason, action, client)``: every trust
+  decision taken on a ``tools/call`` (run, asked and approved/declined, refused).
+
+Writes are small and run in a worker thread (``asyncio.to_thread``) so they never block the
+event loop; WAL mode lets the transcript writer use the same file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from mcp_servers.config import McpServerSpec
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS mcp_servers (
+    id TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS mcp_audit (
+    ts REAL NOT NULL,
+    server TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    exposed TEXT NOT NULL,
+    tier TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    action TEXT NOT NULL,
+    client TEXT
+);
+"""
+
+
+class McpStore:
+    """The two tables above in the SQLite file at ``path`` (created if missing)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+            self._conn = conn
+        return self._conn
+
+    def _run(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            db = self._db()
+            rows = db.execute(sql, args).fetchall()
+            db.commit()
+            return rows
+
+    async def load_servers(self) -> list[McpServerSpec]:
+        """Every persisted server spec, in id order (an invalid row is skipped, not fatal)."""
+        rows = await asyncio.to_thread(self._run, "SELECT id, spec FROM mcp_servers ORDER BY id")
+        out = []
+        for _id, spec in rows:
+            try:
+                out.append(McpServerSpec.model_validate_json(spec))
+            except ValueError:
+                continue
+        return out
+
+    async def save_server(self, spec: McpServerSpec) -> None:
+        """Insert or replace ``spec`` by id."""
+        await asyncio.to_thread(
+            self._run,
+            "INSERT OR REPLACE INTO mcp_servers (id, spec, updated_at) VALUES (?, ?, ?)",
+            (spec.id, spec.model_dump_json(), time.time()),
+        )
+
+    async def delete_server(self, server_id: str) -> None:
+        """Forget the persisted server ``server_id`` (no error if absent)."""
+        await asyncio.to_thread(self._run, "DELETE FROM mcp_servers WHERE id = ?", (server_id,))
+
+    async def audit(self, entry: dict[str, Any]) -> None:
+        """Append one trust decision: keys ``server, tool, exposed, tier, outcome, reason, action,
+        client`` (``client`` may be None)."""
+        await asyncio.to_thread(
+            self._run,
+            "INSERT INTO mcp_audit (ts, server, tool, exposed, tier, outcome, reason, action, client) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                time.time(),
+                entry["server"],
+                entry["tool"],
+                entry["exposed"],
+                entry["tier"],
+                entry["outcome"],
+                entry["reason"],
+                entry["action"],
+                entry.get("client"),
+            ),
+        )
+
+    def audit_rows(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest ``limit`` audit rows, newest first (for tests and the CLI)."""
+        rows = self._run(
+            "SELECT ts, server, tool, exposed, tier, outcome, reason, action, client FROM mcp_audit "
+            "ORDER BY rowid DESC LIMIT ?",
+            (limit,),
+        )
+        keys = ("ts", "server", "tool", "exposed", "tier", "outcome", "reason", "action", "client")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

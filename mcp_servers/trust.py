@@ -1,0 +1,193 @@
+"""Trust tiers of MCP tools (invariant 6: the extension boundary is the trust boundary).
+
+A tool's tier is decided when its server is registered (its tool list read), never when a call
+arrives; only the workspace check of ``allow_in_workspace`` looks at a call's arguments. Tiers
+follow the damage a call can do, not where the server came from:
+
+* ``allow``: read-only tools (``readOnlyHint: true``). Never asks.
+* ``allow_in_workspace``: writes that are neither destructive nor open-world and that declare
+  path-like arguments; a call runs without asking when every such argument lies inside a
+  configured workspace root, and asks otherwise.
+* ``confirm``: destructive, open-world (network) or unplaceable writes; the client is asked,
+  shown exactly what will run.
+* ``deny``: only by admin override; the tool is neither listed nor callable.
+
+Annotations are untrusted hints (MCP spec 2025-11-25, "ToolAnnotations"); a missing hint counts
+as the worst case: not read-only, destructive, open-world. An admin override (``trust`` in the
+server's config) wins over the annotations.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from mcp.types import Tool
+
+from mcp_servers.config import TrustTier
+
+_PATHY = re.compile(
+    r"(^|_)(path|paths|file|files|filename|dir|directory|folder|root|repo|repository|cwd|"
+    r"dest|destination|source|src|target)($|_)|path$|file$|dir$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Classification:
+    """A tool's tier, why, and the names of its path-like string arguments."""
+
+    tier: TrustTier
+    reason: str
+    path_args: tuple[str, ...] = ()
+    read_only: bool = False
+    destructive: bool = True
+    open_world: bool = True
+
+
+def path_arguments(input_schema: dict[str, Any]) -> tuple[str, ...]:
+    """Top-level string (or string-array) properties of ``input_schema`` whose name looks like a
+    filesystem path (``path``, ``file_path``, ``repo_path``, ``directory``, ``source``, ...)."""
+    props = input_schema.get("properties") or {}
+    out = []
+    for name, schema in props.items():
+        if not isinstance(schema, dict):
+            continue
+        kind = schema.get("type")
+        is_str = kind == "string" or (kind == "array" and (schema.get("items") or {}).get("type") == "string")
+        if is_str and _PATHY.search(name):
+            out.append(name)
+    return tuple(out)
+
+
+def classify(tool: Tool, override: TrustTier | None = None) -> Classification:
+    """The tier of ``tool`` from its annotations (missing hint = worst case) and an optional
+    admin ``override``, which wins."""
+    ann = tool.annotations
+    read_only = bool(ann is not None and ann.read_only_hint is True)
+    destructive = not (ann is not None and ann.destructive_hint is False)
+    open_world = not (ann is not None and ann.open_world_hint is False)
+    paths = path_arguments(tool.input_schema or {})
+
+    def made(tier: TrustTier, reason: str) -> Classification:
+        return Classification(tier, reason, paths, read_only, destructive, open_world)
+
+    if override is not None:
+        return made(override, f"admin override: {override}")
+    if read_only:
+        return made("allow", "read-only (readOnlyHint)")
+    if destructive:
+        missing = ann is None or ann.destructive_hint is None
+        return made(
+            "confirm",
+            "no destructiveHint: counted as destructive" if missing else "destructive (destructiveHint)",
+        )
+    if open_world:
+        missing = ann is None or ann.open_world_hint is None
+        return made(
+            "confirm", "no openWorldHint: counted as open-world" if missing else "open-world (openWorldHint)"
+        )
+    if paths:
+        return made("allow_in_workspace", f"writes; path arguments {', '.join(paths)}")
+    return made("confirm", "writes and declares no path argument to place inside the workspace")
+
+
+@dataclass(frozen=True)
+class CallDecision:
+    """What to do with one call: ``run``, ``ask`` (confirmation needed) or ``refuse``;
+    ``reason`` says why and ``action`` is the human-readable sentence of what will happen."""
+
+    outcome: Literal["run", "ask", "refuse"]
+    tier: TrustTier
+    reason: str
+    action: str
+    outside: list[str] = field(default_factory=list)
+
+
+def _inside(path: str, roots: list[Path]) -> bool:
+    p = Path(path)
+    if not p.is_absolute():
+        if not roots:
+            return False
+        p = roots[0] / p
+    real = Path(os.path.realpath(p))
+    return any(real == r or r in real.parents for r in roots)
+
+
+def _render_value(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    shown = orjson.dumps(text).decode() if isinstance(value, str) else text
+    if len(shown) > limit:
+        return f"{shown[:limit]}… ({len(shown) - limit} more characters)"
+    return shown
+
+
+def render_action(server: str, tool: str, arguments: dict[str, Any]) -> str:
+    """The exact action, e.g. ``will run tool "git_reset" of MCP server "git" with
+    mode="hard", target="HEAD~3", repo_path="/srv/app"`` (values JSON-rendered, each cut at 200
+    characters with the count of what was cut)."""
+    if arguments:
+        args = ", ".join(f"{k}={_render_value(v)}" for k, v in arguments.items())
+        return f'will run tool "{tool}" of MCP server "{server}" with {args}'
+    return f'will run tool "{tool}" of MCP server "{server}" with no arguments'
+
+
+def decide(
+    server: str, tool: str, cls: Classification, arguments: dict[str, Any], workspace_roots: list[str]
+) -> CallDecision:
+    """The decision for one call of a classified tool.
+
+    ``allow_in_workspace`` runs when every path-like argument present resolves (symlinks
+    followed; relative paths taken from the first root) inside one of ``workspace_roots``;
+    otherwise it asks, naming the paths outside.
+    """
+    action = render_action(server, tool, arguments)
+    if cls.tier == "deny":
+        return CallDecision("refuse", cls.tier, cls.reason, action)
+    if cls.tier == "allow":
+        return CallDecision("run", cls.tier, cls.reason, action)
+    if cls.tier == "confirm":
+        return CallDecision("ask", cls.tier, cls.reason, action)
+    roots = [Path(os.path.realpath(r)) for r in workspace_roots]
+    outside: list[str] = []
+    for name in cls.path_args:
+        value = arguments.get(name)
+        values = value if isinstance(value, list) else [value] if value is not None else []
+        outside += [str(v) for v in values if not isinstance(v, str) or not _inside(v, roots)]
+    if not roots:
+        return CallDecision("ask", cls.tier, "writes, and no workspace root is configured", action)
+    if outside:
+        where = ", ".join(str(r) for r in roots)
+        return CallDecision(
+            "ask",
+            cls.tier,
+            f"writes outside the workspace ({', '.join(outside)} not under {where})",
+            action,
+            outside=outside,
+        )
+    return CallDecision("run", cls.tier, "writes inside the workspace", action)
+
+
+def confirmation_message(decision: CallDecision) -> str:
+    """The text a person is shown: the exact action and why it needs approval."""
+    return f"Turnstile {decision.action}. It needs your approval because it {_because(decision.reason)}."
+
+
+def _because(reason: str) -> str:
+    if reason.startswith("admin override"):
+        return "is marked confirm by the gateway's configuration"
+    if reason.startswith("writes"):
+        return reason
+    return f"is {reason}"
+
+
+def preapproval_hint(server: str, tool: str) -> str:
+    """How to pre-approve a tool in config, for a client that cannot be asked."""
+    return (
+        f"To allow it without asking, set `trust: {{{tool}: allow}}` on MCP server {server!r} in the gateway "
+        "configuration (or POST the server again to /admin/mcp/servers with that override)."
+    )

@@ -1,0 +1,218 @@
+"""Turn features: what routing knows about a turn, computed once and cheaply.
+
+Token counts here are a **character-based estimate** (characters / 4, images a flat
+:data:`IMAGE_TOKENS`), not a tokenizer count: ``gateway.providers.catalog.count_tokens`` costs
+milliseconds per call on long histories, too slow for a per-turn decision, and routing only
+needs the size class (does it fit the window, what does it cost). Upstream usage remains the
+record for accounting.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+import orjson
+
+from gateway.schema import (
+    AssistantMessage,
+    ImagePart,
+    Provenance,
+    RedactedThinkingPart,
+    Request,
+    SystemMessage,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultMessage,
+    UserMessage,
+)
+
+TurnKind = Literal["fresh_user", "tool_digest", "final_answer", "tool_error_retry", "other"]
+
+#: Characters per token for the routing estimate.
+CHARS_PER_TOKEN = 4
+#: Tokens counted per image for the routing estimate (a mid-size image on most APIs).
+IMAGE_TOKENS = 1000
+
+_CODE = re.compile(
+    r"```|^\s*(def|class|import|from|function|const|let|var|#include|SELECT|public)\b|[;{}]\s*$", re.MULTILINE
+)
+
+
+@dataclass(frozen=True)
+class TurnFeatures:
+    """Features of one turn.
+
+    * ``kind``: ``fresh_user`` (the turn answers a user message), ``tool_digest`` (digesting
+      tool results; the model may call more tools), ``final_answer`` (tool results arrived
+      and no more tools can be called), ``tool_error_retry`` (the last tool result is an
+      error: flagged, or its text opens like one), ``other`` (e.g. the request ends with an
+      assistant prefill).
+    * ``input_tokens``: estimated input tokens (chars / 4 + tools + images);
+      ``history_tokens`` the prefix up to and including the last assistant message (what a
+      warm prompt cache holds from the previous turn);
+      ``reserved_output_tokens``: the request's ``max_output_tokens`` (0 when absent).
+    * ``tools``: names of tools offered; ``tool_choice``: its mode or None.
+    * ``images``: image parts anywhere in the request; ``has_code``: code-like text in the
+      last user message or tool results; ``depth``: assistant messages so far;
+      ``tool_loop_depth``: assistant messages with tool calls since the last user message;
+      ``recent_tool_errors``: error tool results since the last user message.
+    * ``thinking``: the request asks for reasoning; ``json_mode``: a JSON response format.
+    * ``current``: provenance of the last assistant message (the session's current model),
+      or None; ``signed_open_loop``: the request ends with tool results for an assistant
+      message that carries signed thinking (handed case C16: this loop must stay on the model
+      that signed it).
+    * ``text``: the last user message's text (for text scorers, at most 4000 characters).
+    """
+
+    kind: TurnKind
+    input_tokens: int
+    history_tokens: int = 0
+    reserved_output_tokens: int = 0
+    tools: tuple[str, ...] = ()
+    tool_choice: str | None = None
+    images: int = 0
+    has_code: bool = False
+    depth: int = 0
+    tool_loop_depth: int = 0
+    recent_tool_errors: int = 0
+    thinking: bool = False
+    json_mode: bool = False
+    current: Provenance | None = None
+    signed_open_loop: bool = False
+    text: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+_ERROR_TEXT = re.compile(
+    r"^\s*(error\b|traceback \(most recent call last\)|exception\b|\w+error:)", re.IGNORECASE
+)
+
+
+def _is_error(msg: ToolResultMessage) -> bool:
+    """A tool result is an error when flagged (Anthropic ``is_error``) or, for dialects with
+    no flag (OpenAI ``role: tool``), when its text opens like an error ("Error: …",
+    "Traceback (most recent call last)", "ValueError: …") — observed in τ-bench airline
+    trajectories (``tau-bench/gpt-4o-airline.json``)."""
+    if msg.is_error:
+        return True
+    first = next((p.text for p in msg.content if isinstance(p, TextPart)), "")
+    return bool(first) and bool(_ERROR_TEXT.match(first[:200]))
+
+
+def _clip(text: str, limit: int = 4000) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + "\n" + text[-half:]
+
+
+def extract(request: Request, *, current: Provenance | None = None) -> TurnFeatures:
+    """Compute :class:`TurnFeatures` for ``request`` in one pass over its messages.
+
+    The session's current model is read from the provenance of the last assistant message's
+    parts (signed thinking, tool calls); ``current`` (e.g. from a session store) is used when
+    the messages carry none.
+
+    Cost is linear in the request's size with no tokenizer and no JSON parsing of message
+    text (tool definitions are serialised once with orjson to size them).
+    """
+    msgs = request.messages
+    chars = 0
+    images = 0
+    depth = 0
+    last_user_idx = -1
+    last_assistant_idx = -1
+    history_chars = 0
+    for i, msg in enumerate(msgs):
+        if isinstance(msg, UserMessage):
+            last_user_idx = i
+            for p in msg.content:
+                if isinstance(p, TextPart):
+                    chars += len(p.text)
+                else:
+                    images += 1
+        elif isinstance(msg, AssistantMessage):
+            depth += 1
+            last_assistant_idx = i
+            for ap in msg.content:
+                if isinstance(ap, TextPart | ThinkingPart):
+                    chars += len(ap.text)
+                elif isinstance(ap, ToolCallPart):
+                    chars += len(ap.raw_arguments) + len(ap.name)
+                elif isinstance(ap, RedactedThinkingPart):
+                    chars += len(ap.data) // 2
+            history_chars = chars
+        elif isinstance(msg, ToolResultMessage):
+            for rp in msg.content:
+                if isinstance(rp, TextPart):
+                    chars += len(rp.text)
+                elif isinstance(rp, ImagePart):
+                    images += 1
+        elif isinstance(msg, SystemMessage):
+            chars += sum(len(p.text) for p in msg.content)
+    tool_chars = (
+        len(orjson.dumps([t.model_dump(exclude_none=True) for t in request.tools])) if request.tools else 0
+    )
+    input_tokens = (chars + tool_chars) // CHARS_PER_TOKEN + images * IMAGE_TOKENS
+    history_tokens = (history_chars + tool_chars) // CHARS_PER_TOKEN
+
+    tail = msgs[last_user_idx + 1 :] if last_user_idx >= 0 else msgs
+    tool_loop_depth = sum(1 for m in tail if isinstance(m, AssistantMessage) and m.tool_calls)
+    recent_errors = sum(1 for m in tail if isinstance(m, ToolResultMessage) and _is_error(m))
+
+    kind: TurnKind = "other"
+    last = msgs[-1] if msgs else None
+    can_call = bool(request.tools) and not (request.tool_choice and request.tool_choice.mode == "none")
+    if isinstance(last, UserMessage):
+        kind = "fresh_user"
+    elif isinstance(last, ToolResultMessage):
+        kind = "tool_error_retry" if _is_error(last) else "tool_digest" if can_call else "final_answer"
+
+    found: Provenance | None = None
+    signed = False
+    if last_assistant_idx >= 0:
+        am = msgs[last_assistant_idx]
+        assert isinstance(am, AssistantMessage)
+        for ap in am.content:
+            prov = getattr(ap, "provenance", None)
+            if prov is not None and found is None:
+                found = prov
+            if isinstance(ap, RedactedThinkingPart) or (
+                isinstance(ap, ThinkingPart | ToolCallPart) and ap.signature
+            ):
+                signed = True
+        signed = (
+            signed and bool(am.tool_calls) and kind in ("tool_digest", "final_answer", "tool_error_retry")
+        )
+
+    text = ""
+    code_text = ""
+    if last_user_idx >= 0:
+        um = msgs[last_user_idx]
+        text = _clip("".join(p.text for p in um.content if isinstance(p, TextPart)))
+        code_text = text
+    for m in tail:
+        if isinstance(m, ToolResultMessage):
+            code_text += "".join(p.text for p in m.content if isinstance(p, TextPart))[:2000]
+    rf = request.response_format
+    return TurnFeatures(
+        kind=kind,
+        input_tokens=input_tokens,
+        history_tokens=history_tokens,
+        reserved_output_tokens=request.max_output_tokens or 0,
+        tools=tuple(t.name for t in request.tools),
+        tool_choice=request.tool_choice.mode if request.tool_choice else None,
+        images=images,
+        has_code=bool(_CODE.search(code_text)) if code_text else False,
+        depth=depth,
+        tool_loop_depth=tool_loop_depth,
+        recent_tool_errors=recent_errors,
+        thinking=bool(request.thinking and request.thinking.enabled),
+        json_mode=rf is not None and rf.type != "text",
+        current=found or current,
+        signed_open_loop=signed,
+        text=text,
+    )

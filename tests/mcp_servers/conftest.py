@@ -1,0 +1,32 @@
+"""One real gateway with real MCP servers behind it, shared by the MCP tests of this folder.
+
+Upstreams: PyPI ``mcp-server-time`` (stdio), the fixture server as ``github`` (stdio, ``exec``
+pre-approved), as ``jira`` (streamable HTTP, ``jql`` search) and as
+``enterprise-knowledge-base-prod`` (stdio, handed case C24; 1 s call timeout for the hang test).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from mcp_harness import TIME_SERVER, HttpFixture, McpGateway, fixture_spec, start_gateway
+
+
+@pytest.fixture(scope="session")
+def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpGateway]:
+    """The running gateway (see the module docstring)."""
+    jira = HttpFixture("jira", "--search-param", "jql")
+    try:
+        servers = [
+            {
+                "id": "time",
+                "transport": {"type": "stdio", "command": TIME_SERVER, "args": ["--local-timezone", "UTC"]},
+            },
+            fixture_spec("enterprise-knowledge-base-prod", call_timeout_s=1.0),
+            fixture_spec("github", trust={"exec": "allow"}),
+            {"id": "jira", "transport": {"type": "streamable_http", "url": jira.url}},
+        ]
+        yield from start_gateway(tmp_path_factory.mktemp("mcp-gateway"), servers)
+    finally:
+        jira.stop()

@@ -1,0 +1,123 @@
+"""A stdio MCP server for the gateway's tests, built on the ``mcp`` SDK's ``MCPServer``.
+
+Run as ``python tests/mcp_servers/fixture_server.py [--name NAME] [--search-param query|jql]
+[--http-port PORT]`` (stdio by default).
+Its tools cover the faults and edge cases the registry must handle:
+
+* ``search`` (read-only): its one argument is ``query`` or ``jql`` (``--search-param``), so
+  two instances expose the same tool name with different schemas (handed case C26);
+* ``search_documents_by_semantic_similarity`` (read-only, handed case C24);
+* ``exec`` (no annotations): ``cat build.log`` returns about 6 MB of text (handed case C28);
+* ``echo`` (read-only, closed world);
+* ``hang`` (read-only): never returns; ``die`` (read-only): the process exits mid-call;
+* ``pid`` (read-only): the server's process id;
+* ``weird.name/with.dots`` and a name over 64 characters (read-only);
+* ``untagged``: no annotations at all (must count as the worst case);
+* ``delete_file`` (destructive), ``write_note`` (writes, not destructive, closed world, takes a
+  ``path``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import anyio
+from mcp.server import MCPServer
+from mcp.types import ToolAnnotations
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+LONG_NAME = "a_tool_name_that_is_deliberately_much_longer_than_sixty_four_characters_in_total"
+BUILD_LOG_LINES = 155_000  # "line N: compiling module mK.c ...\n" is ~39 bytes: about 6 MB in all
+
+
+def build(name: str, search_param: str) -> MCPServer:
+    """The fixture server named ``name``."""
+    server = MCPServer(name, version="0.0.1", warn_on_duplicate_tools=False)
+
+    if search_param == "jql":
+
+        @server.tool(name="search", description=f"search {name} issues with JQL", annotations=READ_ONLY)
+        def search_jql(jql: str) -> str:
+            return f"{name} searched jql={jql}"
+
+    else:
+
+        @server.tool(name="search", description=f"search {name}", annotations=READ_ONLY)
+        def search_query(query: str) -> str:
+            return f"{name} searched query={query}"
+
+    @server.tool(description="semantic search", annotations=READ_ONLY)
+    def search_documents_by_semantic_similarity(query: str) -> str:
+        return f"{name} found documents for {query}"
+
+    @server.tool(name="exec")
+    def exec_(cmd: str) -> str:
+        if cmd == "cat build.log":
+            return "".join(f"line {i}: compiling module m{i % 97}.c ...\n" for i in range(BUILD_LOG_LINES))
+        return f"ran {cmd}"
+
+    @server.tool(annotations=READ_ONLY)
+    def echo(text: str) -> str:
+        return text
+
+    @server.tool(annotations=READ_ONLY)
+    async def hang() -> str:
+        await anyio.sleep_forever()
+        return "unreachable"
+
+    @server.tool(annotations=READ_ONLY)
+    def die() -> str:
+        sys.stdout.flush()
+        os._exit(3)
+
+    @server.tool(annotations=READ_ONLY)
+    def pid() -> str:
+        return str(os.getpid())
+
+    @server.tool(name="weird.name/with.dots", annotations=READ_ONLY)
+    def weird() -> str:
+        return "weird ok"
+
+    @server.tool(name=LONG_NAME, annotations=READ_ONLY)
+    def long_named() -> str:
+        return "long ok"
+
+    @server.tool()
+    def untagged(x: str = "") -> str:
+        return f"untagged {x}"
+
+    @server.tool(
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+    )
+    def delete_file(path: str) -> str:
+        return f"deleted {path}"
+
+    @server.tool(
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    )
+    def write_note(path: str, text: str) -> str:
+        return f"wrote {len(text)} characters to {path}"
+
+    return server
+
+
+def main() -> None:
+    """Parse the arguments and serve on stdio."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--name", default="fixture")
+    parser.add_argument("--search-param", choices=["query", "jql"], default="query")
+    parser.add_argument(
+        "--http-port", type=int, default=0, help="serve streamable HTTP on 127.0.0.1:PORT/mcp"
+    )
+    args = parser.parse_args()
+    server = build(args.name, args.search_param)
+    if args.http_port:
+        server.run("streamable-http", host="127.0.0.1", port=args.http_port)
+    else:
+        server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()

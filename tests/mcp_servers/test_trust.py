@@ -1,0 +1,90 @@
+"""Trust tiers from annotations (missing hint = worst case), overrides, workspace checks and the
+confirmation text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcp.types import Tool, ToolAnnotations
+
+from mcp_servers.trust import classify, confirmation_message, decide, path_arguments, render_action
+
+
+def _tool(ann: ToolAnnotations | None, props: dict | None = None) -> Tool:
+    return Tool(name="t", input_schema={"type": "object", "properties": props or {}}, annotations=ann)
+
+
+def test_read_only_is_allow() -> None:
+    assert classify(_tool(ToolAnnotations(read_only_hint=True))).tier == "allow"
+
+
+def test_missing_annotations_count_as_destructive_and_confirm() -> None:
+    c = classify(_tool(None))
+    assert c.tier == "confirm" and c.destructive and c.open_world and not c.read_only
+    assert "no destructiveHint" in c.reason
+
+
+def test_missing_open_world_hint_counts_as_open_world() -> None:
+    c = classify(
+        _tool(ToolAnnotations(read_only_hint=False, destructive_hint=False), {"path": {"type": "string"}})
+    )
+    assert c.tier == "confirm" and "openWorldHint" in c.reason
+
+
+def test_closed_world_non_destructive_write_with_path_is_allow_in_workspace() -> None:
+    ann = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    c = classify(_tool(ann, {"repo_path": {"type": "string"}, "message": {"type": "string"}}))
+    assert c.tier == "allow_in_workspace" and c.path_args == ("repo_path",)
+
+
+def test_write_without_path_argument_confirms() -> None:
+    ann = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    assert classify(_tool(ann, {"message": {"type": "string"}})).tier == "confirm"
+
+
+def test_admin_override_wins_over_annotations() -> None:
+    assert classify(_tool(ToolAnnotations(read_only_hint=True)), "deny").tier == "deny"
+    assert classify(_tool(None), "allow").tier == "allow"
+
+
+def test_path_arguments_are_string_properties_with_path_like_names() -> None:
+    schema = {
+        "properties": {
+            "path": {"type": "string"},
+            "paths": {"type": "array", "items": {"type": "string"}},
+            "source": {"type": "string"},
+            "count": {"type": "integer"},
+            "query": {"type": "string"},
+        }
+    }
+    assert path_arguments(schema) == ("path", "paths", "source")
+
+
+def test_workspace_check_follows_symlinks_and_relative_paths(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "escape").symlink_to("/etc")
+    ann = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    c = classify(_tool(ann, {"path": {"type": "string"}}))
+    assert decide("s", "t", c, {"path": str(ws / "a.txt")}, [str(ws)]).outcome == "run"
+    assert decide("s", "t", c, {"path": "sub/a.txt"}, [str(ws)]).outcome == "run"
+    assert decide("s", "t", c, {"path": str(ws / "escape" / "passwd")}, [str(ws)]).outcome == "ask"
+    assert decide("s", "t", c, {"path": "../outside"}, [str(ws)]).outcome == "ask"
+    assert decide("s", "t", c, {"path": str(ws / "a")}, []).outcome == "ask"
+
+
+def test_confirmation_says_exactly_what_will_run() -> None:
+    c = classify(_tool(ToolAnnotations(read_only_hint=False, destructive_hint=True)))
+    d = decide("git", "git_reset", c, {"mode": "hard", "target": "HEAD~3", "repo_path": "/srv/app"}, [])
+    msg = confirmation_message(d)
+    assert (
+        'will run tool "git_reset" of MCP server "git" with '
+        'mode="hard", target="HEAD~3", repo_path="/srv/app"'
+        in msg
+    )
+    assert "destructive" in msg and "continue?" not in msg.lower()
+
+
+def test_long_argument_values_are_cut_with_a_count() -> None:
+    text = render_action("s", "t", {"body": "x" * 1000})
+    assert "more characters" in text and len(text) < 400

@@ -1,0 +1,62 @@
+"""The upstream stand-in itself: replays recordings byte for byte, checks what the real
+providers check first, answers 418 for an unscripted request, records every request."""
+
+from __future__ import annotations
+
+import httpx
+from standins import recordings
+from standins.upstream import UpstreamStandin, cut_before_stop, replay
+
+
+def test_replays_a_recorded_stream_byte_for_byte(upstream: UpstreamStandin) -> None:
+    ex = recordings.truncated_tool_call_sse()
+    upstream.script(replay(ex, api="anthropic_messages"))
+    resp = httpx.post(
+        f"{upstream.url}/v1/messages",
+        json={"model": "m", "max_tokens": 5, "stream": True, "messages": []},
+        headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+    )
+    assert resp.status_code == 200
+    assert resp.content == ex.body
+    (rec,) = upstream.requests()
+    assert (rec.api, rec.model, rec.stream, rec.body["max_tokens"]) == ("anthropic_messages", "m", True, 5)
+
+
+def test_cut_before_stop_drops_the_stop_event(upstream: UpstreamStandin) -> None:
+    ex = recordings.common("openai_chat", "simple", True)[0]
+    upstream.script(cut_before_stop(ex))
+    resp = httpx.post(
+        f"{upstream.url}/v1/chat/completions",
+        json={"model": "m", "stream": True, "messages": []},
+        headers={"authorization": "Bearer k"},
+    )
+    assert b'finish_reason":"stop' not in resp.content and b"[DONE]" not in resp.content
+    assert ex.body.startswith(resp.content)
+
+
+def test_checks_keys_and_required_fields_like_the_providers(upstream: UpstreamStandin) -> None:
+    no_key = httpx.post(f"{upstream.url}/v1/chat/completions", json={"model": "m", "messages": []})
+    assert no_key.status_code == 401 and "error" in no_key.json()
+    no_max = httpx.post(
+        f"{upstream.url}/v1/messages",
+        json={"model": "m", "messages": []},
+        headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+    )
+    assert no_max.status_code == 400 and no_max.json()["error"]["type"] == "invalid_request_error"
+    gem = httpx.post(
+        f"{upstream.url}/v1beta/models/g:streamGenerateContent",
+        json={"contents": [{"parts": [{"text": "hi"}]}]},
+        headers={"x-goog-api-key": "k"},
+    )
+    assert gem.status_code == 400, "streaming without ?alt=sse is refused"
+    assert len(upstream.received) == 3
+
+
+def test_unscripted_request_gets_418_naming_it(upstream: UpstreamStandin) -> None:
+    resp = httpx.post(
+        f"{upstream.url}/v1beta/models/gemini-x:generateContent",
+        json={"contents": [{"parts": [{"text": "hi"}]}]},
+        params={"key": "k"},
+    )
+    assert resp.status_code == 418
+    assert "gemini-x" in resp.text
