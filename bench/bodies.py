@@ -36,31 +36,63 @@ def upstream_path(model: str) -> str:
 # ---------------------------------------------------------------------------- upstream answers
 
 _USAGE_OA = {
-    "prompt_tokens": 24, "completion_tokens": STREAM_CHUNKS, "total_tokens": 24 + STREAM_CHUNKS,
-    "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0},
+    "prompt_tokens": 24,
+    "completion_tokens": STREAM_CHUNKS,
+    "total_tokens": 24 + STREAM_CHUNKS,
+    "prompt_tokens_details": {"cached_tokens": 0},
+    "completion_tokens_details": {"reasoning_tokens": 0},
 }
 
 
 def openai_response() -> bytes:
     """A ``chat.completion`` with a short text answer."""
-    return orjson.dumps({
-        "id": "chatcmpl-bench", "object": "chat.completion", "created": 1700000000, "model": OPENAI_MODEL,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello from the bench upstream.",
-                                             "refusal": None}, "logprobs": None, "finish_reason": "stop"}],
-        "usage": _USAGE_OA,
-    })
+    return orjson.dumps(
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": OPENAI_MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": "Hello from the bench upstream.",
+                        "refusal": None,
+                    },
+                    "logprobs": None,
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": _USAGE_OA,
+        }
+    )
 
 
 def openai_tool_response() -> bytes:
     """A ``chat.completion`` that calls one tool (finish_reason ``tool_calls``)."""
-    call = {"id": "call_bench_next", "type": "function",
-            "function": {"name": "read_file", "arguments": "{\"path\": \"src/module_41.py\"}"}}
-    return orjson.dumps({
-        "id": "chatcmpl-bench-tools", "object": "chat.completion", "created": 1700000000, "model": OPENAI_MODEL,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-                     "logprobs": None, "finish_reason": "tool_calls"}],
-        "usage": _USAGE_OA,
-    })
+    call = {
+        "id": "call_bench_next",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": '{"path": "src/module_41.py"}'},
+    }
+    return orjson.dumps(
+        {
+            "id": "chatcmpl-bench-tools",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": OPENAI_MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                    "logprobs": None,
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": _USAGE_OA,
+        }
+    )
 
 
 def _sse(obj: Any, event: str | None = None) -> bytes:
@@ -71,12 +103,26 @@ def _sse(obj: Any, event: str | None = None) -> bytes:
 def openai_stream() -> bytes:
     """A ``chat.completion.chunk`` SSE stream: role chunk, :data:`STREAM_CHUNKS` content chunks,
     finish chunk, usage chunk, ``[DONE]``."""
-    base = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1700000000, "model": OPENAI_MODEL}
-    frames = [_sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                         "finish_reason": None}]})]
+    base = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": OPENAI_MODEL,
+    }
+    frames = [
+        _sse(
+            {
+                **base,
+                "choices": [
+                    {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+                ],
+            }
+        )
+    ]
     for i in range(STREAM_CHUNKS):
-        frames.append(_sse({**base, "choices": [{"index": 0, "delta": {"content": f"tok{i} "},
-                                                 "finish_reason": None}]}))
+        frames.append(
+            _sse({**base, "choices": [{"index": 0, "delta": {"content": f"tok{i} "}, "finish_reason": None}]})
+        )
     frames.append(_sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
     frames.append(_sse({**base, "choices": [], "usage": _USAGE_OA}))
     frames.append(b"data: [DONE]\n\n")
@@ -85,37 +131,79 @@ def openai_stream() -> bytes:
 
 def anthropic_response() -> bytes:
     """A Messages API answer with one text block."""
-    return orjson.dumps({
-        "id": "msg_bench", "type": "message", "role": "assistant", "model": ANTHROPIC_MODEL,
-        "content": [{"type": "text", "text": "Hello from the bench upstream."}],
-        "stop_reason": "end_turn", "stop_sequence": None,
-        "usage": {"input_tokens": 24, "output_tokens": 7, "cache_creation_input_tokens": 0,
-                  "cache_read_input_tokens": 0},
-    })
+    return orjson.dumps(
+        {
+            "id": "msg_bench",
+            "type": "message",
+            "role": "assistant",
+            "model": ANTHROPIC_MODEL,
+            "content": [{"type": "text", "text": "Hello from the bench upstream."}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 24,
+                "output_tokens": 7,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        }
+    )
 
 
 def anthropic_stream() -> bytes:
     """A Messages API SSE stream: message_start, one text block of :data:`STREAM_CHUNKS` deltas,
     message_delta (end_turn), message_stop."""
     frames = [
-        _sse({"type": "message_start", "message": {
-            "id": "msg_bench", "type": "message", "role": "assistant", "model": ANTHROPIC_MODEL, "content": [],
-            "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": 24, "output_tokens": 1, "cache_creation_input_tokens": 0,
-                      "cache_read_input_tokens": 0}}}, "message_start"),
-        _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-             "content_block_start"),
+        _sse(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_bench",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": ANTHROPIC_MODEL,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {
+                        "input_tokens": 24,
+                        "output_tokens": 1,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 0,
+                    },
+                },
+            },
+            "message_start",
+        ),
+        _sse(
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            "content_block_start",
+        ),
     ]
     for i in range(STREAM_CHUNKS):
-        frames.append(_sse({"type": "content_block_delta", "index": 0,
-                            "delta": {"type": "text_delta", "text": f"tok{i} "}}, "content_block_delta"))
+        frames.append(
+            _sse(
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": f"tok{i} "},
+                },
+                "content_block_delta",
+            )
+        )
     frames.append(_sse({"type": "content_block_stop", "index": 0}, "content_block_stop"))
-    frames.append(_sse({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                        "usage": {"output_tokens": STREAM_CHUNKS}}, "message_delta"))
+    frames.append(
+        _sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": STREAM_CHUNKS},
+            },
+            "message_delta",
+        )
+    )
     frames.append(_sse({"type": "message_stop"}, "message_stop"))
     return b"".join(frames)
-
-
 
 
 def upstream_bodies() -> dict[str, tuple[str, bytes]]:
@@ -133,9 +221,23 @@ def upstream_bodies() -> dict[str, tuple[str, bytes]]:
 
 SYSTEM = "You are a concise assistant used by a benchmark."
 TOOLS = [
-    {"type": "function", "function": {"name": name, "description": desc, "parameters": {
-        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}
-    for name, desc in (("read_file", "Read a file"), ("list_dir", "List a directory"), ("grep", "Search files"))
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": desc,
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+            },
+        },
+    }
+    for name, desc in (
+        ("read_file", "Read a file"),
+        ("list_dir", "List a directory"),
+        ("grep", "Search files"),
+    )
 ]
 
 
@@ -148,11 +250,29 @@ def tool_conversation(turns: int = 40) -> list[dict[str, Any]]:
     ]
     for i in range(turns):
         cid = f"call_{i:04d}"
-        msgs.append({"role": "assistant", "content": f"Reading module {i}.", "tool_calls": [
-            {"id": cid, "type": "function",
-             "function": {"name": "read_file", "arguments": orjson.dumps({"path": f"src/module_{i}.py"}).decode()}}]})
-        msgs.append({"role": "tool", "tool_call_id": cid,
-                     "content": f"# module {i}\n" + "def f(x):\n    return x + 1\n" * 8})
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": f"Reading module {i}.",
+                "tool_calls": [
+                    {
+                        "id": cid,
+                        "type": "function",
+                        "function": {
+                            "name": "read_file",
+                            "arguments": orjson.dumps({"path": f"src/module_{i}.py"}).decode(),
+                        },
+                    }
+                ],
+            }
+        )
+        msgs.append(
+            {
+                "role": "tool",
+                "tool_call_id": cid,
+                "content": f"# module {i}\n" + "def f(x):\n    return x + 1\n" * 8,
+            }
+        )
     return msgs
 
 
@@ -160,18 +280,57 @@ def request_bodies() -> dict[str, tuple[str, bytes]]:
     """Benchmark case -> (client path, request body)."""
     user = {"role": "user", "content": "Say hello."}
     return {
-        "openai": ("/v1/chat/completions", orjson.dumps(
-            {"model": "bench-openai", "messages": [{"role": "system", "content": SYSTEM}, user], "max_tokens": 64})),
-        "openai-stream": ("/v1/chat/completions", orjson.dumps(
-            {"model": "bench-openai-stream", "messages": [{"role": "system", "content": SYSTEM}, user],
-             "max_tokens": 64, "stream": True, "stream_options": {"include_usage": True}})),
-        "anthropic": ("/v1/messages", orjson.dumps(
-            {"model": "bench-anthropic", "system": SYSTEM, "messages": [user], "max_tokens": 64})),
-        "anthropic-stream": ("/v1/messages", orjson.dumps(
-            {"model": "bench-anthropic-stream", "system": SYSTEM, "messages": [user], "max_tokens": 64,
-             "stream": True})),
-        "tools-40": ("/v1/chat/completions", orjson.dumps(
-            {"model": "bench-openai-tools", "messages": tool_conversation(40), "tools": TOOLS, "max_tokens": 256})),
+        "openai": (
+            "/v1/chat/completions",
+            orjson.dumps(
+                {
+                    "model": "bench-openai",
+                    "messages": [{"role": "system", "content": SYSTEM}, user],
+                    "max_tokens": 64,
+                }
+            ),
+        ),
+        "openai-stream": (
+            "/v1/chat/completions",
+            orjson.dumps(
+                {
+                    "model": "bench-openai-stream",
+                    "messages": [{"role": "system", "content": SYSTEM}, user],
+                    "max_tokens": 64,
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                }
+            ),
+        ),
+        "anthropic": (
+            "/v1/messages",
+            orjson.dumps(
+                {"model": "bench-anthropic", "system": SYSTEM, "messages": [user], "max_tokens": 64}
+            ),
+        ),
+        "anthropic-stream": (
+            "/v1/messages",
+            orjson.dumps(
+                {
+                    "model": "bench-anthropic-stream",
+                    "system": SYSTEM,
+                    "messages": [user],
+                    "max_tokens": 64,
+                    "stream": True,
+                }
+            ),
+        ),
+        "tools-40": (
+            "/v1/chat/completions",
+            orjson.dumps(
+                {
+                    "model": "bench-openai-tools",
+                    "messages": tool_conversation(40),
+                    "tools": TOOLS,
+                    "max_tokens": 256,
+                }
+            ),
+        ),
     }
 
 

@@ -6,6 +6,7 @@ is stopped by name. All servers listen on 127.0.0.1 only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -19,7 +20,9 @@ import aiohttp
 
 APT_PACKAGES = ("nginx", "wrk")
 LITELLM_VERSION = "1.99.4"
-DEFAULT_LITELLM_VENV = Path(os.environ.get("BENCH_LITELLM_VENV", f"/tmp/turnstile-bench/venv-litellm-{LITELLM_VERSION}"))
+DEFAULT_LITELLM_VENV = Path(
+    os.environ.get("BENCH_LITELLM_VENV", f"/tmp/turnstile-bench/venv-litellm-{LITELLM_VERSION}")
+)
 
 
 def ensure_tools(install: bool) -> None:
@@ -56,9 +59,17 @@ def ensure_litellm(venv: Path) -> Path | None:
     try:
         subprocess.run([uv, "venv", "-q", "--python", "3.11", str(venv)], check=True, timeout=300)
         subprocess.run(
-            [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
-             f"litellm[proxy]=={LITELLM_VERSION}"],
-            check=True, timeout=900,
+            [
+                uv,
+                "pip",
+                "install",
+                "-q",
+                "--python",
+                str(venv / "bin" / "python"),
+                f"litellm[proxy]=={LITELLM_VERSION}",
+            ],
+            check=True,
+            timeout=900,
         )
     except (subprocess.SubprocessError, OSError) as err:
         print(f"LiteLLM skipped: cannot install it: {err}", flush=True)
@@ -77,14 +88,25 @@ def free_port() -> int:
 class Proc:
     """One started server: its own process group, output to ``log``."""
 
-    def __init__(self, name: str, argv: list[str], log: Path, env: dict[str, str] | None = None,
-                 cwd: Path | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: list[str],
+        log: Path,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
         self.name = name
         self.log = log
         self._out = log.open("wb")
         self.popen = subprocess.Popen(
-            argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
+            argv,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
+            start_new_session=True,
         )
 
     @property
@@ -152,10 +174,8 @@ def reset_peak_rss(pid: int) -> None:
     """Reset the kernel's peak-RSS counter (``VmHWM``) of ``pid`` and its descendants
     (``echo 5 > /proc/PID/clear_refs``; silently skipped where not permitted)."""
     for p in _tree(pid):
-        try:
+        with contextlib.suppress(OSError):
             Path(f"/proc/{p}/clear_refs").write_text("5")
-        except OSError:
-            pass
 
 
 def peak_rss_mb(pid: int) -> float:

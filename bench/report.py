@@ -13,8 +13,12 @@ from typing import Any
 
 from bench.bodies import STREAM_CASES
 
-NAMES = {"upstream": "upstream alone (nginx)", "floor": "floor (Starlette+aiohttp)", "turnstile": "Turnstile",
-         "litellm": "LiteLLM proxy"}
+NAMES = {
+    "upstream": "upstream alone (nginx)",
+    "floor": "floor (Starlette+aiohttp)",
+    "turnstile": "Turnstile",
+    "litellm": "LiteLLM proxy",
+}
 
 
 @dataclass
@@ -64,8 +68,11 @@ def machine() -> list[str]:
     from bench.procs import DEFAULT_LITELLM_VENV, LITELLM_VERSION
 
     litellm_py = DEFAULT_LITELLM_VENV / "bin" / "python"
-    litellm_v = _cmd([str(litellm_py), "-c", "import importlib.metadata as m; print(m.version('litellm'))"]) \
-        if litellm_py.exists() else f"{LITELLM_VERSION} (not installed)"
+    litellm_v = (
+        _cmd([str(litellm_py), "-c", "import importlib.metadata as m; print(m.version('litellm'))"])
+        if litellm_py.exists()
+        else f"{LITELLM_VERSION} (not installed)"
+    )
     rev = _cmd(["git", "-C", str(Path(__file__).resolve().parent.parent), "rev-parse", "--short", "HEAD"])
     return [
         f"- machine: {platform.node()}, {platform.system()} {platform.release()}, {cpu}, "
@@ -127,10 +134,17 @@ def render(r: Results, elapsed_s: float) -> str:
                     continue
                 added = None if up is None or s == "upstream" else row["p50"] - up["p50"]
                 rss = "—" if s == "upstream" else f"{row['rss_mb']:.0f}"
-                out.append(f"| {case} | {c} | {NAMES[s]} | {_f(row['rps'], 0)} | {_f(row['p50'], 3)} | "
-                           f"{_f(row['p99'], 3)} | {_f(added, 3)} | {rss} | {int(row['errors'])} |")
-    out += ["", "## Ratios (requests/s)", "", "| case | conns | Turnstile / LiteLLM | Turnstile / floor |",
-            "| --- | ---: | ---: | ---: |"]
+                out.append(
+                    f"| {case} | {c} | {NAMES[s]} | {_f(row['rps'], 0)} | {_f(row['p50'], 3)} | "
+                    f"{_f(row['p99'], 3)} | {_f(added, 3)} | {rss} | {int(row['errors'])} |"
+                )
+    out += [
+        "",
+        "## Ratios (requests/s)",
+        "",
+        "| case | conns | Turnstile / LiteLLM | Turnstile / floor |",
+        "| --- | ---: | ---: | ---: |",
+    ]
     for case in cases:
         for c in conns:
             t = r.runs.get(("turnstile", case, c), {}).get("rps")
@@ -139,19 +153,26 @@ def render(r: Results, elapsed_s: float) -> str:
             out.append(f"| {case} | {c} | {_ratio(t, lite)} | {_ratio(t, fl)} |")
     stream_cases = [c for c in cases if c in STREAM_CASES]
     if stream_cases:
-        out += ["", "## Streams: time to first byte",
-                "", f"{o['ttfb_samples']} sequential streamed requests per cell from an aiohttp client; "
-                "`last` is the time to the last byte; `+TTFB vs floor` is Turnstile's median TTFB minus "
-                "the floor's.", "",
-                "| case | server | TTFB p50 ms | TTFB p99 ms | last byte p50 ms | SSE frames |",
-                "| --- | --- | ---: | ---: | ---: | ---: |"]
+        out += [
+            "",
+            "## Streams: time to first byte",
+            "",
+            f"{o['ttfb_samples']} sequential streamed requests per cell from an aiohttp client; "
+            "`last` is the time to the last byte; `+TTFB vs floor` is Turnstile's median TTFB minus "
+            "the floor's.",
+            "",
+            "| case | server | TTFB p50 ms | TTFB p99 ms | last byte p50 ms | SSE frames |",
+            "| --- | --- | ---: | ---: | ---: | ---: |",
+        ]
         for case in stream_cases:
             for s in servers:
                 t = r.ttfb.get((s, case))
                 if t is None:
                     continue
-                out.append(f"| {case} | {NAMES[s]} | {_f(t['ttfb_p50'], 3)} | {_f(t['ttfb_p99'], 3)} | "
-                           f"{_f(t['last_p50'], 3)} | {int(t['frames'])} |")
+                out.append(
+                    f"| {case} | {NAMES[s]} | {_f(t['ttfb_p50'], 3)} | {_f(t['ttfb_p99'], 3)} | "
+                    f"{_f(t['last_p50'], 3)} | {int(t['frames'])} |"
+                )
             tt, ft = r.ttfb.get(("turnstile", case)), r.ttfb.get(("floor", case))
             if tt and ft:
                 out.append(f"| {case} | +TTFB vs floor | {_f(tt['ttfb_p50'] - ft['ttfb_p50'], 3)} | | | |")
@@ -160,8 +181,13 @@ def render(r: Results, elapsed_s: float) -> str:
     if r.failures:
         out += ["", "## Failures", ""] + [f"- {NAMES[k]}: {v.splitlines()[0]}" for k, v in r.failures.items()]
     bad = {k: v for k, v in r.answers.items() if v != "ok"}
-    out += ["", "## Answers", "", "Every server was checked with one request per case before loading it: "
-            + ("all answered correctly." if not bad else "")]
+    out += [
+        "",
+        "## Answers",
+        "",
+        "Every server was checked with one request per case before loading it: "
+        + ("all answered correctly." if not bad else ""),
+    ]
     out += [f"- {NAMES[s]} / {c}: {v}" for (s, c), v in bad.items()]
     return "\n".join(out) + "\n"
 
@@ -173,24 +199,34 @@ def _targets(r: Results) -> list[str]:
     lines = []
     t16, l16, f16 = rps("turnstile", "openai", 16), rps("litellm", "openai", 16), rps("floor", "openai", 16)
     if t16 and l16:
-        lines.append(f"- OpenAI non-streaming, 16 connections, Turnstile / LiteLLM = {t16 / l16:.1f}x "
-                     f"(target ≥ 20x): {'reached' if t16 / l16 >= 20 else 'missed'}")
+        lines.append(
+            f"- OpenAI non-streaming, 16 connections, Turnstile / LiteLLM = {t16 / l16:.1f}x "
+            f"(target ≥ 20x): {'reached' if t16 / l16 >= 20 else 'missed'}"
+        )
     if t16 and f16:
-        lines.append(f"- OpenAI non-streaming, 16 connections, Turnstile / floor = {t16 / f16:.0%} "
-                     f"(target ≥ 50%): {'reached' if t16 / f16 >= 0.5 else 'missed'}")
+        lines.append(
+            f"- OpenAI non-streaming, 16 connections, Turnstile / floor = {t16 / f16:.0%} "
+            f"(target ≥ 50%): {'reached' if t16 / f16 >= 0.5 else 'missed'}"
+        )
     t1, u1 = r.runs.get(("turnstile", "openai", 1)), r.runs.get(("upstream", "openai", 1))
     if t1 and u1:
         added = t1["p50"] - u1["p50"]
-        lines.append(f"- added median latency at 1 connection = {added:.3f} ms (target ≤ 0.5 ms): "
-                     f"{'reached' if added <= 0.5 else 'missed'}")
+        lines.append(
+            f"- added median latency at 1 connection = {added:.3f} ms (target ≤ 0.5 ms): "
+            f"{'reached' if added <= 0.5 else 'missed'}"
+        )
     for case in STREAM_CASES:
         tt, ft = r.ttfb.get(("turnstile", case)), r.ttfb.get(("floor", case))
         if tt and ft:
             d = tt["ttfb_p50"] - ft["ttfb_p50"]
-            lines.append(f"- {case}: TTFB over the floor = {d:.3f} ms (target ≤ 1 ms): "
-                         f"{'reached' if d <= 1 else 'missed'}")
+            lines.append(
+                f"- {case}: TTFB over the floor = {d:.3f} ms (target ≤ 1 ms): "
+                f"{'reached' if d <= 1 else 'missed'}"
+            )
     peak = [v["rss_mb"] for (s, _, c), v in r.runs.items() if s == "turnstile" and c == 64]
     if peak:
-        lines.append(f"- Turnstile peak RSS under 64 connections = {max(peak):.0f} MB (target ≤ 200 MB): "
-                     f"{'reached' if max(peak) <= 200 else 'missed'}")
+        lines.append(
+            f"- Turnstile peak RSS under 64 connections = {max(peak):.0f} MB (target ≤ 200 MB): "
+            f"{'reached' if max(peak) <= 200 else 'missed'}"
+        )
     return lines or ["- (not enough cells in this run to judge the targets)"]

@@ -27,15 +27,26 @@ import orjson
 import yaml
 
 from bench import procs, report
-from bench.bodies import ANTHROPIC_MODEL, CASE_MODEL, OPENAI_MODEL, ROUTES, STREAM_CASES, request_bodies
-from bench.bodies import upstream_path
+from bench.bodies import (
+    ANTHROPIC_MODEL,
+    CASE_MODEL,
+    OPENAI_MODEL,
+    ROUTES,
+    STREAM_CASES,
+    request_bodies,
+    upstream_path,
+)
 from bench.upstream import nginx_binary, nginx_config
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SERVERS = ("upstream", "floor", "turnstile", "litellm")
-HEADERS = {"content-type": "application/json", "authorization": "Bearer bench", "x-api-key": "bench",
-           "anthropic-version": "2023-06-01"}
+HEADERS = {
+    "content-type": "application/json",
+    "authorization": "Bearer bench",
+    "x-api-key": "bench",
+    "anthropic-version": "2023-06-01",
+}
 
 
 @dataclass
@@ -62,12 +73,24 @@ def turnstile_config(upstream: str, port: int, workdir: Path) -> Path:
         wire = "openai_chat" if api == "openai" else "anthropic_messages"
         model = OPENAI_MODEL if api == "openai" else ANTHROPIC_MODEL
         for suffix in ("primary", "fallback"):
-            deployments.append({"name": f"{name}-{suffix}", "api": wire, "model": model,
-                                "base_url": upstream + prefix, "api_key_env": "BENCH_UPSTREAM_KEY"})
+            deployments.append(
+                {
+                    "name": f"{name}-{suffix}",
+                    "api": wire,
+                    "model": model,
+                    "base_url": upstream + prefix,
+                    "api_key_env": "BENCH_UPSTREAM_KEY",
+                }
+            )
         models.append({"name": name, "deployments": [f"{name}-primary", f"{name}-fallback"]})
     cfg = {
         "server": {"host": "127.0.0.1", "port": port, "db_path": str(workdir / "turnstile-bench.db")},
-        "guards": {"pairing": "reject", "ordering": "reorder", "truncation": "withhold", "foreign_thinking": "strip"},
+        "guards": {
+            "pairing": "reject",
+            "ordering": "reorder",
+            "truncation": "withhold",
+            "foreign_thinking": "strip",
+        },
         "deployments": deployments,
         "models": models,
     }
@@ -81,8 +104,12 @@ def litellm_config(upstream: str, workdir: Path) -> Path:
     model_list = []
     for name, (api, prefix) in ROUTES.items():
         model = f"openai/{OPENAI_MODEL}" if api == "openai" else f"anthropic/{ANTHROPIC_MODEL}"
-        model_list.append({"model_name": name,
-                           "litellm_params": {"model": model, "api_base": upstream + prefix, "api_key": "bench"}})
+        model_list.append(
+            {
+                "model_name": name,
+                "litellm_params": {"model": model, "api_base": upstream + prefix, "api_key": "bench"},
+            }
+        )
     path = workdir / "litellm.yaml"
     path.write_text(yaml.safe_dump({"model_list": model_list, "litellm_settings": {"drop_params": True}}))
     return path
@@ -99,9 +126,10 @@ def case_url(server: str, base: str, case: str, path: str) -> str:
 async def check_case(url: str, body: bytes, case: str) -> str | None:
     """One request; None when the answer is a 200 of the right shape, else what was wrong."""
     try:
-        async with aiohttp.ClientSession() as s, s.post(
-            url, data=body, headers=HEADERS, timeout=aiohttp.ClientTimeout(total=60)
-        ) as r:
+        async with (
+            aiohttp.ClientSession() as s,
+            s.post(url, data=body, headers=HEADERS, timeout=aiohttp.ClientTimeout(total=60)) as r,
+        ):
             raw = await r.read()
     except (aiohttp.ClientError, TimeoutError) as err:
         return f"no answer: {err!r}"
@@ -130,8 +158,12 @@ async def ttfb(url: str, body: bytes, samples: int) -> dict[str, float]:
                     n += chunk.count(b"\n\n")
                 last.append(time.perf_counter() - t0)
                 frames = n
-    return {"ttfb_p50": pct(first, 50) * 1e3, "ttfb_p99": pct(first, 99) * 1e3,
-            "last_p50": pct(last, 50) * 1e3, "frames": frames}
+    return {
+        "ttfb_p50": pct(first, 50) * 1e3,
+        "ttfb_p99": pct(first, 99) * 1e3,
+        "last_p50": pct(last, 50) * 1e3,
+        "frames": frames,
+    }
 
 
 def pct(values: list[float], p: float) -> float:
@@ -145,15 +177,25 @@ def wrk(url: str, body_file: Path, conns: int, duration_s: float) -> dict[str, f
     errors (connect + read + write + timeout + non-2xx responses)."""
     secs = max(1, round(duration_s))
     argv = ["wrk", "-t1", f"-c{conns}", f"-d{secs}s", "--timeout", "10s", "-s", str(HERE / "post.lua"), url]
-    res = subprocess.run(argv, capture_output=True, text=True, timeout=secs + 60,
-                         env={**os.environ, "BENCH_BODY": str(body_file)})
+    res = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=secs + 60,
+        env={**os.environ, "BENCH_BODY": str(body_file)},
+    )
     m = re.search(r"BENCH_JSON (\{.*\})", res.stdout)
     if res.returncode != 0 or m is None:
         raise RuntimeError(f"wrk failed ({res.returncode}): {res.stdout[-500:]} {res.stderr[-500:]}")
     d = orjson.loads(m.group(1))
     errors = d["connect"] + d["read"] + d["write"] + d["timeout"] + d["status"]
-    return {"rps": d["requests"] / (d["duration_us"] / 1e6), "p50": d["p50_us"] / 1e3, "p99": d["p99_us"] / 1e3,
-            "errors": errors, "requests": d["requests"]}
+    return {
+        "rps": d["requests"] / (d["duration_us"] / 1e6),
+        "p50": d["p50_us"] / 1e3,
+        "p99": d["p99_us"] / 1e3,
+        "errors": errors,
+        "requests": d["requests"],
+    }
 
 
 # ---------------------------------------------------------------------------- servers
@@ -171,8 +213,20 @@ def start_server(name: str, opts: Options, upstream: str) -> tuple[procs.Proc, s
         return p, base, base + "/health"
     if name == "turnstile":
         cfg = turnstile_config(upstream, port, opts.workdir)
-        argv = [sys.executable, "-m", "gateway.cli", "serve", "--config", str(cfg), "--port", str(port),
-                "--workers", "1", "--log-level", "info"]
+        argv = [
+            sys.executable,
+            "-m",
+            "gateway.cli",
+            "serve",
+            "--config",
+            str(cfg),
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--log-level",
+            "info",
+        ]
         p = procs.Proc(name, argv, log, env={"BENCH_UPSTREAM_KEY": "bench"}, cwd=ROOT)
         return p, base, base + "/health"
     exe = procs.ensure_litellm(procs.DEFAULT_LITELLM_VENV)
@@ -184,8 +238,14 @@ def start_server(name: str, opts: Options, upstream: str) -> tuple[procs.Proc, s
     return procs.Proc(name, argv, log, env=env, cwd=opts.workdir), base, base + "/health/liveliness"
 
 
-async def measure(name: str, base: str, pid: int | None, opts: Options, bodies: dict[str, tuple[str, Path]],
-                  results: report.Results) -> None:
+async def measure(
+    name: str,
+    base: str,
+    pid: int | None,
+    opts: Options,
+    bodies: dict[str, tuple[str, Path]],
+    results: report.Results,
+) -> None:
     """Check every case, sample TTFB of the streams, then the wrk runs."""
     for case in opts.cases:
         path, body_file = bodies[case]
@@ -206,8 +266,11 @@ async def measure(name: str, base: str, pid: int | None, opts: Options, bodies: 
             row = await asyncio.to_thread(wrk, url, body_file, conns, opts.duration_s)
             row["rss_mb"] = procs.peak_rss_mb(pid) if pid is not None else 0.0
             results.runs[(name, case, conns)] = row
-            print(f"  {name:9} {case:16} c={conns:<3} {row['rps']:9.0f} req/s  p50 {row['p50']:7.3f} ms  "
-                  f"p99 {row['p99']:7.3f} ms  errors {row['errors']}  rss {row['rss_mb']:.0f} MB", flush=True)
+            print(
+                f"  {name:9} {case:16} c={conns:<3} {row['rps']:9.0f} req/s  p50 {row['p50']:7.3f} ms  "
+                f"p99 {row['p99']:7.3f} ms  errors {row['errors']}  rss {row['rss_mb']:.0f} MB",
+                flush=True,
+            )
 
 
 async def run(opts: Options) -> report.Results:
@@ -221,8 +284,11 @@ async def run(opts: Options) -> report.Results:
     nginx_port = procs.free_port()
     upstream = f"http://127.0.0.1:{nginx_port}"
     conf = nginx_config(opts.workdir / "nginx", nginx_port)
-    nginx = procs.Proc("upstream", [nginx_binary() or "nginx", "-c", str(conf), "-p", str(conf.parent)],
-                       opts.workdir / "nginx.log")
+    nginx = procs.Proc(
+        "upstream",
+        [nginx_binary() or "nginx", "-c", str(conf), "-p", str(conf.parent)],
+        opts.workdir / "nginx.log",
+    )
     servers = [s for s in SERVERS if s != "litellm" or opts.litellm]
     try:
         await procs.wait_ready(nginx, upstream + "/", 20)
@@ -249,15 +315,21 @@ async def run(opts: Options) -> report.Results:
 
 def parse_args(argv: list[str] | None = None) -> Options:
     ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--smoke", action="store_true", help="seconds-long run for CI; writes nothing unless --out")
+    ap.add_argument(
+        "--smoke", action="store_true", help="seconds-long run for CI; writes nothing unless --out"
+    )
     ap.add_argument("--duration", type=float, default=5.0, help="seconds per wrk run (default 5)")
-    ap.add_argument("--warmup", type=float, default=1.0, help="seconds of warm-up before each run (default 1)")
+    ap.add_argument(
+        "--warmup", type=float, default=1.0, help="seconds of warm-up before each run (default 1)"
+    )
     ap.add_argument("--connections", default="1,16,64", help="comma-separated wrk connection counts")
     ap.add_argument("--cases", default=",".join(CASE_MODEL), help="comma-separated cases")
     ap.add_argument("--ttfb-samples", type=int, default=100, help="sequential streams timed per stream case")
     ap.add_argument("--no-litellm", action="store_true", help="skip LiteLLM's proxy")
     ap.add_argument("--no-install", action="store_true", help="never apt-get install nginx/wrk")
-    ap.add_argument("--out", type=Path, default=None, help="results file (default bench/RESULTS.md; smoke: none)")
+    ap.add_argument(
+        "--out", type=Path, default=None, help="results file (default bench/RESULTS.md; smoke: none)"
+    )
     a = ap.parse_args(argv)
     if a.smoke:
         a.duration, a.warmup, a.connections, a.ttfb_samples = 1.0, 0.0, "1", 3
@@ -266,9 +338,16 @@ def parse_args(argv: list[str] | None = None) -> Options:
     unknown = sorted(set(cases) - set(CASE_MODEL))
     if unknown:
         ap.error(f"unknown cases {unknown}; known: {', '.join(CASE_MODEL)}")
-    return Options(duration_s=a.duration, warmup_s=a.warmup, connections=[int(c) for c in a.connections.split(",")],
-                   cases=cases, ttfb_samples=max(1, a.ttfb_samples), litellm=not a.no_litellm, out=out,
-                   install=not a.no_install)
+    return Options(
+        duration_s=a.duration,
+        warmup_s=a.warmup,
+        connections=[int(c) for c in a.connections.split(",")],
+        cases=cases,
+        ttfb_samples=max(1, a.ttfb_samples),
+        litellm=not a.no_litellm,
+        out=out,
+        install=not a.no_install,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

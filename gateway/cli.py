@@ -148,6 +148,11 @@ from mcp_servers.cli import app as _mcp_app  # noqa: E402
 app.add_typer(_mcp_app, name="mcp")
 
 
+from gateway.replay.cli import replay as _replay  # noqa: E402
+
+app.command("replay")(_replay)
+
+
 def main() -> None:
     """Entry point."""
     app()

@@ -194,6 +194,9 @@ class ModelAlias(BaseModel):
     name: str
     deployments: list[str]
     routing: RoutingConfig | None = None
+    mcp_servers: list[str] = Field(default_factory=list)
+    """Registered MCP server ids whose tools every turn on this alias gets, run by the
+    gateway's server-side tool loop (added to those the request names)."""
 
 
 class GuardPolicy(BaseModel):
@@ -236,6 +239,21 @@ class SessionsConfig(BaseModel):
     chunk_tokens: int = Field(default=24_000, gt=0)
 
 
+class ToolLoopConfig(BaseModel):
+    """The server-side tool loop (:mod:`gateway.tool_loop`).
+
+    * ``max_steps``: model requests per turn at most (the last one is asked for a final
+      answer with tool choice ``none``).
+    * ``call_timeout_s``: bound on one tool call, seconds (the MCP server's own
+      ``call_timeout_s`` applies too; the smaller wins).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_steps: int = Field(default=8, ge=1, le=100)
+    call_timeout_s: float = Field(default=120.0, gt=0)
+
+
 class ServerConfig(BaseModel):
     """Listening address and request limits (bytes, seconds)."""
 
@@ -271,6 +289,7 @@ class GatewayConfig(BaseModel):
     models: list[ModelAlias] = Field(default_factory=list)
     mcp: McpConfig = Field(default_factory=McpConfig)
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
+    tool_loop: ToolLoopConfig = Field(default_factory=ToolLoopConfig)
 
     @model_validator(mode="after")
     def _check_references(self) -> GatewayConfig:

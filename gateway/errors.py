@@ -89,6 +89,14 @@ class GuardViolation(InvalidRequest):
         self.problems = problems
 
 
+class ToolLoopGuardViolation(GuardViolation):
+    """The gateway's own tool loop built a history that breaks pairing or ordering (a bug in
+    the gateway, not in the client's request): raised before the request goes upstream."""
+
+    status = 500
+    kind = "api_error"
+
+
 class UpstreamError(TurnstileError):
     """The upstream answered with an error status.
 

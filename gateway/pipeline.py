@@ -22,13 +22,12 @@ from typing import Any
 
 import structlog
 
-from gateway import accounting, invariants, route_step, signers
+from gateway import accounting, invariants, route_step, signers, tool_loop
 from gateway.config import Deployment, GatewayConfig
 from gateway.deployments import DeploymentTable, provenance_of
 from gateway.errors import CapabilityError, GuardViolation, TurnstileError, UpstreamError
 from gateway.providers.base import Provider
 from gateway.schema import (
-    AssistantMessage,
     ImagePart,
     MessageEnd,
     MessageStart,
@@ -36,15 +35,15 @@ from gateway.schema import (
     Response,
     StreamError,
     StreamEvent,
-    ThinkingPart,
+    ToolProgress,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
 from gateway.sessions import turns as session_turns
 from gateway.signers import SignerMemory
-from gateway.validation import validate_request
 from gateway.transcript import TranscriptWriter, TurnRecord
+from gateway.validation import validate_request
 
 log = structlog.get_logger("turnstile.pipeline")
 
@@ -63,6 +62,7 @@ class Gateway:
     signers: SignerMemory = field(default_factory=SignerMemory)
     sessions: Any = None  # gateway.sessions.SessionStore, opened in the server lifespan
     routing: Any = None  # routers.engine.RoutingEngine (health, routers), made with the Pipeline
+    mcp: Any = None  # mcp_servers.http_api.McpRuntime (registry, endpoint) for the tool loop
 
 
 @dataclass
@@ -103,7 +103,7 @@ class TurnResult:
 class StreamingTurn:
     """An open streaming turn: ``events`` yields internal events, the first already fetched."""
 
-    events: AsyncIterator[StreamEvent]
+    events: AsyncIterator[StreamEvent | ToolProgress]  # ToolProgress: server-side tool loop only
     headers: dict[str, str]
 
 
@@ -113,27 +113,6 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     if hasattr(obj, "model_dump"):
         return dict(obj.model_dump(mode="json"))
     return dict(obj) if isinstance(obj, dict) else {"value": str(obj)}
-
-
-def _order_candidates(request: Request, candidates: list[Deployment]) -> list[Deployment]:
-    """Keep an open tool loop on the model that signed its thinking (handed case C16): if the
-    last assistant message carries signed thinking from one of the candidates, that candidate
-    goes first."""
-    if len(candidates) < 2:
-        return candidates
-    for msg in reversed(request.messages):
-        if isinstance(msg, AssistantMessage):
-            for part in msg.content:
-                prov = getattr(part, "provenance", None)
-                if prov is None or not (isinstance(part, ThinkingPart) or getattr(part, "signature", None)):
-                    continue
-                for i, dep in enumerate(candidates):
-                    if (dep.api, dep.provider) == (prov.api, prov.provider) and prov.model in ("", dep.model):
-                        return [dep, *candidates[:i], *candidates[i + 1 :]]
-            break
-        if isinstance(msg, UserMessage):
-            break
-    return candidates
 
 
 def _check_capabilities(request: Request, dep: Deployment) -> None:
@@ -228,7 +207,10 @@ class Pipeline:
         try:
             request, candidates = await self._guard_off_loop(ctx)
             await session_turns.prepare_turn(self.gw, ctx, request)
-            response = await self._complete_with_fallback(ctx, request, candidates)
+            if tool_loop.active(self.gw, request):
+                response = await tool_loop.complete(self, ctx, request, candidates)
+            else:
+                response = await self._complete_with_fallback(ctx, request, candidates)
             return TurnResult(response=response, headers=self._final_headers(ctx, response))
         except TurnstileError as err:
             error = err
@@ -316,9 +298,22 @@ class Pipeline:
         try:
             request, candidates = await self._guard_off_loop(ctx)
             await session_turns.prepare_turn(self.gw, ctx, request)
+            if tool_loop.active(self.gw, request):
+                from gateway import tool_loop_stream
+
+                return await tool_loop_stream.open_stream(self, ctx, request, candidates)
+            target_req, dep, first, source = await self._start_stream(ctx, request, candidates)
         except TurnstileError as err:
             await self._record(ctx, None, err, stream=True)
             raise
+        return StreamingTurn(events=self._relay(ctx, target_req, dep, first, source), headers=ctx.headers())
+
+    async def _start_stream(
+        self, ctx: TurnContext, request: Request, candidates: list[Deployment]
+    ) -> tuple[Request, Deployment, StreamEvent, AsyncIterator[StreamEvent]]:
+        """Open an upstream stream with fallback: ``(target request, deployment, first event,
+        the rest)``. Raises :class:`TurnstileError` when no deployment could start (nothing is
+        recorded here)."""
         last: UpstreamError | None = None
         for n, dep in enumerate(candidates):
             if not route_step.may_attempt(self.gw, ctx, dep, n):
@@ -334,23 +329,18 @@ class Pipeline:
             except UpstreamError as err:
                 self._note_attempt(ctx, dep, err)
                 if not route_step.failed(self.gw, ctx, dep, err):
-                    await self._record(ctx, None, err, stream=True)
                     raise
                 last = err
                 continue
-            except TurnstileError as err:
-                await self._record(ctx, None, err, stream=True)
-                raise
             except StopAsyncIteration:
                 empty = UpstreamError(f"deployment {dep.name!r} closed the stream without data", deployment=dep.name)
                 self._note_attempt(ctx, dep, empty)
                 last = empty
                 continue
-            return StreamingTurn(events=self._relay(ctx, target_req, dep, first, source), headers=ctx.headers())
+            return target_req, dep, first, source
         if last is None:
             last = UpstreamError("no deployment could be tried for this turn (retry budget exhausted)",
                                  status=503)
-        await self._record(ctx, None, last, stream=True)
         raise last
 
     async def _relay(

@@ -46,9 +46,16 @@ def route(gw: Any, ctx: Any, request: Request, candidates: list[Deployment]) -> 
     budget."""
     eng = engine(gw)
     eng.health.budget.deposit()
+    if len(candidates) == 1 and eng.routing_for(request.model) is None:
+        # Nothing to decide: skip feature extraction on the hot path.
+        only = candidates[0].name
+        record: dict[str, Any] = {"kind": "route", "route": only, "fallbacks": [], "reason": "only deployment"}
+        ctx.route = {**record, "header": f"{only}; only deployment"}
+        ctx.attempts.append(record)
+        return candidates
     decision, features = eng.decide(request, candidates, gw.table.prices, stream=request.stream)
     by_name = {d.name: d for d in candidates}
-    record: dict[str, Any] = {
+    record = {
         "kind": "route",
         **decision.record(),
         "turn_kind": features.kind,

@@ -227,6 +227,12 @@ class Request(BaseModel):
     include_usage: bool = False
     user: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    mcp_servers: list[str] = Field(default_factory=list)
+    """Ids of registered MCP servers whose tools the gateway runs itself for this turn (the
+    server-side tool loop, :mod:`gateway.tool_loop`), in the order the client named them. Edges
+    fill it from a dialect's MCP tool entry (``{"type": "mcp", "server": "<id>"}`` in
+    ``tools``); a model alias may add more (``ModelAlias.mcp_servers``). Never sent upstream:
+    the loop turns it into :class:`ToolDefinition` entries of the servers' exposed tools."""
 
 
 # ---------------------------------------------------------------------------- response
@@ -342,3 +348,15 @@ class StreamError(BaseModel):
 
 
 StreamEvent = MessageStart | PartStart | PartDelta | PartEnd | MessageEnd | StreamError
+
+
+class ToolProgress(BaseModel):
+    """Progress of the server-side tool loop inside a stream (not part of the answer): the
+    call ``id`` of tool ``name`` finished (``is_error`` when its result is an error result).
+    Emitted in completion order; edges render it as a comment or keep-alive event that SDKs
+    ignore. Deliberately not a member of :data:`StreamEvent`."""
+
+    type: Literal["tool_progress"] = "tool_progress"
+    id: str
+    name: str
+    is_error: bool = False

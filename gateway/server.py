@@ -38,6 +38,7 @@ from gateway.edges import openai_chat as openai_edge
 from gateway.errors import InvalidRequest, ModelNotFound, PayloadTooLarge, TurnstileError
 from gateway.pipeline import Gateway, Pipeline, TurnContext
 from gateway.providers.registry import make_providers
+from gateway.schema import ToolProgress
 from gateway.sessions import api as session_api
 from gateway.sessions import turns as session_turns
 from gateway.transcript import TranscriptWriter
@@ -140,6 +141,9 @@ async def _handle_turn(request: Request, edge: ModuleType) -> Response:
 
             async def frames() -> AsyncIterator[bytes]:
                 async for event in turn.events:
+                    if isinstance(event, ToolProgress):  # server-side tool loop progress
+                        yield edge.tool_progress_frame(event.name, event.is_error)
+                        continue
                     out = renderer.render(event)
                     if out:
                         yield out[0] if len(out) == 1 else b"".join(out)
@@ -207,6 +211,7 @@ async def health(request: Request) -> Response:
             "aliases": gw.table.aliases,
             "transcript_rows_written": gw.transcript.written if gw.transcript else 0,
             "mcp": mcp.registry.status() if (mcp := getattr(request.app.state, "mcp", None)) else None,
+            "routing": gw.routing.health.snapshot() if gw.routing is not None else {},
         }
     )
 
@@ -282,6 +287,7 @@ def create_app(config: GatewayConfig | None = None, *, config_path: Path | None 
         app.state.mcp = await mcp_stack.enter_async_context(mcp_api.open_mcp(
             config.mcp, db_path=config.server.db_path, read_env=settings.read_key, host=config.server.host,
         ))
+        gw.mcp = app.state.mcp  # the server-side tool loop calls tools through it
         log.info(
             "started", deployments=sorted(table.deployments), disabled=sorted(table.disabled),
             db=str(config.server.db_path),

@@ -23,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Annotated, Literal
 
@@ -42,8 +43,17 @@ DEFAULT_OUTPUT_CAP_BYTES = 128 * 1024
 MAX_OUTPUT_CAP_BYTES = 768 * 1024
 
 
+WORKSPACE_PLACEHOLDER = "${workspace}"
+
+
 class StdioTransport(BaseModel):
-    """Launch ``command args...`` in ``cwd`` and speak MCP over its stdin/stdout."""
+    """Launch ``command args...`` in ``cwd`` and speak MCP over its stdin/stdout.
+
+    ``${workspace}`` in ``args`` or ``cwd`` is replaced by the absolute path of the first
+    workspace root. A bare ``command`` not on ``PATH`` is also looked up beside the gateway's
+    own Python (so console scripts of the gateway's environment, e.g. ``mcp-server-time``, run
+    without an activated virtual environment).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -110,6 +120,9 @@ class McpServerSpec(BaseModel):
     deny_tools: list[str] = Field(default_factory=list)
     trust: dict[str, TrustTier] = Field(default_factory=dict)
     call_timeout_s: float = Field(default=DEFAULT_CALL_TIMEOUT_S, gt=0, le=3600)
+    connect_timeout_s: float | None = Field(
+        default=None, gt=0, le=3600, description="overrides mcp.connect_timeout_s (e.g. npx's first download)"
+    )
     output_cap_bytes: int = Field(default=DEFAULT_OUTPUT_CAP_BYTES, ge=256, le=MAX_OUTPUT_CAP_BYTES)
     output_cap_mode: Literal["truncate", "error"] = "truncate"
 
@@ -136,10 +149,13 @@ class McpConfig(BaseModel):
       (``Authorization: Bearer <key>``); unset means the admin API is closed (403).
     * ``namespaced``: expose ``<server>__<tool>``; off exposes bare names and a clash between
       servers is a configuration error at registration.
-    * ``workspace_roots``: directories inside which ``allow_in_workspace`` tools may write.
+    * ``workspace_roots``: directories inside which ``allow_in_workspace`` tools may write
+      (relative paths are taken from the gateway's working directory); ``create_workspace``
+      makes missing ones at start.
     * ``restart_backoff_s`` / ``restart_backoff_max_s``: first and largest delay between
       restarts of a failed upstream (doubling); ``health_interval_s``: how often a ready
       upstream's tool list is re-read (a dead one is found and restarted).
+    * ``page_size``: items per page of ``/mcp`` lists (tools, resources, templates, prompts).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -147,11 +163,17 @@ class McpConfig(BaseModel):
     admin_key_env: str = "TURNSTILE_ADMIN_KEY"
     namespaced: bool = True
     workspace_roots: list[str] = Field(default_factory=list)
+    create_workspace: bool = True
     restart_backoff_s: float = Field(default=0.5, gt=0)
     restart_backoff_max_s: float = Field(default=30.0, gt=0)
     health_interval_s: float = Field(default=30.0, gt=0)
     connect_timeout_s: float = Field(default=30.0, gt=0)
+    page_size: int = Field(default=100, ge=1, le=10_000, description="items per /mcp list page")
     servers: list[McpServerSpec] = Field(default_factory=list)
+
+    def resolved_workspace_roots(self) -> list[str]:
+        """``workspace_roots`` as absolute paths (symlinks resolved), in order."""
+        return [os.path.realpath(os.path.expanduser(r)) for r in self.workspace_roots]
 
     @model_validator(mode="after")
     def _unique(self) -> McpConfig:

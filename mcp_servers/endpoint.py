@@ -185,20 +185,11 @@ class McpEndpoint:
         if t is None:
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}: not exposed by this gateway")
         if not t.available:
-            up = self.registry.upstream(t.server)
-            why = f" ({up.state}: {up.last_error})" if up is not None and up.last_error else ""
-            return _text_result(
-                f"MCP server {t.server!r} is unavailable{why}; tool {t.name!r} cannot run now. "
-                "Other servers' tools are unaffected.",
-                is_error=True,
-            )
+            return self._unavailable(t)
         args = dict(params.arguments or {})
         decision = decide(t.server, t.name, t.trust, args, self.workspace_roots)
         if decision.outcome == "refuse":
-            await self._audit(t, decision, "refused")
-            return _text_result(
-                f"refused by the gateway: {decision.action} is denied ({decision.reason})", is_error=True
-            )
+            return await self._refused(t, decision)
         if decision.outcome == "ask":
             answer = await self._confirm(ctx, params, t, decision)
             if answer is not None:
@@ -207,19 +198,89 @@ class McpEndpoint:
             await self._audit(t, decision, "allowed")
         return await self._forward(ctx, t, args)
 
+    def _unavailable(self, t: RegisteredTool) -> CallToolResult:
+        up = self.registry.upstream(t.server)
+        why = f" ({up.state}: {up.last_error})" if up is not None and up.last_error else ""
+        return _text_result(
+            f"MCP server {t.server!r} is unavailable{why}; tool {t.name!r} cannot run now. "
+            "Other servers' tools are unaffected.",
+            is_error=True,
+        )
+
+    async def _refused(self, t: RegisteredTool, decision: CallDecision) -> CallToolResult:
+        await self._audit(t, decision, "refused")
+        return _text_result(
+            f"refused by the gateway: {decision.action} is denied ({decision.reason})", is_error=True
+        )
+
+    async def call_for_loop(
+        self,
+        exposed: str,
+        arguments: dict[str, Any],
+        *,
+        confirm: Any = None,
+        timeout_s: float | None = None,
+    ) -> CallToolResult:
+        """One call from the gateway's own tool loop (:mod:`gateway.tool_loop`), through the same
+        trust decision, audit log, routing and output cap as ``tools/call``. Never raises for a
+        tool fault: an unknown or unavailable tool, a refusal, a ``confirm`` tier without a way
+        to ask (``confirm`` None: the error names the exact action and how to pre-approve it), a
+        declined confirmation, a timeout (``timeout_s``, else the server's ``call_timeout_s``) and
+        an upstream failure all become ``is_error`` results.
+
+        ``confirm`` is ``async (message: str) -> bool``, shown the confirmation text.
+        """
+        t = self.registry.lookup(exposed)
+        if t is None:
+            return _text_result(f"unknown tool {exposed!r}: not exposed by this gateway", is_error=True)
+        if not t.available:
+            return self._unavailable(t)
+        decision = decide(t.server, t.name, t.trust, arguments, self.workspace_roots)
+        if decision.outcome == "refuse":
+            return await self._refused(t, decision)
+        if decision.outcome == "ask":
+            message = confirmation_message(decision)
+            if confirm is None:
+                await self._audit(t, decision, "needs_approval_no_confirmer")
+                return _text_result(
+                    f"approval needed: {message} The gateway ran this call for a chat request and had "
+                    f"no way to ask anyone. {preapproval_hint(t.server, t.name)}",
+                    is_error=True,
+                )
+            approved = bool(await confirm(message))
+            await self._audit(t, decision, "approved" if approved else "declined")
+            if not approved:
+                return _text_result(
+                    f"not run: the user did not approve. The request was: {decision.action}.", is_error=True
+                )
+        else:
+            await self._audit(t, decision, "allowed")
+        return await self.forward(t, arguments, timeout_s=timeout_s)
+
     async def _forward(
         self, ctx: ServerRequestContext[Any], t: RegisteredTool, args: dict[str, Any]
     ) -> CallToolResult:
+        async def progress(p: float, total: float | None, message: str | None) -> None:
+            await ctx.session.report_progress(p, total, message)
+
+        return await self.forward(t, args, progress=progress)
+
+    async def forward(
+        self,
+        t: RegisteredTool,
+        args: dict[str, Any],
+        *,
+        progress: Any = None,
+        timeout_s: float | None = None,
+    ) -> CallToolResult:
+        """Route an already-approved call to (server, original name); cap and stamp the result.
+        Upstream faults become ``is_error`` results naming the server."""
         spec = self.registry.spec(t.server)
         up = self.registry.upstream(t.server)
         if spec is None or up is None:
             return _text_result(f"MCP server {t.server!r} was removed", is_error=True)
-
-        async def progress(p: float, total: float | None, message: str | None) -> None:
-            await ctx.session.report_progress(p, total, message)
-
         try:
-            result = await up.call_tool(t.name, args, progress_callback=progress)
+            result = await up.call_tool(t.name, args, timeout_s=timeout_s, progress_callback=progress)
         except (UpstreamUnavailable, UpstreamCallFailed) as err:
             log.warning("mcp_call_failed", server=t.server, tool=t.name, error=str(err))
             return _text_result(str(err), is_error=True)

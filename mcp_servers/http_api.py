@@ -71,7 +71,7 @@ async def open_mcp(
     protection admits only loopback ``Host``/``Origin`` headers (the SDK's own default).
     """
     registry = McpRegistry(config, store=McpStore(db_path), read_env=read_env)
-    endpoint = McpEndpoint(registry, version=version, workspace_roots=config.workspace_roots)
+    endpoint = McpEndpoint(registry, version=version, workspace_roots=config.resolved_workspace_roots())
     security = None
     if host in ("127.0.0.1", "localhost", "::1"):
         security = TransportSecuritySettings(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import structlog
@@ -73,13 +74,18 @@ class McpRegistry:
         self._tools: dict[str, RegisteredTool] = {}  # exposed name -> tool
         self._problems: dict[str, list[str]] = {}  # server -> registration problems
         self._listeners: list[Callable[[], None]] = []
+        self._list_listeners: list[Callable[[str], None]] = []
         self._lock = asyncio.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         """Register the config servers, then the persisted admin servers (an admin row whose id
-        is now defined in the config file is ignored, with a warning), and start them."""
+        is now defined in the config file is ignored, with a warning), and start them. Missing
+        workspace roots are made first when ``create_workspace`` is on."""
+        if self.config.create_workspace:
+            for root in self.config.resolved_workspace_roots():
+                Path(root).mkdir(parents=True, exist_ok=True)
         for spec in self.config.servers:
             self._specs[spec.id] = (spec, "config")
         for spec in await self.store.load_servers():
@@ -106,6 +112,8 @@ class McpRegistry:
             backoff_max_s=self.config.restart_backoff_max_s,
             health_interval_s=self.config.health_interval_s,
             connect_timeout_s=self.config.connect_timeout_s,
+            workspace_roots=self.config.resolved_workspace_roots(),
+            on_lists_changed=self._on_lists_changed,
         )
         self._upstreams[spec.id] = up
         up.start()
@@ -239,6 +247,10 @@ class McpRegistry:
         t = self._tools.get(exposed)
         return dict(t.tool.input_schema) if t is not None else None
 
+    def server_ids(self) -> list[str]:
+        """Every registered server id, sorted."""
+        return sorted(self._specs)
+
     def spec(self, server_id: str) -> McpServerSpec | None:
         """The spec of a registered server."""
         entry = self._specs.get(server_id)
@@ -252,9 +264,28 @@ class McpRegistry:
         """Call ``listener()`` whenever the set or availability of tools changes."""
         self._listeners.append(listener)
 
+    def on_list_change(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(kind)`` (``tools``, ``resources`` or ``prompts``) whenever the
+        aggregated list of that kind may have changed: an upstream said so, came up, went down,
+        or a server was added or removed."""
+        self._list_listeners.append(listener)
+
+    def _on_lists_changed(self, server_id: str, kind: str) -> None:
+        if server_id in self._specs:
+            self._notify(kind)
+
+    def _notify(self, kind: str) -> None:
+        for listener in self._list_listeners:
+            try:
+                listener(kind)
+            except Exception:
+                log.exception("mcp_listener_failed")
+
     def _changed(self) -> None:
         for listener in self._listeners:
             try:
                 listener()
             except Exception:
                 log.exception("mcp_listener_failed")
+        for kind in ("tools", "resources", "prompts"):
+            self._notify(kind)

@@ -182,6 +182,12 @@ class HealthBoard:
         h = self.entries.get(name)
         return h.ewma_ms if h else None
 
+    def reset(self) -> None:
+        """Forget every deployment's health and refill the retry budget (tests sharing one
+        gateway between cases call this between them)."""
+        self.entries.clear()
+        self.budget.tokens = self.budget.cap
+
     def snapshot(self) -> dict[str, dict[str, object]]:
         """Per deployment: circuit state, consecutive failures, cooldown left (s), latency (ms)."""
         now = self.clock()

@@ -25,8 +25,9 @@ from gateway.providers import openai_chat as openai_wire
 from gateway.transcript import TranscriptWriter, TurnRecord
 
 OPENAI_DEP = Deployment(name="oa", api="openai_chat", model="gpt-4o-mini", base_url="http://127.0.0.1:1/v1")
-ANTHROPIC_DEP = Deployment(name="an", api="anthropic_messages", model="claude-sonnet-4-5",
-                           base_url="http://127.0.0.1:1")
+ANTHROPIC_DEP = Deployment(
+    name="an", api="anthropic_messages", model="claude-sonnet-4-5", base_url="http://127.0.0.1:1"
+)
 
 
 def _conversation_body(turns: int) -> bytes:
@@ -59,14 +60,14 @@ def test_anthropic_edge_parse(benchmark: Any) -> None:
 
 def test_openai_edge_render(benchmark: Any) -> None:
     request = openai_edge.parse_request(request_bodies()["openai"][1])
-    up, ctx = openai_wire.build_request(request, OPENAI_DEP, None)
+    _up, ctx = openai_wire.build_request(request, OPENAI_DEP, None)
     response = openai_wire.parse_response(openai_response(), ctx)
     benchmark(lambda: orjson.dumps(openai_edge.render_response(response, request)))
 
 
 def test_anthropic_edge_render(benchmark: Any) -> None:
     request = anthropic_edge.parse_request(request_bodies()["anthropic"][1])
-    up, ctx = anthropic_wire.build_request(request, ANTHROPIC_DEP, None)
+    _up, ctx = anthropic_wire.build_request(request, ANTHROPIC_DEP, None)
     response = anthropic_wire.parse_response(anthropic_response(), ctx)
     benchmark(lambda: orjson.dumps(anthropic_edge.render_response(response, request)))
 
@@ -80,7 +81,7 @@ def test_openai_wire_build_and_parse(benchmark: Any, case: str) -> None:
     answer = openai_response()
 
     def roundtrip() -> Any:
-        up, ctx = openai_wire.build_request(request, OPENAI_DEP, "key")
+        _up, ctx = openai_wire.build_request(request, OPENAI_DEP, "key")
         return openai_wire.parse_response(answer, ctx)
 
     benchmark(roundtrip)
@@ -91,7 +92,7 @@ def test_anthropic_wire_build_and_parse(benchmark: Any) -> None:
     answer = anthropic_response()
 
     def roundtrip() -> Any:
-        up, ctx = anthropic_wire.build_request(request, ANTHROPIC_DEP, "key")
+        _up, ctx = anthropic_wire.build_request(request, ANTHROPIC_DEP, "key")
         return anthropic_wire.parse_response(answer, ctx)
 
     benchmark(roundtrip)
@@ -101,10 +102,12 @@ def test_anthropic_wire_build_and_parse(benchmark: Any) -> None:
 
 
 def test_routing_alias_resolution(benchmark: Any) -> None:
-    config = GatewayConfig.model_validate({
-        "deployments": [OPENAI_DEP.model_dump(), ANTHROPIC_DEP.model_dump()],
-        "models": [{"name": "default", "deployments": ["an", "oa"]}],
-    })
+    config = GatewayConfig.model_validate(
+        {
+            "deployments": [OPENAI_DEP.model_dump(), ANTHROPIC_DEP.model_dump()],
+            "models": [{"name": "default", "deployments": ["an", "oa"]}],
+        }
+    )
     table = DeploymentTable.build(config, Settings(), resolve_prices=False)
     deps = benchmark(table.candidates, "default")
     assert [d.name for d in deps] == ["an", "oa"]
@@ -124,8 +127,15 @@ def test_token_estimate(benchmark: Any) -> None:
 
 def _record(i: int) -> TurnRecord:
     request = openai_edge.parse_request(request_bodies()["openai"][1])
-    return TurnRecord(request_id=f"r{i}", ts=0.0, client_dialect="openai_chat", requested_model="m",
-                      stream=False, status=200, request=request.model_dump(mode="json", exclude_none=True))
+    return TurnRecord(
+        request_id=f"r{i}",
+        ts=0.0,
+        client_dialect="openai_chat",
+        requested_model="m",
+        stream=False,
+        status=200,
+        request=request.model_dump(mode="json", exclude_none=True),
+    )
 
 
 def test_transcript_append(benchmark: Any, tmp_path: Path) -> None:
@@ -135,8 +145,9 @@ def test_transcript_append(benchmark: Any, tmp_path: Path) -> None:
     loop.run_until_complete(writer.start())
     records = iter([_record(i) for i in range(200_000)])
     try:
-        benchmark.pedantic(lambda: loop.run_until_complete(writer.append(next(records))),
-                           rounds=2000, iterations=1)
+        benchmark.pedantic(
+            lambda: loop.run_until_complete(writer.append(next(records))), rounds=2000, iterations=1
+        )
         loop.run_until_complete(writer.close())
     finally:
         loop.close()

@@ -22,7 +22,7 @@ from gateway.edges.anthropic_messages_render import (
     render_usage,
     stop_reason,
 )
-from gateway.edges.anthropic_messages_stream import StreamRenderer, ping_frame
+from gateway.edges.anthropic_messages_stream import StreamRenderer, ping_frame, tool_progress_frame
 from gateway.edges.openai_chat_render import render_models
 
 DIALECT = "anthropic_messages"
@@ -41,4 +41,5 @@ __all__ = [
     "render_response",
     "render_usage",
     "stop_reason",
+    "tool_progress_frame",
 ]

@@ -52,6 +52,13 @@ def ping_frame() -> bytes:
     return sse({"type": "ping"}, "ping")
 
 
+def tool_progress_frame(name: str, is_error: bool = False) -> bytes:
+    """Progress of the gateway's server-side tool loop: an SSE comment line naming the tool,
+    then Anthropic's ``ping`` event (both ignored by Anthropic clients)."""
+    comment = f": turnstile tool {name} done{' (error)' if is_error else ''}\n".encode()
+    return comment + ping_frame()
+
+
 @dataclass
 class _Part:
     kind: str

@@ -20,7 +20,7 @@ from gateway.edges.openai_chat_render import (
     render_response,
     render_usage,
 )
-from gateway.edges.openai_chat_stream import StreamRenderer, ping_frame
+from gateway.edges.openai_chat_stream import StreamRenderer, ping_frame, tool_progress_frame
 
 DIALECT = "openai_chat"
 
@@ -36,4 +36,5 @@ __all__ = [
     "render_models",
     "render_response",
     "render_usage",
+    "tool_progress_frame",
 ]

@@ -51,6 +51,12 @@ def ping_frame() -> bytes:
     return b": ping\n\n"
 
 
+def tool_progress_frame(name: str, is_error: bool = False) -> bytes:
+    """Progress of the gateway's server-side tool loop: an SSE comment line
+    (``: turnstile tool <name> done``), which OpenAI clients ignore."""
+    return f": turnstile tool {name} done{' (error)' if is_error else ''}\n\n".encode()
+
+
 @dataclass
 class _ToolCall:
     id: str

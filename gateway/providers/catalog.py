@@ -55,9 +55,9 @@ def _cost_table() -> dict[str, Any]:
     """litellm's bundled price table (``model_prices_and_context_window_backup.json``) read
     straight from the installed package, without importing litellm (the import costs about
     150 MB of resident memory and seconds of start-up). Entries with ``alias_of`` are
-    resolved to their target and the ``fallback_generalizations`` block dropped, exactly as ``litellm.model_cost``
-    does with ``LITELLM_LOCAL_MODEL_COST_MAP=True``. When litellm is already imported, its own
-    ``model_cost`` is used."""
+    resolved to their target and the ``fallback_generalizations`` block is dropped, exactly
+    as ``litellm.model_cost`` does with ``LITELLM_LOCAL_MODEL_COST_MAP=True``. When litellm
+    is already imported, its own ``model_cost`` is used."""
     import importlib.util
     import sys
     from pathlib import Path

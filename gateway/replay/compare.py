@@ -32,7 +32,10 @@ LIMITS: dict[tuple[str, str], str] = {
     ("openai_chat", "thinking"): "Chat Completions requests have no slot for reasoning or its signature",
     ("openai_chat", "redacted_thinking"): "Chat Completions requests have no slot for encrypted reasoning",
     ("openai_chat", "result_is_error"): "a role:tool message has no error flag",
-    ("openai_chat", "result_images"): "a role:tool message cannot carry images; they follow in a user message",
+    (
+        "openai_chat",
+        "result_images",
+    ): "a role:tool message cannot carry images; they follow in a user message",
     ("openai_chat", "top_k"): "Chat Completions has no top_k",
     ("openai_chat", "cache_control"): "Chat Completions has no prompt-cache markers",
     ("openai_chat", "thinking_config"): "Chat Completions takes only a coarse reasoning effort, not a budget",
@@ -46,13 +49,20 @@ LIMITS: dict[tuple[str, str], str] = {
     ("anthropic_messages", "thinking"): "thinking without a signature cannot be verified by Anthropic",
     ("anthropic_messages", "strict"): "Anthropic tool definitions have no strict flag",
     ("gemini", "strict"): "Gemini function declarations have no strict flag",
-    ("anthropic_messages", "max_output_tokens"):
-        "Anthropic requires max_tokens above the thinking budget; the budget is added to it",
-    ("gemini", "response_format"): "Gemini responseSchema accepts only an OpenAPI subset of JSON Schema, with no name",
+    (
+        "anthropic_messages",
+        "max_output_tokens",
+    ): "Anthropic requires max_tokens above the thinking budget; the budget is added to it",
+    (
+        "gemini",
+        "response_format",
+    ): "Gemini responseSchema accepts only an OpenAPI subset of JSON Schema, with no name",
 }
 """(target API, facet) -> why the target cannot carry it. An empty text is not a limit."""
 
-POLICY = "thinking signed by another provider is stripped before it goes to this target (policy foreign_thinking)"
+POLICY = (
+    "thinking signed by another provider is stripped before it goes to this target (policy foreign_thinking)"
+)
 
 
 @dataclass
@@ -87,9 +97,23 @@ def _img(p: ImagePart) -> str:
 
 def project(req: Request) -> dict[str, Any]:
     """The comparable facets of ``req`` (see module docstring)."""
-    f: dict[str, list[Any]] = {k: [] for k in (
-        "system", "user_text", "user_images", "results", "result_is_error", "result_images", "assistant_text",
-        "tool_calls", "tool_call_signatures", "thinking", "redacted_thinking", "cache_control")}
+    f: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "system",
+            "user_text",
+            "user_images",
+            "results",
+            "result_is_error",
+            "result_images",
+            "assistant_text",
+            "calls",
+            "tool_call_signatures",
+            "thinking",
+            "redacted_thinking",
+            "cache_control",
+        )
+    }
     run_text: list[str] = []
     runs: list[str] = []
     for msg in req.messages:
@@ -98,7 +122,9 @@ def project(req: Request) -> dict[str, Any]:
             run_text = []
         if isinstance(msg, SystemMessage):
             f["system"].extend(p.text for p in msg.content if p.text)
-            f["cache_control"].extend(orjson.dumps(p.cache_control).decode() for p in msg.content if p.cache_control)
+            f["cache_control"].extend(
+                orjson.dumps(p.cache_control).decode() for p in msg.content if p.cache_control
+            )
         elif isinstance(msg, UserMessage):
             for p in msg.content:
                 if isinstance(p, TextPart):
@@ -111,11 +137,14 @@ def project(req: Request) -> dict[str, Any]:
         elif isinstance(msg, ToolResultMessage):
             f["results"].append((msg.tool_call_id, _result_text(msg)))
             f["result_is_error"].append((msg.tool_call_id, msg.is_error))
-            f["result_images"].extend((msg.tool_call_id, _img(p)) for p in msg.content if isinstance(p, ImagePart))
+            f["result_images"].extend(
+                (msg.tool_call_id, _img(p)) for p in msg.content if isinstance(p, ImagePart)
+            )
             if msg.cache_control:
                 f["cache_control"].append(orjson.dumps(msg.cache_control).decode())
         elif isinstance(msg, AssistantMessage):
-            for p in msg.content:
+            for ap in msg.content:
+                p = ap  # type: ignore[assignment]
                 if isinstance(p, TextPart):
                     if p.text:
                         f["assistant_text"].append(p.text)
@@ -128,7 +157,7 @@ def project(req: Request) -> dict[str, Any]:
                 elif isinstance(p, RedactedThinkingPart):
                     f["redacted_thinking"].append(p.data)
                 elif isinstance(p, ToolCallPart):
-                    f["tool_calls"].append((p.id, p.name, _args(p)))
+                    f["calls"].append((p.id, p.name, _args(p)))
                     if p.signature:
                         f["tool_call_signatures"].append((p.id, p.signature))
     if run_text:
@@ -138,7 +167,9 @@ def project(req: Request) -> dict[str, Any]:
     out["assistant_text"] = runs
     out["system"] = "\n\n".join(f["system"])
     out["tools"] = [(t.name, t.description or None) for t in req.tools]
-    out["tool_parameters"] = [orjson.dumps(t.parameters, option=orjson.OPT_SORT_KEYS).decode() for t in req.tools]
+    out["tool_parameters"] = [
+        orjson.dumps(t.parameters, option=orjson.OPT_SORT_KEYS).decode() for t in req.tools
+    ]
     out["strict"] = [t.strict for t in req.tools if t.strict is not None]
     out["cache_control"] += [orjson.dumps(t.cache_control).decode() for t in req.tools if t.cache_control]
     tc = req.tool_choice
@@ -149,7 +180,9 @@ def project(req: Request) -> dict[str, Any]:
         out[key] = getattr(req, key)
     out["stop"] = list(req.stop)
     rf = req.response_format
-    out["response_format"] = None if rf is None or rf.type == "text" else rf.model_dump(mode="json", by_alias=True)
+    out["response_format"] = (
+        None if rf is None or rf.type == "text" else rf.model_dump(mode="json", by_alias=True)
+    )
     th = req.thinking
     out["thinking_config"] = None if th is None else th.model_dump(mode="json")
     return out
@@ -166,7 +199,7 @@ def _first_difference(a: Any, b: Any) -> tuple[str, str]:
             if x != y:
                 return _short(x), _short(y)
         if len(a) != len(b):
-            extra = a[len(b):] if len(a) > len(b) else b[len(a):]
+            extra = a[len(b) :] if len(a) > len(b) else b[len(a) :]
             return (f"{len(a)} items", f"{len(b)} items; first extra: {_short(extra[0])}")
     return _short(a), _short(b)
 
@@ -187,12 +220,18 @@ def diff(before: Request, after: Request, target: str) -> list[Difference]:
         other = b.get(facet)
         if facet == "max_output_tokens" and value is None:
             continue
-        if facet == "thinking_config" and target == "anthropic_messages" and value is not None:
-            # Anthropic takes a budget; an effort alone becomes the documented budget.
-            if (value.get("enabled"), value.get("budget_tokens")) == (
-                (other or {}).get("enabled"), (other or {}).get("budget_tokens")
-            ) or value.get("budget_tokens") is None:
-                continue
+        # Anthropic and Gemini 2.5 take a budget; an effort alone becomes the documented budget.
+        if (
+            facet == "thinking_config"
+            and target in ("anthropic_messages", "gemini")
+            and value is not None
+            and (
+                value.get("budget_tokens") is None
+                or (value.get("enabled"), value.get("budget_tokens"))
+                == ((other or {}).get("enabled"), (other or {}).get("budget_tokens"))
+            )
+        ):
+            continue
         if facet == "thinking_config" and value is not None and value.get("enabled") is False:
             value = {"enabled": False}  # a budget of disabled thinking means nothing
             other = {"enabled": (other or {}).get("enabled")}

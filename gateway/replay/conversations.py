@@ -27,6 +27,7 @@ import orjson
 from gateway import invariants
 from gateway.config import Deployment, GuardPolicy
 from gateway.edges import get_dialect
+from gateway.edges.recorded import default_stop
 from gateway.errors import GuardViolation, InvalidRequest, TurnstileError
 from gateway.pipeline import Pipeline, TurnContext
 from gateway.replay import clientview
@@ -76,7 +77,9 @@ class ConversationReplayer:
             history = conv.request_messages(k)
             answer_msg = conv.messages[turn.index]
             if not history:
-                rep.finding("empty_request", conv.source, where, None, "assistant turn with no message before it")
+                rep.finding(
+                    "empty_request", conv.source, where, None, "assistant turn with no message before it"
+                )
                 continue
             body = orjson.dumps({**conv.head, "model": model, "messages": [*history, answer_msg]})
             try:
@@ -86,15 +89,17 @@ class ConversationReplayer:
                 continue
             answer = full.messages[-1]
             if not isinstance(answer, AssistantMessage):
-                rep.crash(conv.source, where, TypeError("recorded answer did not parse as an assistant message"))
+                rep.crash(
+                    conv.source, where, TypeError("recorded answer did not parse as an assistant message")
+                )
                 continue
             request = full.model_copy(update={"messages": full.messages[:-1]})
-            rep.counts["tool_calls"] += len(answer.tool_calls)
+            rep.counts["calls"] += len(answer.tool_calls)
             self._guard_findings(request, conv, where, seen_findings)
             try:
                 self._round_trip(self._slice(request, prev_answer_at, k, conv), conv, where, seen_diffs)
                 est = await self._pipeline_turn(request, answer, turn, conv, where, model, answer_msg)
-            except Exception as err:  # noqa: BLE001 - a crash of Turnstile is reported, not raised
+            except Exception as err:
                 rep.crash(conv.source, where, err)
                 continue
             prev_answer_at = len(request.messages)
@@ -115,14 +120,15 @@ class ConversationReplayer:
         conversation, so converting the whole prefix again at every turn (quadratic in the
         length of the session) adds nothing; the last turn before a compaction and the last
         turn of the conversation are converted whole, which covers effects across slices."""
-        last = k == len(conv.turns) - 1 or (k + 1) in conv.views and k not in conv.views
-        if last or start <= 1 or k in conv.views and (k - 1) not in conv.views:
+        last = k == len(conv.turns) - 1 or ((k + 1) in conv.views and k not in conv.views)
+        if last or start <= 1 or (k in conv.views and (k - 1) not in conv.views):
             return request
-        head = [m for m in request.messages[:start - 1] if isinstance(m, SystemMessage)]
-        return request.model_copy(update={"messages": [*head, *request.messages[start - 1:]]})
+        head = [m for m in request.messages[: start - 1] if isinstance(m, SystemMessage)]
+        return request.model_copy(update={"messages": [*head, *request.messages[start - 1 :]]})
 
-    def _guard_findings(self, request: Request, conv: Conversation, where: str,
-                        seen: set[tuple[str, str, str | None]]) -> None:
+    def _guard_findings(
+        self, request: Request, conv: Conversation, where: str, seen: set[tuple[str, str, str | None]]
+    ) -> None:
         try:
             invariants.check_request(request, STRICT)
         except GuardViolation as err:
@@ -133,7 +139,9 @@ class ConversationReplayer:
                 seen.add(key)
                 self.report.finding(p.code, conv.source, where, p.id, p.message)
 
-    def _round_trip(self, request: Request, conv: Conversation, where: str, seen: set[tuple[str, str, str]]) -> None:
+    def _round_trip(
+        self, request: Request, conv: Conversation, where: str, seen: set[tuple[str, str, str]]
+    ) -> None:
         rep = self.report
         try:
             guarded = invariants.check_request(request, GuardPolicy(pairing="repair")).request
@@ -157,17 +165,33 @@ class ConversationReplayer:
                 else:
                     rep.loss(conv.source, where, res.target, d.facet, d.before, d.after)
 
-    async def _pipeline_turn(self, request: Request, answer: AssistantMessage, turn: Any, conv: Conversation,
-                             where: str, model: str, answer_msg: dict[str, Any]) -> float | None:
+    async def _pipeline_turn(
+        self,
+        request: Request,
+        answer: AssistantMessage,
+        turn: Any,
+        conv: Conversation,
+        where: str,
+        model: str,
+        answer_msg: dict[str, Any],
+    ) -> float | None:
         rep = self.report
         dep = self._deployment(conv.dialect, model)
         usage = Usage(**turn.usage) if turn.usage else Usage()
-        stop = turn.stop or ("tool_use" if answer.tool_calls else "stop")
+        stop = turn.stop or default_stop(bool(answer.tool_calls))
         provider = self.providers[conv.dialect]
-        provider.answer = Response(id=f"replay-{uuid.uuid4().hex[:12]}", model=model, message=answer,
-                                   stop_reason=stop, usage=usage)  # type: ignore[arg-type]
-        ctx = TurnContext(request_id=uuid.uuid4().hex, dialect=conv.dialect, request=request.model_copy(
-            update={"model": dep.name}))
+        provider.answer = Response(
+            id=f"replay-{uuid.uuid4().hex[:12]}",
+            model=model,
+            message=answer,
+            stop_reason=stop,  # type: ignore[arg-type]
+            usage=usage,
+        )
+        ctx = TurnContext(
+            request_id=uuid.uuid4().hex,
+            dialect=conv.dialect,
+            request=request.model_copy(update={"model": dep.name}),
+        )
         try:
             result = await self.pipeline.complete(ctx)
         except GuardViolation as err:

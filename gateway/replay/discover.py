@@ -43,13 +43,17 @@ def iter_files(paths: list[Path], exclude: tuple[str, ...] = DEFAULT_EXCLUDE) ->
         found: list[Path] = []
         for root, dirs, files in os.walk(p):
             dirs[:] = sorted(d for d in dirs if d not in exclude and not d.startswith("."))
-            found.extend(Path(root) / f for f in files if not f.endswith(SKIP_SUFFIXES) and not f.startswith("."))
+            found.extend(
+                Path(root) / f for f in files if not f.endswith(SKIP_SUFFIXES) and not f.startswith(".")
+            )
         yield from sorted(found)
 
 
 def _json_file(data: object, source: str) -> Loaded:
     if pi.looks_like(data):
-        return Loaded(issues=[Issue(source, 1, "Pi session stored as one JSON document; expected JSON Lines")])
+        return Loaded(
+            issues=[Issue(source, 1, "Pi session stored as one JSON document; expected JSON Lines")]
+        )
     if openai_logs.looks_like_toolbench(data):
         c, i = openai_logs.read_toolbench(data, source)  # type: ignore[arg-type]
         return Loaded(conversations=c, issues=i)
@@ -70,7 +74,7 @@ def _json_file(data: object, source: str) -> Loaded:
         return Loaded(conversations=c, issues=i)
     if readers.sniff_body_api(data) is not None:
         return Loaded(exchanges=readers.read_json_body(data, source))
-    return Loaded(unsupported="unrecognised JSON document")
+    return Loaded(unsupported=readers.describe_body(data))
 
 
 def _jsonl(path: Path, source: str) -> Loaded:
@@ -84,8 +88,13 @@ def _jsonl(path: Path, source: str) -> Loaded:
     out = Loaded(issues=issues)
     for line, obj in objs:
         if openhands.looks_like_output_line(obj):
-            conv, i = openhands.read_history(obj["history"], source, f"line {line} ({obj.get('instance_id')})",
-                                             openhands.model_of(obj["history"]), obj.get("metrics"))
+            conv, i = openhands.read_history(
+                obj["history"],
+                source,
+                f"line {line} ({obj.get('instance_id')})",
+                openhands.model_of(obj["history"]),
+                obj.get("metrics"),
+            )
             out.conversations.append(conv)
             out.issues.extend(i)
         elif openai_logs.looks_like_chat_body(obj):

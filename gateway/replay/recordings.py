@@ -58,7 +58,14 @@ def _api(ex: Exchange) -> tuple[str | None, str]:
         objs = _stream_objects(ex.body)
         api = readers.sniff_stream_api(objs[0]) if objs else None
         if api is None and objs and isinstance(objs[0], dict):
-            return None, f"stream of {objs[0].get('type') or objs[0].get('object') or 'unknown'} events"
+            kind = objs[0].get("type") or objs[0].get("object") or objs[0].get("event_type") or "unknown"
+            known = {
+                "response.created": "OpenAI Responses API stream",
+                "message-start": "Cohere chat API stream",
+                "text_completion": "legacy OpenAI completions stream",
+                "interaction.created": "Gemini interactions API stream",
+            }
+            return None, known.get(str(kind), f"stream of {kind} events")
         return api, "" if api else "empty or unrecognised stream"
     try:
         api = readers.sniff_body_api(orjson.loads(ex.body))
@@ -68,12 +75,22 @@ def _api(ex: Exchange) -> tuple[str | None, str]:
 
 
 def _server_tools(ex: Exchange) -> str | None:
-    """The server-tool block type an Anthropic answer carries (``server_tool_use``,
-    ``*_tool_result``, ``tool_reference``, programmatic calls with a ``caller``), or None."""
+    """The server-side tool an answer carries (Anthropic ``server_tool_use``,
+    ``*_tool_result``, ``tool_reference``, programmatic calls from code execution, context
+    ``compaction`` (usage then has per-iteration counts); Gemini
+    ``executableCode`` / ``codeExecutionResult``), or None."""
     body = ex.body.replace(b" ", b"")
-    for marker in (b'"type":"server_tool_use"', b'_tool_result"', b'"type":"tool_reference"', b'"caller":{'):
+    for marker, name in (
+        (b'"type":"server_tool_use"', "server_tool_use"),
+        (b'_tool_result"', "*_tool_result"),
+        (b'"type":"tool_reference"', "tool_reference"),
+        (b'"caller":{"type":"code_execution', "programmatic tool calling"),
+        (b'"type":"compaction"', "server-side compaction"),
+        (b'"executableCode"', "executableCode"),
+        (b'"codeExecutionResult"', "codeExecutionResult"),
+    ):
         if marker in body:
-            return marker.decode().strip('"{:').replace('"type":"', "")
+            return name
     return None
 
 
@@ -92,15 +109,22 @@ class RecordingReplayer:
         if api is None:
             rep.unsupported.append({"file": ex.source, "where": where, "reason": why})
             return
-        server = _server_tools(ex) if api == "anthropic_messages" else None
+        server = _server_tools(ex)
         if server:
-            rep.unsupported.append({"file": ex.source, "where": where,
-                                    "reason": f"Anthropic server tools ({server}): Turnstile never requests them"})
+            rep.unsupported.append(
+                {
+                    "file": ex.source,
+                    "where": where,
+                    "reason": f"server-side tools ({server}): Turnstile never requests them",
+                }
+            )
             return
         rep.counts["exchanges"] += 1
         seen = self.seen.setdefault(ex.source, set())
         request = self._request(ex, api, where, seen)
-        model = str((ex.request or {}).get("model") or "recorded") if isinstance(ex.request, dict) else "recorded"
+        model = (
+            str((ex.request or {}).get("model") or "recorded") if isinstance(ex.request, dict) else "recorded"
+        )
         dep = Deployment(name="recorded", api=api, model=model)  # type: ignore[arg-type]
         wire = WIRES[api]
         if ex.status >= 400:
@@ -123,8 +147,13 @@ class RecordingReplayer:
             for got in clientview.render(dialect, resp, req):
                 rep.counts["rendered"] += 1
                 for facet, before, after, limit in clientview.compare(
-                    expected, got, dialect, exact_args=api == "openai_chat" and dialect == "openai_chat",
-                    usage=True, ids=api != "gemini", withheld=tuple(w.id for w in resp.withheld_tool_calls),
+                    expected,
+                    got,
+                    dialect,
+                    exact_args=api == "openai_chat" and dialect == "openai_chat",
+                    usage=True,
+                    ids=api != "gemini",
+                    withheld=tuple(w.id for w in resp.withheld_tool_calls),
                 ):
                     if limit:
                         rep.limit(f"client:{dialect}", facet, limit, {"file": ex.source, "where": where})
@@ -143,8 +172,13 @@ class RecordingReplayer:
             guarded = [out for ev in events for out in guard.feed(ev)]
             resp = invariants.collect(guarded)
             objs = _stream_objects(ex.body)
-            expected = (mn.openai_chunks(objs) if api == "openai_chat" else mn.anthropic_events(objs)
-                        if api == "anthropic_messages" else mn.gemini_chunks(objs))
+            expected = (
+                mn.openai_chunks(objs)
+                if api == "openai_chat"
+                else mn.anthropic_events(objs)
+                if api == "anthropic_messages"
+                else mn.gemini_chunks(objs)
+            )
         elif api == "gemini" and ex.body.lstrip()[:1] == b"[":
             # streamGenerateContent without alt=sse answers one JSON array of chunks
             self.report.counts["streams"] += 1
@@ -157,12 +191,22 @@ class RecordingReplayer:
         else:
             resp = invariants.check_truncation(wire.parse_response(ex.body, ctx))
             obj = orjson.loads(ex.body)
-            expected = (mn.openai_body(obj) if api == "openai_chat" else mn.anthropic_body(obj)
-                        if api == "anthropic_messages" else mn.gemini_chunks([obj]))
+            expected = (
+                mn.openai_body(obj)
+                if api == "openai_chat"
+                else mn.anthropic_body(obj)
+                if api == "anthropic_messages"
+                else mn.gemini_chunks([obj])
+            )
         return resp, expected
 
     def _request(self, ex: Exchange, api: str, where: str, seen: set[tuple[str, ...]]) -> Request | None:
-        if api == "gemini" or not isinstance(ex.request, dict) or not isinstance(ex.request.get("messages"), list):
+        key: tuple[str, ...]
+        if (
+            api == "gemini"
+            or not isinstance(ex.request, dict)
+            or not isinstance(ex.request.get("messages"), list)
+        ):
             return None
         rep = self.report
         rep.counts["requests"] += 1

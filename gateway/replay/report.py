@@ -12,8 +12,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 COUNTERS = (
-    "files", "conversations", "turns", "tool_calls", "requests", "exchanges", "streams", "pipeline_turns",
-    "transcript_rows", "rendered", "round_trips", "error_responses",
+    "files",
+    "conversations",
+    "turns",
+    "calls",
+    "requests",
+    "exchanges",
+    "streams",
+    "pipeline_turns",
+    "transcript_rows",
+    "rendered",
+    "round_trips",
+    "error_responses",
 )
 
 
@@ -32,10 +42,19 @@ class Report:
     unsupported: list[dict[str, Any]] = field(default_factory=list)
     issues: list[dict[str, Any]] = field(default_factory=list)
     crashes: list[dict[str, Any]] = field(default_factory=list)
-    cost: dict[str, Any] = field(default_factory=lambda: {
-        "turns_compared": 0, "recorded_usd": 0.0, "estimated_usd": 0.0, "unpriced_turns": 0,
-        "turns_estimated_tokens": 0, "conversations_compared": 0, "conversation_recorded_usd": 0.0,
-        "conversation_estimated_usd": 0.0, "by_model": {}})
+    cost: dict[str, Any] = field(
+        default_factory=lambda: {
+            "turns_compared": 0,
+            "recorded_usd": 0.0,
+            "estimated_usd": 0.0,
+            "unpriced_turns": 0,
+            "turns_estimated_tokens": 0,
+            "conversations_compared": 0,
+            "conversation_recorded_usd": 0.0,
+            "conversation_estimated_usd": 0.0,
+            "by_model": {},
+        }
+    )
     guard_outcomes: Counter[str] = field(default_factory=Counter)
 
     def finding(self, kind: str, file: str, where: str, id: str | None, message: str) -> None:
@@ -44,8 +63,9 @@ class Report:
 
     def loss(self, file: str, where: str, target: str, facet: str, before: str, after: str) -> None:
         """Record information Turnstile lost (a failure)."""
-        self.losses.append({"file": file, "where": where, "target": target, "facet": facet,
-                            "before": before, "after": after})
+        self.losses.append(
+            {"file": file, "where": where, "target": target, "facet": facet, "before": before, "after": after}
+        )
 
     def limit(self, target: str, facet: str, why: str, example: dict[str, Any]) -> None:
         """Count a difference explained by what ``target`` can carry."""
@@ -83,8 +103,9 @@ class Report:
         for k, v in other.cost.items():
             if k == "by_model":
                 for model, m in v.items():
-                    mine = self.cost["by_model"].setdefault(model, {"turns": 0, "recorded_usd": 0.0,
-                                                                    "estimated_usd": 0.0})
+                    mine = self.cost["by_model"].setdefault(
+                        model, {"turns": 0, "recorded_usd": 0.0, "estimated_usd": 0.0}
+                    )
                     for kk in mine:
                         mine[kk] += m[kk]
             else:
@@ -101,20 +122,25 @@ class Report:
 
     def as_dict(self) -> dict[str, Any]:
         """The whole report as JSON-ready data, lists sorted for stable output."""
+
         def key(d: dict[str, Any]) -> tuple[str, ...]:
             return tuple(str(d.get(k, "")) for k in ("file", "where", "kind", "id", "target", "facet"))
 
         cost = dict(self.cost)
         for k in ("recorded_usd", "estimated_usd", "conversation_recorded_usd", "conversation_estimated_usd"):
             cost[k] = round(cost[k], 6)
-        cost["by_model"] = {m: {k: (round(v, 6) if isinstance(v, float) else v) for k, v in d.items()}
-                            for m, d in sorted(cost["by_model"].items())}
+        cost["by_model"] = {
+            m: {k: (round(v, 6) if isinstance(v, float) else v) for k, v in d.items()}
+            for m, d in sorted(cost["by_model"].items())
+        }
         return {
             "ok": not self.failed,
             "totals": {k: self.counts.get(k, 0) for k in COUNTERS},
             "findings_by_kind": self.findings_by_kind(),
             "guard_outcomes": dict(sorted(self.guard_outcomes.items())),
-            "limits": {k: {"count": n, **self.limit_examples.get(k, {})} for k, n in sorted(self.limits.items())},
+            "limits": {
+                k: {"count": n, **self.limit_examples.get(k, {})} for k, n in sorted(self.limits.items())
+            },
             "losses": sorted(self.losses, key=key),
             "crashes": sorted(self.crashes, key=key),
             "unsupported": sorted(self.unsupported, key=key),

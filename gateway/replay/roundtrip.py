@@ -26,8 +26,10 @@ from gateway.schema import AssistantMessage, Request, ToolCallPart, ToolResultMe
 
 TARGETS: dict[str, tuple[ModuleType, Deployment]] = {
     "openai_chat": (openai_chat, Deployment(name="rt-openai", api="openai_chat", model="gpt-4o")),
-    "anthropic_messages": (anthropic_messages, Deployment(name="rt-anthropic", api="anthropic_messages",
-                                                          model="claude-sonnet-4-5")),
+    "anthropic_messages": (
+        anthropic_messages,
+        Deployment(name="rt-anthropic", api="anthropic_messages", model="claude-sonnet-4-5"),
+    ),
     "gemini": (gemini, Deployment(name="rt-gemini", api="gemini", model="gemini-2.5-pro")),
 }
 _POLICY = GuardPolicy()

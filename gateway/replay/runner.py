@@ -48,14 +48,18 @@ async def _replay_file(path: Path, source: str, db_dir: str) -> Report:
         for ex in loaded.exchanges:
             try:
                 rr.replay(ex)
-            except Exception as err:  # noqa: BLE001 - reported as a crash, the run goes on
+            except Exception as err:
                 rep.crash(ex.source, ex.name, err)
     if loaded.conversations:
         providers = {api: ReplayProvider(api) for api in ("openai_chat", "anthropic_messages")}
         writer = TranscriptWriter(Path(db_dir) / (source.replace("/", "_")[-100:] + ".db"))
         await writer.start()
-        gw = Gateway(config=GatewayConfig(guards=GuardPolicy(pairing="repair")), table=DeploymentTable(),
-                     providers=dict(providers), transcript=writer)
+        gw = Gateway(
+            config=GatewayConfig(guards=GuardPolicy(pairing="repair")),
+            table=DeploymentTable(),
+            providers=dict(providers),
+            transcript=writer,
+        )
         cr = ConversationReplayer(Pipeline(gw), providers, rep)
         try:
             for conv in loaded.conversations:
@@ -87,15 +91,21 @@ def replay_file(path: str, source: str, db_dir: str) -> Report:
     quiet_logs()
     try:
         return asyncio.run(_replay_file(Path(path), source, db_dir))
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         rep = Report()
         rep.counts["files"] += 1
         rep.crash(source, "", err)
         return rep
 
 
-def run(paths: list[Path], *, jobs: int | None = None, exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
-        on_file: Callable[[str, int, int], None] | None = None, db_dir: str | None = None) -> Report:
+def run(
+    paths: list[Path],
+    *,
+    jobs: int | None = None,
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
+    on_file: Callable[[str, int, int], None] | None = None,
+    db_dir: str | None = None,
+) -> Report:
     """Replay every file under ``paths`` with ``jobs`` worker processes (default: CPU count;
     1 runs in this process). ``on_file(source, done, total)`` is called as each file ends.
     Returns the merged :class:`Report`."""
@@ -115,7 +125,9 @@ def run(paths: list[Path], *, jobs: int | None = None, exclude: tuple[str, ...] 
                     on_file(s, n, total)
             return report
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(replay_file, str(p), s, where): s for p, s in zip(files, sources, strict=True)}
+            futures = {
+                pool.submit(replay_file, str(p), s, where): s for p, s in zip(files, sources, strict=True)
+            }
             for n, fut in enumerate(as_completed(futures), 1):
                 report.merge(fut.result())
                 if on_file:

@@ -8,6 +8,7 @@ accounting, transcript) runs on real traffic without a network call.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Literal
 
 from gateway.config import Deployment
 from gateway.errors import UpstreamError
@@ -35,7 +36,7 @@ def response_events(resp: Response, chunk_chars: int = 64) -> list[StreamEvent]:
     events: list[StreamEvent] = [MessageStart(id=resp.id, model=resp.model, usage=resp.usage)]
     for i, part in enumerate(resp.message.content):
         if isinstance(part, TextPart | ThinkingPart):
-            kind = "text" if isinstance(part, TextPart) else "thinking"
+            kind: Literal["text", "thinking"] = "text" if isinstance(part, TextPart) else "thinking"
             prov = part.provenance if isinstance(part, ThinkingPart) else None
             events.append(PartStart(index=i, kind=kind, provenance=prov))
             for k in range(0, len(part.text), chunk_chars):
@@ -43,10 +44,20 @@ def response_events(resp: Response, chunk_chars: int = 64) -> list[StreamEvent]:
             if isinstance(part, ThinkingPart) and part.signature:
                 events.append(PartDelta(index=i, signature=part.signature))
         elif isinstance(part, RedactedThinkingPart):
-            events.append(PartStart(index=i, kind="redacted_thinking", data=part.data, provenance=part.provenance))
+            events.append(
+                PartStart(index=i, kind="redacted_thinking", data=part.data, provenance=part.provenance)
+            )
         elif isinstance(part, ToolCallPart):
-            events.append(PartStart(index=i, kind="tool_call", id=part.id, name=part.name,
-                                    signature=part.signature, provenance=part.provenance))
+            events.append(
+                PartStart(
+                    index=i,
+                    kind="tool_call",
+                    id=part.id,
+                    name=part.name,
+                    signature=part.signature,
+                    provenance=part.provenance,
+                )
+            )
             for k in range(0, len(part.raw_arguments), chunk_chars):
                 events.append(PartDelta(index=i, arguments=part.raw_arguments[k : k + chunk_chars]))
         events.append(PartEnd(index=i))
@@ -64,7 +75,9 @@ class ReplayProvider(Provider):
 
     def _take(self, deployment: Deployment) -> Response:
         if self.answer is None:
-            raise UpstreamError("replay upstream has no recorded answer for this turn", deployment=deployment.name)
+            raise UpstreamError(
+                "replay upstream has no recorded answer for this turn", deployment=deployment.name
+            )
         self.calls += 1
         return self.answer
 
@@ -72,7 +85,9 @@ class ReplayProvider(Provider):
         """The recorded answer. Raises :class:`UpstreamError` when none was set."""
         return self._take(deployment)
 
-    async def stream(self, request: Request, deployment: Deployment, api_key: str | None) -> AsyncIterator[StreamEvent]:
+    async def stream(
+        self, request: Request, deployment: Deployment, api_key: str | None
+    ) -> AsyncIterator[StreamEvent]:
         """The recorded answer as internal stream events (:func:`response_events`)."""
         for ev in response_events(self._take(deployment)):
             yield ev

@@ -5,7 +5,6 @@ providers, fake clock; no network, no sleeps)."""
 from __future__ import annotations
 
 import itertools
-
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -152,7 +151,9 @@ _IDS = itertools.count()
 
 def _ctx(*messages: Any, model: str = "auto", **kw: Any) -> TurnContext:
     return TurnContext(
-        request_id=f"req-{next(_IDS)}", dialect="openai_chat", request=Request(model=model, messages=list(messages), **kw)
+        request_id=f"req-{next(_IDS)}",
+        dialect="openai_chat",
+        request=Request(model=model, messages=list(messages), **kw),
     )
 
 

@@ -92,10 +92,7 @@ class McpGateway:
 
 def start_gateway(tmp: Path, servers: list[dict[str, Any]], **mcp_fields: Any) -> Iterator[McpGateway]:
     """Start a gateway whose ``mcp`` section lists ``servers``; yields once all are ready."""
-    from standins.servers import GatewayServer, LoopThread
-
-    from gateway.config import Settings, parse_config
-    from gateway.server import create_app
+    from gateway.config import parse_config
 
     workspace = tmp / "workspace"
     workspace.mkdir(exist_ok=True)
@@ -113,15 +110,36 @@ def start_gateway(tmp: Path, servers: list[dict[str, Any]], **mcp_fields: Any) -
             },
         }
     )
+    yield from run_gateway(config, db_path, workspace)
+
+
+def run_gateway(
+    config: Any,
+    db_path: Path,
+    workspace: Path,
+    *,
+    ready_timeout_s: float = 30,
+    env: dict[str, str] | None = None,
+) -> Iterator[McpGateway]:
+    """Serve ``config`` (a validated ``GatewayConfig``) on a free port; yields once every MCP
+    upstream is ready; stops the gateway (every upstream child reaped) afterwards."""
+    from standins.servers import GatewayServer, LoopThread
+
+    from gateway.config import Settings
+    from gateway.server import create_app
+
     loop = LoopThread()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TURNSTILE_ADMIN_KEY", ADMIN_KEY)
+        for name, value in (env or {}).items():
+            mp.setenv(name, value)
         app = create_app(config=config, settings=Settings(db_path=db_path, log_level="warning"))
         server = GatewayServer(app)
         loop.call(server.start())
         try:
-            ready = loop.call(app.state.mcp.registry.wait_ready(30), timeout=40)
-            assert all(ready.values()), f"upstreams not ready: {ready}"
+            registry = app.state.mcp.registry
+            ready = loop.call(registry.wait_ready(ready_timeout_s), timeout=ready_timeout_s + 10)
+            assert all(ready.values()), f"upstreams not ready: {ready}: {app.state.mcp.registry.status()}"
             yield McpGateway(server.url, app, loop, workspace, db_path)
         finally:
             loop.call(server.stop())

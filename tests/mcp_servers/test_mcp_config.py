@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gateway.config import parse_config
 from gateway.errors import ConfigError
-from mcp_servers.config import McpServerSpec
+from mcp_servers.config import McpConfig, McpServerSpec
 
 
 def test_defaults() -> None:
@@ -71,3 +73,32 @@ def test_duplicate_server_ids_are_rejected() -> None:
     spec = {"id": "a", "transport": {"type": "stdio", "command": "x"}}
     with pytest.raises(ConfigError, match="repeated: a"):
         parse_config({"mcp": {"servers": [spec, spec]}})
+
+
+def test_workspace_placeholder_expands_to_the_first_root_and_commands_resolve_beside_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+    from contextlib import AsyncExitStack
+
+    from mcp_servers.upstream import CommandNotFound, build_target, resolve_command
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert resolve_command("mcp-server-time") == str(Path(sys.executable).parent / "mcp-server-time")
+    assert resolve_command("no-such-turnstile-command") is None
+    spec = McpServerSpec.model_validate(
+        {"id": "fs", "transport": {"type": "stdio", "command": "mcp-server-time", "args": ["${workspace}/x"]}}
+    )
+    target = build_target(spec, lambda _: None, AsyncExitStack(), ["/srv/ws", "/other"])
+    assert target.args == ["/srv/ws/x"]
+    missing = spec.model_copy(update={"transport": spec.transport.model_copy(update={"command": "nope-xyz"})})
+    with pytest.raises(CommandNotFound, match="'nope-xyz' of MCP server 'fs' was not found"):
+        build_target(missing, lambda _: None, AsyncExitStack(), [])
+
+
+def test_relative_workspace_roots_resolve_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    cfg = McpConfig(workspace_roots=["./workspace"])
+    assert cfg.resolved_workspace_roots() == [str(tmp_path.resolve() / "workspace")]

@@ -14,9 +14,10 @@ def test_C24_long_server_and_tool_name_fits_64_chars_and_routes_back() -> None:
     table = ToolNameTable()
     name = table.register("enterprise-knowledge-base-prod", "search_documents_by_semantic_similarity")
     assert len(name) <= 64 and EXPOSED_NAME.match(name)
-    assert table.resolve(name) == ("enterprise-knowledge-base-prod", "search_documents_by_semantic_similarity")
+    pair = ("enterprise-knowledge-base-prod", "search_documents_by_semantic_similarity")
+    assert table.resolve(name) == pair
     # deterministic across restarts: a fresh table gives the same name
-    assert ToolNameTable().register("enterprise-knowledge-base-prod", "search_documents_by_semantic_similarity") == name
+    assert ToolNameTable().register(*pair) == name
 
 
 def test_C24_two_long_names_sharing_a_prefix_stay_distinct() -> None:
@@ -36,7 +37,7 @@ def test_C26_same_tool_name_on_two_servers_is_keyed_by_server() -> None:
 def test_C26_collision_without_namespacing_is_a_registration_error() -> None:
     table = ToolNameTable(namespaced=False)
     table.register("github", "search")
-    with pytest.raises(ConfigError, match="collision.*github.*jira"):
+    with pytest.raises(ConfigError, match=r"collision.*github.*jira"):
         table.register("jira", "search")
 
 

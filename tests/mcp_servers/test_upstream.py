@@ -69,14 +69,14 @@ async def test_removed_server_leaves_no_child_process(gw: McpGateway) -> None:
 async def test_server_that_cannot_start_is_reported_and_others_keep_working(gw: McpGateway) -> None:
     spec = {"id": "broken", "transport": {"type": "stdio", "command": "/nonexistent/mcp-server"}}
     body = await _add(gw, spec, wait_s=0)
-    assert body["status"]["state"] in ("starting", "restarting")
+    assert body["status"]["state"] in ("starting", "unavailable")
     try:
         up = gw.registry.upstream("broken")
         assert not gw.loop.call(up.wait_ready(0.5))
         async with httpx.AsyncClient(base_url=gw.url) as http:
             health = (await http.get("/health")).json()
         broken = next(s for s in health["mcp"]["servers"] if s["id"] == "broken")
-        assert broken["state"] == "restarting" and "nonexistent" in (broken["last_error"] or "")
+        assert broken["state"] == "unavailable" and "nonexistent" in (broken["last_error"] or "")
         async with Client(gw.mcp_url) as client:
             result = await client.call_tool("time__get_current_time", {"timezone": "UTC"})
         assert not result.is_error

@@ -34,13 +34,18 @@ def _literal(value: Any) -> Any:
 
 
 def _turns(messages: list[dict[str, Any]], model: str | None = None) -> list[RecordedTurn]:
-    return [RecordedTurn(index=i, model=model) for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    return [
+        RecordedTurn(index=i, model=model) for i, m in enumerate(messages) if m.get("role") == "assistant"
+    ]
 
 
 def looks_like_swe_agent(data: Any) -> bool:
     """A SWE-agent trajectory: an object with a ``history`` list of role messages."""
-    return isinstance(data, dict) and isinstance(data.get("history"), list) and (
-        "trajectory" in data or any(isinstance(m, dict) and "agent" in m for m in data["history"][:3]))
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("history"), list)
+        and ("trajectory" in data or any(isinstance(m, dict) and "agent" in m for m in data["history"][:3]))
+    )
 
 
 def read_swe_agent(data: dict[str, Any], source: str) -> tuple[list[Conversation], list[Issue]]:
@@ -59,31 +64,49 @@ def read_swe_agent(data: dict[str, Any], source: str) -> tuple[list[Conversation
             if calls:
                 native = True
                 out["tool_calls"] = [
-                    {"id": c.get("id"), "type": "function",
-                     "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}}
+                    {
+                        "id": c.get("id"),
+                        "type": "function",
+                        "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]},
+                    }
                     for c in calls
                 ]
         elif m["role"] == "tool":
             ids = _literal(m.get("tool_call_ids")) or []
             if len(ids) != 1:
-                issues.append(Issue(source, None, f"history[{i}]: tool message with {len(ids)} ids; using the first"))
+                issues.append(
+                    Issue(source, None, f"history[{i}]: tool message with {len(ids)} ids; using the first")
+                )
             out["tool_call_id"] = ids[0] if ids else ""
         messages.append(out)
     model = "gpt-4o" if native else "gpt-4"
     stats = (data.get("info") or {}).get("model_stats") or {}
-    conv = Conversation(source=source, name=source.rsplit("/", 1)[-1], dialect="openai_chat",
-                        head={"model": model}, messages=messages, turns=_turns(messages, model))
+    conv = Conversation(
+        source=source,
+        name=source.rsplit("/", 1)[-1],
+        dialect="openai_chat",
+        head={"model": model},
+        messages=messages,
+        turns=_turns(messages, model),
+    )
     cost = stats.get("instance_cost")
     if isinstance(cost, int | float) and (stats.get("tokens_sent") or stats.get("tokens_received")):
         conv.total_cost_usd = float(cost)
-        conv.total_usage = {"input_tokens": int(stats.get("tokens_sent") or 0),
-                            "output_tokens": int(stats.get("tokens_received") or 0)}
+        conv.total_usage = {
+            "input_tokens": int(stats.get("tokens_sent") or 0),
+            "output_tokens": int(stats.get("tokens_received") or 0),
+        }
     return [conv], issues
 
 
 def looks_like_tau_bench(data: Any) -> bool:
     """A τ-bench results file: a JSON array of objects with ``traj`` lists."""
-    return isinstance(data, list) and bool(data) and isinstance(data[0], dict) and isinstance(data[0].get("traj"), list)
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and isinstance(data[0], dict)
+        and isinstance(data[0].get("traj"), list)
+    )
 
 
 def read_tau_bench(data: list[Any], source: str) -> tuple[list[Conversation], list[Issue]]:
@@ -97,8 +120,16 @@ def read_tau_bench(data: list[Any], source: str) -> tuple[list[Conversation], li
             continue
         msgs = [m for m in item["traj"] if isinstance(m, dict)]
         name = f"task{item.get('task_id')}-trial{item.get('trial')}"
-        convs.append(Conversation(source=source, name=name, dialect="openai_chat", head={"model": "gpt-4o"},
-                                  messages=msgs, turns=_turns(msgs, "gpt-4o")))
+        convs.append(
+            Conversation(
+                source=source,
+                name=name,
+                dialect="openai_chat",
+                head={"model": "gpt-4o"},
+                messages=msgs,
+                turns=_turns(msgs, "gpt-4o"),
+            )
+        )
     return convs, issues
 
 
@@ -119,14 +150,25 @@ def read_toolbench(data: dict[str, Any], source: str) -> tuple[list[Conversation
     head: dict[str, Any] = {"model": "gpt-3.5-turbo-16k"}
     if gen.get("function"):
         head["functions"] = gen["function"]
-    return [Conversation(source=source, name=source.rsplit("/", 1)[-1], dialect="openai_chat", head=head,
-                         messages=msgs, turns=_turns(msgs))], []
+    return [
+        Conversation(
+            source=source,
+            name=source.rsplit("/", 1)[-1],
+            dialect="openai_chat",
+            head=head,
+            messages=msgs,
+            turns=_turns(msgs),
+        )
+    ], []
 
 
 def looks_like_chat_body(data: Any) -> bool:
     """A plain request body: an object with a ``messages`` list of role messages."""
-    return isinstance(data, dict) and isinstance(data.get("messages"), list) and all(
-        isinstance(m, dict) and "role" in m for m in data["messages"])
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("messages"), list)
+        and all(isinstance(m, dict) and "role" in m for m in data["messages"])
+    )
 
 
 def is_anthropic_body(data: dict[str, Any]) -> bool:
@@ -154,5 +196,13 @@ def read_chat_body(data: dict[str, Any], source: str) -> tuple[list[Conversation
     if dialect == "anthropic_messages":
         head.setdefault("max_tokens", 4096)
     msgs = data["messages"]
-    return [Conversation(source=source, name=source.rsplit("/", 1)[-1], dialect=dialect, head=head,
-                         messages=msgs, turns=_turns(msgs))], []
+    return [
+        Conversation(
+            source=source,
+            name=source.rsplit("/", 1)[-1],
+            dialect=dialect,
+            head=head,
+            messages=msgs,
+            turns=_turns(msgs),
+        )
+    ], []

@@ -27,8 +27,13 @@ from gateway.replay.records import Conversation, Issue, RecordedTurn
 
 def looks_like(data: Any) -> bool:
     """A list of OpenHands events (objects with ``source`` and ``action``/``observation``)."""
-    return isinstance(data, list) and bool(data) and all(
-        isinstance(e, dict) and "source" in e and ("action" in e or "observation" in e) for e in data[:5])
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(
+            isinstance(e, dict) and "source" in e and ("action" in e or "observation" in e) for e in data[:5]
+        )
+    )
 
 
 def looks_like_output_line(data: Any) -> bool:
@@ -49,12 +54,16 @@ def _usage(u: Any) -> dict[str, int] | None:
     prompt = int(u.get("prompt_tokens") or 0)
     details = u.get("prompt_tokens_details") or {}
     cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
-    return {"input_tokens": prompt - cached, "cache_read_tokens": cached,
-            "output_tokens": int(u.get("completion_tokens") or 0)}
+    return {
+        "input_tokens": prompt - cached,
+        "cache_read_tokens": cached,
+        "output_tokens": int(u.get("completion_tokens") or 0),
+    }
 
 
-def read_history(events: list[Any], source: str, name: str, model: str | None = None,
-                 metrics: dict[str, Any] | None = None) -> tuple[Conversation, list[Issue]]:
+def read_history(
+    events: list[Any], source: str, name: str, model: str | None = None, metrics: dict[str, Any] | None = None
+) -> tuple[Conversation, list[Issue]]:
     """One event history -> one conversation (``name`` locates it in the file)."""
     issues: list[Issue] = []
     messages: list[dict[str, Any]] = []
@@ -82,8 +91,11 @@ def read_history(events: list[Any], source: str, name: str, model: str | None = 
                 ]
                 if calls:
                     out["tool_calls"] = calls
-                turns.append(RecordedTurn(index=len(messages), model=resp.get("model") or model,
-                                          usage=_usage(resp.get("usage"))))
+                turns.append(
+                    RecordedTurn(
+                        index=len(messages), model=resp.get("model") or model, usage=_usage(resp.get("usage"))
+                    )
+                )
                 messages.append(out)
             elif action == "system":
                 messages.append({"role": "system", "content": _text(ev)})
@@ -95,22 +107,43 @@ def read_history(events: list[Any], source: str, name: str, model: str | None = 
             elif action in ("recall", "change_agent_state"):
                 continue
             else:
-                issues.append(Issue(source, None, f"{name} event {ev.get('id')}: action {action!r} "
-                                                  "without model response; skipped"))
+                issues.append(
+                    Issue(
+                        source,
+                        None,
+                        f"{name} event {ev.get('id')}: action {action!r} without model response; skipped",
+                    )
+                )
             continue
         obs = ev.get("observation")
         if isinstance(tcm, dict) and tcm.get("tool_call_id"):
-            messages.append({"role": "tool", "tool_call_id": tcm["tool_call_id"],
-                             "name": tcm.get("function_name"), "content": _text(ev)})
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": tcm["tool_call_id"],
+                    "name": tcm.get("function_name"),
+                    "content": _text(ev),
+                }
+            )
         elif obs == "agent_state_changed":
             continue
         else:
             text = _text(ev)
             if text:
                 messages.append({"role": "user", "content": text})
-    conv = Conversation(source=source, name=name, dialect="openai_chat", head={"model": model or "unknown"},
-                        messages=messages, turns=turns)
-    if metrics and isinstance(metrics.get("accumulated_cost"), int | float) and metrics["accumulated_cost"] > 0:
+    conv = Conversation(
+        source=source,
+        name=name,
+        dialect="openai_chat",
+        head={"model": model or "unknown"},
+        messages=messages,
+        turns=turns,
+    )
+    if (
+        metrics
+        and isinstance(metrics.get("accumulated_cost"), int | float)
+        and metrics["accumulated_cost"] > 0
+    ):
         conv.total_cost_usd = float(metrics["accumulated_cost"])
     return conv, issues
 

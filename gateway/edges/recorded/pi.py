@@ -28,7 +28,9 @@ from gateway.edges.recorded.jsonstream import iter_objects
 from gateway.replay.records import Conversation, Issue, RecordedTurn
 
 MAX_TOKENS = 32000
-SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+SUMMARY_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+)
 SUMMARY_SUFFIX = "\n</summary>"
 _STOPS = {"toolUse": "tool_use", "stop": "stop", "aborted": "aborted", "error": "error", "length": "length"}
 
@@ -48,8 +50,16 @@ def _blocks(content: Any, source: str, line: int, issues: list[Issue]) -> list[d
             if b.get("text"):
                 out.append({"type": "text", "text": b["text"]})
         elif kind == "image":
-            out.append({"type": "image", "source": {"type": "base64", "media_type": b.get("mimeType", ""),
-                                                     "data": b.get("data", "")}})
+            out.append(
+                {
+                    "type": "image",
+                    "source": {
+                        "type": "base64",
+                        "media_type": b.get("mimeType", ""),
+                        "data": b.get("data", ""),
+                    },
+                }
+            )
         else:
             issues.append(Issue(source, line, f"unknown Pi content block {kind!r}; skipped"))
     return out
@@ -67,8 +77,14 @@ def _assistant(msg: dict[str, Any], source: str, line: int, issues: list[Issue])
                 block["signature"] = b["thinkingSignature"]
             blocks.append(block)
         elif kind == "toolCall":
-            blocks.append({"type": "tool_use", "id": b.get("id", ""), "name": b.get("name", ""),
-                           "input": b.get("arguments") or {}})
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": b.get("id", ""),
+                    "name": b.get("name", ""),
+                    "input": b.get("arguments") or {},
+                }
+            )
         else:
             issues.append(Issue(source, line, f"unknown Pi assistant block {kind!r}; skipped"))
     return {"role": "assistant", "content": blocks}
@@ -113,9 +129,15 @@ def read(path: Path, source: str) -> tuple[list[Conversation], list[Issue]]:
             continue
         if kind == "compaction":
             first = entry.get("firstKeptEntryIndex")
-            summary = {"role": "user", "content": [
-                {"type": "text", "text": SUMMARY_PREFIX + str(entry.get("summary", "")) + SUMMARY_SUFFIX}]}
-            kept = [m for m, e in zip(messages, entry_of, strict=True) if isinstance(first, int) and e >= first]
+            summary = {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": SUMMARY_PREFIX + str(entry.get("summary", "")) + SUMMARY_SUFFIX}
+                ],
+            }
+            kept = [
+                m for m, e in zip(messages, entry_of, strict=True) if isinstance(first, int) and e >= first
+            ]
             view = [summary, *kept]
             continue
         if kind != "message":
@@ -129,16 +151,29 @@ def read(path: Path, source: str) -> tuple[list[Conversation], list[Issue]]:
         elif role == "assistant":
             out = _assistant(msg, source, line, issues)
             usage, cost = _usage(msg)
-            turns.append(RecordedTurn(index=len(messages), model=msg.get("model"), usage=usage, cost_usd=cost,
-                                      stop=_STOPS.get(str(msg.get("stopReason")))))
+            turns.append(
+                RecordedTurn(
+                    index=len(messages),
+                    model=msg.get("model"),
+                    usage=usage,
+                    cost_usd=cost,
+                    stop=_STOPS.get(str(msg.get("stopReason"))),
+                )
+            )
             if view is not None:
                 views[len(turns) - 1] = list(view)
         elif role == "toolResult":
-            out = {"role": "user", "content": [{
-                "type": "tool_result", "tool_use_id": msg.get("toolCallId", ""),
-                "content": _blocks(msg.get("content"), source, line, issues),
-                "is_error": bool(msg.get("isError")),
-            }]}
+            out = {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": msg.get("toolCallId", ""),
+                        "content": _blocks(msg.get("content"), source, line, issues),
+                        "is_error": bool(msg.get("isError")),
+                    }
+                ],
+            }
         elif role == "bashExecution":
             body = f"Ran `{msg.get('command', '')}`\n```\n{msg.get('output', '')}\n```"
             if msg.get("exitCode") not in (0, None):
@@ -153,6 +188,13 @@ def read(path: Path, source: str) -> tuple[list[Conversation], list[Issue]]:
             if view is not None:
                 view.append(out)
     head = {"model": "claude-sonnet-4-5", "max_tokens": MAX_TOKENS}
-    conv = Conversation(source=source, name=session_id, dialect="anthropic_messages", head=head,
-                        messages=messages, turns=turns, views=views)
+    conv = Conversation(
+        source=source,
+        name=session_id,
+        dialect="anthropic_messages",
+        head=head,
+        messages=messages,
+        turns=turns,
+        views=views,
+    )
     return [conv], issues

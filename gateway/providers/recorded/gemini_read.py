@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from gateway.providers.gemini_common import provenance
 from gateway.config import Deployment
+from gateway.providers.gemini_common import provenance
 from gateway.providers.naming import NameMap
 from gateway.schema import (
     AssistantMessage,
@@ -55,9 +55,14 @@ def _user(parts: list[dict[str, Any]], names: NameMap) -> list[Message]:
             resp = fr.get("response") or {}
             is_error = "error" in resp and "output" not in resp
             text = resp.get("error") if is_error else resp.get("output")
-            results.append(ToolResultMessage(
-                tool_call_id=str(fr.get("id") or ""), name=names.from_upstream_name(str(fr.get("name"))),
-                content=[TextPart(text=str(text))] if text else [], is_error=is_error))
+            results.append(
+                ToolResultMessage(
+                    tool_call_id=str(fr.get("id") or ""),
+                    name=names.from_upstream_name(str(fr.get("name"))),
+                    content=[TextPart(text=str(text))] if text else [],
+                    is_error=is_error,
+                )
+            )
         elif "text" in p:
             content.append(TextPart(text=p["text"]))
         elif "inlineData" in p or "fileData" in p:
@@ -78,13 +83,22 @@ def _model(parts: list[dict[str, Any]], names: NameMap, dep: Deployment) -> Assi
         if "functionCall" in p:
             fc = p["functionCall"]
             args = fc.get("args") or {}
-            content.append(ToolCallPart(
-                id=str(fc.get("id") or ""), name=names.from_upstream_name(str(fc.get("name"))), arguments=args,
-                raw_arguments=orjson.dumps(args).decode(), signature=p.get("thoughtSignature"),
-                provenance=prov if p.get("thoughtSignature") else None))
+            content.append(
+                ToolCallPart(
+                    id=str(fc.get("id") or ""),
+                    name=names.from_upstream_name(str(fc.get("name"))),
+                    arguments=args,
+                    raw_arguments=orjson.dumps(args).decode(),
+                    signature=p.get("thoughtSignature"),
+                    provenance=prov if p.get("thoughtSignature") else None,
+                )
+            )
         elif p.get("thought"):
-            content.append(ThinkingPart(text=str(p.get("text") or ""), signature=p.get("thoughtSignature"),
-                                        provenance=prov))
+            content.append(
+                ThinkingPart(
+                    text=str(p.get("text") or ""), signature=p.get("thoughtSignature"), provenance=prov
+                )
+            )
         elif "text" in p:
             content.append(TextPart(text=p["text"]))
             if p.get("thoughtSignature"):
@@ -107,22 +121,30 @@ def read_request(body: bytes, names: NameMap, dep: Deployment) -> Request:
         else:
             messages.extend(_user(turn.get("parts") or [], names))
     tools = [
-        ToolDefinition(name=names.from_upstream_name(d["name"]), description=d.get("description"),
-                       parameters=d.get("parameters") or {"type": "object", "properties": {}})
-        for t in obj.get("tools") or [] for d in t.get("functionDeclarations") or []
+        ToolDefinition(
+            name=names.from_upstream_name(d["name"]),
+            description=d.get("description"),
+            parameters=d.get("parameters") or {"type": "object", "properties": {}},
+        )
+        for t in obj.get("tools") or []
+        for d in t.get("functionDeclarations") or []
     ]
     choice = None
     fcc = (obj.get("toolConfig") or {}).get("functionCallingConfig")
     if fcc:
         mode = {"AUTO": "auto", "NONE": "none", "ANY": "required"}[fcc.get("mode", "AUTO")]
         allowed = fcc.get("allowedFunctionNames") or []
-        choice = ToolChoice(mode="tool" if allowed else mode,  # type: ignore[arg-type]
-                            name=names.from_upstream_name(allowed[0]) if allowed else None)
+        choice = ToolChoice(
+            mode="tool" if allowed else mode,  # type: ignore[arg-type]
+            name=names.from_upstream_name(allowed[0]) if allowed else None,
+        )
     gen = obj.get("generationConfig") or {}
     fmt = None
     if gen.get("responseMimeType") == "application/json":
-        fmt = ResponseFormat(type="json_schema" if gen.get("responseSchema") else "json_object",
-                             schema=gen.get("responseSchema"))
+        fmt = ResponseFormat(
+            type="json_schema" if gen.get("responseSchema") else "json_object",
+            schema=gen.get("responseSchema"),
+        )
     thinking = None
     tc = gen.get("thinkingConfig")
     if tc is not None:
@@ -130,7 +152,16 @@ def read_request(body: bytes, names: NameMap, dep: Deployment) -> Request:
             thinking = ThinkingConfig(enabled=False)
         else:
             thinking = ThinkingConfig(budget_tokens=tc.get("thinkingBudget"), effort=tc.get("thinkingLevel"))
-    return Request(model=dep.model, messages=messages, tools=tools, tool_choice=choice,
-                   max_output_tokens=gen.get("maxOutputTokens"), temperature=gen.get("temperature"),
-                   top_p=gen.get("topP"), top_k=gen.get("topK"), stop=gen.get("stopSequences") or [],
-                   response_format=fmt, thinking=thinking)
+    return Request(
+        model=dep.model,
+        messages=messages,
+        tools=tools,
+        tool_choice=choice,
+        max_output_tokens=gen.get("maxOutputTokens"),
+        temperature=gen.get("temperature"),
+        top_p=gen.get("topP"),
+        top_k=gen.get("topK"),
+        stop=gen.get("stopSequences") or [],
+        response_format=fmt,
+        thinking=thinking,
+    )

@@ -20,14 +20,35 @@ from typing import Any
 
 import orjson
 
-_OPENAI_STOP = {"stop": "stop", "length": "length", "tool_calls": "tool_use", "function_call": "tool_use",
-                "content_filter": "content_filter"}
-_ANTHROPIC_STOP = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "max_tokens": "length",
-                   "model_context_window_exceeded": "length", "tool_use": "tool_use", "refusal": "content_filter"}
-_GEMINI_STOP = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter", "RECITATION": "content_filter",
-                "PROHIBITED_CONTENT": "content_filter", "BLOCKLIST": "content_filter", "SPII": "content_filter",
-                "IMAGE_SAFETY": "content_filter", "LANGUAGE": "content_filter", "MALFORMED_FUNCTION_CALL": "error",
-                "OTHER": "error"}
+_OPENAI_STOP = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "content_filter",
+}
+_ANTHROPIC_STOP = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_use",
+    "refusal": "content_filter",
+}
+_GEMINI_STOP = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "LANGUAGE": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "OTHER": "error",
+}
 
 
 STREAMED = "<arguments streamed as partialArgs>"
@@ -74,8 +95,13 @@ def _openai_usage(u: Any) -> dict[str, int]:
     if reasoning > output:
         # xAI counts reasoning outside completion_tokens (it cannot be a part of it)
         output += reasoning
-    return {"input": int(u.get("prompt_tokens") or 0) - cached - write, "output": output,
-            "cache_read": cached, "cache_write": write, "reasoning": reasoning}
+    return {
+        "input": max(int(u.get("prompt_tokens") or 0) - cached - write, 0),
+        "output": output,
+        "cache_read": cached,
+        "cache_write": write,
+        "reasoning": reasoning,
+    }
 
 
 def _openai_stop(m: Meaning, raw: Any) -> None:
@@ -102,8 +128,11 @@ def _content_list(m: Meaning, content: list[Any], thought: list[str]) -> None:
             continue
         if p.get("type") == "thinking":
             chunks = p.get("thinking")
-            text = "".join(str(c.get("text") or "") for c in chunks if isinstance(c, dict)) if isinstance(
-                chunks, list) else str(chunks or "")
+            text = (
+                "".join(str(c.get("text") or "") for c in chunks if isinstance(c, dict))
+                if isinstance(chunks, list)
+                else str(chunks or "")
+            )
             if thought is not None:
                 thought.append(text)
         else:
@@ -127,8 +156,13 @@ def openai_body(obj: dict[str, Any]) -> Meaning:
     for c in msg.get("tool_calls") or []:
         fn = c.get("function") or {}
         args = fn.get("arguments")
-        m.calls.append(Call(c.get("id"), str(fn.get("name")), args if isinstance(args, str) else
-                            "" if args is None else orjson.dumps(args).decode()))
+        m.calls.append(
+            Call(
+                c.get("id"),
+                str(fn.get("name")),
+                args if isinstance(args, str) else "" if args is None else orjson.dumps(args).decode(),
+            )
+        )
     _openai_stop(m, choice.get("finish_reason"))
     m.usage = _openai_usage(obj.get("usage"))
     _turnstile(m, obj)
@@ -182,8 +216,12 @@ def openai_chunks(chunks: list[dict[str, Any]]) -> Meaning:
 def _anthropic_usage(u: Any, into: dict[str, int]) -> None:
     if not isinstance(u, dict):
         return
-    for src, dst in (("input_tokens", "input"), ("output_tokens", "output"),
-                     ("cache_read_input_tokens", "cache_read"), ("cache_creation_input_tokens", "cache_write")):
+    for src, dst in (
+        ("input_tokens", "input"),
+        ("output_tokens", "output"),
+        ("cache_read_input_tokens", "cache_read"),
+        ("cache_creation_input_tokens", "cache_write"),
+    ):
         if u.get(src) is not None:
             into[dst] = int(u[src])
 
@@ -236,19 +274,19 @@ def anthropic_events(events: list[dict[str, Any]]) -> Meaning:
             blocks[i] = block
             order.append(i)
         elif kind == "content_block_delta":
-            block = blocks.get(int(ev.get("index", -1)))
+            found = blocks.get(int(ev.get("index", -1)))
             d = ev.get("delta") or {}
-            if block is None:
+            if found is None:
                 continue
             dk = d.get("type")
             if dk == "text_delta":
-                block["text"] = str(block.get("text") or "") + str(d.get("text") or "")
+                found["text"] = str(found.get("text") or "") + str(d.get("text") or "")
             elif dk == "thinking_delta":
-                block["thinking"] = str(block.get("thinking") or "") + str(d.get("thinking") or "")
+                found["thinking"] = str(found.get("thinking") or "") + str(d.get("thinking") or "")
             elif dk == "signature_delta":
-                block["signature"] = str(block.get("signature") or "") + str(d.get("signature") or "")
+                found["signature"] = str(found.get("signature") or "") + str(d.get("signature") or "")
             elif dk == "input_json_delta":
-                block["_json"].append(str(d.get("partial_json") or ""))
+                found["_json"].append(str(d.get("partial_json") or ""))
         elif kind == "message_delta":
             _anthropic_stop(m, (ev.get("delta") or {}).get("stop_reason"))
             _anthropic_usage(ev.get("usage"), m.usage)
@@ -257,8 +295,13 @@ def anthropic_events(events: list[dict[str, Any]]) -> Meaning:
         b = blocks[i]
         if b.get("type") == "tool_use":
             raw = "".join(b["_json"])
-            m.calls.append(Call(b.get("id"), str(b.get("name")), _compact(raw) if raw else
-                                orjson.dumps(b.get("input") or {}).decode()))
+            m.calls.append(
+                Call(
+                    b.get("id"),
+                    str(b.get("name")),
+                    _compact(raw) if raw else orjson.dumps(b.get("input") or {}).decode(),
+                )
+            )
         else:
             _anthropic_block(m, b)
     m.usage.setdefault("reasoning", 0)
@@ -286,9 +329,13 @@ def gemini_chunks(chunks: list[dict[str, Any]]) -> Meaning:
             u = ch["usageMetadata"]
             cached = int(u.get("cachedContentTokenCount") or 0)
             reasoning = int(u.get("thoughtsTokenCount") or 0)
-            m.usage = {"input": int(u.get("promptTokenCount") or 0) - cached,
-                       "output": int(u.get("candidatesTokenCount") or 0) + reasoning,
-                       "cache_read": cached, "cache_write": 0, "reasoning": reasoning}
+            m.usage = {
+                "input": int(u.get("promptTokenCount") or 0) - cached,
+                "output": int(u.get("candidatesTokenCount") or 0) + reasoning,
+                "cache_read": cached,
+                "cache_write": 0,
+                "reasoning": reasoning,
+            }
         for cand in ch.get("candidates") or []:
             for p in (cand.get("content") or {}).get("parts") or []:
                 if "functionCall" in p:
@@ -296,10 +343,18 @@ def gemini_chunks(chunks: list[dict[str, Any]]) -> Meaning:
                     if not fc.get("name"):
                         continue  # Vertex partialArgs continuation of the call before
                     if fc.get("willContinue") or fc.get("partialArgs"):
-                        m.calls.append(Call(fc.get("id"), str(fc["name"]), STREAMED, p.get("thoughtSignature")))
+                        m.calls.append(
+                            Call(fc.get("id"), str(fc["name"]), STREAMED, p.get("thoughtSignature"))
+                        )
                         continue
-                    m.calls.append(Call(fc.get("id"), str(fc.get("name")), orjson.dumps(fc.get("args") or {}).decode(),
-                                        p.get("thoughtSignature")))
+                    m.calls.append(
+                        Call(
+                            fc.get("id"),
+                            str(fc.get("name")),
+                            orjson.dumps(fc.get("args") or {}).decode(),
+                            p.get("thoughtSignature"),
+                        )
+                    )
                     continue
                 if p.get("thought"):
                     thought.append(str(p.get("text") or ""))

@@ -58,7 +58,7 @@ def _json_or_none(raw: Any) -> Any:
 def read_cassette(path: Path, source: str) -> tuple[list[Exchange], list[Issue]]:
     """A vcrpy or go-vcr YAML cassette. Raises nothing: YAML errors become an issue."""
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - safe loader
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         return [], [Issue(source, mark.line + 1 if mark else None, f"not YAML: {err}")]
@@ -67,10 +67,7 @@ def read_cassette(path: Path, source: str) -> tuple[list[Exchange], list[Issue]]
     out: list[Exchange] = []
     for i, it in enumerate(data["interactions"]):
         req, resp = it.get("request") or {}, it.get("response") or {}
-        if "parsed_body" in req:
-            request = req["parsed_body"]
-        else:
-            request = _json_or_none(req.get("body"))
+        request = req["parsed_body"] if "parsed_body" in req else _json_or_none(req.get("body"))
         if "parsed_body" in resp:
             body = orjson.dumps(resp["parsed_body"])
         else:
@@ -80,8 +77,17 @@ def read_cassette(path: Path, source: str) -> tuple[list[Exchange], list[Issue]]
         code = resp.get("code") or (status.get("code") if isinstance(status, dict) else status) or 200
         ctype = _header(resp.get("headers"), "content-type")
         stream = "event-stream" in ctype or (not ctype and body.lstrip()[:5] in (b"data:", b"event"))
-        out.append(Exchange(source=source, name=f"interactions[{i}]", url=str(req.get("uri") or req.get("url") or ""),
-                            request=request, status=int(code), body=body, stream=stream))
+        out.append(
+            Exchange(
+                source=source,
+                name=f"interactions[{i}]",
+                url=str(req.get("uri") or req.get("url") or ""),
+                request=request,
+                status=int(code),
+                body=body,
+                stream=stream,
+            )
+        )
     return out, []
 
 
@@ -91,22 +97,35 @@ def read_inline_snapshot(data: list[Any], source: str) -> tuple[list[Exchange], 
     for i, ex in enumerate(data):
         req, resp = ex.get("request") or {}, ex.get("response") or {}
         ctype = _header(resp.get("headers"), "content-type")
-        out.append(Exchange(source=source, name=f"[{i}]", url=str(req.get("url") or ""),
-                            request=_json_or_none(req.get("body")), status=int(resp.get("status_code") or 200),
-                            body=_bytes(resp.get("body")), stream="event-stream" in ctype))
+        out.append(
+            Exchange(
+                source=source,
+                name=f"[{i}]",
+                url=str(req.get("url") or ""),
+                request=_json_or_none(req.get("body")),
+                status=int(resp.get("status_code") or 200),
+                body=_bytes(resp.get("body")),
+                stream="event-stream" in ctype,
+            )
+        )
     return out, []
 
 
 def looks_like_inline_snapshot(data: Any) -> bool:
     """An array of ``{request, response}`` objects."""
-    return isinstance(data, list) and bool(data) and all(
-        isinstance(x, dict) and "request" in x and "response" in x for x in data)
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(isinstance(x, dict) and "request" in x and "response" in x for x in data)
+    )
 
 
 def read_raw_sse(path: Path, source: str) -> tuple[list[Exchange], list[Issue]]:
     """A raw SSE body file; the API is told by its events (see :func:`sniff_stream_api`)."""
     body = path.read_bytes()
-    return [Exchange(source=source, name="stream", url="", request=None, status=200, body=body, stream=True)], []
+    return [
+        Exchange(source=source, name="stream", url="", request=None, status=200, body=body, stream=True)
+    ], []
 
 
 def read_vercel_chunks(path: Path, source: str) -> tuple[list[Exchange], list[Issue]]:
@@ -127,13 +146,24 @@ def read_vercel_chunks(path: Path, source: str) -> tuple[list[Exchange], list[Is
             frames.append(b"event: " + obj["type"].encode() + b"\n")
         frames.append(b"data: " + line.strip() + b"\n\n")
     body = b"".join(frames)
-    return [Exchange(source=source, name="stream", url="", request=None, status=200, body=body, stream=True)], issues
+    return [
+        Exchange(source=source, name="stream", url="", request=None, status=200, body=body, stream=True)
+    ], issues
 
 
 def read_json_body(data: Any, source: str) -> list[Exchange]:
     """A recorded non-streaming response body (vercel-ai ``*.json``)."""
-    return [Exchange(source=source, name="body", url="", request=None, status=200, body=orjson.dumps(data),
-                     stream=False)]
+    return [
+        Exchange(
+            source=source,
+            name="body",
+            url="",
+            request=None,
+            status=200,
+            body=orjson.dumps(data),
+            stream=False,
+        )
+    ]
 
 
 def sniff_body_api(obj: Any) -> str | None:
@@ -143,7 +173,9 @@ def sniff_body_api(obj: Any) -> str | None:
     if not isinstance(obj, dict):
         return None
     if obj.get("object") == "chat.completion" or (
-        isinstance(obj.get("choices"), list) and obj["choices"] and isinstance(obj["choices"][0], dict)
+        isinstance(obj.get("choices"), list)
+        and obj["choices"]
+        and isinstance(obj["choices"][0], dict)
         and "message" in obj["choices"][0]
     ):
         return "openai_chat"
@@ -161,7 +193,8 @@ def sniff_stream_api(first: Any) -> str | None:
     if not isinstance(first, dict):
         return None
     if first.get("object") == "chat.completion.chunk" or (
-        isinstance(first.get("choices"), list) and (not first["choices"] or "delta" in (first["choices"][0] or {}))
+        isinstance(first.get("choices"), list)
+        and (not first["choices"] or "delta" in (first["choices"][0] or {}))
     ):
         return "openai_chat"
     if first.get("type") in ("message_start", "ping") and ("message" in first or first["type"] == "ping"):
@@ -183,10 +216,32 @@ def api_of_url(url: str) -> tuple[str | None, str]:
         return "anthropic_messages", ""
     if u.endswith(":generateContent") or u.endswith(":streamGenerateContent"):
         return "gemini", ""
-    for marker, what in (("/responses", "OpenAI Responses API"), ("/interactions", "Gemini interactions API"),
-                         ("bedrock", "Bedrock Converse API"), ("/embeddings", "embeddings"),
-                         ("/completions", "legacy OpenAI completions"), ("/v2/chat", "Cohere chat API"),
-                         ("count_tokens", "token counting"), ("/models", "model listing")):
+    for marker, what in (
+        ("/responses", "OpenAI Responses API"),
+        ("/interactions", "Gemini interactions API"),
+        ("bedrock", "Bedrock Converse API"),
+        ("/embeddings", "embeddings"),
+        ("/completions", "legacy OpenAI completions"),
+        ("/v2/chat", "Cohere chat API"),
+        ("count_tokens", "token counting"),
+        ("/models", "model listing"),
+    ):
         if marker in u:
             return None, what
     return None, f"unrecognised endpoint {u or '(no URL)'}"
+
+
+def describe_body(data: object) -> str:
+    """Name the non-chat API of a recognised but unsupported body."""
+    if isinstance(data, dict):
+        kind = data.get("object")
+        names = {
+            "response": "OpenAI Responses API body",
+            "interaction": "Gemini interactions API body",
+            "text_completion": "legacy OpenAI completions body",
+        }
+        if kind in names:
+            return str(names[kind])
+        if "finish_reason" in data and "message" in data:
+            return "Cohere chat API body"
+    return "unrecognised JSON document"

@@ -103,6 +103,15 @@ def test_xai_completion_tokens_exclude_reasoning_so_output_adds_it() -> None:
     assert usage_tuple(resp.usage) == (291 - 244, 26 + 189, 244, 0, 189)
 
 
+def test_reasoning_above_completion_is_added_to_output() -> None:
+    # Vercel AI gateway (corpus fantasy TestVercelThinking/gemini-3-pro-preview/thinking-streaming.yaml):
+    # completion 9, reasoning 61, total = prompt + completion; found by `turnstile replay`.
+    usage = {"prompt_tokens": 28, "completion_tokens": 9, "total_tokens": 37,
+             "completion_tokens_details": {"reasoning_tokens": 61}}
+    u = openai_chat.usage_from_wire(usage)
+    assert (u.output_tokens, u.reasoning_tokens) == (70, 61)
+
+
 def _obj(finish: Any, message: dict[str, Any], usage: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "id": "x",

@@ -1,0 +1,182 @@
+"""``turnstile replay PATH... [--json]``: the report of a replay, for people or machines."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+
+def _table(title: str, cols: tuple[str, ...], rows: list[tuple[Any, ...]]) -> Table:
+    t = Table(title=title, title_justify="left")
+    for c in cols:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(*(str(x) for x in r))
+    return t
+
+
+def print_report(d: dict[str, Any], console: Console, seconds: float, *, details: int = 20) -> None:
+    """Render the report dict (:meth:`Report.as_dict`) as rich tables."""
+    console.print(_table("Totals", ("what", "count"), [(k, v) for k, v in d["totals"].items()]))
+    console.print(
+        _table(
+            "Findings in the input (reported, not failures)",
+            ("kind", "count"),
+            list(d["findings_by_kind"].items()),
+        )
+    )
+    if d["findings"]:
+        console.print(
+            _table(
+                f"First {details} findings",
+                ("kind", "file", "where", "id", "message"),
+                [
+                    (f["kind"], f["file"], f["where"], f["id"] or "", f["message"][:120])
+                    for f in d["findings"][:details]
+                ],
+            )
+        )
+    console.print(
+        _table(
+            "Conversion limits of target APIs (explained, not losses)",
+            ("target:facet", "count", "why"),
+            [(k, v["count"], v["why"]) for k, v in d["limits"].items()],
+        )
+    )
+    c = d["cost"]
+    rows = [
+        (m, v["turns"], f"{v['recorded_usd']:.4f}", f"{v['estimated_usd']:.4f}")
+        for m, v in c["by_model"].items()
+    ]
+    rows.append(
+        (
+            "all turns with recorded cost",
+            c["turns_compared"],
+            f"{c['recorded_usd']:.4f}",
+            f"{c['estimated_usd']:.4f}",
+        )
+    )
+    if c["conversations_compared"]:
+        rows.append(
+            (
+                "whole conversations (recorded total only)",
+                c["conversations_compared"],
+                f"{c['conversation_recorded_usd']:.4f}",
+                f"{c['conversation_estimated_usd']:.4f}",
+            )
+        )
+    console.print(
+        _table(
+            "Cost: recorded vs Turnstile's estimate (USD)", ("model", "turns", "recorded", "estimated"), rows
+        )
+    )
+    console.print(
+        f"turns priced from estimated tokens (no recorded usage): {c['turns_estimated_tokens']}; "
+        f"turns of models without a catalog price: {c['unpriced_turns']}"
+    )
+    unsupported: dict[str, int] = {}
+    for u in d["unsupported"]:
+        unsupported[u["reason"]] = unsupported.get(u["reason"], 0) + 1
+    console.print(
+        _table(
+            "Unsupported formats (skipped, not failures)",
+            ("reason", "count"),
+            sorted(unsupported.items(), key=lambda kv: -kv[1]),
+        )
+    )
+    if d["issues"]:
+        console.print(
+            _table(
+                "Unreadable input (skipped)",
+                ("file", "line", "message"),
+                [(i["file"], i["line"] or "", i["message"]) for i in d["issues"][:details]],
+            )
+        )
+    if d["losses"]:
+        console.print(
+            _table(
+                "LOSSES (Turnstile dropped information)",
+                ("file", "where", "target", "facet", "recorded", "after"),
+                [
+                    (x["file"], x["where"], x["target"], x["facet"], x["before"], x["after"])
+                    for x in d["losses"][:details]
+                ],
+            )
+        )
+    if d["crashes"]:
+        console.print(
+            _table(
+                "CRASHES",
+                ("file", "where", "error"),
+                [(x["file"], x["where"], x["error"]) for x in d["crashes"][:details]],
+            )
+        )
+    verdict = "[green]ok[/green]" if d["ok"] else "[red]FAILED[/red]"
+    console.print(
+        f"{verdict}: {len(d['losses'])} losses, {len(d['crashes'])} crashes, "
+        f"{sum(d['findings_by_kind'].values())} findings in {seconds:.1f} s"
+    )
+
+
+def replay(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Files or directories of recorded agent sessions and "
+            "provider traffic (e.g. ../shared/corpus)."
+        ),
+    ],
+    json: Annotated[bool, typer.Option("--json", help="Print the report as JSON instead of tables.")] = False,
+    jobs: Annotated[int | None, typer.Option(min=1, help="Worker processes. Default: one per CPU.")] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option(help="Directory names to skip. Default: routing (the routing data set is not traffic)."),
+    ] = None,
+) -> None:
+    """Replay recorded conversations and provider traffic through the whole pipeline and report
+    what the guards catch, what conversions lose and what it would cost. Exit status 1 only
+    when Turnstile itself crashed or lost information."""
+    from gateway.replay.discover import DEFAULT_EXCLUDE
+    from gateway.replay.runner import run
+
+    for p in paths:
+        if not p.exists():
+            typer.echo(f"no such file or directory: {p}", err=True)
+            raise typer.Exit(2)
+    console = Console(stderr=json)
+    started = time.perf_counter()
+    excl = tuple(exclude) if exclude else DEFAULT_EXCLUDE
+    with Progress(
+        TextColumn("replay"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as progress:
+        task = progress.add_task("", total=None)
+
+        def on_file(source: str, done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total, description=source[-60:])
+
+        report = run(paths, jobs=jobs, exclude=excl, on_file=on_file)
+    data = report.as_dict()
+    seconds = time.perf_counter() - started
+    if json:
+        sys.stdout.write(
+            orjson.dumps({**data, "seconds": round(seconds, 2)}, option=orjson.OPT_INDENT_2).decode()
+        )
+        sys.stdout.write("\n")
+    else:
+        print_report(data, console, seconds)
+    raise typer.Exit(1 if report.failed else 0)

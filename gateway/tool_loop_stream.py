@@ -1,0 +1,236 @@
+"""The server-side tool loop over streams (rules in :mod:`gateway.tool_loop`).
+
+What the client sees is ONE message: the first step's ``message_start``, then the text and
+thinking of every step as it arrives (part indexes renumbered so they stay consecutive), a
+:class:`~gateway.schema.ToolProgress` event per finished tool call, in completion order, and
+finally the last step's held tool calls (client tools only) and ``message_end`` with the usage
+of all steps. Tool-call events of a step are held by the truncation guard until its stop reason
+is known; calls the gateway runs are never shown as executable calls. What enters the session
+and the transcript is per step, in call order (:meth:`ToolLoop.record`).
+
+An upstream failure after the first step ends the stream with a ``StreamError`` event (nothing
+is retried after the first byte reached the client).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import structlog
+
+from gateway import invariants
+from gateway.errors import TurnstileError
+from gateway.schema import (
+    Message,
+    MessageEnd,
+    MessageStart,
+    PartDelta,
+    PartEnd,
+    PartStart,
+    Request,
+    Response,
+    StreamError,
+    StreamEvent,
+    ToolProgress,
+    ToolResultMessage,
+)
+from gateway.tool_loop import Step, ToolLoop, build
+
+if TYPE_CHECKING:
+    from gateway.config import Deployment
+    from gateway.pipeline import Pipeline, StreamingTurn, TurnContext
+
+log = structlog.get_logger("turnstile.tool_loop")
+
+OpenStep = Callable[[Request, int], Awaitable[AsyncIterator[StreamEvent]]]
+"""``(step request, step) -> events`` of one model request, truncation-guarded."""
+Finish = Callable[[Response | None, TurnstileError | None, int], Awaitable[None]]
+"""``(final response or None, error or None, status)``: records the turn."""
+
+Out = StreamEvent | ToolProgress
+
+
+class _Renumber:
+    """Maps (step, upstream part index) to consecutive client part indexes."""
+
+    def __init__(self) -> None:
+        self.next = 0
+        self.map: dict[tuple[int, int], int] = {}
+
+    def new(self, step: int, index: int) -> int:
+        self.map[(step, index)] = self.next
+        self.next += 1
+        return self.map[(step, index)]
+
+
+async def _progress(loop: ToolLoop, step: Step) -> AsyncIterator[ToolProgress | list[ToolResultMessage]]:
+    """Yields a :class:`ToolProgress` per finished call (completion order), then the results
+    (call order)."""
+    queue: asyncio.Queue[ToolProgress | None] = asyncio.Queue()
+
+    def done(call: object, result: ToolResultMessage) -> None:
+        queue.put_nowait(
+            ToolProgress(id=result.tool_call_id, name=result.name or "", is_error=result.is_error)
+        )
+
+    async def work() -> list[ToolResultMessage]:
+        try:
+            return await loop.run_tools(step, on_done=done)
+        finally:
+            queue.put_nowait(None)
+
+    task = asyncio.create_task(work())
+    try:
+        while (item := await queue.get()) is not None:
+            yield item
+        yield await task
+    finally:
+        if not task.done():
+            task.cancel()
+
+
+async def run_stream(
+    loop: ToolLoop,
+    request: Request,
+    first: AsyncIterator[StreamEvent],
+    open_step: OpenStep,
+    finish: Finish,
+) -> AsyncIterator[Out]:
+    """The client's event stream of a looping turn; ``first`` is step 1's (already opened)."""
+    messages: list[Message] = list(request.messages)
+    renumber = _Renumber()
+    started = False
+    final: Response | None = None
+    error: TurnstileError | None = None
+    status = 200
+    n = 1
+    step_req = loop.step_request(request, messages, 1)
+    source = first
+    try:
+        while True:
+            events: list[StreamEvent] = []
+            held: list[StreamEvent] = []
+            tool_parts: set[int] = set()
+            end: MessageEnd | None = None
+            async for ev in source:
+                events.append(ev)
+                if isinstance(ev, MessageStart):
+                    if not started:
+                        started = True
+                        yield ev
+                elif isinstance(ev, PartStart):
+                    if ev.kind == "tool_call":
+                        tool_parts.add(ev.index)
+                        held.append(ev)
+                    else:
+                        yield ev.model_copy(update={"index": renumber.new(n, ev.index)})
+                elif isinstance(ev, PartDelta | PartEnd):
+                    if ev.index in tool_parts:
+                        held.append(ev)
+                    else:
+                        yield ev.model_copy(update={"index": renumber.map[(n, ev.index)]})
+                elif isinstance(ev, MessageEnd):
+                    end = ev
+                elif isinstance(ev, StreamError):
+                    status = ev.status
+                    yield ev
+                    return
+            if end is None:
+                raise TurnstileError(f"tool loop step {n}: the upstream stream ended without its end")
+            resp = invariants.collect(events)
+            step = loop.plan(resp, n)
+            if step.kind == "final":
+                if loop.record is not None:
+                    await loop.record(n, step_req, step.response, [])
+                keep = {c.id for c in step.response.message.tool_calls}
+                kept_parts = {e.index for e in held if isinstance(e, PartStart) and e.id in keep}
+                for ev in held:
+                    if isinstance(ev, PartStart | PartDelta | PartEnd) and ev.index in kept_parts:
+                        index = (
+                            renumber.new(n, ev.index)
+                            if isinstance(ev, PartStart)
+                            else renumber.map[(n, ev.index)]
+                        )
+                        yield ev.model_copy(update={"index": index})
+                final = loop.final(step)
+                yield MessageEnd(
+                    stop_reason=final.stop_reason,
+                    usage=final.usage,
+                    withheld_tool_calls=final.withheld_tool_calls,
+                )
+                return
+            results: list[ToolResultMessage] = []
+            async for item in _progress(loop, step):
+                if isinstance(item, ToolProgress):
+                    yield item
+                else:
+                    results = item
+            appended: list[Message] = [step.assistant, *results]
+            messages += appended
+            if loop.record is not None:
+                await loop.record(n, step_req, resp, appended)
+            n += 1
+            step_req = loop.step_request(request, messages, n)
+            source = await open_step(step_req, n)
+    except TurnstileError as err:
+        error, status = err, err.status
+        log.warning("tool_loop_stream_failed", step=n, error=err.message)
+        yield StreamError(kind=err.kind, message=err.message, status=err.status)
+    except Exception as exc:
+        error, status = TurnstileError(f"internal error: {type(exc).__name__}: {exc}"), 500
+        log.exception("tool_loop_stream_internal_error", step=n)
+        yield StreamError(kind=error.kind, message="internal error in the gateway; see its log", status=500)
+    finally:
+        if final is None and error is None and status == 200:
+            status = 499  # the client went away before the end
+        await finish(final, error, status)
+
+
+async def open_stream(
+    pipeline: Pipeline,
+    ctx: TurnContext,
+    request: Request,
+    candidates: list[Deployment],
+) -> StreamingTurn:
+    """Open a looping streaming turn: step 1 is opened here (so a failure before the first
+    byte is still an HTTP error), later steps inside the stream."""
+    from gateway.pipeline import StreamingTurn
+
+    loop, prepared = build(pipeline, ctx, request)
+
+    async def open_step(step_req: Request, n: int) -> AsyncIterator[StreamEvent]:
+        target_req, dep, first, source = await pipeline._start_stream(ctx, step_req, candidates)
+        return _guarded(pipeline, target_req, dep, first, source)
+
+    first = await open_step(loop.step_request(prepared, prepared.messages, 1), 1)
+
+    async def finish(final: Response | None, error: TurnstileError | None, status: int) -> None:
+        await pipeline._record(ctx, final, error, stream=True, status=status)
+
+    return StreamingTurn(events=run_stream(loop, prepared, first, open_step, finish), headers=ctx.headers())
+
+
+async def _guarded(
+    pipeline: Pipeline,
+    request: Request,
+    dep: Deployment,
+    first: StreamEvent,
+    source: AsyncIterator[StreamEvent],
+) -> AsyncIterator[StreamEvent]:
+    """One step's events through the truncation guard, with the final usage priced."""
+    guard = invariants.StreamTruncationGuard()
+    t0 = time.perf_counter()
+    ev: StreamEvent | None = first
+    while ev is not None:
+        for out in guard.feed(ev):
+            if isinstance(out, MessageEnd):
+                out = out.model_copy(update={"usage": pipeline._finish_usage(out.usage, dep, request, None)})
+            yield out
+        try:
+            ev = await anext(source)
+        except StopAsyncIteration:
+            ev = None
+    log.debug("tool_loop_step_streamed", deployment=dep.name, ms=round((time.perf_counter() - t0) * 1000, 3))

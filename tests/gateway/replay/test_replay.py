@@ -1,0 +1,124 @@
+"""`turnstile replay` (gateway/replay/*): fixtures through the whole pipeline, the CLI, and
+the whole corpus with exact totals (skipped when the corpus is absent)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from gateway.cli import app
+from gateway.replay.runner import run
+
+ROOT = Path(__file__).resolve().parents[3]
+FIX = ROOT / "tests" / "fixtures"
+CORPUS = Path(os.environ.get("TURNSTILE_CORPUS", ROOT.parent / "shared" / "corpus"))
+
+
+def test_pi_unanswered_calls_of_errored_turn_are_findings_with_turn_and_id() -> None:
+    rep = run([FIX / "pi-mono/large-session-head.jsonl"], jobs=1)
+    orphans = [f for f in rep.findings if f["kind"] == "orphan_tool_call"]
+    assert len(orphans) == 16
+    assert all(f["where"].endswith("turn 12") and f["id"].startswith("toolu_") for f in orphans)
+    assert not rep.failed
+    assert rep.counts["pipeline_turns"] == rep.counts["turns"] == 15
+    assert rep.counts["transcript_rows"] == 15
+    assert rep.cost["turns_compared"] > 0
+    assert rep.cost["recorded_usd"] == pytest.approx(rep.cost["estimated_usd"], rel=1e-6)
+
+
+def test_truncated_tool_call_recording_is_withheld_not_lost() -> None:
+    rep = run([FIX / "anthropic-sdk-python/tests/lib/streaming/fixtures"], jobs=1)
+    assert [f["kind"] for f in rep.findings] == ["truncated_tool_call"]
+    assert rep.counts["exchanges"] == 3 and not rep.failed
+
+
+def test_provider_recordings_keep_their_meaning_in_both_client_dialects() -> None:
+    rep = run([FIX / "fantasy", FIX / "envoy-ai-gateway"], jobs=1)
+    assert (
+        rep.counts["exchanges"] > 10
+        and rep.counts["rendered"] == 4 * rep.counts["exchanges"] - 4 * rep.counts["error_responses"]
+    )
+    assert rep.losses == [] and rep.crashes == []
+
+
+def test_conversation_readers_replay_without_loss() -> None:
+    files = (
+        "swe-agent/trajectories/demonstrations/function_calling_simple.traj",
+        "openhands/tests/runtime/trajs/basic_interactions.json",
+        "openhands/tests/runtime/trajs/wrong_initial_state.json",
+        "tau-bench/gpt-4o-airline-first2.json",
+        "toolbench/G1_answer/10_ChatGPT_DFS_woFilter_w2.json",
+    )
+    rep = run([FIX / f for f in files], jobs=1)
+    assert (rep.counts["conversations"], rep.counts["turns"], rep.counts["calls"]) == (6, 35, 21)
+    assert rep.losses == [] and rep.crashes == []
+
+
+def test_unknown_input_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text('{"hello": "world"}')
+    (tmp_path / "b.json").write_text('{"broken": \n')
+    (tmp_path / "c.json").write_bytes((FIX / "tau-bench/gpt-4o-airline-first2.json").read_bytes())
+    rep = run([tmp_path], jobs=1)
+    assert rep.counts["conversations"] == 2
+    assert [u["file"] for u in rep.unsupported] == ["a.json"]
+    assert [(i["file"], i["line"]) for i in rep.issues] == [("b.json", 2)]
+    assert not rep.failed
+
+
+def test_cli_json_output_and_exit_status() -> None:
+    path = FIX / "toolbench/G1_answer/10_ChatGPT_DFS_woFilter_w2.json"
+    result = CliRunner().invoke(app, ["replay", str(path), "--json", "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    data = orjson.loads(result.stdout)
+    assert data["ok"] is True and data["totals"]["conversations"] == 1
+
+
+# Totals of the whole corpus (except routing/). A change here means turns, calls or findings
+# appeared or vanished: check the report before updating.
+CORPUS_TOTALS = {
+    "files": 681,
+    "conversations": 186,
+    "turns": 3657,
+    "calls": 2396,
+    "requests": 459,
+    "exchanges": 605,
+    "streams": 228,
+    "pipeline_turns": 3422,
+    "transcript_rows": 3657,
+    "error_responses": 15,
+}
+CORPUS_FINDINGS = {
+    "duplicate_tool_call": 68,
+    "duplicate_tool_result": 68,
+    "edge_unsupported": 16,
+    "invalid_request": 6,
+    "orphan_tool_call": 27,
+    "orphan_tool_result": 1,
+    "pipeline_rejected": 235,
+    "target_refused": 5,
+    "truncated_tool_call": 1,
+    "upstream_error_in_body": 2,
+}
+
+
+@pytest.mark.skipif(not (CORPUS / "README.md").exists(), reason=f"corpus not found at {CORPUS}")
+def test_whole_corpus_replays_without_crash_or_loss_with_exact_totals() -> None:
+    rep = run([CORPUS], jobs=2)
+    assert rep.crashes == []
+    assert rep.losses == []
+    totals = {k: rep.counts.get(k, 0) for k in CORPUS_TOTALS}
+    assert totals == CORPUS_TOTALS
+    assert rep.findings_by_kind() == CORPUS_FINDINGS
+    pi_orphans = {}
+    for f in rep.findings:
+        if f["kind"] == "orphan_tool_call":
+            pi_orphans[f["file"]] = pi_orphans.get(f["file"], 0) + 1
+    assert pi_orphans == {
+        "pi-mono/large-session.jsonl": 18,
+        "pi-mono/before-compaction.jsonl": 6,
+        "pi-mono/compact.jsonl": 3,
+    }

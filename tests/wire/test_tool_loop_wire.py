@@ -1,0 +1,180 @@
+"""The server-side tool loop end to end: the official ``openai`` SDK asks a real gateway with the
+PyPI ``mcp-server-time`` server attached (``tools: [{"type": "mcp", "server": "time"}]``); the
+scripted upstream stand-in asks for the time, then answers. Two model requests go upstream; the
+second carries the time server's real result, in call order; the transcript holds both steps.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from standins.recordings import json_exchange, stream_exchange
+from standins.servers import GatewayServer, LoopThread
+from standins.topology import KEY_ENV, KEYS, build_config
+from standins.upstream import OPENAI, UpstreamStandin, replay
+
+from gateway.config import ModelAlias, Settings
+from gateway.server import create_app
+from mcp_servers.config import McpConfig
+
+TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
+MODEL = "gpt-4o-mini"  # the upstream model id of deployment "oa"
+
+
+@pytest.fixture(scope="module")
+def loop_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A stand-in upstream and a gateway whose MCP registry runs the time server; alias
+    ``oa-time`` attaches it in config."""
+    db_path = tmp_path_factory.mktemp("toolloop") / "gateway.db"
+    loop = LoopThread()
+    standin = UpstreamStandin()
+    loop.call(standin.start())
+    with pytest.MonkeyPatch.context() as mp:
+        for api, var in KEY_ENV.items():
+            mp.setenv(var, KEYS[api])
+        base = build_config(standin.url, str(db_path))
+        mcp = McpConfig.model_validate({
+            "restart_backoff_s": 0.05,
+            "health_interval_s": 600,
+            "servers": [{"id": "time", "transport": {"type": "stdio", "command": TIME_SERVER,
+                                                      "args": ["--local-timezone", "UTC"]}}],
+        })
+        config = base.model_copy(update={
+            "mcp": mcp,
+            "models": [*base.models, ModelAlias(name="oa-time", deployments=["oa"], mcp_servers=["time"])],
+        })
+        app = create_app(config=config, settings=Settings(db_path=db_path, log_level="warning"))
+        gateway = GatewayServer(app)
+        loop.call(gateway.start())
+        try:
+            ready = loop.call(app.state.mcp.registry.wait_ready(30), timeout=40)
+            assert all(ready.values()), ready
+            yield {"standin": standin, "url": gateway.url, "db_path": db_path}
+        finally:
+            loop.call(gateway.stop())
+            loop.call(standin.stop())
+            loop.close()
+
+
+def _tool_call_answer(call_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": MODEL,
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": None,
+            "tool_calls": [{"id": call_id, "type": "function",
+                            "function": {"name": "time__get_current_time", "arguments": json.dumps(args)}}],
+        }}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+    }
+
+
+def _text_answer(text: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-2", "object": "chat.completion", "created": 2, "model": MODEL,
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 7, "total_tokens": 47},
+    }
+
+
+@pytest.fixture
+def standin(loop_gw: dict[str, Any]) -> Iterator[UpstreamStandin]:
+    s: UpstreamStandin = loop_gw["standin"]
+    s.reset()
+    yield s
+    s.reset()
+
+
+def _tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in body["messages"] if m.get("role") == "tool"]
+
+
+def test_openai_sdk_runs_a_multi_step_mcp_tool_loop(loop_gw: dict[str, Any], standin: UpstreamStandin) -> None:
+    standin.script(
+        replay(json_exchange(_tool_call_answer("call_a", {"timezone": "UTC"})), api=OPENAI),
+        replay(json_exchange(_tool_call_answer("call_b", {"timezone": "Europe/Paris"})), api=OPENAI),
+        replay(json_exchange(_text_answer("It is noon in UTC.")), api=OPENAI),
+    )
+    client = openai.OpenAI(base_url=f"{loop_gw['url']}/v1", api_key="sk-x", max_retries=0, timeout=30)
+    done = client.chat.completions.with_raw_response.create(
+        model="oa",
+        messages=[{"role": "user", "content": "What time is it?"}],
+        tools=[{"type": "mcp", "server": "time"}],  # type: ignore[list-item]
+    )
+    completion = done.parse()
+    assert completion.choices[0].message.content == "It is noon in UTC."
+    assert completion.choices[0].message.tool_calls is None
+    assert completion.usage is not None and completion.usage.prompt_tokens == 20 + 20 + 40
+    sent = standin.requests(OPENAI)
+    assert len(sent) == 3
+    assert [t["function"]["name"] for t in sent[0].body["tools"]] == ["time__convert_time", "time__get_current_time"]
+    first, second = _tool_results(sent[1].body), _tool_results(sent[2].body)
+    assert [r["tool_call_id"] for r in first] == ["call_a"]
+    assert [r["tool_call_id"] for r in second] == ["call_a", "call_b"]
+    assert '"timezone": "UTC"' in json.dumps(first[0]["content"]).replace('\\"', '"')
+    assert "Europe/Paris" in json.dumps(second[1]["content"])
+    rid = done.headers["x-turnstile-request-id"]
+    with sqlite3.connect(loop_gw["db_path"]) as db:
+        rows = dict(db.execute("SELECT request_id, stop FROM turns WHERE request_id LIKE ?", (f"{rid}%",)).fetchall())
+    assert rows == {rid: "stop", f"{rid}.step1": "tool_use", f"{rid}.step2": "tool_use", f"{rid}.step3": "stop"}
+
+
+def test_alias_attaches_mcp_servers_and_the_stream_shows_tool_progress(
+    loop_gw: dict[str, Any], standin: UpstreamStandin
+) -> None:
+    chunks = [
+        {"id": "c", "object": "chat.completion.chunk", "created": 3, "model": MODEL,
+         "choices": [{"index": 0, "delta": {"role": "assistant", "content": "It is "}, "finish_reason": None}]},
+        {"id": "c", "object": "chat.completion.chunk", "created": 3, "model": MODEL,
+         "choices": [{"index": 0, "delta": {"content": "noon."}, "finish_reason": "stop"}]},
+    ]
+    tool_chunks = [
+        {"id": "t", "object": "chat.completion.chunk", "created": 3, "model": MODEL,
+         "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+             {"index": 0, "id": "call_s", "type": "function",
+              "function": {"name": "time__get_current_time", "arguments": '{"timezone": "UTC"}'}}]},
+             "finish_reason": None}]},
+        {"id": "t", "object": "chat.completion.chunk", "created": 3, "model": MODEL,
+         "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    standin.script(
+        replay(stream_exchange(OPENAI, tool_chunks), api=OPENAI),
+        replay(stream_exchange(OPENAI, chunks), api=OPENAI),
+    )
+    body = {"model": "oa-time", "stream": True, "messages": [{"role": "user", "content": "time?"}]}
+    with httpx.stream("POST", f"{loop_gw['url']}/v1/chat/completions", json=body, timeout=30) as resp:
+        raw = b"".join(resp.iter_bytes()).decode()
+    assert ": turnstile tool time__get_current_time done" in raw
+    assert "tool_calls" not in raw  # the gateway's own calls are never handed to the client
+    assert raw.index("turnstile tool") < raw.index("noon.")
+    client = openai.OpenAI(base_url=f"{loop_gw['url']}/v1", api_key="sk-x", max_retries=0, timeout=30)
+    standin.script(
+        replay(stream_exchange(OPENAI, tool_chunks), api=OPENAI),
+        replay(stream_exchange(OPENAI, chunks), api=OPENAI),
+    )
+    text = "".join(
+        c.choices[0].delta.content or ""
+        for c in client.chat.completions.create(model="oa-time", stream=True, messages=body["messages"])
+        if c.choices
+    )
+    assert text == "It is noon."
+    results = _tool_results(standin.requests(OPENAI)[-1].body)
+    assert [r["tool_call_id"] for r in results] == ["call_s"]
+
+
+def test_unknown_mcp_server_is_a_400_naming_it(loop_gw: dict[str, Any], standin: UpstreamStandin) -> None:
+    client = openai.OpenAI(base_url=f"{loop_gw['url']}/v1", api_key="sk-x", max_retries=0, timeout=30)
+    with pytest.raises(openai.BadRequestError) as err:
+        client.chat.completions.create(
+            model="oa", messages=[{"role": "user", "content": "hi"}],
+            tools=[{"type": "mcp", "server": "nope"}],  # type: ignore[list-item]
+        )
+    assert "'nope' is not registered" in str(err.value)
+    assert standin.requests(OPENAI) == []
