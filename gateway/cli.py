@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -23,7 +23,7 @@ app = typer.Typer(
 console = Console()
 
 
-class LogLevel(str, Enum):
+class LogLevel(StrEnum):
     """Log levels ``turnstile serve`` accepts."""
 
     debug = "debug"
@@ -36,15 +36,25 @@ class LogLevel(str, Enum):
 def serve(
     config: Annotated[
         Path | None,
-        typer.Option(help="YAML configuration file (deployments, model aliases, guard policies). "
-                     "Default: the embedded config/default.yaml, which serves the keyless demo deployment."),
+        typer.Option(
+            help="YAML configuration file (deployments, model aliases, guard policies). "
+            "Default: the embedded config/default.yaml, which serves the keyless demo deployment."
+        ),
     ] = None,
-    host: Annotated[str | None, typer.Option(help="Address to listen on. Default: server.host of the config "
-                                             "(127.0.0.1).")] = None,
-    port: Annotated[int | None, typer.Option(help="TCP port to listen on. Default: server.port of the config "
-                                             "(4000).")] = None,
-    workers: Annotated[int, typer.Option(min=1, help="Worker processes; use one per CPU core to scale. "
-                                         "Each worker holds its own connection pool.")] = 1,
+    host: Annotated[
+        str | None, typer.Option(help="Address to listen on. Default: server.host of the config (127.0.0.1).")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="TCP port to listen on. Default: server.port of the config (4000).")
+    ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Worker processes; use one per CPU core to scale. "
+            "Each worker holds its own connection pool.",
+        ),
+    ] = 1,
     log_level: Annotated[LogLevel, typer.Option(help="How much the server logs.")] = LogLevel.info,
 ) -> None:
     """Run the gateway (OpenAI /v1/chat/completions, Anthropic /v1/messages, /v1/models)."""
@@ -75,11 +85,14 @@ def serve(
 
 @app.command()
 def logs(
-    db: Annotated[Path | None, typer.Option(help="SQLite transcript file. Default: server.db_path of the "
-                                            "config.")] = None,
+    db: Annotated[
+        Path | None, typer.Option(help="SQLite transcript file. Default: server.db_path of the config.")
+    ] = None,
     config: Annotated[Path | None, typer.Option(help="Configuration file to read db_path from.")] = None,
     limit: Annotated[int, typer.Option(min=1, help="How many recent turns to show.")] = 20,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per turn instead of a table.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object per turn instead of a table.")
+    ] = False,
 ) -> None:
     """Show recent turns from the transcript as a table (read-only)."""
     import sqlite3
@@ -109,8 +122,19 @@ def logs(
             typer.echo(orjson.dumps(row).decode())
         return
     table = Table(title=f"recent turns in {db}")
-    for col in ("time (UTC)", "request id", "dialect", "model", "deployment", "status", "stop", "in/out tok",
-                "cost USD", "ms", "guards"):
+    for col in (
+        "time (UTC)",
+        "request id",
+        "dialect",
+        "model",
+        "deployment",
+        "status",
+        "stop",
+        "in/out tok",
+        "cost USD",
+        "ms",
+        "guards",
+    ):
         table.add_column(col)
     for row in rows:
         tokens = f"{row['input_tokens'] or 0}/{row['output_tokens'] or 0}"

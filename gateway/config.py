@@ -199,6 +199,13 @@ class ModelAlias(BaseModel):
     gateway's server-side tool loop (added to those the request names)."""
 
 
+def effective_timeouts(base: TimeoutConfig, dep: Deployment) -> TimeoutConfig:
+    """The gateway's timeouts with ``dep.timeouts_s`` overrides applied (seconds)."""
+    if not dep.timeouts_s:
+        return base
+    return base.model_copy(update={str(k): v for k, v in dep.timeouts_s.items()})
+
+
 class GuardPolicy(BaseModel):
     """What the guards do when a request breaks an invariant.
 

@@ -31,7 +31,9 @@ class DeploymentTable:
     disabled: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, config: GatewayConfig, settings: Settings, *, resolve_prices: bool = True) -> DeploymentTable:
+    def build(
+        cls, config: GatewayConfig, settings: Settings, *, resolve_prices: bool = True
+    ) -> DeploymentTable:
         """Enable each configured deployment whose key is present; resolve its price from
         the bundled litellm table plus overrides (USD per million tokens)."""
         table = cls()

@@ -53,10 +53,30 @@ CREATE INDEX IF NOT EXISTS turns_ts ON turns (ts);
 """
 
 COLUMNS = (
-    "request_id", "ts", "client_dialect", "requested_model", "deployment", "api", "stream", "status",
-    "stop", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-    "reasoning_tokens", "usage_estimated", "cost_usd", "latency_ms", "guard_outcome", "repairs",
-    "withheld", "attempts", "error", "request", "response",
+    "request_id",
+    "ts",
+    "client_dialect",
+    "requested_model",
+    "deployment",
+    "api",
+    "stream",
+    "status",
+    "stop",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "usage_estimated",
+    "cost_usd",
+    "latency_ms",
+    "guard_outcome",
+    "repairs",
+    "withheld",
+    "attempts",
+    "error",
+    "request",
+    "response",
 )
 
 
@@ -94,12 +114,30 @@ class TurnRecord:
             return None if v is None else orjson.dumps(v).decode()
 
         return (
-            self.request_id, self.ts, self.client_dialect, self.requested_model, self.deployment,
-            self.api, int(self.stream), self.status, self.stop_reason, u.get("input_tokens"),
-            u.get("output_tokens"), u.get("cache_read_tokens"), u.get("cache_write_tokens"),
-            u.get("reasoning_tokens"), int(bool(u.get("estimated"))), self.cost_usd, self.latency_ms,
-            self.guard_outcome, js(self.repairs), js(self.withheld), js(self.attempts), self.error,
-            js(self.request), js(self.response),
+            self.request_id,
+            self.ts,
+            self.client_dialect,
+            self.requested_model,
+            self.deployment,
+            self.api,
+            int(self.stream),
+            self.status,
+            self.stop_reason,
+            u.get("input_tokens"),
+            u.get("output_tokens"),
+            u.get("cache_read_tokens"),
+            u.get("cache_write_tokens"),
+            u.get("reasoning_tokens"),
+            int(bool(u.get("estimated"))),
+            self.cost_usd,
+            self.latency_ms,
+            self.guard_outcome,
+            js(self.repairs),
+            js(self.withheld),
+            js(self.attempts),
+            self.error,
+            js(self.request),
+            js(self.response),
         )
 
 
@@ -159,9 +197,7 @@ class TranscriptWriter:
         with self._lock:
             self._conn.execute("BEGIN")
             try:
-                self._conn.executemany(
-                    f"INSERT INTO turns ({','.join(COLUMNS)}) VALUES ({marks})", rows
-                )
+                self._conn.executemany(f"INSERT INTO turns ({','.join(COLUMNS)}) VALUES ({marks})", rows)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise

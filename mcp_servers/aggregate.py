@@ -38,7 +38,7 @@ from mcp import Client
 from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ServerEvent, ToolsListChanged
 from mcp.types import (
     INVALID_PARAMS,
     SERVER_INFO_META_KEY,
@@ -81,7 +81,9 @@ def split_uri(exposed: str) -> tuple[str, str] | None:
     return (server, uri) if sep and server and uri else None
 
 
-def encode_cursor(kind: str, server: str | None, upstream: str | None = None, after: str | None = None) -> str:
+def encode_cursor(
+    kind: str, server: str | None, upstream: str | None = None, after: list[str] | None = None
+) -> str:
     """An opaque composite cursor (see the module docstring)."""
     body = {"k": kind, "s": server, "c": upstream, "a": after}
     return base64.urlsafe_b64encode(orjson.dumps(body)).decode().rstrip("=")
@@ -128,7 +130,11 @@ class Aggregator:
     def track(self, ctx: ServerRequestContext[Any]) -> None:
         """Remember a handshake-era client's session so list changes reach it."""
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            self._legacy_sessions.add(ctx.session)
+            # the per-request session is short-lived; its connection (which owns the
+            # standalone SSE stream) lives as long as the client's session
+            connection = getattr(ctx.session, "_connection", None)
+            if connection is not None:
+                self._legacy_sessions.add(connection)
 
     def _list_changed(self, kind: str) -> None:
         if kind in self._pending:
@@ -147,8 +153,14 @@ class Aggregator:
         handshake-era sessions by ``notifications/<kind>/list_changed``."""
         await asyncio.sleep(0)  # coalesce the burst of one registry change
         self._pending.discard(kind)
-        event = {"tools": ToolsListChanged, "resources": ResourcesListChanged, "prompts": PromptsListChanged}[kind]
-        await self.bus.publish(event())
+        event: ServerEvent = (
+            ToolsListChanged()
+            if kind == "tools"
+            else ResourcesListChanged()
+            if kind == "resources"
+            else PromptsListChanged()
+        )
+        await self.bus.publish(event)
         for session in list(self._legacy_sessions):
             send = {
                 "tools": session.send_tool_list_changed,
@@ -305,7 +317,8 @@ class Aggregator:
             page = await c.list_prompts(cursor=cur)
             return list(page.prompts), page.next_cursor
 
-        items, nxt = await self._page("prompts", "prompts", params.cursor if params else None, fetch, self._prompt)
+        cursor = params.cursor if params else None
+        items, nxt = await self._page("prompts", "prompts", cursor, fetch, self._prompt)
         return ListPromptsResult(prompts=items, next_cursor=nxt)
 
     def _resolve_prompt(self, name: str) -> list[tuple[str, str]]:
@@ -319,7 +332,9 @@ class Aggregator:
             return []
         return [(sid, name) for sid, _ in self._servers_with("prompts")]
 
-    async def get_prompt(self, ctx: ServerRequestContext[Any], params: GetPromptRequestParams) -> GetPromptResult:
+    async def get_prompt(
+        self, ctx: ServerRequestContext[Any], params: GetPromptRequestParams
+    ) -> GetPromptResult:
         """``prompts/get`` routed to (server, original name); the result marked untrusted.
         Unknown name: ``-32602``."""
         self.track(ctx)

@@ -142,6 +142,27 @@ class McpServerSpec(BaseModel):
         return self.allow_tools is None or tool in self.allow_tools
 
 
+class McpClient(BaseModel):
+    """One client of ``/mcp`` and ``/v1/mcp/tools``: the API key it presents
+    (``Authorization: Bearer <key>``; the value of environment variable ``key_env``) and the
+    exposed tool names it may see and call (``fnmatch`` globs such as ``time__*``). A client whose
+    ``key_env`` is unset never matches. The key is the client's credential to the gateway and is
+    never sent to an upstream."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=64)
+    key_env: str
+    tools: list[str] = Field(default_factory=lambda: ["*"])
+
+    @field_validator("key_env")
+    @classmethod
+    def _env(cls, v: str) -> str:
+        if not _ENV_NAME.match(v):
+            raise ValueError(f"not an environment variable name: {v!r}")
+        return v
+
+
 class McpConfig(BaseModel):
     """The ``mcp`` section.
 
@@ -156,6 +177,9 @@ class McpConfig(BaseModel):
       restarts of a failed upstream (doubling); ``health_interval_s``: how often a ready
       upstream's tool list is re-read (a dead one is found and restarted).
     * ``page_size``: items per page of ``/mcp`` lists (tools, resources, templates, prompts).
+    * ``clients``: when set, ``/mcp`` and ``/v1/mcp/tools`` require one of these clients' keys
+      and show each client only its tools (:class:`McpClient`); empty (the default) leaves both
+      open to anyone who can reach the gateway, with every tool.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -170,6 +194,7 @@ class McpConfig(BaseModel):
     connect_timeout_s: float = Field(default=30.0, gt=0)
     page_size: int = Field(default=100, ge=1, le=10_000, description="items per /mcp list page")
     servers: list[McpServerSpec] = Field(default_factory=list)
+    clients: list[McpClient] = Field(default_factory=list)
 
     def resolved_workspace_roots(self) -> list[str]:
         """``workspace_roots`` as absolute paths (symlinks resolved), in order."""
@@ -181,4 +206,7 @@ class McpConfig(BaseModel):
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"mcp server ids must be unique; repeated: {', '.join(dupes)}")
+        names = [c.name for c in self.clients]
+        if len(set(names)) != len(names):
+            raise ValueError("mcp client names must be unique")
         return self

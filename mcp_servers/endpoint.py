@@ -24,8 +24,9 @@ from typing import Any
 
 import orjson
 import structlog
-from mcp.server import Server
+from mcp.server import InitializationOptions, NotificationOptions, Server
 from mcp.server.context import ServerRequestContext
+from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.types import (
     INVALID_PARAMS,
@@ -46,6 +47,8 @@ from mcp.types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcp_servers.aggregate import Aggregator, decode_cursor, encode_cursor
+from mcp_servers.clients import from_request
 from mcp_servers.output_cap import cap_text
 from mcp_servers.registry import McpRegistry, RegisteredTool
 from mcp_servers.trust import CallDecision, confirmation_message, decide, preapproval_hint
@@ -130,6 +133,23 @@ def cap_result(result: CallToolResult, cap_bytes: int, mode: str) -> tuple[CallT
     return CallToolResult(content=out, is_error=result.is_error, _meta=result.meta), info
 
 
+class _GatewayServer(Server[Any]):
+    """The low-level server, advertising ``listChanged`` for tools, resources and prompts to
+    handshake-era clients too (2026-07-28 clients get it from ``subscriptions/listen``)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(True, True, True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
 class McpEndpoint:
     """Holds the low-level ``Server`` facing clients and the logic of its handlers."""
 
@@ -146,13 +166,20 @@ class McpEndpoint:
         self.version = version
         self.workspace_roots = list(workspace_roots or [])
         self._secret = os.urandom(32)
-        self.server: Server[Any] = Server(
+        self.aggregate = Aggregator(registry, name=name, version=version, page_size=registry.config.page_size)
+        self.server: Server[Any] = _GatewayServer(
             name,
             version=version,
             instructions="Turnstile MCP gateway: tools of every registered MCP server as <server>__<tool>",
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             get_tool_input_schema=self.registry.input_schema,
+            on_list_resources=self.aggregate.list_resources,
+            on_list_resource_templates=self.aggregate.list_resource_templates,
+            on_read_resource=self.aggregate.read_resource,
+            on_list_prompts=self.aggregate.list_prompts,
+            on_get_prompt=self.aggregate.get_prompt,
+            on_subscriptions_listen=ListenHandler(self.aggregate.bus),
         )
 
     # ------------------------------------------------------------------ tools/list
@@ -174,15 +201,31 @@ class McpEndpoint:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        return ListToolsResult(tools=[self.exposed_tool(t) for t in self.registry.tools()])
+        """Available tools in (server, name) order, ``page_size`` a page; the cursor names the
+        last (server, tool) handed out, so a page boundary survives changes to the list."""
+        self.aggregate.track(ctx)
+        start = decode_cursor("tools", params.cursor if params else None)
+        after = tuple(start["a"]) if start.get("a") else None
+        visible = from_request(self.registry.config, ctx.request)
+        tools = [
+            t
+            for t in self.registry.tools()
+            if visible.allows(t.exposed) and (after is None or (t.server, t.name) > after)
+        ]
+        page = tools[: self.aggregate.page_size]
+        nxt = None
+        if len(tools) > len(page):
+            nxt = encode_cursor("tools", None, after=[page[-1].server, page[-1].name])
+        return ListToolsResult(tools=[self.exposed_tool(t) for t in page], next_cursor=nxt)
 
     # ------------------------------------------------------------------ tools/call
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
+        self.aggregate.track(ctx)
         t = self.registry.lookup(params.name)
-        if t is None:
+        if t is None or not from_request(self.registry.config, ctx.request).allows(t.exposed):
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}: not exposed by this gateway")
         if not t.available:
             return self._unavailable(t)

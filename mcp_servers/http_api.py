@@ -32,11 +32,13 @@ import orjson
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from mcp_servers.clients import STATE_KEY, authenticate
 from mcp_servers.config import McpConfig, McpServerSpec
 from mcp_servers.endpoint import McpEndpoint
 from mcp_servers.registry import McpRegistry, RegistryConflict
@@ -97,7 +99,22 @@ class McpAsgi:
             response = _json({"error": {"message": "the MCP endpoint is not running"}}, 503)
             await response(scope, receive, send)
             return
+        visibility = authenticate(runtime.config, runtime.read_env, Headers(scope=scope))
+        if visibility is None:
+            await _unauthenticated()(scope, receive, send)
+            return
+        scope.setdefault("state", {})[STATE_KEY] = visibility
         await runtime.session_manager.handle_request(scope, receive, send)
+
+
+def _unauthenticated() -> Response:
+    response = _error(
+        "this gateway's MCP endpoint needs a client API key (Authorization: Bearer <key>)",
+        401,
+        "authentication",
+    )
+    response.headers["WWW-Authenticate"] = "Bearer"
+    return response
 
 
 def _json(body: Any, status: int = 200) -> Response:
@@ -210,11 +227,14 @@ async def model_tools(request: Request) -> Response:
     runtime: McpRuntime | None = getattr(request.app.state, "mcp", None)
     if runtime is None:
         return _error("the MCP registry is not running", 503, "unavailable")
+    visibility = authenticate(runtime.config, runtime.read_env, request.headers)
+    if visibility is None:
+        return _unauthenticated()
     fmt = request.query_params.get("format", "openai")
     defs = [
         ToolDefinition(name=t.exposed, description=t.tool.description, parameters=dict(t.tool.input_schema))
         for t in runtime.registry.tools()
-        if t.trust.tier != "deny"
+        if t.trust.tier != "deny" and visibility.allows(t.exposed)
     ]
     try:
         tools = render_tools(defs, fmt)

@@ -103,6 +103,7 @@ class StreamRenderer:
             "usage": usage,
         }
         out.append(sse({"type": "message_start", "message": message}, "message_start"))
+        out.append(ping_frame())  # as Anthropic's API does right after message_start
 
     def _block_start(self, block: dict[str, Any], out: list[bytes]) -> int:
         n = self.next_block

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from gateway.config import Deployment, TimeoutConfig
+from gateway.config import Deployment, TimeoutConfig, effective_timeouts
 from gateway.providers.naming import NameMap
 from gateway.schema import Request, Response, StopReason, StreamEvent
 
@@ -134,6 +134,4 @@ class HttpProvider(Provider):
             yield ev
 
     def _timeouts(self, deployment: Deployment) -> TimeoutConfig:
-        if not deployment.timeouts_s:
-            return self.timeouts
-        return self.timeouts.model_copy(update=deployment.timeouts_s)
+        return effective_timeouts(self.timeouts, deployment)

@@ -119,7 +119,9 @@ def answer(request: Request, deployment: Deployment) -> Response:
             args = orjson.loads(raw)
         except orjson.JSONDecodeError:
             args = {}
-        parts.append(ToolCallPart(id=f"call_demo_{seed[:20]}", name=tool.name, arguments=args, raw_arguments=raw))
+        parts.append(
+            ToolCallPart(id=f"call_demo_{seed[:20]}", name=tool.name, arguments=args, raw_arguments=raw)
+        )
     else:
         if isinstance(last, ToolResultMessage):
             results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
@@ -129,8 +131,7 @@ def answer(request: Request, deployment: Deployment) -> Response:
             reply = f"[turnstile demo deployment] I received {len(results)} tool result(s): {body}"
         else:
             reply = (
-                "[turnstile demo deployment] This is a local stand-in, not a model. "
-                f"You said: {text[:500]}"
+                f"[turnstile demo deployment] This is a local stand-in, not a model. You said: {text[:500]}"
             )
         if _tokens(reply) > budget:
             reply = reply[: budget * CHARS_PER_TOKEN]

@@ -26,7 +26,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from gateway.config import Deployment, TimeoutConfig
+from gateway.config import Deployment, TimeoutConfig, effective_timeouts
 from gateway.errors import TurnstileError, UpstreamError, UpstreamTimeout
 from gateway.providers.base import CallContext, Provider
 from gateway.providers.naming import NameMap
@@ -119,9 +119,7 @@ class LitellmProvider(Provider):
         self.timeouts = timeouts or TimeoutConfig()
 
     def _timeouts(self, deployment: Deployment) -> TimeoutConfig:
-        if not deployment.timeouts_s:
-            return self.timeouts
-        return self.timeouts.model_copy(update=deployment.timeouts_s)
+        return effective_timeouts(self.timeouts, deployment)
 
     def call_kwargs(
         self, request: Request, deployment: Deployment, api_key: str | None, names: NameMap

@@ -62,7 +62,9 @@ class NameMap:
             self._names_back[out] = name
         return out
 
-    def to_upstream_id(self, id_: str, pattern: re.Pattern[str] = ANTHROPIC_ID, max_len: int | None = None) -> str:
+    def to_upstream_id(
+        self, id_: str, pattern: re.Pattern[str] = ANTHROPIC_ID, max_len: int | None = None
+    ) -> str:
         """Rewrite a tool-call id for the upstream (see :func:`safe_token`)."""
         out = self.ids.get(id_)
         if out is None:

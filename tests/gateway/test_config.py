@@ -37,7 +37,7 @@ def test_alias_naming_an_unknown_deployment_is_refused() -> None:
 
 
 def test_unknown_key_is_refused_with_its_path() -> None:
-    with pytest.raises(ConfigError, match="guards.pairng"):
+    with pytest.raises(ConfigError, match=r"guards\.pairng"):
         parse_config({"guards": {"pairng": "reject"}})
 
 

@@ -35,7 +35,10 @@ from gateway.transcript import TranscriptWriter, recent
 
 def _text_response(text: str = "ok", **usage: int) -> Response:
     return Response(
-        id="r1", model="m", message=AssistantMessage(content=[TextPart(text=text)]), stop_reason="stop",
+        id="r1",
+        model="m",
+        message=AssistantMessage(content=[TextPart(text=text)]),
+        stop_reason="stop",
         usage=Usage(**usage) if usage else Usage(input_tokens=10, output_tokens=5),
     )
 
@@ -61,7 +64,9 @@ class Scripted(Provider):
     async def complete(self, request: Request, deployment: Deployment, api_key: str | None) -> Response:
         return self._next(request, deployment)
 
-    async def stream(self, request: Request, deployment: Deployment, api_key: str | None) -> AsyncIterator[StreamEvent]:
+    async def stream(
+        self, request: Request, deployment: Deployment, api_key: str | None
+    ) -> AsyncIterator[StreamEvent]:
         resp = self._next(request, deployment)
         for n, ev in enumerate(response_events(resp, chunk_chars=2)):
             if self.fail_after is not None and n == self.fail_after:
@@ -84,11 +89,15 @@ async def _pipeline(provider: Provider, tmp_path: Path, **guards: str) -> tuple[
     writer = TranscriptWriter(tmp_path / "t.db")
     await writer.start()
     table = DeploymentTable.build(cfg, Settings(), resolve_prices=False)
-    return Pipeline(Gateway(config=cfg, table=table, providers={"openai_chat": provider}, transcript=writer)), writer
+    return Pipeline(
+        Gateway(config=cfg, table=table, providers={"openai_chat": provider}, transcript=writer)
+    ), writer
 
 
 def _ctx(*messages, model: str = "auto", **kw) -> TurnContext:
-    return TurnContext(request_id="req-1", dialect="openai_chat", request=Request(model=model, messages=list(messages), **kw))
+    return TurnContext(
+        request_id="req-1", dialect="openai_chat", request=Request(model=model, messages=list(messages), **kw)
+    )
 
 
 USER = UserMessage(content=[TextPart(text="hi")])
@@ -112,7 +121,9 @@ async def test_orphan_tool_call_is_rejected_with_zero_upstream_calls_and_recorde
     pipe, writer = await _pipeline(provider, tmp_path)
     call = ToolCallPart(id="call_2", name="bash", raw_arguments="{}", src="messages[1].tool_calls[0]")
     with pytest.raises(GuardViolation, match=r"call_2 \(messages\[1\]\.tool_calls\[0\]\)"):
-        await pipe.complete(_ctx(USER, AssistantMessage(content=[call]), UserMessage(content=[TextPart(text="?")])))
+        await pipe.complete(
+            _ctx(USER, AssistantMessage(content=[call]), UserMessage(content=[TextPart(text="?")]))
+        )
     await writer.close()
     assert provider.calls == []
     row = recent(tmp_path / "t.db")[0]
@@ -123,7 +134,9 @@ async def test_repair_policy_sends_an_error_result_upstream(tmp_path: Path) -> N
     provider = Scripted(_text_response())
     pipe, writer = await _pipeline(provider, tmp_path, pairing="repair")
     call = ToolCallPart(id="call_2", name="bash", raw_arguments="{}")
-    result = await pipe.complete(_ctx(USER, AssistantMessage(content=[call]), UserMessage(content=[TextPart(text="?")])))
+    result = await pipe.complete(
+        _ctx(USER, AssistantMessage(content=[call]), UserMessage(content=[TextPart(text="?")]))
+    )
     await writer.close()
     sent = provider.calls[0][1].messages
     assert isinstance(sent[2], ToolResultMessage) and sent[2].is_error and sent[2].tool_call_id == "call_2"
@@ -141,7 +154,9 @@ async def test_rate_limited_primary_falls_back_to_the_next_deployment(tmp_path: 
 
 
 async def test_all_deployments_failing_raises_the_last_error_with_retry_after(tmp_path: Path) -> None:
-    provider = Scripted(UpstreamError("busy", status=503), UpstreamError("slow down", status=429, retry_after_s=7))
+    provider = Scripted(
+        UpstreamError("busy", status=503), UpstreamError("slow down", status=429, retry_after_s=7)
+    )
     pipe, writer = await _pipeline(provider, tmp_path)
     with pytest.raises(UpstreamError) as err:
         await pipe.complete(_ctx(USER))
@@ -159,10 +174,19 @@ async def test_client_error_from_upstream_is_not_retried_elsewhere(tmp_path: Pat
 
 
 def _truncated_call_response() -> Response:
-    call = ToolCallPart(id="t1", name="run", raw_arguments='{"commands":["npm install","npm test"]}',
-                        arguments={"commands": ["npm install", "npm test"]})
-    return Response(id="r", model="m", message=AssistantMessage(content=[call]), stop_reason="length",
-                    usage=Usage(input_tokens=80, output_tokens=30))
+    call = ToolCallPart(
+        id="t1",
+        name="run",
+        raw_arguments='{"commands":["npm install","npm test"]}',
+        arguments={"commands": ["npm install", "npm test"]},
+    )
+    return Response(
+        id="r",
+        model="m",
+        message=AssistantMessage(content=[call]),
+        stop_reason="length",
+        usage=Usage(input_tokens=80, output_tokens=30),
+    )
 
 
 async def test_truncated_tool_call_is_withheld_and_named_in_headers(tmp_path: Path) -> None:
@@ -186,8 +210,9 @@ async def test_retry_policy_asks_again_with_a_larger_output_budget(tmp_path: Pat
 async def test_image_to_a_model_without_vision_is_refused_naming_the_tool_result(tmp_path: Path) -> None:
     pipe, writer = await _pipeline(Scripted(), tmp_path)
     call = ToolCallPart(id="s1", name="shot", raw_arguments="{}")
-    result = ToolResultMessage(tool_call_id="s1", content=[ImagePart(data="iVBO", media_type="image/png")],
-                               src="messages[2]")
+    result = ToolResultMessage(
+        tool_call_id="s1", content=[ImagePart(data="iVBO", media_type="image/png")], src="messages[2]"
+    )
     with pytest.raises(CapabilityError, match=r"tool result for s1 \(messages\[2\]\) contains an image"):
         await pipe.complete(_ctx(USER, AssistantMessage(content=[call]), result, model="blind"))
     await writer.close()
@@ -196,11 +221,19 @@ async def test_image_to_a_model_without_vision_is_refused_naming_the_tool_result
 async def test_open_tool_loop_returns_to_the_model_that_signed_its_thinking(tmp_path: Path) -> None:
     provider = Scripted(_text_response())
     pipe, writer = await _pipeline(provider, tmp_path)
-    signed = ThinkingPart(text="need tool", signature="SIG_B",
-                          provenance=Provenance(api="openai_chat", provider="openai", model="model-b"))
+    signed = ThinkingPart(
+        text="need tool",
+        signature="SIG_B",
+        provenance=Provenance(api="openai_chat", provider="openai", model="model-b"),
+    )
     call = ToolCallPart(id="k1", name="price", raw_arguments="{}")
-    await pipe.complete(_ctx(USER, AssistantMessage(content=[signed, call]),
-                             ToolResultMessage(tool_call_id="k1", content=[TextPart(text="9.99")])))
+    await pipe.complete(
+        _ctx(
+            USER,
+            AssistantMessage(content=[signed, call]),
+            ToolResultMessage(tool_call_id="k1", content=[TextPart(text="9.99")]),
+        )
+    )
     await writer.close()
     dep, sent = provider.calls[0]
     assert dep == "b"

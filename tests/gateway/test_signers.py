@@ -23,8 +23,10 @@ RAW = Provenance(api="anthropic_messages", provider="anthropic", model="")
 def _request(sig: str = "SIG_A_opaque") -> Request:
     thinking = ThinkingPart(text="Need the price tool.", signature=sig, provenance=RAW)
     call = ToolCallPart(id="toolu_k1", name="get_price", raw_arguments="{}")
-    return Request(model="auto", messages=[UserMessage(content=[TextPart(text="Price?")]),
-                                           AssistantMessage(content=[thinking, call])])
+    return Request(
+        model="auto",
+        messages=[UserMessage(content=[TextPart(text="Price?")]), AssistantMessage(content=[thinking, call])],
+    )
 
 
 def _signer_of(req: Request) -> str:
@@ -35,10 +37,14 @@ def _signer_of(req: Request) -> str:
 
 def test_a_signature_the_gateway_returned_is_tied_to_the_model_that_signed_it() -> None:
     memory = SignerMemory()
-    signed = ThinkingPart(text="x", signature="SIG_A_opaque",
-                          provenance=Provenance(api="anthropic_messages", provider="anthropic", model="model-a"))
-    memory.remember(Response(id="r", model="model-a", message=AssistantMessage(content=[signed]),
-                             stop_reason="tool_use"))
+    signed = ThinkingPart(
+        text="x",
+        signature="SIG_A_opaque",
+        provenance=Provenance(api="anthropic_messages", provider="anthropic", model="model-a"),
+    )
+    memory.remember(
+        Response(id="r", model="model-a", message=AssistantMessage(content=[signed]), stop_reason="tool_use")
+    )
     assert _signer_of(resolve(_request(), [B, A], memory)) == "model-a"
 
 
@@ -53,9 +59,14 @@ def test_an_unknown_raw_signature_with_one_candidate_model_is_that_models() -> N
 def test_memory_is_bounded() -> None:
     memory = SignerMemory(capacity=2)
     for i in range(3):
-        part = ThinkingPart(text="x", signature=f"s{i}",
-                            provenance=Provenance(api="anthropic_messages", provider="anthropic", model="m"))
-        memory.remember(Response(id="r", model="m", message=AssistantMessage(content=[part]), stop_reason="stop"))
+        part = ThinkingPart(
+            text="x",
+            signature=f"s{i}",
+            provenance=Provenance(api="anthropic_messages", provider="anthropic", model="m"),
+        )
+        memory.remember(
+            Response(id="r", model="m", message=AssistantMessage(content=[part]), stop_reason="stop")
+        )
     assert memory.lookup("s0") is None and memory.lookup("s2") is not None
 
 

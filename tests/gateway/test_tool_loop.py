@@ -134,7 +134,9 @@ async def test_fault_a_five_runs_with_random_tool_delays_give_identical_transcri
     transcripts = []
     finish_orders = set()
     for seed in range(5):
-        calls = [call(i, name) for i, name in enumerate(["time__now", "time__convert", "fs__read", "time__now"])]
+        calls = [
+            call(i, name) for i, name in enumerate(["time__now", "time__convert", "fs__read", "time__now"])
+        ]
         more = [call(10 + i) for i in range(3)]
         model = Model(
             answer(TextPart(text="checking"), *calls, stop="tool_use"),
@@ -143,7 +145,9 @@ async def test_fault_a_five_runs_with_random_tool_delays_give_identical_transcri
         )
         recorded: list[bytes] = []
 
-        async def record(n: int, req: Request, resp: Response, appended: list[Message], out: list[bytes] = recorded) -> None:
+        async def record(
+            n: int, req: Request, resp: Response, appended: list[Message], out: list[bytes] = recorded
+        ) -> None:
             out.append(dump(req.messages) + dump(appended))
 
         rng = random.Random(seed)
@@ -152,11 +156,15 @@ async def test_fault_a_five_runs_with_random_tool_delays_give_identical_transcri
         rng.shuffle(order)
         tools.release_order = order
 
-        async def runner(c: ToolCallPart, tools: Tools = tools, rng: random.Random = rng) -> ToolResultMessage:
+        async def runner(
+            c: ToolCallPart, tools: Tools = tools, rng: random.Random = rng
+        ) -> ToolResultMessage:
             if c.id.startswith("call_1") and c.id != "call_1":  # second step: yield a random number of times
                 for _ in range(rng.randrange(5)):
                     await asyncio.sleep(0)
-                return ToolResultMessage(tool_call_id=c.id, name=c.name, content=[TextPart(text=f"result of {c.id}")])
+                return ToolResultMessage(
+                    tool_call_id=c.id, name=c.name, content=[TextPart(text=f"result of {c.id}")]
+                )
             return await tools(c)
 
         resp = await loop(runner, record=record).run(request(), model)
@@ -270,14 +278,31 @@ async def test_a_call_of_a_client_tool_ends_the_loop_without_running_anything() 
 
 
 def test_edges_parse_the_mcp_tool_entry_into_mcp_servers() -> None:
-    oa = openai_chat.parse_request(orjson.dumps({
-        "model": "m", "messages": [{"role": "user", "content": "hi"}],
-        "tools": [{"type": "mcp", "server": "time"}, {"type": "function", "function": {"name": "f"}},
-                  {"type": "mcp", "server": "time"}],
-    }))
+    oa = openai_chat.parse_request(
+        orjson.dumps(
+            {
+                "model": "m",
+                "messages": [{"role": "user", "content": "hi"}],
+                "tools": [
+                    {"type": "mcp", "server": "time"},
+                    {"type": "function", "function": {"name": "f"}},
+                    {"type": "mcp", "server": "time"},
+                ],
+            }
+        )
+    )
     assert oa.mcp_servers == ["time"] and [t.name for t in oa.tools] == ["f"]
-    an = anthropic_messages.parse_request(orjson.dumps({
-        "model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}],
-        "tools": [{"type": "mcp", "server": "time"}, {"name": "g", "input_schema": {"type": "object"}}],
-    }))
+    an = anthropic_messages.parse_request(
+        orjson.dumps(
+            {
+                "model": "m",
+                "max_tokens": 10,
+                "messages": [{"role": "user", "content": "hi"}],
+                "tools": [
+                    {"type": "mcp", "server": "time"},
+                    {"name": "g", "input_schema": {"type": "object"}},
+                ],
+            }
+        )
+    )
     assert an.mcp_servers == ["time"] and [t.name for t in an.tools] == ["g"]

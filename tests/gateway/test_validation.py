@@ -25,8 +25,15 @@ def _req(**kw) -> Request:
         ({"top_p": 7.0}, "top_p", "between 0 and 1"),
         ({"top_k": 0}, "top_k", "at least 1"),
         ({"max_output_tokens": 0}, "max_tokens", "at least 1"),
-        ({"message": UserMessage(content=[ImagePart(data="!!!", media_type="image/png")], src="messages[0]")},
-         "messages[0].content[0]", "not valid base64"),
+        (
+            {
+                "message": UserMessage(
+                    content=[ImagePart(data="!!!", media_type="image/png")], src="messages[0]"
+                )
+            },
+            "messages[0].content[0]",
+            "not valid base64",
+        ),
     ],
 )
 def test_inconsistent_requests_are_refused_naming_the_field(kw: dict, param: str, words: str) -> None:
@@ -36,5 +43,11 @@ def test_inconsistent_requests_are_refused_naming_the_field(kw: dict, param: str
 
 
 def test_a_consistent_request_passes() -> None:
-    validate_request(_req(tools=[T], tool_choice=ToolChoice(mode="tool", name="bash"), temperature=1.0,
-                          message=UserMessage(content=[ImagePart(data="iVBORw0KGgo=", media_type="image/png")])))
+    validate_request(
+        _req(
+            tools=[T],
+            tool_choice=ToolChoice(mode="tool", name="bash"),
+            temperature=1.0,
+            message=UserMessage(content=[ImagePart(data="iVBORw0KGgo=", media_type="image/png")]),
+        )
+    )

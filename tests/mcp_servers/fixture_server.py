@@ -10,21 +10,30 @@ Its tools cover the faults and edge cases the registry must handle:
 * ``exec`` (no annotations): ``cat build.log`` returns about 6 MB of text (handed case C28);
 * ``echo`` (read-only, closed world);
 * ``hang`` (read-only): never returns; ``die`` (read-only): the process exits mid-call;
-* ``pid`` (read-only): the server's process id;
+* ``pid`` (read-only): the server's process id; ``headers`` (read-only): the HTTP headers the
+  server received with the call;
 * ``weird.name/with.dots`` and a name over 64 characters (read-only);
 * ``untagged``: no annotations at all (must count as the worst case);
 * ``delete_file`` (destructive), ``write_note`` (writes, not destructive, closed world, takes a
   ``path``).
+
+Resources ``note://<name>/readme`` and ``note://<name>/extra-N`` (``--resources N``), the template
+``note://<name>/items/{item}``, the prompt ``summarize(topic)``; ``grow`` (read-only) adds one
+resource, one prompt and one tool at run time and tells the client the lists changed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
 import anyio
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.prompts import Prompt
+from mcp.server.mcpserver.resources import FunctionResource
 from mcp.types import ToolAnnotations
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
@@ -32,9 +41,52 @@ LONG_NAME = "a_tool_name_that_is_deliberately_much_longer_than_sixty_four_charac
 BUILD_LOG_LINES = 155_000  # "line N: compiling module mK.c ...\n" is ~39 bytes: about 6 MB in all
 
 
-def build(name: str, search_param: str) -> MCPServer:
+def build(name: str, search_param: str, extra_resources: int = 0) -> MCPServer:
     """The fixture server named ``name``."""
     server = MCPServer(name, version="0.0.1", warn_on_duplicate_tools=False)
+
+    @server.resource(
+        f"note://{name}/readme",
+        name="readme",
+        description=f"{name} readme",
+        mime_type="text/plain",
+    )
+    def readme() -> str:
+        return f"readme of {name}"
+
+    for i in range(extra_resources):
+        server.add_resource(
+            FunctionResource(uri=f"note://{name}/extra-{i}", name=f"extra-{i}", fn=lambda i=i: f"extra {i}")
+        )
+
+    @server.resource(f"note://{name}/items/{{item}}", name="item", mime_type="text/plain")
+    def item(item: str) -> str:
+        return f"{name} item {item}"
+
+    @server.prompt(description="summarise a topic")
+    def summarize(topic: str) -> str:
+        return f"Summarise {topic} for {name}."
+
+    grown = {"n": 0}
+
+    @server.tool(annotations=READ_ONLY)
+    async def grow(ctx: Context) -> str:
+        grown["n"] += 1
+        n = grown["n"]
+        new = FunctionResource(uri=f"note://{name}/grown-{n}", name=f"grown-{n}", fn=lambda: "new")
+        server.add_resource(new)
+        server.add_prompt(Prompt.from_function(lambda: "grown", name=f"grown_{n}", description="grown"))
+        server.add_tool(lambda: "grown", name=f"grown_{n}", description="grown", annotations=READ_ONLY)
+        await ctx.notify_resources_changed()  # 2026-07-28: subscriptions/listen streams
+        await ctx.notify_prompts_changed()
+        await ctx.notify_tools_changed()
+        for send in (  # handshake era: plain notifications (dropped on a 2026-07-28 connection)
+            ctx.session.send_resource_list_changed,
+            ctx.session.send_prompt_list_changed,
+            ctx.session.send_tool_list_changed,
+        ):
+            await send()
+        return f"grew {n}"
 
     if search_param == "jql":
 
@@ -73,6 +125,12 @@ def build(name: str, search_param: str) -> MCPServer:
         os._exit(3)
 
     @server.tool(annotations=READ_ONLY)
+    def headers(ctx: Context) -> str:
+        """The HTTP headers of this call as the server received them (JSON; {} on stdio)."""
+        got = ctx.headers or {}
+        return json.dumps({k.lower(): v for k, v in got.items()})
+
+    @server.tool(annotations=READ_ONLY)
     def pid() -> str:
         return str(os.getpid())
 
@@ -108,11 +166,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="fixture")
     parser.add_argument("--search-param", choices=["query", "jql"], default="query")
+    parser.add_argument("--resources", type=int, default=0, help="extra static resources")
     parser.add_argument(
         "--http-port", type=int, default=0, help="serve streamable HTTP on 127.0.0.1:PORT/mcp"
     )
     args = parser.parse_args()
-    server = build(args.name, args.search_param)
+    server = build(args.name, args.search_param, args.resources)
     if args.http_port:
         server.run("streamable-http", host="127.0.0.1", port=args.http_port)
     else:

@@ -90,8 +90,11 @@ class McpGateway:
         return self.app.state.mcp.registry
 
 
-def start_gateway(tmp: Path, servers: list[dict[str, Any]], **mcp_fields: Any) -> Iterator[McpGateway]:
-    """Start a gateway whose ``mcp`` section lists ``servers``; yields once all are ready."""
+def start_gateway(
+    tmp: Path, servers: list[dict[str, Any]], env: dict[str, str] | None = None, **mcp_fields: Any
+) -> Iterator[McpGateway]:
+    """Start a gateway whose ``mcp`` section lists ``servers`` (``env``: extra environment
+    variables while it runs); yields once all are ready."""
     from gateway.config import parse_config
 
     workspace = tmp / "workspace"
@@ -110,7 +113,7 @@ def start_gateway(tmp: Path, servers: list[dict[str, Any]], **mcp_fields: Any) -
             },
         }
     )
-    yield from run_gateway(config, db_path, workspace)
+    yield from run_gateway(config, db_path, workspace, env=env)
 
 
 def run_gateway(

@@ -7,7 +7,6 @@ second carries the time server's real result, in call order; the transcript hold
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from standins.recordings import json_exchange, stream_exchange
 from standins.servers import GatewayServer, LoopThread
 from standins.topology import KEY_ENV, KEYS, build_config
 from standins.upstream import OPENAI, UpstreamStandin, replay
+from standins.wirekit import transcript_row
 
 from gateway.config import ModelAlias, Settings
 from gateway.server import create_app
@@ -41,16 +41,31 @@ def loop_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         for api, var in KEY_ENV.items():
             mp.setenv(var, KEYS[api])
         base = build_config(standin.url, str(db_path))
-        mcp = McpConfig.model_validate({
-            "restart_backoff_s": 0.05,
-            "health_interval_s": 600,
-            "servers": [{"id": "time", "transport": {"type": "stdio", "command": TIME_SERVER,
-                                                      "args": ["--local-timezone", "UTC"]}}],
-        })
-        config = base.model_copy(update={
-            "mcp": mcp,
-            "models": [*base.models, ModelAlias(name="oa-time", deployments=["oa"], mcp_servers=["time"])],
-        })
+        mcp = McpConfig.model_validate(
+            {
+                "restart_backoff_s": 0.05,
+                "health_interval_s": 600,
+                "servers": [
+                    {
+                        "id": "time",
+                        "transport": {
+                            "type": "stdio",
+                            "command": TIME_SERVER,
+                            "args": ["--local-timezone", "UTC"],
+                        },
+                    }
+                ],
+            }
+        )
+        config = base.model_copy(
+            update={
+                "mcp": mcp,
+                "models": [
+                    *base.models,
+                    ModelAlias(name="oa-time", deployments=["oa"], mcp_servers=["time"]),
+                ],
+            }
+        )
         app = create_app(config=config, settings=Settings(db_path=db_path, log_level="warning"))
         gateway = GatewayServer(app)
         loop.call(gateway.start())
@@ -66,19 +81,37 @@ def loop_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
 
 def _tool_call_answer(call_id: str, args: dict[str, Any]) -> dict[str, Any]:
     return {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": MODEL,
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": None,
-            "tool_calls": [{"id": call_id, "type": "function",
-                            "function": {"name": "time__get_current_time", "arguments": json.dumps(args)}}],
-        }}],
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": "time__get_current_time", "arguments": json.dumps(args)},
+                        }
+                    ],
+                },
+            }
+        ],
         "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
     }
 
 
 def _text_answer(text: str) -> dict[str, Any]:
     return {
-        "id": "chatcmpl-2", "object": "chat.completion", "created": 2, "model": MODEL,
+        "id": "chatcmpl-2",
+        "object": "chat.completion",
+        "created": 2,
+        "model": MODEL,
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
         "usage": {"prompt_tokens": 40, "completion_tokens": 7, "total_tokens": 47},
     }
@@ -96,7 +129,9 @@ def _tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in body["messages"] if m.get("role") == "tool"]
 
 
-def test_openai_sdk_runs_a_multi_step_mcp_tool_loop(loop_gw: dict[str, Any], standin: UpstreamStandin) -> None:
+def test_openai_sdk_runs_a_multi_step_mcp_tool_loop(
+    loop_gw: dict[str, Any], standin: UpstreamStandin
+) -> None:
     standin.script(
         replay(json_exchange(_tool_call_answer("call_a", {"timezone": "UTC"})), api=OPENAI),
         replay(json_exchange(_tool_call_answer("call_b", {"timezone": "Europe/Paris"})), api=OPENAI),
@@ -114,35 +149,79 @@ def test_openai_sdk_runs_a_multi_step_mcp_tool_loop(loop_gw: dict[str, Any], sta
     assert completion.usage is not None and completion.usage.prompt_tokens == 20 + 20 + 40
     sent = standin.requests(OPENAI)
     assert len(sent) == 3
-    assert [t["function"]["name"] for t in sent[0].body["tools"]] == ["time__convert_time", "time__get_current_time"]
+    assert [t["function"]["name"] for t in sent[0].body["tools"]] == [
+        "time__convert_time",
+        "time__get_current_time",
+    ]
     first, second = _tool_results(sent[1].body), _tool_results(sent[2].body)
     assert [r["tool_call_id"] for r in first] == ["call_a"]
     assert [r["tool_call_id"] for r in second] == ["call_a", "call_b"]
     assert '"timezone": "UTC"' in json.dumps(first[0]["content"]).replace('\\"', '"')
     assert "Europe/Paris" in json.dumps(second[1]["content"])
     rid = done.headers["x-turnstile-request-id"]
-    with sqlite3.connect(loop_gw["db_path"]) as db:
-        rows = dict(db.execute("SELECT request_id, stop FROM turns WHERE request_id LIKE ?", (f"{rid}%",)).fetchall())
-    assert rows == {rid: "stop", f"{rid}.step1": "tool_use", f"{rid}.step2": "tool_use", f"{rid}.step3": "stop"}
+    turn = transcript_row(loop_gw["db_path"], rid)  # the turn row is written last
+    assert turn["stop"] == "stop"
+    steps = {n: transcript_row(loop_gw["db_path"], f"{rid}.step{n}") for n in (1, 2, 3)}
+    assert [steps[n]["stop"] for n in (1, 2, 3)] == ["tool_use", "tool_use", "stop"]
+    last = json.loads(steps[3]["request"])["messages"]  # internal schema, call order
+    assert [m.get("tool_call_id") for m in last if m["role"] == "tool"] == ["call_a", "call_b"]
 
 
 def test_alias_attaches_mcp_servers_and_the_stream_shows_tool_progress(
     loop_gw: dict[str, Any], standin: UpstreamStandin
 ) -> None:
     chunks = [
-        {"id": "c", "object": "chat.completion.chunk", "created": 3, "model": MODEL,
-         "choices": [{"index": 0, "delta": {"role": "assistant", "content": "It is "}, "finish_reason": None}]},
-        {"id": "c", "object": "chat.completion.chunk", "created": 3, "model": MODEL,
-         "choices": [{"index": 0, "delta": {"content": "noon."}, "finish_reason": "stop"}]},
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 3,
+            "model": MODEL,
+            "choices": [
+                {"index": 0, "delta": {"role": "assistant", "content": "It is "}, "finish_reason": None}
+            ],
+        },
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 3,
+            "model": MODEL,
+            "choices": [{"index": 0, "delta": {"content": "noon."}, "finish_reason": "stop"}],
+        },
     ]
     tool_chunks = [
-        {"id": "t", "object": "chat.completion.chunk", "created": 3, "model": MODEL,
-         "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
-             {"index": 0, "id": "call_s", "type": "function",
-              "function": {"name": "time__get_current_time", "arguments": '{"timezone": "UTC"}'}}]},
-             "finish_reason": None}]},
-        {"id": "t", "object": "chat.completion.chunk", "created": 3, "model": MODEL,
-         "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        {
+            "id": "t",
+            "object": "chat.completion.chunk",
+            "created": 3,
+            "model": MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_s",
+                                "type": "function",
+                                "function": {
+                                    "name": "time__get_current_time",
+                                    "arguments": '{"timezone": "UTC"}',
+                                },
+                            }
+                        ],
+                    },
+                    "finish_reason": None,
+                }
+            ],
+        },
+        {
+            "id": "t",
+            "object": "chat.completion.chunk",
+            "created": 3,
+            "model": MODEL,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+        },
     ]
     standin.script(
         replay(stream_exchange(OPENAI, tool_chunks), api=OPENAI),
@@ -173,7 +252,8 @@ def test_unknown_mcp_server_is_a_400_naming_it(loop_gw: dict[str, Any], standin:
     client = openai.OpenAI(base_url=f"{loop_gw['url']}/v1", api_key="sk-x", max_retries=0, timeout=30)
     with pytest.raises(openai.BadRequestError) as err:
         client.chat.completions.create(
-            model="oa", messages=[{"role": "user", "content": "hi"}],
+            model="oa",
+            messages=[{"role": "user", "content": "hi"}],
             tools=[{"type": "mcp", "server": "nope"}],  # type: ignore[list-item]
         )
     assert "'nope' is not registered" in str(err.value)

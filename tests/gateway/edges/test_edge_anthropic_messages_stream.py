@@ -58,6 +58,7 @@ def test_c12_text_and_tool_call_from_one_upstream_delta_become_two_blocks() -> N
                 },
             },
         ),
+        ("ping", {"type": "ping"}),
         (
             "content_block_start",
             {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
@@ -105,17 +106,18 @@ def test_c13_whole_function_call_in_one_chunk_streams_as_tool_use_block() -> Non
     names = [e for e, _ in events]
     assert names == [
         "message_start",
+        "ping",
         "content_block_start",
         "content_block_delta",
         "content_block_stop",
         "message_delta",
         "message_stop",
     ]
-    start = events[1][1]["content_block"]
+    start = events[2][1]["content_block"]
     assert start == {"type": "tool_use", "id": "call_add", "name": "add_numbers", "input": {}}
     partial = "".join(d["delta"]["partial_json"] for e, d in events if e == "content_block_delta")
     assert orjson.loads(partial) == {"a": 17, "b": 25}
-    assert events[4][1]["delta"]["stop_reason"] == "tool_use"
+    assert events[5][1]["delta"]["stop_reason"] == "tool_use"
 
 
 def test_c10_events_render_compact_block_indexes() -> None:

@@ -17,8 +17,11 @@ from gateway.schema import (
 DEP = Deployment(name="demo", api="demo", model="turnstile-demo")
 BASH = ToolDefinition(
     name="bash",
-    parameters={"type": "object", "properties": {"cmd": {"type": "string"}, "n": {"type": "integer"}},
-                "required": ["cmd", "n"]},
+    parameters={
+        "type": "object",
+        "properties": {"cmd": {"type": "string"}, "n": {"type": "integer"}},
+        "required": ["cmd", "n"],
+    },
 )
 
 
@@ -57,7 +60,9 @@ def test_tool_results_are_summarised() -> None:
 
 
 def test_small_output_budget_cuts_a_tool_call_and_reports_length() -> None:
-    req = _req(UserMessage(content=[TextPart(text="use bash " + "x" * 100)]), tools=[BASH], max_output_tokens=3)
+    req = _req(
+        UserMessage(content=[TextPart(text="use bash " + "x" * 100)]), tools=[BASH], max_output_tokens=3
+    )
     resp = answer(req, DEP)
     assert resp.stop_reason == "length"
     assert len(resp.message.tool_calls[0].raw_arguments) == 12
@@ -73,8 +78,12 @@ async def test_stream_carries_the_same_answer_in_pieces() -> None:
 
 
 def test_malformed_tool_schemas_still_get_an_answer() -> None:
-    for params in ({"type": "string"}, {"type": "object", "properties": {"x": "int"}}, {"required": 5},
-                   {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x", 3]}):
+    for params in (
+        {"type": "string"},
+        {"type": "object", "properties": {"x": "int"}},
+        {"required": 5},
+        {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x", 3]},
+    ):
         tool = ToolDefinition(name="f", parameters=params)
         resp = answer(_req(UserMessage(content=[TextPart(text="call f")]), tools=[tool]), DEP)
         assert resp.stop_reason == "tool_use" and resp.message.tool_calls[0].name == "f"

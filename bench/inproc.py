@@ -1,0 +1,147 @@
+"""In-process hot-path loop: the real ASGI app, a real nginx upstream, no HTTP server in front.
+
+``uv run python -m bench.inproc [--case openai] [-n 2000] [--profile out.prof]`` starts the
+nginx stand-in, builds Turnstile exactly as ``bench.run`` configures it (guards, routing with a
+fallback deployment, accounting, SQLite transcript, one JSON access-log line per request, written
+to a file), drives ``n`` sequential requests straight into the ASGI app and prints the process
+CPU time per request (user + system of this process only: nginx runs in its own). CPU time does
+not depend on how busy the machine is, so this is the load-independent measure of the hot path;
+``--profile`` writes a cProfile of the loop (read it with ``python -m pstats``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import procs
+from bench.bodies import request_bodies
+from bench.run import turnstile_config
+from bench.upstream import nginx_binary, nginx_config
+
+ROUNDS = 10
+"""The loop is split in this many rounds; the fastest round's CPU time per request is the
+least disturbed by other work on the machine."""
+
+
+def _callgrind(*args: str) -> None:
+    """Under ``valgrind --tool=callgrind --instr-atstart=no`` (env ``BENCH_CALLGRIND=1``), switch
+    instrumentation of this process on or off: instruction counts of the measured loop only."""
+    if os.environ.get("BENCH_CALLGRIND") == "1":
+        import subprocess
+
+        subprocess.run(["callgrind_control", *args, str(os.getpid())], check=True, capture_output=True)
+
+
+async def _drive(app: Any, path: str, body: bytes, n: int) -> int:
+    """Send ``n`` requests through the ASGI ``app``; returns the number of 200 answers."""
+    ok = 0
+    headers = [
+        (b"host", b"127.0.0.1"),
+        (b"content-type", b"application/json"),
+        (b"authorization", b"Bearer bench"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    for _ in range(n):
+        sent = False
+        status = 0
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.sleep(3600)
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+            "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+            "root_path": "", "headers": headers, "client": ("127.0.0.1", 5555),
+            "server": ("127.0.0.1", 4000), "state": {},
+        }
+        await app(scope, receive, send)
+        ok += status == 200
+    return ok
+
+
+async def _main(cases: list[str], n: int, profile: Path | None, workdir: Path) -> None:
+    from gateway.config import load_config
+    from gateway.server import create_app
+
+    port = procs.free_port()
+    conf = nginx_config(workdir / "nginx", port)
+    nginx = procs.Proc("upstream", [nginx_binary() or "nginx", "-c", str(conf), "-p", str(conf.parent)],
+                       workdir / "nginx.log")
+    try:
+        await procs.wait_ready(nginx, f"http://127.0.0.1:{port}/", 20)
+        os.environ["BENCH_UPSTREAM_KEY"] = "bench"
+        cfg = load_config(turnstile_config(f"http://127.0.0.1:{port}", 4000, workdir))
+        app = create_app(cfg)
+        bodies = request_bodies()
+        async with app.router.lifespan_context(app):
+            for case in cases:
+                path, body = bodies[case]
+                await _drive(app, path, body, min(200, n))  # warm-up: pools, caches, imports
+                # CPU-time timer: the profile does not count time spent descheduled on a busy machine.
+                prof = cProfile.Profile(time.process_time) if profile is not None else None
+                rounds: list[float] = []
+                c0, t0 = time.process_time(), time.perf_counter()
+                if prof is not None:
+                    prof.enable()
+                ok = 0
+                per = max(1, n // ROUNDS)
+                _callgrind("-i", "on")
+                for _ in range(ROUNDS):
+                    r0 = time.process_time()
+                    ok += await _drive(app, path, body, per)
+                    rounds.append((time.process_time() - r0) / per)
+                _callgrind("-i", "off")
+                if prof is not None:
+                    prof.disable()
+                    out = profile.with_name(f"{profile.stem}-{case}{profile.suffix}")
+                    prof.dump_stats(out)
+                done = per * ROUNDS
+                cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+                rounds.sort()
+                print(f"{case:17} n={done} ok={ok} cpu/req mean {cpu / done * 1e6:7.1f} us  min-of-{ROUNDS} "
+                      f"{rounds[0] * 1e6:7.1f} us  median {rounds[ROUNDS // 2] * 1e6:7.1f} us  wall/req "
+                      f"{wall / done * 1e6:7.1f} us", file=sys.__stdout__, flush=True)
+    finally:
+        nginx.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", action="append", help="benchmark case (repeatable); default: all")
+    ap.add_argument("-n", type=int, default=2000, help="requests per case")
+    ap.add_argument("--profile", type=Path, help="write cProfile stats to PROFILE-<case>.prof")
+    args = ap.parse_args()
+    cases = args.case or list(request_bodies())
+    workdir = Path(tempfile.mkdtemp(prefix="turnstile-inproc-"))
+    log = (workdir / "turnstile.log").open("w")
+    os.dup2(log.fileno(), 2)  # the access log goes to a file, as under the benchmark
+    sys.stderr = log
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(_main(cases, args.n, args.profile, workdir))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""Per-client visibility: API keys map to tool allow-lists on /mcp and /v1/mcp/tools, and a
+client's credential never reaches an upstream (the upstream sees only the gateway's own)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import TextContent
+from mcp_harness import TIME_SERVER, HttpFixture, McpGateway, start_gateway
+
+from mcp_servers.clients import EVERYTHING, Visibility, authenticate
+from mcp_servers.config import McpConfig
+
+ALICE, BOB = "alice-key-123", "bob-key-456"
+UPSTREAM_SECRET = "gateway-own-upstream-token"
+
+
+@pytest.fixture(scope="module")
+def keyed_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpGateway]:
+    """A gateway with two clients: alice sees the ``docs`` (HTTP) tools, bob the ``time`` ones
+    and ``docs__headers``; ``docs`` gets the gateway's own token from ``DOCS_TOKEN``."""
+    docs = HttpFixture("docs")
+    try:
+        servers = [
+            {
+                "id": "time",
+                "transport": {"type": "stdio", "command": TIME_SERVER, "args": ["--local-timezone", "UTC"]},
+            },
+            {
+                "id": "docs",
+                "transport": {
+                    "type": "streamable_http",
+                    "url": docs.url,
+                    "headers_env": {"X-Upstream-Token": "DOCS_TOKEN"},
+                },
+            },
+        ]
+        clients = [
+            {"name": "alice", "key_env": "MCP_KEY_ALICE", "tools": ["docs__*"]},
+            {"name": "bob", "key_env": "MCP_KEY_BOB", "tools": ["time__*", "docs__headers"]},
+            {"name": "nobody", "key_env": "MCP_KEY_UNSET_FOR_TESTS"},
+        ]
+        env = {"MCP_KEY_ALICE": ALICE, "MCP_KEY_BOB": BOB, "DOCS_TOKEN": UPSTREAM_SECRET}
+        yield from start_gateway(tmp_path_factory.mktemp("keyed"), servers, env=env, clients=clients)
+    finally:
+        docs.stop()
+
+
+def _client(gw: McpGateway, key: str, **kw: Any) -> Client:
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+    return Client(streamable_http_client(gw.mcp_url, http_client=http), **kw)
+
+
+def _text(result: Any) -> str:
+    return "".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+def test_authenticate_matches_keys_and_fails_closed() -> None:
+    cfg = McpConfig.model_validate({"clients": [{"name": "a", "key_env": "K", "tools": ["x__*"]}]})
+    env = {"K": "secret"}.get
+    assert authenticate(cfg, env, {"authorization": "Bearer secret"}) == Visibility("a", ("x__*",))
+    assert authenticate(cfg, env, {"authorization": "Bearer wrong"}) is None
+    assert authenticate(cfg, env, {}) is None
+    assert authenticate(cfg, lambda _: None, {"authorization": "Bearer "}) is None
+    assert authenticate(McpConfig(), env, {}) is EVERYTHING
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_each_client_lists_and_calls_only_its_tools(keyed_gw: McpGateway, mode: str) -> None:
+    async with _client(keyed_gw, ALICE, mode=mode) as alice:
+        names = {t.name for t in (await alice.list_tools()).tools}
+        assert names and all(n.startswith("docs__") for n in names)
+        assert _text(await alice.call_tool("docs__echo", {"text": "hi"})) == "hi"
+        with pytest.raises(MCPError, match="unknown tool"):
+            await alice.call_tool("time__get_current_time", {"timezone": "UTC"})
+    async with _client(keyed_gw, BOB, mode=mode) as bob:
+        names = {t.name for t in (await bob.list_tools()).tools}
+        assert names == {"time__get_current_time", "time__convert_time", "docs__headers"}
+        with pytest.raises(MCPError, match="unknown tool"):
+            await bob.call_tool("docs__echo", {"text": "hi"})
+
+
+async def test_requests_without_a_known_key_are_refused(keyed_gw: McpGateway) -> None:
+    async with httpx.AsyncClient(base_url=keyed_gw.url) as http:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "Bearer "}):
+            r = await http.post("/mcp", json=body, headers=headers)
+            assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+            assert (await http.get("/v1/mcp/tools", headers=headers)).status_code == 401
+
+
+async def test_model_tools_endpoint_shows_each_client_its_tools(keyed_gw: McpGateway) -> None:
+    async with httpx.AsyncClient(base_url=keyed_gw.url) as http:
+        r = await http.get("/v1/mcp/tools?format=anthropic", headers={"Authorization": f"Bearer {BOB}"})
+    assert r.status_code == 200
+    assert {t["name"] for t in r.json()["tools"]} == {
+        "time__get_current_time",
+        "time__convert_time",
+        "docs__headers",
+    }
+
+
+async def test_client_credentials_are_never_forwarded_upstream(keyed_gw: McpGateway) -> None:
+    async with _client(keyed_gw, BOB) as bob:
+        seen = json.loads(_text(await bob.call_tool("docs__headers", {})))
+    assert seen["x-upstream-token"] == UPSTREAM_SECRET  # the gateway's own credential, from config
+    assert BOB not in json.dumps(seen) and "authorization" not in seen
