@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
+from datetime import datetime, timezone
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -26,12 +28,65 @@ def _orjson_dumps(obj: Any, default: Any = None, **_: Any) -> str:
     return orjson.dumps(obj, default=default).decode()
 
 
+_LEVELS = {"warn": "warning", "exception": "error"}
+
+
+class _UtcStamp:
+    """ISO-8601 UTC timestamps in the text of structlog's ``TimeStamper(fmt="iso", utc=True)``
+    (``2026-11-30T11:05:22.374794Z``; no fraction when it is zero), with the date and time of
+    day formatted once per second instead of once per line."""
+
+    __slots__ = ("_sec", "_prefix")
+
+    def __init__(self) -> None:
+        self._sec = -1
+        self._prefix = ""
+
+    def __call__(self) -> str:
+        sec, us = divmod(time.time_ns() // 1000, 1_000_000)
+        if sec != self._sec:
+            self._sec = sec
+            self._prefix = datetime.fromtimestamp(sec, timezone.utc).replace(tzinfo=None).isoformat()
+        return f"{self._prefix}.{us:06d}Z" if us else self._prefix + "Z"
+
+
+def _json_line(stamp: _UtcStamp) -> Any:
+    """The whole JSON chain in one processor: level, ``ts``, formatted exception, request id
+    first, orjson bytes. Same keys and order as the chain ``add_log_level``,
+    ``TimeStamper(fmt="iso", utc=True, key="ts")``, ``format_exc_info``, request id first,
+    ``JSONRenderer`` — at a fraction of the cost (one line per request is on the hot path)."""
+    format_exc_info = structlog.processors.format_exc_info
+    dumps = orjson.dumps
+
+    def render(_: Any, method_name: str, event_dict: MutableMapping[str, Any]) -> bytes:
+        event_dict["level"] = _LEVELS.get(method_name, method_name)
+        event_dict["ts"] = stamp()
+        if "exc_info" in event_dict:
+            event_dict = format_exc_info(_, method_name, event_dict)
+        if "request_id" in event_dict:
+            rid = event_dict.pop("request_id")
+            if rid is not None:  # as _request_id_first: a None id is dropped
+                event_dict = {"request_id": rid, **event_dict}
+        return dumps(event_dict, default=repr)
+
+    return render
+
+
 def configure(level: str = "info", json: bool = True) -> None:
     """Set up structlog (and the stdlib root logger it writes through) at ``level``.
 
-    ``json`` True prints one JSON object per line; False a human console format."""
+    ``json`` True prints one JSON object per line (bytes written straight to stderr); False a
+    human console format."""
     lvl = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     logging.basicConfig(format="%(message)s", stream=sys.stderr, level=lvl, force=True)
+    if json and hasattr(sys.stderr, "buffer"):
+        structlog.configure(
+            processors=[structlog.contextvars.merge_contextvars, _json_line(_UtcStamp())],
+            wrapper_class=structlog.make_filtering_bound_logger(lvl),
+            logger_factory=structlog.BytesLoggerFactory(file=sys.stderr.buffer),
+            cache_logger_on_first_use=True,
+        )
+        return
     renderer: Any = (
         structlog.processors.JSONRenderer(serializer=_orjson_dumps)
         if json

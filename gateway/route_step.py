@@ -49,12 +49,7 @@ def route(gw: Any, ctx: Any, request: Request, candidates: list[Deployment]) -> 
     if len(candidates) == 1 and eng.routing_for(request.model) is None:
         # Nothing to decide: skip feature extraction on the hot path.
         only = candidates[0].name
-        record: dict[str, Any] = {
-            "kind": "route",
-            "route": only,
-            "fallbacks": [],
-            "reason": "only deployment",
-        }
+        record: dict[str, Any] = {"kind": "route", "route": only, "fallbacks": [], "reason": "only deployment"}
         ctx.route = {**record, "header": f"{only}; only deployment"}
         ctx.attempts.append(record)
         return candidates
@@ -68,7 +63,13 @@ def route(gw: Any, ctx: Any, request: Request, candidates: list[Deployment]) -> 
     }
     ctx.route = {**record, "header": decision.header()}
     ctx.attempts.append(record)
-    log.info("routed", request_id=ctx.request_id, deployment=decision.deployment, reason=decision.reason)
+    if decision.policy == "ordered" and not decision.excluded and eng.routing_for(request.model) is None:
+        # Nothing was decided (alias order, every deployment usable): the decision is in the
+        # transcript and the x-turnstile-route header; an info line per request would only
+        # double the log volume on the hot path.
+        log.debug("routed", request_id=ctx.request_id, deployment=decision.deployment, reason=decision.reason)
+    else:
+        log.info("routed", request_id=ctx.request_id, deployment=decision.deployment, reason=decision.reason)
     return [by_name[n] for n in decision.order if n in by_name]
 
 

@@ -56,10 +56,12 @@ class RoutingEngine:
 
     def routing_for(self, model: str) -> RoutingConfig | None:
         """The routing config of alias ``model``, or None (no alias or no ``routing``)."""
-        for alias in self.config.models:
-            if alias.name == model:
-                return alias.routing
-        return None
+        by_name = self.__dict__.get("_routing_by_alias")
+        if by_name is None:  # built once: the config does not change while the engine lives
+            by_name = self.__dict__["_routing_by_alias"] = {}
+            for alias in self.config.models:
+                by_name.setdefault(alias.name, alias.routing)
+        return by_name.get(model)
 
     def _router(self, model: str, cfg: RoutingConfig) -> Router:
         hit = self.routers.get(model)
@@ -91,6 +93,8 @@ class RoutingEngine:
                 rank=rank,
                 order=order,
             )
+        if cfg is None:  # the ordered policy never reads ``load``
+            return base
         lat = self.health.latency(dep.name)
         if lat is None:
             return base

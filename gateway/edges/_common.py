@@ -178,3 +178,23 @@ def sse(data: Any, event: str | None = None) -> bytes:
 def jsonable(value: Any) -> Any:
     """``value`` made JSON-safe (round trip through orjson with ``default=str``)."""
     return orjson.loads(dumps(value))
+
+
+def mcp_server_entries(body: JSONObj) -> list[str]:
+    """Server ids of the ``{"type": "mcp", "server": "<id>"}`` entries of ``tools`` — Turnstile's
+    own tool type in both dialects: the gateway runs that registered MCP server's tools itself
+    — in order, without repeats. Raises :class:`InvalidRequest` naming ``tools[i].server`` when
+    the id is empty."""
+    out: list[str] = []
+    for i, raw in enumerate(opt(body, "tools", list, "") or []):
+        path = join("tools", i)
+        tool = as_obj(raw, path)
+        if tool.get("type") != "mcp":
+            continue
+        server = req(tool, "server", str, path)
+        if not server:
+            spath = join(path, "server")
+            raise InvalidRequest(f"{spath}: must name a registered MCP server", param=spath)
+        if server not in out:
+            out.append(server)
+    return out

@@ -29,6 +29,7 @@ from gateway.edges._common import (
     as_obj,
     join,
     load_body,
+    mcp_server_entries,
     missing,
     opt,
     req,
@@ -307,7 +308,7 @@ def _tools(data: JSONObj) -> list[ToolDefinition]:
         tool = as_obj(raw, path)
         ttype = opt(tool, "type", str, path)
         if ttype == "mcp":
-            continue  # a registered MCP server for the gateway's tool loop: see _mcp_servers
+            continue  # a registered MCP server for the gateway's tool loop: see mcp_server_entries
         if ttype not in (None, "custom"):
             raise unsupported(join(path, "type"), f"server tool type {ttype!r}")
         out.append(
@@ -319,25 +320,6 @@ def _tools(data: JSONObj) -> list[ToolDefinition]:
                 cache_control=opt(tool, "cache_control", dict, path),
             )
         )
-    return out
-
-
-def _mcp_servers(data: JSONObj) -> list[str]:
-    """Server ids of the ``{"type": "mcp", "server": "<id>"}`` entries of ``tools`` (Turnstile's
-    own tool type, the same as in the OpenAI dialect: the gateway runs that registered MCP
-    server's tools itself), in order, without repeats."""
-    out: list[str] = []
-    for i, raw in enumerate(opt(data, "tools", list, "") or []):
-        path = join("tools", i)
-        tool = as_obj(raw, path)
-        if tool.get("type") != "mcp":
-            continue
-        server = req(tool, "server", str, path)
-        if not server:
-            spath = join(path, "server")
-            raise InvalidRequest(f"{spath}: must name a registered MCP server", param=spath)
-        if server not in out:
-            out.append(server)
     return out
 
 
@@ -432,7 +414,7 @@ def _parse(body: bytes, *, count_tokens: bool) -> Request:
         include_usage=True,
         user=opt(metadata, "user_id", str, "metadata"),
         metadata=metadata,
-        mcp_servers=_mcp_servers(data),
+        mcp_servers=mcp_server_entries(data),
     )
 
 

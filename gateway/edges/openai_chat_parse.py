@@ -28,6 +28,7 @@ from gateway.edges._common import (
     as_obj,
     join,
     load_body,
+    mcp_server_entries,
     missing,
     opt,
     parse_arguments,
@@ -314,7 +315,7 @@ def _tools(body: JSONObj) -> list[ToolDefinition]:
         tool = as_obj(raw, path)
         ttype = req(tool, "type", str, path)
         if ttype == "mcp":
-            continue  # a registered MCP server for the gateway's tool loop: see _mcp_servers
+            continue  # a registered MCP server for the gateway's tool loop: see mcp_server_entries
         if ttype != "function":
             raise unsupported(join(path, "type"), f"tool type {ttype!r}")
         fpath = join(path, "function")
@@ -323,25 +324,6 @@ def _tools(body: JSONObj) -> list[ToolDefinition]:
     for i, raw in enumerate(opt(body, "functions", list, "") or []):
         path = join("functions", i)
         out.append(_tool_def(as_obj(raw, path), path, None))
-    return out
-
-
-def _mcp_servers(body: JSONObj) -> list[str]:
-    """Server ids of the ``{"type": "mcp", "server": "<id>"}`` entries of ``tools`` (Turnstile's
-    own tool type: the gateway runs that registered MCP server's tools itself), in order,
-    without repeats."""
-    out: list[str] = []
-    for i, raw in enumerate(opt(body, "tools", list, "") or []):
-        path = join("tools", i)
-        tool = as_obj(raw, path)
-        if tool.get("type") != "mcp":
-            continue
-        server = req(tool, "server", str, path)
-        if not server:
-            spath = join(path, "server")
-            raise InvalidRequest(f"{spath}: must name a registered MCP server", param=spath)
-        if server not in out:
-            out.append(server)
     return out
 
 
@@ -462,5 +444,5 @@ def parse_request(body: bytes) -> Request:
         include_usage=bool(opt(stream_options, "include_usage", bool, "stream_options")),
         user=opt(data, "user", str, ""),
         metadata=metadata,
-        mcp_servers=_mcp_servers(data),
+        mcp_servers=mcp_server_entries(data),
     )

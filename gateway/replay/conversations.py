@@ -33,7 +33,7 @@ from gateway.pipeline import Pipeline, TurnContext
 from gateway.replay import clientview
 from gateway.replay.records import Conversation
 from gateway.replay.report import Report
-from gateway.replay.roundtrip import round_trip
+from gateway.replay.roundtrip import record_round_trip
 from gateway.replay.upstream import ReplayProvider
 from gateway.schema import AssistantMessage, Request, Response, SystemMessage, Usage
 
@@ -66,7 +66,7 @@ class ConversationReplayer:
         rep.counts["conversations"] += 1
         edge = get_dialect(conv.dialect)
         seen_findings: set[tuple[str, str, str | None]] = set()
-        seen_diffs: set[tuple[str, str, str]] = set()
+        seen_diffs: set[tuple[str, ...]] = set()
         est_total = 0.0
         est_known = True
         prev_answer_at = 0
@@ -97,7 +97,9 @@ class ConversationReplayer:
             rep.counts["calls"] += len(answer.tool_calls)
             self._guard_findings(request, conv, where, seen_findings)
             try:
-                self._round_trip(self._slice(request, prev_answer_at, k, conv), conv, where, seen_diffs)
+                record_round_trip(
+                    self.report, self._slice(request, prev_answer_at, k, conv), conv.source, where, seen_diffs
+                )
                 est = await self._pipeline_turn(request, answer, turn, conv, where, model, answer_msg)
             except Exception as err:
                 rep.crash(conv.source, where, err)
@@ -138,32 +140,6 @@ class ConversationReplayer:
                     continue
                 seen.add(key)
                 self.report.finding(p.code, conv.source, where, p.id, p.message)
-
-    def _round_trip(
-        self, request: Request, conv: Conversation, where: str, seen: set[tuple[str, str, str]]
-    ) -> None:
-        rep = self.report
-        try:
-            guarded = invariants.check_request(request, GuardPolicy(pairing="repair")).request
-        except GuardViolation:
-            guarded = request
-        rep.counts["round_trips"] += 1
-        for res in round_trip(guarded):
-            if res.refused is not None:
-                key = (res.target, "refused", res.refused)
-                if key not in seen:
-                    seen.add(key)
-                    rep.finding("target_refused", conv.source, where, None, f"{res.target}: {res.refused}")
-                continue
-            for d in res.differences:
-                key = (res.target, d.facet, d.before)
-                if key in seen:
-                    continue
-                seen.add(key)
-                if d.limit:
-                    rep.limit(res.target, d.facet, d.limit, {"file": conv.source, "where": where})
-                else:
-                    rep.loss(conv.source, where, res.target, d.facet, d.before, d.after)
 
     async def _pipeline_turn(
         self,

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from gateway import invariants
-from gateway.config import Deployment, GuardPolicy
+from gateway.config import Deployment
 from gateway.edges import get_dialect
 from gateway.errors import GuardViolation, InvalidRequest, UnknownStopReason, UpstreamError
 from gateway.providers import anthropic_messages, gemini, openai_chat
@@ -30,7 +30,7 @@ from gateway.replay import clientview
 from gateway.replay.conversations import STRICT
 from gateway.replay.records import Exchange
 from gateway.replay.report import Report
-from gateway.replay.roundtrip import round_trip
+from gateway.replay.roundtrip import record_round_trip
 from gateway.schema import Request, Response, TextPart, UserMessage
 
 WIRES = {"openai_chat": openai_chat, "anthropic_messages": anthropic_messages, "gemini": gemini}
@@ -228,25 +228,5 @@ class RecordingReplayer:
                 if key not in seen:
                     seen.add(key)
                     rep.finding(p.code, ex.source, where, p.id, p.message)
-        try:
-            guarded = invariants.check_request(request, GuardPolicy(pairing="repair")).request
-        except GuardViolation:
-            guarded = request
-        rep.counts["round_trips"] += 1
-        for res in round_trip(guarded):
-            if res.refused is not None:
-                key = (res.target, "refused", res.refused)
-                if key not in seen:
-                    seen.add(key)
-                    rep.finding("target_refused", ex.source, where, None, f"{res.target}: {res.refused}")
-                continue
-            for d in res.differences:
-                key = (res.target, d.facet, d.before)
-                if key in seen:
-                    continue
-                seen.add(key)
-                if d.limit:
-                    rep.limit(res.target, d.facet, d.limit, {"file": ex.source, "where": where})
-                else:
-                    rep.loss(ex.source, where, res.target, d.facet, d.before, d.after)
+        record_round_trip(rep, request, ex.source, where, seen)
         return request

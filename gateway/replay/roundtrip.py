@@ -17,11 +17,12 @@ from gateway.config import Deployment, GuardPolicy
 from gateway.deployments import provenance_of
 from gateway.edges import anthropic_messages as edge_anthropic
 from gateway.edges import openai_chat as edge_openai
-from gateway.errors import TurnstileError
+from gateway.errors import GuardViolation, TurnstileError
 from gateway.providers import anthropic_messages, gemini, openai_chat
 from gateway.providers.naming import NameMap
 from gateway.providers.recorded import gemini_read
 from gateway.replay.compare import POLICY, Difference, diff
+from gateway.replay.report import Report
 from gateway.schema import AssistantMessage, Request, ToolCallPart, ToolResultMessage
 
 TARGETS: dict[str, tuple[ModuleType, Deployment]] = {
@@ -109,3 +110,32 @@ def round_trip(request: Request, targets: tuple[str, ...] = tuple(TARGETS)) -> l
                 diffs.append(d)
         out.append(TargetResult(target, diffs))
     return out
+
+
+def record_round_trip(
+    report: Report, request: Request, source: str, where: str, seen: set[tuple[str, ...]]
+) -> None:
+    """Convert ``request`` (pairing repaired first, so a finding already reported does not
+    stop the conversion) to every target and back, and put each refusal, loss and target-API
+    limit in ``report`` once per (target, facet, value) in ``seen``."""
+    try:
+        guarded = invariants.check_request(request, GuardPolicy(pairing="repair")).request
+    except GuardViolation:
+        guarded = request
+    report.counts["round_trips"] += 1
+    for res in round_trip(guarded):
+        if res.refused is not None:
+            key = (res.target, "refused", res.refused)
+            if key not in seen:
+                seen.add(key)
+                report.finding("target_refused", source, where, None, f"{res.target}: {res.refused}")
+            continue
+        for d in res.differences:
+            key = (res.target, d.facet, d.before)
+            if key in seen:
+                continue
+            seen.add(key)
+            if d.limit:
+                report.limit(res.target, d.facet, d.limit, {"file": source, "where": where})
+            else:
+                report.loss(source, where, res.target, d.facet, d.before, d.after)

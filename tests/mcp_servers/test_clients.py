@@ -91,7 +91,7 @@ async def test_each_client_lists_and_calls_only_its_tools(keyed_gw: McpGateway, 
 async def test_requests_without_a_known_key_are_refused(keyed_gw: McpGateway) -> None:
     async with httpx.AsyncClient(base_url=keyed_gw.url) as http:
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-        for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "Bearer "}):
+        for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "Basic abc"}):
             r = await http.post("/mcp", json=body, headers=headers)
             assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
             assert (await http.get("/v1/mcp/tools", headers=headers)).status_code == 401
