@@ -77,7 +77,7 @@ async def _drive(app: Any, path: str, body: bytes, n: int) -> int:
     return ok
 
 
-async def _main(cases: list[str], n: int, profile: Path | None, workdir: Path) -> None:
+async def _main(cases: list[str], n: int, profile: Path | None, workdir: Path, floor: bool = False) -> None:
     from gateway.config import load_config
     from gateway.server import create_app
 
@@ -88,8 +88,15 @@ async def _main(cases: list[str], n: int, profile: Path | None, workdir: Path) -
     try:
         await procs.wait_ready(nginx, f"http://127.0.0.1:{port}/", 20)
         os.environ["BENCH_UPSTREAM_KEY"] = "bench"
-        cfg = load_config(turnstile_config(f"http://127.0.0.1:{port}", 4000, workdir))
-        app = create_app(cfg)
+        if floor:  # the bare pass-through, for comparison
+            os.environ["BENCH_UPSTREAM"] = f"http://127.0.0.1:{port}"
+            import bench.floor
+
+            bench.floor.UPSTREAM = os.environ["BENCH_UPSTREAM"]
+            app: Any = bench.floor.app
+        else:
+            cfg = load_config(turnstile_config(f"http://127.0.0.1:{port}", 4000, workdir))
+            app = create_app(cfg)
         bodies = request_bodies()
         async with app.router.lifespan_context(app):
             for case in cases:
@@ -128,6 +135,7 @@ def main() -> None:
     ap.add_argument("--case", action="append", help="benchmark case (repeatable); default: all")
     ap.add_argument("-n", type=int, default=2000, help="requests per case")
     ap.add_argument("--profile", type=Path, help="write cProfile stats to PROFILE-<case>.prof")
+    ap.add_argument("--floor", action="store_true", help="drive the bare pass-through floor instead")
     args = ap.parse_args()
     cases = args.case or list(request_bodies())
     workdir = Path(tempfile.mkdtemp(prefix="turnstile-inproc-"))
@@ -140,7 +148,7 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(_main(cases, args.n, args.profile, workdir))
+    asyncio.run(_main(cases, args.n, args.profile, workdir, args.floor))
 
 
 if __name__ == "__main__":

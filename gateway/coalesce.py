@@ -6,7 +6,9 @@ per frame and dominated the streaming profile (``bench/RESULTS.md``). :func:`coa
 its source for the next item and, when the item is available without suspending (no I/O to
 wait for), appends it to the pending bytes; the moment the source would have to wait, the
 pending bytes are handed on first. So nothing is ever held back waiting for data: a frame is
-delayed only by the CPU time of the frames produced in the same instant after it.
+delayed only by the CPU time of the frames produced in the same instant after it — except the
+first frame, which is always sent alone the moment it is ready (time to first byte does not
+wait for the rest of a burst).
 
 How: the source's ``__anext__`` coroutine is stepped once by hand. If it finishes, its value
 was ready. If it suspends on a future, that future is handed to the running task exactly as
@@ -53,8 +55,14 @@ async def coalesce(source: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     exceptions propagate after the bytes already produced are yielded."""
     buf: list[bytes] = []
     coro: Coroutine[Any, Any, bytes] | None = None
+    first = True
     try:
         while True:
+            if first and buf:  # the first frame goes out alone, at once: time to first byte
+                first = False
+                chunk = buf[0]
+                buf = []
+                yield chunk
             coro = source.__anext__()  # type: ignore[assignment]
             assert coro is not None
             try:

@@ -433,16 +433,16 @@ class Pipeline:
             deployment=ctx.deployment.name if ctx.deployment else None,
             api=ctx.deployment.api if ctx.deployment else None,
             stop_reason=resp.stop_reason if resp is not None else None,
-            usage=usage.model_dump(),
+            usage=usage,  # models, dumped by the transcript writer thread (off the request path)
             cost_usd=usage.cost_usd,
             latency_ms=round((time.perf_counter() - ctx.started) * 1000, 3),
             guard_outcome=ctx.guard_outcome,
             repairs=ctx.repairs,
-            withheld=[w.model_dump() for w in resp.withheld_tool_calls] if resp is not None else [],
+            withheld=list(resp.withheld_tool_calls) if resp is not None else [],
             attempts=ctx.attempts,
             error=error.message if error is not None else None,
-            request=ctx.request.model_dump(mode="json", exclude_none=True),
-            response=resp.model_dump(mode="json") if resp is not None else None,
+            request=ctx.request,
+            response=resp,
         )
         await self.gw.transcript.append(record)
 

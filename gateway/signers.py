@@ -57,8 +57,10 @@ class SignerMemory:
         """Record the provenance of every signed part of ``response``."""
         for part in response.message.content:
             sig = _signature_of(part)
+            if not sig:  # checked first: a missing attribute on a pydantic model is costly
+                continue
             prov = getattr(part, "provenance", None)
-            if sig and prov is not None and prov.model:
+            if prov is not None and prov.model:
                 key = _key(sig)
                 self._map[key] = prov
                 self._map.move_to_end(key)
@@ -82,9 +84,11 @@ def resolve(request: Request, candidates: list[Deployment], memory: SignerMemory
         parts = list(msg.content)
         touched = False
         for j, part in enumerate(parts):
-            prov = getattr(part, "provenance", None)
             sig = _signature_of(part)
-            if prov is None or prov.model or not sig:
+            if not sig:  # checked first: a missing attribute on a pydantic model is costly
+                continue
+            prov = getattr(part, "provenance", None)
+            if prov is None or prov.model:
                 continue
             settled = memory.lookup(sig)
             if settled is None or (settled.api, settled.provider) != (prov.api, prov.provider):

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 import structlog
+from pydantic import BaseModel
 
 log = structlog.get_logger("turnstile.transcript")
 
@@ -82,9 +83,11 @@ COLUMNS = (
 
 @dataclass
 class TurnRecord:
-    """One turn as stored. ``request``/``response`` are internal-schema dicts; ``latency_ms``
-    in milliseconds; ``cost_usd`` in USD; ``guard_outcome`` is ``ok``, ``repaired`` or
-    ``rejected``."""
+    """One turn as stored. ``request``/``response`` are internal-schema dicts, or the
+    ``schema.Request``/``schema.Response`` objects themselves (dumped by the writer thread, off
+    the request path: the pipeline never changes a model after the turn); ``usage`` and the
+    ``withheld`` items likewise a dict or a ``schema`` model; ``latency_ms`` in milliseconds;
+    ``cost_usd`` in USD; ``guard_outcome`` is ``ok``, ``repaired`` or ``rejected``."""
 
     request_id: str
     ts: float
@@ -95,20 +98,28 @@ class TurnRecord:
     deployment: str | None = None
     api: str | None = None
     stop_reason: str | None = None
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, Any] | BaseModel = field(default_factory=dict)
     cost_usd: float | None = None
     latency_ms: float | None = None
     guard_outcome: str = "ok"
     repairs: list[dict[str, Any]] = field(default_factory=list)
-    withheld: list[dict[str, Any]] = field(default_factory=list)
+    withheld: list[Any] = field(default_factory=list)  # dicts or schema.WithheldToolCall
     attempts: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
-    request: dict[str, Any] | None = None
-    response: dict[str, Any] | None = None
+    request: dict[str, Any] | BaseModel | None = None
+    response: dict[str, Any] | BaseModel | None = None
 
     def row(self) -> tuple[Any, ...]:
-        """The record as a row tuple in :data:`COLUMNS` order."""
-        u = self.usage
+        """The record as a row tuple in :data:`COLUMNS` order (models dumped here: the request
+        as JSON without nulls, the response as JSON, usage and withheld calls as Python)."""
+        u = self.usage.model_dump() if isinstance(self.usage, BaseModel) else self.usage
+        request = self.request
+        if isinstance(request, BaseModel):
+            request = request.model_dump(mode="json", exclude_none=True)
+        response = self.response
+        if isinstance(response, BaseModel):
+            response = response.model_dump(mode="json")
+        withheld = [w.model_dump() if isinstance(w, BaseModel) else w for w in self.withheld]
 
         def js(v: Any) -> str | None:
             return None if v is None else orjson.dumps(v).decode()
@@ -133,11 +144,11 @@ class TurnRecord:
             self.latency_ms,
             self.guard_outcome,
             js(self.repairs),
-            js(self.withheld),
+            js(withheld),
             js(self.attempts),
             self.error,
-            js(self.request),
-            js(self.response),
+            js(request),
+            js(response),
         )
 
 
@@ -191,8 +202,9 @@ class TranscriptWriter:
             self._conn.close()
             self._conn = None
 
-    def _write(self, rows: list[tuple[Any, ...]]) -> None:
+    def _write(self, records: list[TurnRecord]) -> None:
         assert self._conn is not None
+        rows = [r.row() for r in records]  # JSON encoding in the writer thread, not on the loop
         marks = ",".join("?" * len(COLUMNS))
         with self._lock:
             self._conn.execute("BEGIN")
@@ -203,8 +215,8 @@ class TranscriptWriter:
                 raise
             self._conn.execute("COMMIT")
 
-    async def _write_until_done(self, rows: list[tuple[Any, ...]]) -> None:
-        """Write ``rows``; a failure (e.g. the file locked by another process) is logged and
+    async def _write_until_done(self, rows: list[TurnRecord]) -> None:
+        """Write the records ``rows``; a failure (e.g. the file locked by another process) is logged and
         retried with backoff up to 5 s apart — turns are never dropped. A row whose request id
         is already stored (a primary-key clash) is logged and skipped, the others are kept."""
         delay = 0.05
@@ -215,7 +227,7 @@ class TranscriptWriter:
                 return
             except sqlite3.IntegrityError:
                 if len(rows) == 1:
-                    log.error("transcript_duplicate_request_id", request_id=rows[0][0])
+                    log.error("transcript_duplicate_request_id", request_id=rows[0].request_id)
                     return
                 for row in rows:  # find the offending row; keep the rest
                     await self._write_until_done([row])
@@ -238,7 +250,7 @@ class TranscriptWriter:
             records = [r for r in items if r is not None]
             stop = any(r is None for r in items)
             if records:
-                await self._write_until_done([r.row() for r in records])
+                await self._write_until_done(records)
             for _ in items:
                 self._queue.task_done()
 

@@ -42,6 +42,10 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, S
 from mcp.types import (
     INVALID_PARAMS,
     SERVER_INFO_META_KEY,
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
+    EmptyResult,
     GetPromptRequestParams,
     GetPromptResult,
     ListPromptsResult,
@@ -49,10 +53,14 @@ from mcp.types import (
     ListResourceTemplatesResult,
     PaginatedRequestParams,
     Prompt,
+    PromptReference,
     ReadResourceRequestParams,
     ReadResourceResult,
     Resource,
     ResourceTemplate,
+    ResourceTemplateReference,
+    SubscribeRequestParams,
+    UnsubscribeRequestParams,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -119,6 +127,7 @@ class Aggregator:
         self._server_info = {"name": name, "version": version}
         self._prompt_names: dict[str, tuple[str, str]] = {}  # exposed -> (server, prompt)
         self._uri_owner: dict[str, str] = {}  # non-namespaced: uri -> server that listed it
+        self._subscriptions: set[str] = set()
         self.bus = InMemorySubscriptionBus()
         self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._pending: set[str] = set()
@@ -296,6 +305,53 @@ class Aggregator:
         if last is None:
             raise MCPError(INVALID_PARAMS, f"unknown resource {uri!r}: no server offers resources")
         raise last
+
+    async def subscribe(self, ctx: ServerRequestContext[Any], params: SubscribeRequestParams) -> EmptyResult:
+        """``resources/subscribe`` (handshake era): recorded for the session. Upstream
+        ``resources/updated`` notifications are not relayed yet (docs/mcp-conformance.md)."""
+        self.track(ctx)
+        self._subscriptions.add(str(params.uri))
+        return EmptyResult()
+
+    async def unsubscribe(
+        self, ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams
+    ) -> EmptyResult:
+        """``resources/unsubscribe``: forgets the URI."""
+        self._subscriptions.discard(str(params.uri))
+        return EmptyResult()
+
+    async def complete(self, ctx: ServerRequestContext[Any], params: CompleteRequestParams) -> CompleteResult:
+        """``completion/complete`` for a prompt (by exposed name) or resource template (by
+        exposed URI template), routed to its server with the original name/template. A server
+        that offers no completions yields an empty list."""
+        ref = params.ref
+        empty = CompleteResult(completion=Completion(values=[]))
+        routed: list[tuple[str, PromptReference | ResourceTemplateReference]]
+        if isinstance(ref, PromptReference):
+            candidates = self._resolve_prompt(ref.name)
+            routed = [(sid, PromptReference(type="ref/prompt", name=name)) for sid, name in candidates]
+        else:
+            uri = ref.uri
+            pair = split_uri(uri) if self.namespaced else None
+            if self.namespaced and pair is None:
+                return empty
+            targets = [pair] if pair else [(sid, uri) for sid, _ in self._servers_with("resources")]
+            routed = [(sid, ResourceTemplateReference(type="ref/resource", uri=u)) for sid, u in targets]
+        args = {"name": params.argument.name, "value": params.argument.value}
+        context = params.context.arguments if params.context is not None else None
+        for sid, upstream_ref in routed:
+            up = self.registry.upstream(sid)
+            caps = up.capabilities() if up is not None else None
+            if up is None or caps is None or caps.completions is None:
+                continue
+            try:
+                return await up.request(
+                    "completion/complete",
+                    lambda c, r=upstream_ref: c.complete(r, args, context),  # type: ignore[misc]
+                )
+            except (UpstreamUnavailable, UpstreamCallFailed, MCPError) as err:
+                log.info("mcp_complete_failed", server=sid, error=str(err))
+        return empty
 
     # ------------------------------------------------------------------ prompts
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import warnings
 from typing import Any
 
 import orjson
@@ -27,7 +28,7 @@ import structlog
 from mcp.server import InitializationOptions, NotificationOptions, Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import ListenHandler
-from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
 from mcp.types import (
     INVALID_PARAMS,
     SERVER_INFO_META_KEY,
@@ -38,10 +39,12 @@ from mcp.types import (
     ElicitRequestFormParams,
     ElicitResult,
     EmbeddedResource,
+    EmptyResult,
     ImageContent,
     InputRequiredResult,
     ListToolsResult,
     PaginatedRequestParams,
+    SetLevelRequestParams,
     TextContent,
     Tool,
 )
@@ -150,6 +153,12 @@ class _GatewayServer(Server[Any]):
         )
 
 
+async def _set_logging_level(ctx: ServerRequestContext[Any], params: SetLevelRequestParams) -> EmptyResult:
+    """``logging/setLevel`` (handshake era): accepted; the gateway sends no log messages of its
+    own and does not relay upstream ones yet (docs/mcp-conformance.md)."""
+    return EmptyResult()
+
+
 class McpEndpoint:
     """Holds the low-level ``Server`` facing clients and the logic of its handlers."""
 
@@ -167,7 +176,12 @@ class McpEndpoint:
         self.workspace_roots = list(workspace_roots or [])
         self._secret = os.urandom(32)
         self.aggregate = Aggregator(registry, name=name, version=version, page_size=registry.config.page_size)
-        self.server: Server[Any] = _GatewayServer(
+        with warnings.catch_warnings():  # logging/setLevel is deprecated in 2026-07-28, still served
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.server: Server[Any] = self._make_server(name, version)
+
+    def _make_server(self, name: str, version: str) -> Server[Any]:
+        return _GatewayServer(
             name,
             version=version,
             instructions="Turnstile MCP gateway: tools of every registered MCP server as <server>__<tool>",
@@ -179,7 +193,11 @@ class McpEndpoint:
             on_read_resource=self.aggregate.read_resource,
             on_list_prompts=self.aggregate.list_prompts,
             on_get_prompt=self.aggregate.get_prompt,
+            on_completion=self.aggregate.complete,
+            on_subscribe_resource=self.aggregate.subscribe,
+            on_unsubscribe_resource=self.aggregate.unsubscribe,
             on_subscriptions_listen=ListenHandler(self.aggregate.bus),
+            on_set_logging_level=_set_logging_level,
         )
 
     # ------------------------------------------------------------------ tools/list

@@ -182,6 +182,9 @@ def _because(reason: str) -> str:
         return "is marked confirm by the gateway's configuration"
     if reason.startswith("writes"):
         return reason
+    if reason.startswith("no "):  # "no destructiveHint: counted as destructive"
+        hint, _, verdict = reason[3:].partition(": counted as ")
+        return f"declares no {hint}, so it counts as {verdict}"
     return f"is {reason}"
 
 

@@ -114,7 +114,9 @@ class HttpProvider(Provider):
     async def complete(self, request: Request, deployment: Deployment, api_key: str | None) -> Response:
         from gateway.providers import transport
 
-        up, ctx = self.wire.build_request(request.model_copy(update={"stream": False}), deployment, api_key)
+        if request.stream:
+            request = request.model_copy(update={"stream": False})
+        up, ctx = self.wire.build_request(request, deployment, api_key)
         body = await transport.send(self.session, up, self._timeouts(deployment), self.wire, deployment.name)
         return self.wire.parse_response(body, ctx)
 
@@ -123,7 +125,9 @@ class HttpProvider(Provider):
     ) -> AsyncIterator[StreamEvent]:
         from gateway.providers import transport
 
-        up, ctx = self.wire.build_request(request.model_copy(update={"stream": True}), deployment, api_key)
+        if not request.stream:
+            request = request.model_copy(update={"stream": True})
+        up, ctx = self.wire.build_request(request, deployment, api_key)
         parser = self.wire.new_stream_parser(ctx)
         async for event_name, data in transport.send_stream(
             self.session, up, self._timeouts(deployment), self.wire, deployment.name

@@ -59,11 +59,22 @@ class SseDecoder:
             if buf.startswith(_BOM):
                 buf = buf[len(_BOM) :]
         out: list[SseEvent] = []
+        line_of = self._line
+        if b"\r" not in buf:  # the common case: LF line ends only, split in one C call
+            lines = buf.split(b"\n")
+            self._buf = lines.pop()  # the unterminated rest (b"" after a final LF)
+            for line in lines:
+                ev = line_of(line)
+                if ev is not None:
+                    out.append(ev)
+            return out
         pos = 0
         n = len(buf)
+        cr = buf.find(b"\r")  # the next CR at or after pos; found again only once passed
         while pos < n:
             lf = buf.find(b"\n", pos)
-            cr = buf.find(b"\r", pos)
+            if cr != -1 and cr < pos:
+                cr = buf.find(b"\r", pos)
             if lf == -1 and cr == -1:
                 break
             if cr != -1 and (lf == -1 or cr < lf):

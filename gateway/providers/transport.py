@@ -59,10 +59,11 @@ async def _open(
     session: aiohttp.ClientSession, up: UpstreamRequest, t: TimeoutConfig, deployment: str
 ) -> aiohttp.ClientResponse:
     try:
-        return await asyncio.wait_for(
-            session.request(up.method, up.url, data=up.body, headers=up.headers, timeout=_timeout(t)),
-            timeout=t.connect + t.first_byte,
-        )
+        # asyncio.timeout, not wait_for: no extra task per call (Python 3.11's wait_for makes one).
+        async with asyncio.timeout(t.connect + t.first_byte):
+            return await session.request(
+                up.method, up.url, data=up.body, headers=up.headers, timeout=_timeout(t)
+            )
     except (TimeoutError, aiohttp.ServerTimeoutError) as err:
         raise UpstreamTimeout(
             f"deployment {deployment!r}: no response headers within {t.connect + t.first_byte:.1f}s "
@@ -133,7 +134,8 @@ async def send_stream(
         try:
             while True:
                 try:
-                    chunk = await asyncio.wait_for(resp.content.readany(), t.between_chunks)
+                    async with asyncio.timeout(t.between_chunks):
+                        chunk = await resp.content.readany()
                 except TimeoutError as err:
                     raise UpstreamTimeout(
                         f"deployment {deployment!r}: no stream data for {t.between_chunks:g}s "

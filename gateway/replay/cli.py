@@ -82,6 +82,7 @@ def print_report(d: dict[str, Any], console: Console, seconds: float, *, details
         f"turns priced from estimated tokens (no recorded usage): {c['turns_estimated_tokens']}; "
         f"turns of models without a catalog price: {c['unpriced_turns']}"
     )
+    print_routing(d.get("routing"), console)
     unsupported: dict[str, int] = {}
     for u in d["unsupported"]:
         unsupported[u["reason"]] = unsupported.get(u["reason"], 0) + 1
@@ -126,6 +127,59 @@ def print_report(d: dict[str, Any], console: Console, seconds: float, *, details
     )
 
 
+def _usd(x: float) -> str:
+    return f"{x:.4f}"
+
+
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{100 * x:.1f}%"
+
+
+def print_routing(r: dict[str, Any] | None, console: Console) -> None:
+    """Render the routing estimate (``Report.as_dict()["routing"]``): one row per routed
+    conversation and the total."""
+    if not r or not r["totals"]["conversations"]:
+        return
+    tiers = sorted(r["totals"]["by_tier"])
+    cols = (
+        "file",
+        "conversation",
+        "alias",
+        *tiers,
+        "switches",
+        "recorded",
+        "routed",
+        "always strong",
+        "saving",
+    )
+
+    def row(file: str, name: str, alias: str, d: dict[str, Any], sav: float | None) -> tuple[Any, ...]:
+        return (
+            file,
+            name,
+            alias,
+            *(d["by_tier"].get(t, 0) for t in tiers),
+            d["switches"],
+            _usd(d["recorded_usd"]),
+            _usd(d["routed_usd"]),
+            _usd(d["strong_usd"]),
+            _pct(sav),
+        )
+
+    rows = [row(c["file"], c["conversation"], c["alias"], c, c["saving"]) for c in r["conversations"]]
+    t = r["totals"]
+    rows.append(row("TOTAL", f"{t['conversations']} conversations", "", t, t["saving_vs_recorded"]))
+    console.print(
+        _table("Routing estimate: turns per tier and cost (USD) as recorded / as routed", cols, rows)
+    )
+    console.print(
+        f"routing saves {_pct(t['saving_vs_recorded'])} of the recorded cost and "
+        f"{_pct(t['saving_vs_strong'])} of always-strong over {t['priced_turns']} priced turns "
+        f"({t['unpriced_turns']} routed turns of unpriced models left out); cost only — quality is "
+        "estimated offline by `turnstile route-eval`"
+    )
+
+
 def replay(
     paths: Annotated[
         list[Path],
@@ -140,17 +194,34 @@ def replay(
         list[str] | None,
         typer.Option(help="Directory names to skip. Default: routing (the routing data set is not traffic)."),
     ] = None,
+    routing_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--routing-config",
+            help="Routing configuration for the routing estimate (aliases named after the "
+            "recorded dialect: anthropic_messages, openai_chat). Default: gateway/replay/routing.yaml.",
+        ),
+    ] = None,
+    no_routing: Annotated[bool, typer.Option("--no-routing", help="Skip the routing estimate.")] = False,
 ) -> None:
     """Replay recorded conversations and provider traffic through the whole pipeline and report
     what the guards catch, what conversions lose and what it would cost. Exit status 1 only
     when Turnstile itself crashed or lost information."""
+    from gateway.errors import ConfigError
     from gateway.replay.discover import DEFAULT_EXCLUDE
+    from gateway.replay.routing import DEFAULT_ROUTING_PATH, load_routing
     from gateway.replay.runner import run
 
     for p in paths:
         if not p.exists():
             typer.echo(f"no such file or directory: {p}", err=True)
             raise typer.Exit(2)
+    if not no_routing:
+        try:
+            load_routing(routing_config)
+        except ConfigError as err:
+            typer.echo(str(err), err=True)
+            raise typer.Exit(2) from err
     console = Console(stderr=json)
     started = time.perf_counter()
     excl = tuple(exclude) if exclude else DEFAULT_EXCLUDE
@@ -169,8 +240,16 @@ def replay(
         def on_file(source: str, done: int, total: int) -> None:
             progress.update(task, completed=done, total=total, description=source[-60:])
 
-        report = run(paths, jobs=jobs, exclude=excl, on_file=on_file)
+        report = run(
+            paths,
+            jobs=jobs,
+            exclude=excl,
+            on_file=on_file,
+            routing_config=routing_config,
+            route=not no_routing,
+        )
     data = report.as_dict()
+    data["routing"]["config"] = None if no_routing else str(routing_config or DEFAULT_ROUTING_PATH)
     seconds = time.perf_counter() - started
     if json:
         sys.stdout.write(

@@ -14,7 +14,9 @@ history). Then:
    transcript writer: truncation guard, accounting (Turnstile's cost estimate from the
    catalog price and the recorded usage), transcript row;
 4. the answer rendered in the client's dialect, streamed and not, read back and compared with
-   the recorded answer (text, tool calls with byte-exact arguments, thinking and signatures).
+   the recorded answer (text, tool calls with byte-exact arguments, thinking and signatures);
+5. with a routing configuration (:mod:`gateway.replay.routing`): what routing would have chosen
+   for the turn and what that would have cost.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from gateway.replay import clientview
 from gateway.replay.records import Conversation
 from gateway.replay.report import Report
 from gateway.replay.roundtrip import record_round_trip
+from gateway.replay.routing import ConversationRoute, ReplayRouting
 from gateway.replay.upstream import ReplayProvider
 from gateway.schema import AssistantMessage, Request, Response, SystemMessage, Usage
 
@@ -44,10 +47,17 @@ _PROVIDER_OF = {"openai_chat": "openai", "anthropic_messages": "anthropic"}
 class ConversationReplayer:
     """Replays conversations through one pipeline (shared gateway state, one transcript)."""
 
-    def __init__(self, pipeline: Pipeline, providers: dict[str, ReplayProvider], report: Report) -> None:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        providers: dict[str, ReplayProvider],
+        report: Report,
+        routing: ReplayRouting | None = None,
+    ) -> None:
         self.pipeline = pipeline
         self.providers = providers
         self.report = report
+        self.routing = routing
 
     def _deployment(self, dialect: str, model: str) -> Deployment:
         table = self.pipeline.gw.table
@@ -70,6 +80,7 @@ class ConversationReplayer:
         est_total = 0.0
         est_known = True
         prev_answer_at = 0
+        route = self.routing.start(conv.dialect, len(conv.turns)) if self.routing else None
         for k, turn in enumerate(conv.turns):
             where = f"{conv.name} turn {k}"
             rep.counts["turns"] += 1
@@ -100,7 +111,9 @@ class ConversationReplayer:
                 record_round_trip(
                     self.report, self._slice(request, prev_answer_at, k, conv), conv.source, where, seen_diffs
                 )
-                est = await self._pipeline_turn(request, answer, turn, conv, where, model, answer_msg)
+                est = await self._pipeline_turn(
+                    request, answer, turn, conv, where, model, answer_msg, route, k
+                )
             except Exception as err:
                 rep.crash(conv.source, where, err)
                 continue
@@ -113,6 +126,8 @@ class ConversationReplayer:
             rep.cost["conversations_compared"] += 1
             rep.cost["conversation_recorded_usd"] += conv.total_cost_usd
             rep.cost["conversation_estimated_usd"] += est_total
+        if route is not None:
+            rep.route_conversation(conv.source, conv.name, route)
 
     @staticmethod
     def _slice(request: Request, start: int, k: int, conv: Conversation) -> Request:
@@ -150,6 +165,8 @@ class ConversationReplayer:
         where: str,
         model: str,
         answer_msg: dict[str, Any],
+        route: ConversationRoute | None = None,
+        k: int = 0,
     ) -> float | None:
         rep = self.report
         dep = self._deployment(conv.dialect, model)
@@ -192,4 +209,8 @@ class ConversationReplayer:
             rep.cost["unpriced_turns"] += 1
         if turn.cost_usd is not None and est is not None and not resp.usage.estimated:
             rep.add_cost(model, turn.cost_usd, est)
+        if route is not None and self.routing is not None:
+            recorded = turn.cost_usd if turn.cost_usd is not None else est
+            repriceable = turn.cost_usd is None or not resp.usage.estimated
+            self.routing.turn(route, k, request, resp.usage, recorded, repriceable=repriceable)
         return est

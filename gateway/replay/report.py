@@ -11,6 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.replay import routing as replay_routing
+
 COUNTERS = (
     "files",
     "conversations",
@@ -56,6 +58,13 @@ class Report:
         }
     )
     guard_outcomes: Counter[str] = field(default_factory=Counter)
+    routing: dict[str, Any] = field(default_factory=replay_routing.empty_totals)
+    routing_conversations: list[dict[str, Any]] = field(default_factory=list)
+
+    def route_conversation(self, file: str, name: str, route: replay_routing.ConversationRoute) -> None:
+        """Record what routing chose on one conversation (:mod:`gateway.replay.routing`)."""
+        replay_routing.add_conversation(self.routing, route)
+        self.routing_conversations.append(replay_routing.conversation_entry(file, name, route))
 
     def finding(self, kind: str, file: str, where: str, id: str | None, message: str) -> None:
         """Record a problem in the input (not a failure)."""
@@ -100,6 +109,8 @@ class Report:
         self.issues.extend(other.issues)
         self.crashes.extend(other.crashes)
         self.guard_outcomes.update(other.guard_outcomes)
+        replay_routing.merge_totals(self.routing, other.routing)
+        self.routing_conversations.extend(other.routing_conversations)
         for k, v in other.cost.items():
             if k == "by_model":
                 for model, m in v.items():
@@ -147,4 +158,10 @@ class Report:
             "issues": sorted(self.issues, key=key),
             "findings": sorted(self.findings, key=key),
             "cost": cost,
+            "routing": {
+                "totals": replay_routing.totals_dict(self.routing),
+                "conversations": sorted(
+                    self.routing_conversations, key=lambda d: (d["file"], d["conversation"])
+                ),
+            },
         }

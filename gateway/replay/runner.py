@@ -2,7 +2,8 @@
 
 Each file is read (:mod:`gateway.replay.discover`) and replayed by one worker; a worker runs
 one asyncio loop and one pipeline per file, with a transcript in a temporary SQLite file
-(deleted afterwards; ``keep_db`` keeps it). Reports merge in the parent. Files go to the
+(deleted afterwards; ``keep_db`` keeps it) and one routing engine per file for the routing
+estimate (:mod:`gateway.replay.routing`). Reports merge in the parent. Files go to the
 workers largest first so that the long sessions do not finish last.
 """
 
@@ -22,6 +23,7 @@ from gateway.replay.conversations import ConversationReplayer
 from gateway.replay.discover import DEFAULT_EXCLUDE, iter_files, load
 from gateway.replay.recordings import RecordingReplayer
 from gateway.replay.report import Report
+from gateway.replay.routing import ReplayRouting, load_routing
 from gateway.replay.upstream import ReplayProvider
 from gateway.transcript import TranscriptWriter
 
@@ -36,7 +38,7 @@ def _source(path: Path, roots: list[Path]) -> str:
     return path.as_posix()
 
 
-async def _replay_file(path: Path, source: str, db_dir: str) -> Report:
+async def _replay_file(path: Path, source: str, db_dir: str, routing: GatewayConfig | None) -> Report:
     rep = Report()
     rep.counts["files"] += 1
     loaded = load(path, source)
@@ -60,7 +62,8 @@ async def _replay_file(path: Path, source: str, db_dir: str) -> Report:
             providers=dict(providers),
             transcript=writer,
         )
-        cr = ConversationReplayer(Pipeline(gw), providers, rep)
+        router = ReplayRouting(routing) if routing is not None else None
+        cr = ConversationReplayer(Pipeline(gw), providers, rep, router)
         try:
             for conv in loaded.conversations:
                 await cr.replay(conv)
@@ -86,11 +89,12 @@ def preload() -> None:
     model_info("gpt-4o", "openai")
 
 
-def replay_file(path: str, source: str, db_dir: str) -> Report:
-    """Replay one file in a fresh event loop; any exception becomes a crash in the report."""
+def replay_file(path: str, source: str, db_dir: str, routing: GatewayConfig | None = None) -> Report:
+    """Replay one file in a fresh event loop, routing its turns with ``routing`` (None: no
+    routing estimate); any exception becomes a crash in the report."""
     quiet_logs()
     try:
-        return asyncio.run(_replay_file(Path(path), source, db_dir))
+        return asyncio.run(_replay_file(Path(path), source, db_dir, routing))
     except Exception as err:
         rep = Report()
         rep.counts["files"] += 1
@@ -105,10 +109,16 @@ def run(
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
     on_file: Callable[[str, int, int], None] | None = None,
     db_dir: str | None = None,
+    routing_config: Path | None = None,
+    route: bool = True,
 ) -> Report:
     """Replay every file under ``paths`` with ``jobs`` worker processes (default: CPU count;
     1 runs in this process). ``on_file(source, done, total)`` is called as each file ends.
-    Returns the merged :class:`Report`."""
+    Unless ``route`` is False, every turn is also routed with the replay routing configuration
+    at ``routing_config`` (default :data:`gateway.replay.routing.DEFAULT_ROUTING_PATH`; raises
+    :class:`gateway.errors.ConfigError` when it does not validate). Returns the merged
+    :class:`Report`."""
+    routing = load_routing(routing_config) if route else None
     files = sorted(iter_files(paths, exclude), key=lambda p: -p.stat().st_size)
     sources = [_source(p, paths) for p in files]
     total = len(files)
@@ -120,13 +130,14 @@ def run(
         where = db_dir or tmp
         if jobs == 1:
             for n, (p, s) in enumerate(zip(files, sources, strict=True), 1):
-                report.merge(replay_file(str(p), s, where))
+                report.merge(replay_file(str(p), s, where, routing))
                 if on_file:
                     on_file(s, n, total)
             return report
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = {
-                pool.submit(replay_file, str(p), s, where): s for p, s in zip(files, sources, strict=True)
+                pool.submit(replay_file, str(p), s, where, routing): s
+                for p, s in zip(files, sources, strict=True)
             }
             for n, fut in enumerate(as_completed(futures), 1):
                 report.merge(fut.result())

@@ -25,6 +25,7 @@ from mcp.types import (
     ImageContent,
     TextContent,
     TextResourceContents,
+    ToolAnnotations,
 )
 
 # a 1x1 transparent PNG and a tiny WAV header, base64
@@ -36,6 +37,8 @@ WAV = base64.b64encode(
     b"data\x00\x00\x00\x00"
 ).decode()
 SCHEMA_2020 = "https://json-schema.org/draft/2020-12/schema"
+# every fixture tool only reads (elicitation and sampling ask the client, they change nothing)
+RO = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
 
 def _elicit_text(result: Any) -> str:
@@ -46,26 +49,28 @@ def build() -> MCPServer:
     """The conformance fixture server."""
     server = MCPServer("turnstile-conformance-fixture", version="0.0.1")
 
-    @server.tool(description="Returns simple text")
+    @server.tool(annotations=RO, description="Returns simple text")
     def test_simple_text() -> str:
         return "This is a simple text response for testing."
 
-    @server.tool(description="Returns an image")
+    @server.tool(annotations=RO, description="Returns an image")
     def test_image_content() -> CallToolResult:
         return CallToolResult(content=[ImageContent(type="image", data=PNG, mime_type="image/png")])
 
-    @server.tool(description="Returns audio")
+    @server.tool(annotations=RO, description="Returns audio")
     def test_audio_content() -> CallToolResult:
         return CallToolResult(content=[AudioContent(type="audio", data=WAV, mime_type="audio/wav")])
 
-    @server.tool(description="Returns an embedded resource")
+    @server.tool(annotations=RO, description="Returns an embedded resource")
     def test_embedded_resource() -> CallToolResult:
         res = TextResourceContents(
-            uri="test://embedded-resource", mime_type="text/plain", text="This is an embedded resource content."
+            uri="test://embedded-resource",
+            mime_type="text/plain",
+            text="This is an embedded resource content.",
         )
         return CallToolResult(content=[EmbeddedResource(type="resource", resource=res)])
 
-    @server.tool(description="Returns text, image and resource")
+    @server.tool(annotations=RO, description="Returns text, image and resource")
     def test_multiple_content_types() -> CallToolResult:
         res = TextResourceContents(
             uri="test://mixed-content-resource",
@@ -80,7 +85,7 @@ def build() -> MCPServer:
             ]
         )
 
-    @server.tool(description="Sends three log messages")
+    @server.tool(annotations=RO, description="Sends three log messages")
     async def test_tool_with_logging(ctx: Context) -> str:
         await ctx.info("Tool execution started")
         await anyio.sleep(0.05)
@@ -89,14 +94,14 @@ def build() -> MCPServer:
         await ctx.info("Tool execution completed")
         return "Tool with logging executed successfully"
 
-    @server.tool(description="Always fails")
+    @server.tool(annotations=RO, description="Always fails")
     def test_error_handling() -> CallToolResult:
         return CallToolResult(
             content=[TextContent(type="text", text="This tool intentionally returns an error for testing")],
             is_error=True,
         )
 
-    @server.tool(description="Reports progress")
+    @server.tool(annotations=RO, description="Reports progress")
     async def test_tool_with_progress(ctx: Context) -> str:
         for step in (0, 50, 100):
             await ctx.report_progress(step, 100)
@@ -104,7 +109,7 @@ def build() -> MCPServer:
                 await anyio.sleep(0.05)
         return "Tool with progress executed successfully"
 
-    @server.tool(description="Asks the client's model")
+    @server.tool(annotations=RO, description="Asks the client's model")
     async def test_sampling(prompt: str, ctx: Context) -> str:
         from mcp.types import SamplingMessage
 
@@ -114,7 +119,7 @@ def build() -> MCPServer:
         text = getattr(result.content, "text", str(result.content))
         return f"LLM response: {text}"
 
-    @server.tool(description="Asks the user")
+    @server.tool(annotations=RO, description="Asks the user")
     async def test_elicitation(message: str, ctx: Context) -> str:
         schema = {
             "type": "object",
@@ -127,7 +132,7 @@ def build() -> MCPServer:
         result = await ctx.session.elicit_form(message, schema)
         return f"User response: action={result.action}, content={json.dumps(result.content or {})}"
 
-    @server.tool(description="Elicitation with defaults")
+    @server.tool(annotations=RO, description="Elicitation with defaults")
     async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
         schema = {
             "type": "object",
@@ -141,7 +146,7 @@ def build() -> MCPServer:
         }
         return _elicit_text(await ctx.session.elicit_form("Please review and update the form fields", schema))
 
-    @server.tool(description="Elicitation with enum variants")
+    @server.tool(annotations=RO, description="Elicitation with enum variants")
     async def test_elicitation_sep1330_enums(ctx: Context) -> str:
         opts = ["option1", "option2", "option3"]
         schema = {
@@ -176,7 +181,7 @@ def build() -> MCPServer:
         }
         return _elicit_text(await ctx.session.elicit_form("Please select options", schema))
 
-    @server.tool(description="Tool with JSON Schema 2020-12 features")
+    @server.tool(annotations=RO, description="Tool with JSON Schema 2020-12 features")
     def json_schema_2020_12_tool(name: str = "", address: dict[str, str] | None = None) -> str:
         return f"name={name} address={address}"
 
@@ -195,21 +200,30 @@ def build() -> MCPServer:
         "additionalProperties": False,
     }
 
-    @server.resource("test://static-text", name="static-text", description="static text", mime_type="text/plain")
+    @server.resource(
+        "test://static-text", name="static-text", description="static text", mime_type="text/plain"
+    )
     def static_text() -> str:
         return "This is the content of the static text resource."
 
-    @server.resource("test://static-binary", name="static-binary", description="static PNG", mime_type="image/png")
+    @server.resource(
+        "test://static-binary", name="static-binary", description="static PNG", mime_type="image/png"
+    )
     def static_binary() -> bytes:
         return base64.b64decode(PNG)
 
     @server.resource(
-        "test://template/{id}/data", name="template", description="templated data", mime_type="application/json"
+        "test://template/{id}/data",
+        name="template",
+        description="templated data",
+        mime_type="application/json",
     )
     def template(id: str) -> str:
         return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
 
-    @server.resource("test://watched-resource", name="watched", description="subscribable", mime_type="text/plain")
+    @server.resource(
+        "test://watched-resource", name="watched", description="subscribable", mime_type="text/plain"
+    )
     def watched() -> str:
         return "watched"
 
@@ -222,8 +236,9 @@ def build() -> MCPServer:
         return [UserMessage(f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'")]
 
     @server.prompt(description="A prompt with an embedded resource")
-    def test_prompt_with_embedded_resource(resourceUri: str) -> list[UserMessage]:  # noqa: N803
-        res = TextResourceContents(uri=resourceUri, mime_type="text/plain", text="Embedded resource content for testing.")
+    def test_prompt_with_embedded_resource(resourceUri: str) -> list[UserMessage]:
+        text = "Embedded resource content for testing."
+        res = TextResourceContents(uri=resourceUri, mime_type="text/plain", text=text)
         return [
             UserMessage(EmbeddedResource(type="resource", resource=res)),
             UserMessage("Please process the embedded resource above."),
