@@ -116,7 +116,7 @@ async def _main(cases: list[str], n: int, profile: Path | None, workdir: Path, f
                     ok += await _drive(app, path, body, per)
                     rounds.append((time.process_time() - r0) / per)
                 _callgrind("-i", "off")
-                if prof is not None:
+                if prof is not None and profile is not None:
                     prof.disable()
                     out = profile.with_name(f"{profile.stem}-{case}{profile.suffix}")
                     prof.dump_stats(out)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from datetime import datetime, timezone
 from collections.abc import MutableMapping
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -36,7 +36,7 @@ class _UtcStamp:
     (``2026-11-30T11:05:22.374794Z``; no fraction when it is zero), with the date and time of
     day formatted once per second instead of once per line."""
 
-    __slots__ = ("_sec", "_prefix")
+    __slots__ = ("_prefix", "_sec")
 
     def __init__(self) -> None:
         self._sec = -1
@@ -46,7 +46,7 @@ class _UtcStamp:
         sec, us = divmod(time.time_ns() // 1000, 1_000_000)
         if sec != self._sec:
             self._sec = sec
-            self._prefix = datetime.fromtimestamp(sec, timezone.utc).replace(tzinfo=None).isoformat()
+            self._prefix = datetime.fromtimestamp(sec, UTC).replace(tzinfo=None).isoformat()
         return f"{self._prefix}.{us:06d}Z" if us else self._prefix + "Z"
 
 

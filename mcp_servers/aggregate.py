@@ -38,7 +38,13 @@ from mcp import Client
 from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ServerEvent, ToolsListChanged
+from mcp.shared.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    ToolsListChanged,
+)
 from mcp.types import (
     INVALID_PARAMS,
     SERVER_INFO_META_KEY,
@@ -127,12 +133,13 @@ class Aggregator:
         self._server_info = {"name": name, "version": version}
         self._prompt_names: dict[str, tuple[str, str]] = {}  # exposed -> (server, prompt)
         self._uri_owner: dict[str, str] = {}  # non-namespaced: uri -> server that listed it
-        self._subscriptions: set[str] = set()
+        self._subscribers: dict[str, weakref.WeakSet[Any]] = {}  # exposed URI -> legacy connections
         self.bus = InMemorySubscriptionBus()
         self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._pending: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         registry.on_list_change(self._list_changed)
+        registry.on_resource_updated(self._resource_updated)
 
     # ------------------------------------------------------------------ change propagation
 
@@ -210,7 +217,8 @@ class Aggregator:
             for _ in range(_MAX_UPSTREAM_PAGES):
                 try:
                     got, nxt = await up.request(
-                        f"{kind}/list", lambda c, cur=upstream_cursor: fetch(c, cur)  # type: ignore[misc]
+                        f"{kind}/list",
+                        lambda c, cur=upstream_cursor: fetch(c, cur),  # type: ignore[misc]
                     )
                 except (UpstreamUnavailable, UpstreamCallFailed, MCPError) as err:
                     log.warning("mcp_list_failed", server=sid, kind=kind, error=str(err))
@@ -306,19 +314,64 @@ class Aggregator:
             raise MCPError(INVALID_PARAMS, f"unknown resource {uri!r}: no server offers resources")
         raise last
 
+    def _owners(self, uri: str) -> list[tuple[Upstream, str]]:
+        """The upstream(s) and original URI an exposed resource URI may belong to."""
+        if self.namespaced:
+            pair = split_uri(uri)
+            up = self.registry.upstream(pair[0]) if pair else None
+            return [(up, pair[1])] if pair is not None and up is not None else []
+        owner = self._uri_owner.get(uri)
+        if owner is not None and (up := self.registry.upstream(owner)) is not None:
+            return [(up, uri)]
+        return [(up, uri) for _, up in self._servers_with("resources")]
+
     async def subscribe(self, ctx: ServerRequestContext[Any], params: SubscribeRequestParams) -> EmptyResult:
-        """``resources/subscribe`` (handshake era): recorded for the session. Upstream
-        ``resources/updated`` notifications are not relayed yet (docs/mcp-conformance.md)."""
+        """``resources/subscribe`` (handshake era): the caller's connection is told of every
+        ``notifications/resources/updated`` for that URI from then on; the gateway follows the
+        resource upstream (:meth:`mcp_servers.upstream.Upstream.watch_resource`)."""
         self.track(ctx)
-        self._subscriptions.add(str(params.uri))
+        uri = str(params.uri)
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None:
+            self._subscribers.setdefault(uri, weakref.WeakSet()).add(connection)
+        for up, original in self._owners(uri):
+            await up.watch_resource(original, True)
         return EmptyResult()
 
     async def unsubscribe(
         self, ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams
     ) -> EmptyResult:
-        """``resources/unsubscribe``: forgets the URI."""
-        self._subscriptions.discard(str(params.uri))
+        """``resources/unsubscribe``: the caller's connection is no longer told; the gateway
+        stops following the resource when nobody is subscribed."""
+        uri = str(params.uri)
+        subscribers = self._subscribers.get(uri)
+        connection = getattr(ctx.session, "_connection", None)
+        if subscribers is not None and connection is not None:
+            subscribers.discard(connection)
+        if not self._subscribers.get(uri):
+            self._subscribers.pop(uri, None)
+            for up, original in self._owners(uri):
+                await up.watch_resource(original, False)
         return EmptyResult()
+
+    def _resource_updated(self, server: str, original: str) -> None:
+        """Registry callback: pass an upstream's ``resources/updated`` on, under the exposed URI."""
+        uri = namespace_uri(server, original) if self.namespaced else original
+        try:
+            task = asyncio.get_running_loop().create_task(self._send_updated(uri))
+        except RuntimeError:
+            return
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send_updated(self, uri: str) -> None:
+        await self.bus.publish(ResourceUpdated(uri=uri))  # subscriptions/listen streams filter by URI
+        for connection in list(self._subscribers.get(uri, ())):
+            try:
+                await connection.send_resource_updated(uri)
+            except Exception as err:  # a closed session: forget it
+                log.debug("mcp_notify_failed", kind="resource_updated", error=str(err))
+                self._subscribers.get(uri, weakref.WeakSet()).discard(connection)
 
     async def complete(self, ctx: ServerRequestContext[Any], params: CompleteRequestParams) -> CompleteResult:
         """``completion/complete`` for a prompt (by exposed name) or resource template (by

@@ -108,6 +108,7 @@ class McpServerSpec(BaseModel):
     * ``call_timeout_s``: per ``tools/call``, seconds (default 60).
     * ``output_cap_bytes``: UTF-8 bytes kept of one result (default 128 KiB, max 768 KiB);
       ``output_cap_mode`` ``truncate`` (head + tail + marker) or ``error``.
+    * ``protocol``: ``auto`` (2026-07-28 when offered) or ``legacy`` (the initialize handshake).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -125,6 +126,11 @@ class McpServerSpec(BaseModel):
     )
     output_cap_bytes: int = Field(default=DEFAULT_OUTPUT_CAP_BYTES, ge=256, le=MAX_OUTPUT_CAP_BYTES)
     output_cap_mode: Literal["truncate", "error"] = "truncate"
+    protocol: Literal["auto", "legacy"] = Field(
+        default="auto",
+        description="auto: MCP 2026-07-28 when the server speaks it, else the initialize handshake; "
+        "legacy: always the handshake (for servers that ask clients mid-call the pre-2026 way)",
+    )
 
     @field_validator("id")
     @classmethod

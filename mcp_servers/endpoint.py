@@ -17,10 +17,13 @@ an unknown tool name is a JSON-RPC ``-32602`` error.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import os
+import time
 import warnings
+import weakref
 from typing import Any
 
 import orjson
@@ -31,6 +34,7 @@ from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
 from mcp.types import (
     INVALID_PARAMS,
+    LOG_LEVEL_META_KEY,
     SERVER_INFO_META_KEY,
     CallToolRequestParams,
     CallToolResult,
@@ -54,12 +58,14 @@ from mcp_servers.aggregate import Aggregator, decode_cursor, encode_cursor
 from mcp_servers.clients import from_request
 from mcp_servers.output_cap import cap_text
 from mcp_servers.registry import McpRegistry, RegisteredTool
+from mcp_servers.relay import LEVELS, UPSTREAM_KEY_PREFIX, Channel
 from mcp_servers.trust import CallDecision, confirmation_message, decide, preapproval_hint
 from mcp_servers.upstream import UpstreamCallFailed, UpstreamUnavailable
 
 log = structlog.get_logger("turnstile.mcp.endpoint")
 
 ORIGIN_META_KEY = "io.turnstile/origin"
+STATE_TTL_S = 600
 CONFIRM_KEY = "turnstile_confirm"
 _CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -153,10 +159,39 @@ class _GatewayServer(Server[Any]):
         )
 
 
+_LOG_LEVELS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+"""Handshake-era connection -> the level its client set with ``logging/setLevel``."""
+
+
 async def _set_logging_level(ctx: ServerRequestContext[Any], params: SetLevelRequestParams) -> EmptyResult:
-    """``logging/setLevel`` (handshake era): accepted; the gateway sends no log messages of its
-    own and does not relay upstream ones yet (docs/mcp-conformance.md)."""
+    """``logging/setLevel`` (handshake era): upstream log messages relayed to this connection
+    from then on are those at or above ``level`` (before it: every level)."""
+    connection = getattr(ctx.session, "_connection", None)
+    if connection is not None:
+        _LOG_LEVELS[connection] = params.level
     return EmptyResult()
+
+
+def channel_for(ctx: ServerRequestContext[Any], server: str) -> Channel:
+    """The way back to the caller of ``ctx`` (:class:`mcp_servers.relay.Channel`): its log
+    level is the 2026-07-28 per-request opt-in (``_meta``), or for a handshake-era caller
+    the level of its last ``logging/setLevel`` (every level before one)."""
+    modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+    caps = ctx.session.client_capabilities
+    if modern:
+        level = (ctx.meta or {}).get(LOG_LEVEL_META_KEY)
+        level = level if level in LEVELS else None
+    else:
+        level = _LOG_LEVELS.get(getattr(ctx.session, "_connection", None) or ctx, "debug")
+    return Channel(
+        session=ctx.session,
+        request_id=ctx.request_id,
+        modern=modern,
+        log_level=level,
+        can_elicit=caps is not None and caps.elicitation is not None,
+        can_sample=caps is not None and caps.sampling is not None,
+        server=server,
+    )
 
 
 class McpEndpoint:
@@ -248,16 +283,18 @@ class McpEndpoint:
         if not t.available:
             return self._unavailable(t)
         args = dict(params.arguments or {})
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        state = self._unseal(params) if modern else None
         decision = decide(t.server, t.name, t.trust, args, self.workspace_roots)
         if decision.outcome == "refuse":
             return await self._refused(t, decision)
-        if decision.outcome == "ask":
-            answer = await self._confirm(ctx, params, t, decision)
+        if decision.outcome == "ask" and not (state or {}).get("c"):
+            answer = await self._confirm(ctx, params, t, decision, state)
             if answer is not None:
                 return answer
-        else:
+        elif decision.outcome != "ask":
             await self._audit(t, decision, "allowed")
-        return await self._forward(ctx, t, args)
+        return await self._forward(ctx, params, t, args, state)
 
     def _unavailable(self, t: RegisteredTool) -> CallToolResult:
         up = self.registry.upstream(t.server)
@@ -319,12 +356,44 @@ class McpEndpoint:
         return await self.forward(t, arguments, timeout_s=timeout_s)
 
     async def _forward(
-        self, ctx: ServerRequestContext[Any], t: RegisteredTool, args: dict[str, Any]
-    ) -> CallToolResult:
+        self,
+        ctx: ServerRequestContext[Any],
+        params: CallToolRequestParams,
+        t: RegisteredTool,
+        args: dict[str, Any],
+        state: dict[str, Any] | None,
+    ) -> CallToolResult | InputRequiredResult:
+        """Forward an approved call with a way back to the caller. A 2026-07-28 caller gets the
+        upstream's ``InputRequiredResult`` (keys prefixed, the upstream's state sealed in the
+        gateway's own, approval remembered) and its retry's answers are passed upstream."""
+
         async def progress(p: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(p, total, message)
 
-        return await self.forward(t, args, progress=progress)
+        channel = channel_for(ctx, t.server)
+        if not channel.modern:
+            return await self.forward(t, args, progress=progress, channel=channel)
+        responses = None
+        upstream_state = None
+        if state is not None and state.get("u") is not None:
+            upstream_state = state["u"]
+            n = len(UPSTREAM_KEY_PREFIX)
+            given = params.input_responses or {}
+            responses = {k[n:]: v for k, v in given.items() if k.startswith(UPSTREAM_KEY_PREFIX)}
+        result = await self.forward(
+            t,
+            args,
+            progress=progress,
+            channel=channel,
+            pass_input_required=True,
+            input_responses=responses,
+            request_state=upstream_state,
+        )
+        if not isinstance(result, InputRequiredResult):
+            return result
+        requests = {UPSTREAM_KEY_PREFIX + k: v for k, v in (result.input_requests or {}).items()}
+        sealed = self._seal(params, {"c": True, "u": result.request_state or ""})
+        return InputRequiredResult(input_requests=requests or None, request_state=sealed)
 
     async def forward(
         self,
@@ -333,15 +402,24 @@ class McpEndpoint:
         *,
         progress: Any = None,
         timeout_s: float | None = None,
-    ) -> CallToolResult:
+        channel: Channel | None = None,
+        **rounds: Any,
+    ) -> Any:
         """Route an already-approved call to (server, original name); cap and stamp the result.
-        Upstream faults become ``is_error`` results naming the server."""
+        Upstream faults become ``is_error`` results naming the server. ``channel`` and
+        ``rounds`` (``pass_input_required``, ``input_responses``, ``request_state``) go to
+        :meth:`mcp_servers.upstream.Upstream.call_tool`; an ``InputRequiredResult`` is
+        returned unchanged."""
         spec = self.registry.spec(t.server)
         up = self.registry.upstream(t.server)
         if spec is None or up is None:
             return _text_result(f"MCP server {t.server!r} was removed", is_error=True)
         try:
-            result = await up.call_tool(t.name, args, timeout_s=timeout_s, progress_callback=progress)
+            result = await up.call_tool(
+                t.name, args, timeout_s=timeout_s, progress_callback=progress, channel=channel, **rounds
+            )
+            if isinstance(result, InputRequiredResult):
+                return result
         except (UpstreamUnavailable, UpstreamCallFailed) as err:
             log.warning("mcp_call_failed", server=t.server, tool=t.name, error=str(err))
             return _text_result(str(err), is_error=True)
@@ -357,9 +435,35 @@ class McpEndpoint:
 
     # ------------------------------------------------------------------ confirmation
 
-    def _state_for(self, params: CallToolRequestParams) -> str:
+    def _binding(self, params: CallToolRequestParams) -> str:
         body = orjson.dumps({"n": params.name, "a": params.arguments or {}}, option=orjson.OPT_SORT_KEYS)
-        return hmac.new(self._secret, body, hashlib.sha256).hexdigest()
+        return hashlib.sha256(body).hexdigest()
+
+    def _seal(self, params: CallToolRequestParams, payload: dict[str, Any]) -> str:
+        """The gateway's ``request_state`` for a 2026-07-28 round: ``payload`` (``q``: the
+        confirmation was asked; ``c``: approved; ``u``: the upstream's own state) bound to this
+        tool and these arguments, signed, valid for :data:`STATE_TTL_S`."""
+        body = orjson.dumps({"p": payload, "b": self._binding(params), "t": int(time.time())})
+        text = base64.urlsafe_b64encode(body).decode()
+        mac = hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
+        return f"{text}.{mac}"
+
+    def _unseal(self, params: CallToolRequestParams) -> dict[str, Any] | None:
+        """The payload of a ``request_state`` this gateway sealed for this very call, or None
+        (absent, forged, for another call, or expired)."""
+        token = params.request_state or ""
+        text, _, mac = token.rpartition(".")
+        want = hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
+        if not text or not hmac.compare_digest(mac, want):
+            return None
+        try:
+            body = orjson.loads(base64.urlsafe_b64decode(text))
+        except (ValueError, orjson.JSONDecodeError):
+            return None
+        if body.get("b") != self._binding(params) or time.time() - body.get("t", 0) > STATE_TTL_S:
+            return None
+        payload = body.get("p")
+        return payload if isinstance(payload, dict) else None
 
     async def _confirm(
         self,
@@ -367,6 +471,7 @@ class McpEndpoint:
         params: CallToolRequestParams,
         t: RegisteredTool,
         d: CallDecision,
+        state: dict[str, Any] | None = None,
     ) -> CallToolResult | InputRequiredResult | None:
         """None when the call is approved; otherwise the result to return (a question for a
         2026-07-28 client, a refusal, or the error for a client that cannot be asked)."""
@@ -382,15 +487,13 @@ class McpEndpoint:
             )
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             responses = params.input_responses or {}
-            if CONFIRM_KEY not in responses or not hmac.compare_digest(
-                params.request_state or "", self._state_for(params)
-            ):
+            if CONFIRM_KEY not in responses or not (state or {}).get("q"):
                 request = ElicitRequest(
                     params=ElicitRequestFormParams(message=message, requested_schema=_CONFIRM_SCHEMA)
                 )
                 await self._audit(t, d, "asked")
                 return InputRequiredResult(
-                    input_requests={CONFIRM_KEY: request}, request_state=self._state_for(params)
+                    input_requests={CONFIRM_KEY: request}, request_state=self._seal(params, {"q": True})
                 )
             answer = ElicitResult.model_validate(
                 responses[CONFIRM_KEY]

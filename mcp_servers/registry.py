@@ -75,6 +75,7 @@ class McpRegistry:
         self._problems: dict[str, list[str]] = {}  # server -> registration problems
         self._listeners: list[Callable[[], None]] = []
         self._list_listeners: list[Callable[[str], None]] = []
+        self._updated_listeners: list[Callable[[str, str], None]] = []
         self._lock = asyncio.Lock()
 
     # ------------------------------------------------------------------ lifecycle
@@ -114,6 +115,7 @@ class McpRegistry:
             connect_timeout_s=self.config.connect_timeout_s,
             workspace_roots=self.config.resolved_workspace_roots(),
             on_lists_changed=self._on_lists_changed,
+            on_resource_updated=self._on_resource_updated,
         )
         self._upstreams[spec.id] = up
         up.start()
@@ -269,6 +271,19 @@ class McpRegistry:
         aggregated list of that kind may have changed: an upstream said so, came up, went down,
         or a server was added or removed."""
         self._list_listeners.append(listener)
+
+    def on_resource_updated(self, listener: Callable[[str, str], None]) -> None:
+        """Call ``listener(server id, original URI)`` when an upstream says a resource changed."""
+        self._updated_listeners.append(listener)
+
+    def _on_resource_updated(self, server_id: str, uri: str) -> None:
+        if server_id not in self._specs:
+            return
+        for listener in self._updated_listeners:
+            try:
+                listener(server_id, uri)
+            except Exception:
+                log.exception("mcp_listener_failed")
 
     def _on_lists_changed(self, server_id: str, kind: str) -> None:
         if server_id in self._specs:

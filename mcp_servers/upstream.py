@@ -16,6 +16,10 @@ While an upstream is not ``ready`` its tools are withdrawn from the registry and
 once with :class:`UpstreamUnavailable` naming the server; other upstreams are untouched.
 A call has its own timeout; cancelling it (timeout, or the caller went away) makes the SDK send
 ``notifications/cancelled`` upstream.
+
+The upstream's log messages, sampling and elicitation requests made while serving a call go
+back to that call's caller (:mod:`mcp_servers.relay`); its ``resources/updated`` notifications
+for resources the gateway watches go to the registry (``on_resource_updated``).
 """
 
 from __future__ import annotations
@@ -26,21 +30,42 @@ import os
 import shutil
 import sys
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import structlog
 from mcp import Client, StdioServerParameters
-from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ToolsListChanged,
+)
 from mcp.types import (
     CONNECTION_CLOSED,
+    INVALID_REQUEST,
     CallToolResult,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    ElicitRequest,
+    ElicitRequestParams,
+    ElicitResult,
+    ErrorData,
     Implementation,
+    InputRequest,
+    InputRequiredResult,
+    InputResponse,
+    InputResponses,
+    LoggingMessageNotificationParams,
     PromptListChangedNotification,
     ResourceListChangedNotification,
+    ResourceUpdatedNotification,
     ServerCapabilities,
     Tool,
     ToolListChangedNotification,
@@ -48,6 +73,7 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_servers.config import WORKSPACE_PLACEHOLDER, HttpTransport, McpServerSpec, StdioTransport
+from mcp_servers.relay import CURRENT, Channel, upstream_meta
 
 log = structlog.get_logger("turnstile.mcp.upstream")
 
@@ -110,6 +136,8 @@ EnvReader = Callable[[str], str | None]
 ToolsCallback = Callable[[str, list[Tool] | None], None]
 ListsCallback = Callable[[str, str], None]
 """``(server id, kind)`` with kind ``resources`` or ``prompts``: that upstream's list changed."""
+UpdatedCallback = Callable[[str, str], None]
+"""``(server id, original resource URI)``: that upstream said the resource changed."""
 T = TypeVar("T")
 
 
@@ -157,9 +185,15 @@ class Upstream:
         connect_timeout_s: float = 30.0,
         workspace_roots: list[str] | None = None,
         on_lists_changed: ListsCallback | None = None,
+        on_resource_updated: UpdatedCallback | None = None,
     ) -> None:
         self.spec = spec
         self._on_lists_changed = on_lists_changed
+        self._on_resource_updated = on_resource_updated
+        self._inflight: dict[int, Channel | None] = {}
+        self._call_seq = 0
+        self._watched: set[str] = set()
+        self._listener: asyncio.Task[None] | None = None
         self._workspace_roots = list(workspace_roots or [])
         self.id = spec.id
         self._read_env = read_env
@@ -261,13 +295,25 @@ class Upstream:
     async def _connect_and_serve(self) -> None:
         async with AsyncExitStack() as stack:
             target = build_target(self.spec, self._read_env, stack, self._workspace_roots)
-            client = Client(target, cache=None, read_timeout_seconds=None, message_handler=self._on_message)
+            client = Client(
+                target,
+                mode=self.spec.protocol,
+                cache=None,
+                read_timeout_seconds=None,
+                message_handler=self._on_message,
+                logging_callback=self._on_log,
+                elicitation_callback=self._on_elicit,
+                sampling_callback=self._on_sample,
+            )
             async with asyncio.timeout(self._connect_timeout_s):
                 await stack.enter_async_context(client)
                 tools = await self._list_tools(client)
             if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                listener = asyncio.get_running_loop().create_task(self._listen(client))
-                stack.callback(listener.cancel)
+                self._restart_listener(client)
+                stack.callback(self._stop_listener)
+            else:
+                for uri in sorted(self._watched):
+                    await self._subscribe_legacy(client, uri, True)
             self.protocol_version = client.protocol_version
             self.server_info = client.server_info
             self._client = client
@@ -300,11 +346,20 @@ class Upstream:
         """Change notifications of a handshake-era upstream (2026-07-28 ones come through
         :meth:`_listen`): a tool list change re-reads the tools; a resource or prompt list
         change is passed on to the registry."""
+        if (
+            isinstance(message, ResourceUpdatedNotification)
+            and self.protocol_version in MODERN_PROTOCOL_VERSIONS
+        ):
+            return  # the listen stream's events are teed here too: :meth:`_listen` passes them on
         self._changed(message)
 
     def _changed(self, event: Any) -> None:
         kind = None
-        if isinstance(event, (ToolListChangedNotification, ToolsListChanged)):
+        if isinstance(event, (ResourceUpdatedNotification, ResourceUpdated)):
+            uri = str(event.params.uri if isinstance(event, ResourceUpdatedNotification) else event.uri)
+            if self._on_resource_updated is not None:
+                self._on_resource_updated(self.id, uri)
+        elif isinstance(event, (ToolListChangedNotification, ToolsListChanged)):
             self._relist.set()
         elif isinstance(event, (ResourceListChangedNotification, ResourcesListChanged)):
             kind = "resources"
@@ -313,18 +368,73 @@ class Upstream:
         if kind is not None and self._on_lists_changed is not None:
             self._on_lists_changed(self.id, kind)
 
-    async def _listen(self, client: Client) -> None:
+    def _restart_listener(self, client: Client) -> asyncio.Event:
+        self._stop_listener()
+        acked = asyncio.Event()
+        self._listener = asyncio.get_running_loop().create_task(
+            self._listen(client, sorted(self._watched), acked)
+        )
+        return acked
+
+    def _stop_listener(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            self._listener = None
+
+    async def watch_resource(self, uri: str, on: bool) -> None:
+        """Start (``on``) or stop following changes of the upstream resource ``uri``: a
+        ``resources/subscribe`` to a handshake-era upstream that offers subscriptions, a new
+        ``subscriptions/listen`` filter for a 2026-07-28 one. Kept across reconnects."""
+        if on == (uri in self._watched):
+            return
+        (self._watched.add if on else self._watched.discard)(uri)
+        client = self._client
+        if client is None or self.state != "ready":
+            return
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            acked = self._restart_listener(client)
+            with contextlib.suppress(TimeoutError):  # a server without listen never acks
+                await asyncio.wait_for(acked.wait(), self._connect_timeout_s)
+        else:
+            await self._subscribe_legacy(client, uri, on)
+
+    async def _subscribe_legacy(self, client: Client, uri: str, on: bool) -> None:
+        caps = client.server_capabilities
+        if caps is None or caps.resources is None or not caps.resources.subscribe:
+            return  # no subscriptions offered: unsolicited resources/updated are still relayed
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                async with asyncio.timeout(self._connect_timeout_s):
+                    if on:
+                        await client.subscribe_resource(uri)
+                    else:
+                        await client.unsubscribe_resource(uri)
+        except (MCPError, TimeoutError) as err:
+            log.info("mcp_upstream_subscribe_failed", server=self.id, uri=uri, error=_describe(err))
+
+    async def _listen(
+        self, client: Client, resources: list[str] | None = None, acked: asyncio.Event | None = None
+    ) -> None:
         """Follow a 2026-07-28 upstream's ``subscriptions/listen`` stream (when it serves one)."""
         try:
             async with client.listen(
-                tools_list_changed=True, prompts_list_changed=True, resources_list_changed=True
+                tools_list_changed=True,
+                prompts_list_changed=True,
+                resources_list_changed=True,
+                resource_subscriptions=resources or (),
             ) as sub:
+                if acked is not None:
+                    acked.set()
                 async for event in sub:
                     self._changed(event)
         except asyncio.CancelledError:
             raise
         except Exception as err:  # no listen support, or the stream dropped: polling still runs
             log.info("mcp_upstream_listen_ended", server=self.id, error=_describe(err))
+        finally:
+            if acked is not None:
+                acked.set()  # never keep a watch_resource waiting on a stream that failed
 
     @staticmethod
     async def _list_tools(client: Client) -> list[Tool]:
@@ -338,6 +448,42 @@ class Upstream:
                 break
         return tools
 
+    # ------------------------------------------------------------------ relay (mcp_servers.relay)
+
+    def _attributed(self, wants_logs: bool) -> Channel | None:
+        """The one in-flight call an unattributed upstream message belongs to, or None."""
+        calls = list(self._inflight.values())
+        if wants_logs and self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # 2026-07-28: only calls that opted in to logging can cause a log message
+            calls = [c for c in calls if c is not None and c.log_level is not None]
+        return calls[0] if len(calls) == 1 else None
+
+    async def _on_log(self, params: LoggingMessageNotificationParams) -> None:
+        channel = CURRENT.get() or self._attributed(True)
+        if channel is None:
+            log.debug("mcp_upstream_log_dropped", server=self.id, calls=len(self._inflight))
+            return
+        await channel.log(params)
+
+    async def _relay(self, request: InputRequest) -> InputResponse | ErrorData:
+        channel = CURRENT.get() or self._attributed(False)
+        if channel is None:
+            return ErrorData(
+                code=INVALID_REQUEST,
+                message=f"the gateway cannot tell which of {len(self._inflight)} calls in flight to MCP "
+                f"server {self.id!r} this {request.method} request belongs to",
+            )
+        return await channel.ask(request)
+
+    async def _on_elicit(self, context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        return cast(ElicitResult | ErrorData, await self._relay(ElicitRequest(params=params)))
+
+    async def _on_sample(
+        self, context: Any, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | CreateMessageResultWithTools | ErrorData:
+        answer = await self._relay(CreateMessageRequest(params=params))
+        return cast(CreateMessageResult | CreateMessageResultWithTools | ErrorData, answer)
+
     # ------------------------------------------------------------------ calls
 
     async def call_tool(
@@ -347,22 +493,48 @@ class Upstream:
         *,
         timeout_s: float | None = None,
         progress_callback: Any = None,
-    ) -> CallToolResult:
+        channel: Channel | None = None,
+        pass_input_required: bool = False,
+        input_responses: InputResponses | None = None,
+        request_state: str | None = None,
+    ) -> CallToolResult | InputRequiredResult:
         """Call ``name`` (the original tool name) with ``arguments``.
+
+        ``channel`` is the way back to the caller (:mod:`mcp_servers.relay`): the upstream's
+        log messages, sampling and elicitation requests during the call go there, and a
+        2026-07-28 upstream's ``InputRequiredResult`` rounds are run here through it. With
+        ``pass_input_required`` (a 2026-07-28 caller) one round is made and an
+        ``InputRequiredResult`` is returned as it is; ``input_responses``/``request_state``
+        are the caller's answers to the previous one.
 
         Raises :class:`UpstreamUnavailable` when the upstream is not ready,
         :class:`UpstreamCallFailed` on timeout (``timeout_s``, default the server's
         ``call_timeout_s``; the upstream stays up and is told the call was cancelled) or when
         the connection died mid-call (the supervisor restarts it). An ``MCPError`` the upstream
-        answered with (bad arguments, unknown tool) propagates unchanged.
+        answered with (bad arguments, unknown tool, a refused input request) propagates unchanged.
         """
         client = self._client
         if client is None or self.state != "ready":
             raise UpstreamUnavailable(self.id, self.state, self.last_error)
         limit = timeout_s if timeout_s is not None else self.spec.call_timeout_s
+        self._call_seq += 1
+        key = self._call_seq
+        self._inflight[key] = channel
+        token = CURRENT.set(channel)
+        meta = cast(Any, upstream_meta(channel))
         try:
             async with asyncio.timeout(limit):
-                return await client.call_tool(name, arguments, progress_callback=progress_callback)
+                if pass_input_required:
+                    return await client.session.call_tool(
+                        name,
+                        arguments,
+                        progress_callback=progress_callback,
+                        input_responses=input_responses,
+                        request_state=request_state,
+                        meta=meta,
+                        allow_input_required=True,
+                    )
+                return await client.call_tool(name, arguments, progress_callback=progress_callback, meta=meta)
         except TimeoutError:
             raise UpstreamCallFailed(self.id, f"tool {name!r} did not answer within {limit:g} s") from None
         except MCPError as err:
@@ -375,6 +547,9 @@ class Upstream:
         except Exception as err:  # transport failure (HTTP connection dropped, broken pipe)
             self._connection_lost(_describe(err))
             raise UpstreamCallFailed(self.id, f"tool {name!r} failed in transport: {_describe(err)}") from err
+        finally:
+            CURRENT.reset(token)
+            del self._inflight[key]
 
     def capabilities(self) -> ServerCapabilities | None:
         """The connected upstream's capabilities, or None while it is not ready."""

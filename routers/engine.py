@@ -144,7 +144,9 @@ class RoutingEngine:
                 decision = _keep_signed_loop(decision, f, usable)
             keep = max(1, cfg.max_attempts) - 1
             decision = replace(decision, fallbacks=decision.fallbacks[:keep])
-        return replace(decision, excluded=excluded), f
+        if excluded or decision.excluded:  # routers never set it: skip the copy when empty
+            decision = replace(decision, excluded=excluded)
+        return decision, f
 
 
 def _keep_signed_loop(decision: Decision, f: TurnFeatures, usable: list[Candidate]) -> Decision:
@@ -159,6 +161,7 @@ def _keep_signed_loop(decision: Decision, f: TurnFeatures, usable: list[Candidat
     return replace(
         decision,
         deployment=order[0],
+        tier=current.tier if decision.tier is not None else None,
         fallbacks=tuple(order[1:]),
         reason=f"{decision.reason}; kept on {current.name}: open tool loop with signed thinking",
     )

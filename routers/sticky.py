@@ -60,6 +60,7 @@ def apply(decision: Decision, features: TurnFeatures, candidates: list[Candidate
         return replace(
             decision,
             deployment=order[0],
+            tier=current.tier,
             fallbacks=tuple(order[1:]),
             reason=f"{decision.reason}; kept on {current.name}: open tool loop with signed thinking",
             estimated_cost_usd=warm_turn_cost(current, features, warm=True),
@@ -83,6 +84,7 @@ def apply(decision: Decision, features: TurnFeatures, candidates: list[Candidate
     return replace(
         decision,
         deployment=order[0],
+        tier=current.tier,
         fallbacks=tuple(order[1:]),
         reason=f"{decision.reason}; sticky on {current.name}: saving ${saving:.6f} "
         f"<= cache loss ${switch_cost:.6f}",

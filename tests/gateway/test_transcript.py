@@ -36,3 +36,32 @@ async def test_recent_returns_newest_first_with_usage_columns(tmp_path: Path) ->
     await writer.close()
     assert [r["request_id"] for r in rows] == ["r4", "r3"]
     assert rows[0]["input_tokens"] == 3 and rows[0]["output_tokens"] == 4
+
+
+def test_a_record_holding_schema_models_stores_the_same_row_as_one_holding_their_dumps() -> None:
+    from gateway.schema import (
+        AssistantMessage,
+        Request,
+        Response,
+        TextPart,
+        Usage,
+        UserMessage,
+        WithheldToolCall,
+    )
+
+    request = Request(model="m", messages=[UserMessage(content=[TextPart(text="hi")])], max_output_tokens=5)
+    response = Response(
+        id="r", model="m", message=AssistantMessage(content=[TextPart(text="yo")]), stop_reason="stop",
+        usage=Usage(input_tokens=3, output_tokens=4, cost_usd=0.5),
+    )
+    withheld = [WithheldToolCall(id="c1", name="f", raw_arguments="{", reason="length")]
+    common = dict(request_id="x", ts=1.0, client_dialect="openai_chat", requested_model="m", stream=False,
+                  status=200, cost_usd=0.5)
+    as_models = TurnRecord(**common, usage=response.usage, withheld=withheld, request=request,  # type: ignore[arg-type]
+                           response=response)
+    as_dicts = TurnRecord(
+        **common,  # type: ignore[arg-type]
+        usage=response.usage.model_dump(), withheld=[w.model_dump() for w in withheld],
+        request=request.model_dump(mode="json", exclude_none=True), response=response.model_dump(mode="json"),
+    )
+    assert as_models.row() == as_dicts.row()

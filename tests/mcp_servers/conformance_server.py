@@ -21,17 +21,24 @@ from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.types import (
     AudioContent,
     CallToolResult,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
     EmbeddedResource,
     ImageContent,
+    InputRequiredResult,
+    SamplingMessage,
     TextContent,
     TextResourceContents,
     ToolAnnotations,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 # a 1x1 transparent PNG and a tiny WAV header, base64
-PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-)
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 WAV = base64.b64encode(
     b"RIFF$\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00D\xac\x00\x00\x88X\x01\x00\x02\x00\x10\x00"
     b"data\x00\x00\x00\x00"
@@ -39,10 +46,35 @@ WAV = base64.b64encode(
 SCHEMA_2020 = "https://json-schema.org/draft/2020-12/schema"
 # every fixture tool only reads (elicitation and sampling ask the client, they change nothing)
 RO = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+ASK_KEY = "ask"
 
 
 def _elicit_text(result: Any) -> str:
     return f"Elicitation completed: action={result.action}, content={json.dumps(result.content or {})}"
+
+
+def _modern(ctx: Context) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def _answer(ctx: Context, model: Any) -> Any:
+    """The client's answer to this tool's one input request of the previous round, or None."""
+    got = (ctx.input_responses or {}).get(ASK_KEY)
+    if got is None:
+        return None
+    return model.model_validate(got if isinstance(got, dict) else got.model_dump(by_alias=True))
+
+
+async def _elicit(ctx: Context, message: str, schema: dict[str, Any]) -> ElicitResult | InputRequiredResult:
+    """Ask the client through elicitation in either protocol era: a server-to-client request on
+    a handshake-era connection, an ``InputRequiredResult`` round on a 2026-07-28 one."""
+    if not _modern(ctx):
+        return await ctx.session.elicit_form(message, schema)
+    answer = _answer(ctx, ElicitResult)
+    if answer is not None:
+        return answer
+    params = ElicitRequestFormParams(message=message, requested_schema=schema)
+    return InputRequiredResult(input_requests={ASK_KEY: ElicitRequest(params=params)}, request_state="asked")
 
 
 def build() -> MCPServer:
@@ -110,17 +142,21 @@ def build() -> MCPServer:
         return "Tool with progress executed successfully"
 
     @server.tool(annotations=RO, description="Asks the client's model")
-    async def test_sampling(prompt: str, ctx: Context) -> str:
-        from mcp.types import SamplingMessage
-
-        result = await ctx.session.create_message(
-            [SamplingMessage(role="user", content=TextContent(type="text", text=prompt))], max_tokens=100
-        )
+    async def test_sampling(prompt: str, ctx: Context) -> str | InputRequiredResult:
+        messages = [SamplingMessage(role="user", content=TextContent(type="text", text=prompt))]
+        if _modern(ctx):
+            result = _answer(ctx, CreateMessageResult)
+            if result is None:
+                params = CreateMessageRequestParams(messages=messages, max_tokens=100)
+                request = CreateMessageRequest(params=params)
+                return InputRequiredResult(input_requests={ASK_KEY: request}, request_state="asked")
+        else:
+            result = await ctx.session.create_message(messages, max_tokens=100)
         text = getattr(result.content, "text", str(result.content))
         return f"LLM response: {text}"
 
     @server.tool(annotations=RO, description="Asks the user")
-    async def test_elicitation(message: str, ctx: Context) -> str:
+    async def test_elicitation(message: str, ctx: Context) -> str | InputRequiredResult:
         schema = {
             "type": "object",
             "properties": {
@@ -129,11 +165,13 @@ def build() -> MCPServer:
             },
             "required": ["username", "email"],
         }
-        result = await ctx.session.elicit_form(message, schema)
+        result = await _elicit(ctx, message, schema)
+        if isinstance(result, InputRequiredResult):
+            return result
         return f"User response: action={result.action}, content={json.dumps(result.content or {})}"
 
     @server.tool(annotations=RO, description="Elicitation with defaults")
-    async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    async def test_elicitation_sep1034_defaults(ctx: Context) -> str | InputRequiredResult:
         schema = {
             "type": "object",
             "properties": {
@@ -144,10 +182,11 @@ def build() -> MCPServer:
                 "verified": {"type": "boolean", "default": True},
             },
         }
-        return _elicit_text(await ctx.session.elicit_form("Please review and update the form fields", schema))
+        result = await _elicit(ctx, "Please review and update the form fields", schema)
+        return result if isinstance(result, InputRequiredResult) else _elicit_text(result)
 
     @server.tool(annotations=RO, description="Elicitation with enum variants")
-    async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    async def test_elicitation_sep1330_enums(ctx: Context) -> str | InputRequiredResult:
         opts = ["option1", "option2", "option3"]
         schema = {
             "type": "object",
@@ -179,7 +218,16 @@ def build() -> MCPServer:
                 },
             },
         }
-        return _elicit_text(await ctx.session.elicit_form("Please select options", schema))
+        result = await _elicit(ctx, "Please select options", schema)
+        return result if isinstance(result, InputRequiredResult) else _elicit_text(result)
+
+    @server.tool(annotations=RO, description="Says test://watched-resource changed (not a suite tool)")
+    async def touch_watched(ctx: Context) -> str:
+        if _modern(ctx):
+            await ctx.notify_resource_updated("test://watched-resource")
+        else:
+            await ctx.session.send_resource_updated("test://watched-resource")
+        return "touched"
 
     @server.tool(annotations=RO, description="Tool with JSON Schema 2020-12 features")
     def json_schema_2020_12_tool(name: str = "", address: dict[str, str] | None = None) -> str:

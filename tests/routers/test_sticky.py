@@ -105,3 +105,16 @@ def test_no_current_model_means_nothing_to_stick_to() -> None:
     f = extract(Request(model="auto", messages=[UserMessage(content=[TextPart(text="hi")])]))
     proposal = Decision(deployment="model-B", fallbacks=("model-A",))
     assert apply(proposal, f, _cands(STRONG_PRICE, CHEAP_PRICE), horizon=3) is proposal
+
+
+def test_a_decision_kept_on_the_current_model_reports_that_models_tier() -> None:
+    cands = [
+        cand("model-A", "strong", 1, STRONG_PRICE, model="model-a"),
+        cand("model-B", "cheap", 0, Price(input=2.5, output=12.0, cache_read=0.25), model="model-b"),
+    ]
+    f = extract(_session(400_000, signed=False, open_loop=False), current=A)
+    d = apply(Decision(deployment="model-B", fallbacks=("model-A",), tier="cheap"), f, cands, horizon=3)
+    assert (d.deployment, d.tier) == ("model-A", "strong")
+    f = extract(_session(100, signed=True, open_loop=True))
+    d = apply(Decision(deployment="model-B", fallbacks=("model-A",), tier="cheap"), f, cands, horizon=3)
+    assert (d.deployment, d.tier) == ("model-A", "strong")

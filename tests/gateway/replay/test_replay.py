@@ -58,6 +58,53 @@ def test_conversation_readers_replay_without_loss() -> None:
     assert rep.losses == [] and rep.crashes == []
 
 
+def test_routing_estimate_routes_every_pipeline_turn_and_prices_it_three_ways() -> None:
+    rep = run([FIX / "pi-mono/large-session-head.jsonl", FIX / "tau-bench/gpt-4o-airline-first2.json"], jobs=1)
+    r = rep.as_dict()["routing"]
+    t = r["totals"]
+    assert t["conversations"] == 3 and t["turns"] == rep.counts["pipeline_turns"] == 26
+    assert sum(t["by_tier"].values()) == t["turns"] and t["priced_turns"] == 26
+    pi = next(c for c in r["conversations"] if c["alias"] == "anthropic_messages")
+    # recorded on claude-sonnet-4-5, the strong tier: always-strong costs what was recorded
+    assert pi["strong_usd"] == pytest.approx(pi["recorded_usd"], rel=1e-6)
+    assert pi["recorded_usd"] == pytest.approx(rep.cost["recorded_usd"], rel=1e-6)
+    assert len(pi["route"]) == 15 and set(pi["route"]) <= {"cheap", "strong"}
+    assert pi["route"][12] == "strong"  # the turn after the errored tool calls: recovery -> strong
+    assert 0 < t["routed_usd"] < t["strong_usd"] and t["saving_vs_recorded"] > 0
+    tau = [c for c in r["conversations"] if c["alias"] == "openai_chat"]
+    assert [c["route"].count("-") for c in tau] == [9, 0]  # turns the pipeline rejected: not routed
+
+
+def test_routing_config_file_chooses_aliases_and_tiers(tmp_path: Path) -> None:
+    cfg = tmp_path / "routing.yaml"
+    cfg.write_text(
+        """
+deployments:
+  - {name: mini, api: openai_chat, model: gpt-4o-mini}
+  - {name: big, api: openai_chat, model: gpt-4o}
+models:
+  - name: openai_chat
+    deployments: [mini, big]
+    routing: {policy: rules, tiers: {cheap: [mini], strong: [big]}, default_tier: strong}
+"""
+    )
+    files = [FIX / "pi-mono/large-session-head.jsonl", FIX / "tau-bench/gpt-4o-airline-first2.json"]
+    result = CliRunner().invoke(
+        app, ["replay", *map(str, files), "--json", "--jobs", "1", "--routing-config", str(cfg)]
+    )
+    assert result.exit_code == 0, result.output
+    r = orjson.loads(result.stdout)["routing"]
+    assert r["config"] == str(cfg)
+    assert [c["alias"] for c in r["conversations"]] == ["openai_chat", "openai_chat"]  # no anthropic alias
+    t = r["totals"]
+    assert t["by_tier"] == {"strong": 11} and t["switches"] == 0
+    assert t["routed_usd"] == t["strong_usd"] == t["recorded_usd"] and t["saving_vs_strong"] == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: [{name: x, deployments: [nope]}]\n")
+    result = CliRunner().invoke(app, ["replay", str(files[0]), "--routing-config", str(bad)])
+    assert result.exit_code == 2
+
+
 def test_unknown_input_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
     (tmp_path / "a.json").write_text('{"hello": "world"}')
     (tmp_path / "b.json").write_text('{"broken": \n')
