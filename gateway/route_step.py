@@ -49,7 +49,12 @@ def route(gw: Any, ctx: Any, request: Request, candidates: list[Deployment]) -> 
     if len(candidates) == 1 and eng.routing_for(request.model) is None:
         # Nothing to decide: skip feature extraction on the hot path.
         only = candidates[0].name
-        record: dict[str, Any] = {"kind": "route", "route": only, "fallbacks": [], "reason": "only deployment"}
+        record: dict[str, Any] = {
+            "kind": "route",
+            "route": only,
+            "fallbacks": [],
+            "reason": "only deployment",
+        }
         ctx.route = {**record, "header": f"{only}; only deployment"}
         ctx.attempts.append(record)
         return candidates

@@ -196,7 +196,7 @@ class McpConfig(BaseModel):
     create_workspace: bool = True
     restart_backoff_s: float = Field(default=0.5, gt=0)
     restart_backoff_max_s: float = Field(default=30.0, gt=0)
-    health_interval_s: float = Field(default=30.0, gt=0)
+    health_interval_s: float = Field(default=10.0, gt=0)
     connect_timeout_s: float = Field(default=30.0, gt=0)
     page_size: int = Field(default=100, ge=1, le=10_000, description="items per /mcp list page")
     servers: list[McpServerSpec] = Field(default_factory=list)

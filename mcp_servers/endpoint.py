@@ -345,7 +345,7 @@ class McpEndpoint:
                     f"no way to ask anyone. {preapproval_hint(t.server, t.name)}",
                     is_error=True,
                 )
-            approved = bool(await confirm(message))
+            approved = (await confirm(message)) is True
             await self._audit(t, decision, "approved" if approved else "declined")
             if not approved:
                 return _text_result(
@@ -512,7 +512,8 @@ class McpEndpoint:
                     f"{preapproval_hint(t.server, t.name)}",
                     is_error=True,
                 )
-        approved = answer.action == "accept" and bool((answer.content or {}).get("approve"))
+        # Only a real JSON true approves: "false", "no", 1 … are not a yes (the schema asks for a boolean).
+        approved = answer.action == "accept" and (answer.content or {}).get("approve") is True
         await self._audit(t, d, "approved" if approved else f"declined ({answer.action})")
         if approved:
             return None

@@ -109,6 +109,10 @@ class CallDecision:
 
 
 def _inside(path: str, roots: list[Path]) -> bool:
+    # Many servers expand "~" and "$VAR" themselves (the filesystem server expands "~"): such a
+    # path may point anywhere, so it never counts as inside the workspace (the call asks).
+    if path.startswith("~") or "$" in path:
+        return False
     p = Path(path)
     if not p.is_absolute():
         if not roots:

@@ -345,7 +345,13 @@ class Upstream:
     async def _on_message(self, message: Any) -> None:
         """Change notifications of a handshake-era upstream (2026-07-28 ones come through
         :meth:`_listen`): a tool list change re-reads the tools; a resource or prompt list
-        change is passed on to the registry."""
+        change is passed on to the registry. An exception from the transport (the child
+        exited, the stream broke) marks the connection dead at once, so the supervisor restarts
+        it without waiting for the next health check."""
+        if isinstance(message, Exception):
+            self.last_error = _describe(message)
+            self._dead.set()
+            return
         if (
             isinstance(message, ResourceUpdatedNotification)
             and self.protocol_version in MODERN_PROTOCOL_VERSIONS

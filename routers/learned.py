@@ -57,13 +57,47 @@ def featurize(text: str) -> dict[str, float]:
     return feats
 
 
+_OPTIONS = re.compile(r"(?m)^\s*\(?[A-D][.)]\s")
+
+
+def math_word_problem(text: str) -> bool:
+    """True when ``text`` reads like a math word problem: at least two numbers, a question in
+    its last 200 characters, under 1500 characters, no code fence and no lettered answer
+    options (multiple-choice exams have their own signal). Decides whether the math
+    sub-scorer (trained on GSM8K's training rows) scores the text."""
+    t = text[:8000]
+    return (
+        len(t) < 1500
+        and "?" in t[-200:]
+        and "```" not in t
+        and len(_NUM.findall(t)) >= 2
+        and not _OPTIONS.search(t)
+    )
+
+
+def _logit(weights: dict[str, float], intercept: float, feats: dict[str, float]) -> float:
+    z = intercept
+    for k, v in feats.items():
+        c = weights.get(k)
+        if c is not None:
+            z += c * v
+    return z
+
+
 @dataclass(frozen=True)
 class Scorer:
-    """Weights of the trained scorer: ``weights`` (feature -> coefficient), ``intercept``."""
+    """Weights of the trained scorer: ``weights`` (feature -> coefficient), ``intercept``;
+    optionally a math sub-scorer (``math_weights``, ``math_intercept``) whose logit replaces
+    a ``math_blend`` share of the main one on texts where :func:`math_word_problem` holds
+    (RouteLLM's GSM8K pair differs from the general pattern; one linear model fits it
+    poorly)."""
 
     weights: dict[str, float]
     intercept: float
     meta: dict[str, object]
+    math_weights: dict[str, float] | None = None
+    math_intercept: float = 0.0
+    math_blend: float = 1.0
 
     @classmethod
     def load(cls, path: Path | str = DEFAULT_ARTIFACT) -> Scorer:
@@ -72,18 +106,23 @@ class Scorer:
         data = orjson.loads(Path(path).read_bytes())
         if data.get("kind") != "turnstile-route-scorer":
             raise ValueError(f"{path}: not a turnstile route scorer artifact")
+        sub = data.get("math") or {}
         return cls(
-            weights=dict(data["weights"]), intercept=float(data["intercept"]), meta=dict(data.get("meta", {}))
+            weights=dict(data["weights"]),
+            intercept=float(data["intercept"]),
+            meta=dict(data.get("meta", {})),
+            math_weights=dict(sub["weights"]) if sub else None,
+            math_intercept=float(sub.get("intercept", 0.0)),
+            math_blend=float(sub.get("blend", 1.0)),
         )
 
     def score(self, text: str) -> float:
         """Probability in [0, 1] that the strong model is needed for ``text``."""
-        w = self.weights
-        z = self.intercept
-        for k, v in featurize(text).items():
-            c = w.get(k)
-            if c is not None:
-                z += c * v
+        feats = featurize(text)
+        z = _logit(self.weights, self.intercept, feats)
+        if self.math_weights is not None and math_word_problem(text):
+            b = self.math_blend
+            z = (1 - b) * z + b * _logit(self.math_weights, self.math_intercept, feats)
         if z < -30:
             return 0.0
         return 1.0 / (1.0 + math.exp(-z))

@@ -154,6 +154,16 @@ async def test_declined_confirmation_does_not_run(gw: McpGateway) -> None:
     assert result.is_error and "did not approve" in _text(result)
 
 
+@pytest.mark.parametrize("answer", ["false", "no", "true", 1, None])
+async def test_only_a_boolean_true_approves(gw: McpGateway, answer: Any) -> None:
+    async def say(ctx: Any, params: Any) -> ElicitResult:
+        return ElicitResult(action="accept", content={"approve": answer})
+
+    async with Client(gw.mcp_url, elicitation_callback=say) as client:
+        result = await client.call_tool("github__delete_file", {"path": "/tmp/x"})
+    assert result.is_error and "did not approve" in _text(result)
+
+
 async def test_write_inside_workspace_never_asks_outside_does(gw: McpGateway) -> None:
     asked: list[str] = []
 

@@ -73,6 +73,13 @@ def test_workspace_check_follows_symlinks_and_relative_paths(tmp_path: Path) -> 
     assert decide("s", "t", c, {"path": str(ws / "a")}, []).outcome == "ask"
 
 
+def test_home_and_variable_paths_never_count_as_inside_the_workspace(tmp_path: Path) -> None:
+    ann = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    c = classify(_tool(ann, {"path": {"type": "string"}}))
+    for path in ("~/home.txt", "~root/x", "$HOME/x", "${HOME}/x"):
+        assert decide("s", "t", c, {"path": path}, [str(tmp_path)]).outcome == "ask", path
+
+
 def test_confirmation_says_exactly_what_will_run() -> None:
     c = classify(_tool(ToolAnnotations(read_only_hint=False, destructive_hint=True)))
     d = decide("git", "git_reset", c, {"mode": "hard", "target": "HEAD~3", "repo_path": "/srv/app"}, [])

@@ -8,7 +8,7 @@ from route_turns import turn
 from gateway.config import RoutingConfig
 from gateway.schema import Request, TextPart, UserMessage
 from routers.features import extract
-from routers.learned import DEFAULT_ARTIFACT, LearnedRouter, Scorer, featurize
+from routers.learned import DEFAULT_ARTIFACT, LearnedRouter, Scorer, featurize, math_word_problem
 
 
 def _req(text: str) -> Request:
@@ -54,3 +54,21 @@ def test_configured_rules_are_tried_before_the_scorer() -> None:
     _, cands = two_tiers()
     d = LearnedRouter(cfg, scorer=scorer).decide(extract(turn(8)), cands)
     assert d.deployment == "mini" and "rule[0]" in d.reason and d.score is None
+
+
+def test_math_word_problems_are_recognised_and_exams_and_code_are_not() -> None:
+    assert math_word_problem("Tom has 3 apples and buys 5 more. How many apples does he have?")
+    assert not math_word_problem("Which is larger?\nA. 3\nB. 5\nC. 7\nD. 9")  # lettered options
+    assert not math_word_problem("```py\nx = 3 + 5\n```\nWhat does this print?")
+    assert not math_word_problem("How many apples are there?")  # fewer than two numbers
+    assert not math_word_problem("Tom has 3 apples and 5 pears.")  # no question
+
+
+def test_math_sub_scorer_decides_math_word_problems_in_its_blend_share() -> None:
+    base = {"weights": {"w:apples": -1.0}, "intercept": 0.0, "meta": {}}
+    problem = "Tom has 3 apples and buys 5 more. How many apples does he have?"
+    full = Scorer(**base, math_weights={"w:apples": 4.0}, math_intercept=0.0, math_blend=1.0)  # type: ignore[arg-type]
+    half = Scorer(**base, math_weights={"w:apples": 4.0}, math_intercept=0.0, math_blend=0.5)  # type: ignore[arg-type]
+    plain = Scorer(**base)  # type: ignore[arg-type]
+    assert plain.score(problem) < 0.5 < half.score(problem) < full.score(problem)
+    assert full.score("I like apples.") == plain.score("I like apples.")  # not a math problem

@@ -29,6 +29,10 @@ def test_training_writes_a_json_artifact_the_router_can_load(tmp_path: Path) -> 
     ]
     assert trained_rows == len(eligible)
     assert 0.0 <= Scorer.load(out).score("What is 2+2?") <= 1.0
+    math = data["meta"].get("math")  # the GSM8K sub-scorer when the slice has such training rows
+    assert math is None or (math["groups"] == ["gsm8k"] and Scorer.load(out).math_weights is not None)
+    res = CliRunner().invoke(app, ["route-train", str(FIXTURES), "--out", str(out), "--math-group", "none"])
+    assert res.exit_code == 0 and "math" not in orjson.loads(out.read_bytes())
 
 
 def test_held_out_rule_keeps_whole_subjects_test_splits_and_mt_bench_apart() -> None:

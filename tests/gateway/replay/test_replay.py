@@ -8,9 +8,11 @@ from pathlib import Path
 
 import orjson
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from gateway.cli import app
+from gateway.replay.cli import print_routing
 from gateway.replay.runner import run
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -59,7 +61,9 @@ def test_conversation_readers_replay_without_loss() -> None:
 
 
 def test_routing_estimate_routes_every_pipeline_turn_and_prices_it_three_ways() -> None:
-    rep = run([FIX / "pi-mono/large-session-head.jsonl", FIX / "tau-bench/gpt-4o-airline-first2.json"], jobs=1)
+    rep = run(
+        [FIX / "pi-mono/large-session-head.jsonl", FIX / "tau-bench/gpt-4o-airline-first2.json"], jobs=1
+    )
     r = rep.as_dict()["routing"]
     t = r["totals"]
     assert t["conversations"] == 3 and t["turns"] == rep.counts["pipeline_turns"] == 26
@@ -73,6 +77,10 @@ def test_routing_estimate_routes_every_pipeline_turn_and_prices_it_three_ways() 
     assert 0 < t["routed_usd"] < t["strong_usd"] and t["saving_vs_recorded"] > 0
     tau = [c for c in r["conversations"] if c["alias"] == "openai_chat"]
     assert [c["route"].count("-") for c in tau] == [9, 0]  # turns the pipeline rejected: not routed
+    console = Console(record=True, width=220)
+    print_routing(r, console)
+    text = console.export_text()
+    assert "TOTAL" in text and "3 conversations" in text and "always strong" in text
 
 
 def test_routing_config_file_chooses_aliases_and_tiers(tmp_path: Path) -> None:
@@ -152,6 +160,18 @@ CORPUS_FINDINGS = {
 }
 
 
+# What routing (gateway/replay/routing.yaml, shipped scorer) would have chosen on the corpus.
+CORPUS_ROUTING = {
+    "conversations": 186,
+    "turns": 3422,
+    "by_tier": {"cheap": 2610, "strong": 812},
+    "switches": 190,
+    "priced_turns": 3311,
+    "unpriced_turns": 111,
+}
+CORPUS_ROUTING_USD = {"recorded_usd": 119.619477, "routed_usd": 64.663856, "strong_usd": 86.650569}
+
+
 @pytest.mark.skipif(not (CORPUS / "README.md").exists(), reason=f"corpus not found at {CORPUS}")
 def test_whole_corpus_replays_without_crash_or_loss_with_exact_totals() -> None:
     rep = run([CORPUS], jobs=2)
@@ -160,6 +180,9 @@ def test_whole_corpus_replays_without_crash_or_loss_with_exact_totals() -> None:
     totals = {k: rep.counts.get(k, 0) for k in CORPUS_TOTALS}
     assert totals == CORPUS_TOTALS
     assert rep.findings_by_kind() == CORPUS_FINDINGS
+    routing = rep.as_dict()["routing"]["totals"]
+    assert {k: routing[k] for k in CORPUS_ROUTING} == CORPUS_ROUTING
+    assert {k: routing[k] for k in CORPUS_ROUTING_USD} == pytest.approx(CORPUS_ROUTING_USD, abs=1e-5)
     pi_orphans = {}
     for f in rep.findings:
         if f["kind"] == "orphan_tool_call":
