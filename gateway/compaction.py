@@ -31,7 +31,7 @@ from gateway.schema import (
     UserMessage,
 )
 from gateway.sessions.model import CompactionPayload, Entry
-from gateway.sessions.store import SessionStore
+from gateway.sessions.store import LEAF, SessionStore
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
@@ -137,6 +137,7 @@ async def compact(
     keep_ratio: float = 0.5,
     chunk_tokens: int = 24_000,
     counter: TokenCounter = estimate_tokens,
+    leaf_id: str | None = LEAF,
 ) -> Entry | None:
     """Compact session ``session_id`` for ``budget`` and append the compaction entry.
 
@@ -145,10 +146,19 @@ async def compact(
     starting from the previous summary. Returns the appended entry, or None when there is
     nothing to summarise (a single group). Raises whatever ``summarizer`` raises (nothing is
     appended then) and :class:`~gateway.sessions.store.SessionNotFound`.
+
+    ``leaf_id`` is the leaf to compact (a turn's own leaf; None: an empty history; default
+    :data:`~gateway.sessions.store.LEAF`: the session's leaf, read once). The entry goes under
+    that leaf and moves the session leaf only if it is still there (compare-and-set), so a
+    summary written while other turns appended never lands under entries it did not read.
     """
     if isinstance(budget, int):
         budget = Budget(window=budget)
-    path = await store.path(session_id)
+    if leaf_id == LEAF:
+        path = await store.path(session_id)
+    else:
+        await store.get_session(session_id)
+        path = await store.path(session_id, leaf_id) if leaf_id is not None else []
     before = build_context(path, budget, counter=counter)
     target = build_context(path, Budget(window=max(1, int(budget.available * keep_ratio))), counter=counter)
     dropped, kept = target.dropped, target.kept
@@ -180,7 +190,10 @@ async def compact(
     )
     after = build_context([*path, pending], budget, counter=counter)
     payload = draft.model_copy(update={"tokens_after": after.tokens_all})
-    return await store.append(session_id, "compaction", payload, create=False)
+    read = path[-1].id if path else None
+    return await store.append(
+        session_id, "compaction", payload, parent_id=read, expect_leaf=read, create=False
+    )
 
 
 def deployment_summarizer(provider: Provider, deployment: Deployment, api_key: str | None) -> Summarizer:

@@ -51,11 +51,11 @@ class Price(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    input: float | None = None
-    output: float | None = None
-    cache_read: float | None = None
-    cache_write: float | None = None
-    reasoning: float | None = None
+    input: float | None = Field(default=None, ge=0)
+    output: float | None = Field(default=None, ge=0)
+    cache_read: float | None = Field(default=None, ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+    reasoning: float | None = Field(default=None, ge=0)
 
 
 class Quirks(BaseModel):

@@ -319,6 +319,12 @@ def create_app(config: GatewayConfig | None = None, *, config_path: Path | None 
             "started", deployments=sorted(table.deployments), disabled=sorted(table.disabled),
             db=str(config.server.db_path),
         )
+        if not table.deployments:
+            log.warning(
+                "no_deployment_enabled",
+                hint="every chat request will get 404; add a deployment or set its api_key_env variable",
+                disabled=table.disabled,
+            )
         # Everything made at start-up (imported modules, the price table, config) lives as
         # long as the process: keep it out of the cyclic collector, whose full passes over
         # those objects otherwise stall the event loop for tens of milliseconds now and then.

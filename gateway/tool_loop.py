@@ -334,11 +334,9 @@ def recorder(pipeline: Pipeline, ctx: TurnContext) -> StepRecorder:
 
     async def record(n: int, step_req: Request, resp: Response, appended: list[Message]) -> None:
         if appended and ctx.session_id and gw.sessions is not None:
-            from gateway.sessions.model import MessagePayload
+            from gateway.sessions.turns import record_messages
 
-            await gw.sessions.append_many(
-                ctx.session_id, [("message", MessagePayload(message=m)) for m in appended]
-            )
+            await record_messages(gw, ctx, appended)  # under the turn's own leaf
         if gw.transcript is None:
             return
         from gateway.transcript import TurnRecord

@@ -21,9 +21,14 @@ console = Console()
 
 def _base_url(config: Path | None) -> str:
     from gateway.config import Settings, default_config_path, load_config
+    from gateway.errors import ConfigError
 
     settings = Settings()
-    cfg = load_config(config or settings.config or default_config_path())
+    try:
+        cfg = load_config(config or settings.config or default_config_path())
+    except ConfigError as err:
+        typer.echo(f"configuration error\n{err.message}", err=True)
+        raise typer.Exit(2) from err
     host = settings.host or cfg.server.host
     port = settings.port or cfg.server.port
     return f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"

@@ -34,7 +34,8 @@ TrustTier = Literal["allow", "allow_in_workspace", "confirm", "deny"]
 path-like argument is inside a workspace root, else ``confirm``), ``confirm`` (the client
 is asked, showing the exact action), ``deny`` (never runs, not listed)."""
 
-SERVER_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}$")
+SERVER_ID = re.compile(r"^(?=.{1,64}$)[a-zA-Z0-9][a-zA-Z0-9.-]*(_[a-zA-Z0-9.-]+)*$")
+"""Server ids: no "__" (it separates server and tool in exposed names), no trailing "_"."""
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DEFAULT_CALL_TIMEOUT_S = 60.0
 DEFAULT_OUTPUT_CAP_BYTES = 128 * 1024
@@ -137,7 +138,8 @@ class McpServerSpec(BaseModel):
     def _id(cls, v: str) -> str:
         if not SERVER_ID.match(v):
             raise ValueError(
-                f"server id {v!r} must be 1-64 characters of [a-zA-Z0-9_.-] starting with a letter or digit"
+                f"server id {v!r} must be 1-64 characters of [a-zA-Z0-9_.-] starting with a letter or "
+                'digit, without "__" (it separates server and tool names) or a trailing "_"'
             )
         return v
 

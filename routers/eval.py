@@ -232,7 +232,19 @@ def route_eval(
     if not data.exists():
         typer.echo(f"{data}: no such file or directory", err=True)
         raise typer.Exit(2)
-    groups = load_groups(data, Scorer.load(scorer_path), all_rows=all_rows)
+    if plot_path is not None and not plot_path.parent.is_dir():
+        typer.echo(f"--plot {plot_path}: folder {plot_path.parent} does not exist", err=True)
+        raise typer.Exit(2)
+    try:
+        scorer = Scorer.load(scorer_path)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        typer.echo(f"--scorer {scorer_path}: not a readable scorer artifact ({err})", err=True)
+        raise typer.Exit(2) from err
+    try:
+        groups = load_groups(data, scorer, all_rows=all_rows)
+    except ValueError as err:  # names the data file and line
+        typer.echo(str(err), err=True)
+        raise typer.Exit(2) from err
     if not groups:
         typer.echo(f"{data}: no evaluable rows", err=True)
         raise typer.Exit(2)

@@ -81,7 +81,12 @@ def read_rows(path: Path) -> Iterator[Row]:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            d: dict[str, Any] = orjson.loads(line)
+            try:
+                d: dict[str, Any] = orjson.loads(line)
+            except orjson.JSONDecodeError as err:
+                raise ValueError(f"{path}:{n}: not JSON ({err})") from err
+            if not isinstance(d, dict):
+                raise ValueError(f"{path}:{n}: not a routing row (expected a JSON object)")
             try:
                 yield Row(
                     id=str(d["id"]),
@@ -119,6 +124,8 @@ def pick_pair(rows: list[Row], prices: dict[str, float]) -> tuple[str, str]:
     mean quality among equally cheap ones) and, as strong, the best mean quality among the
     models that cost more. Without prices: best and worst mean quality."""
     models = sorted({m for r in rows for m in r.scores})
+    if len(models) < 2:
+        raise ValueError(f"need outcomes of at least two models to compare, found {models or 'none'}")
     if {"gpt-4-1106-preview", "mistralai/Mixtral-8x7B-Instruct-v0.1"} <= set(models):
         return "gpt-4-1106-preview", "mistralai/Mixtral-8x7B-Instruct-v0.1"
     mean = {m: sum(r.scores.get(m, 0.0) for r in rows) / max(1, len(rows)) for m in models}

@@ -28,6 +28,14 @@ from gateway.replay.upstream import ReplayProvider
 from gateway.transcript import TranscriptWriter
 
 
+
+def _size(path: Path) -> int:
+    """Bytes in ``path``; -1 when it cannot be read (a broken link: its reader reports it)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
 def _source(path: Path, roots: list[Path]) -> str:
     for root in roots:
         try:
@@ -119,7 +127,7 @@ def run(
     :class:`gateway.errors.ConfigError` when it does not validate). Returns the merged
     :class:`Report`."""
     routing = load_routing(routing_config) if route else None
-    files = sorted(iter_files(paths, exclude), key=lambda p: -p.stat().st_size)
+    files = sorted(iter_files(paths, exclude), key=lambda p: -_size(p))
     sources = [_source(p, paths) for p in files]
     total = len(files)
     report = Report()

@@ -8,6 +8,17 @@ was rewritten"). ``schema_migrations`` is itself append-only, like the entries.
 
 Append-only entries are enforced in the database: triggers raise on UPDATE and DELETE of
 ``session_entries`` rows (and on TRUNCATE in PostgreSQL), whoever issues the statement.
+Migration 2 closes the replace paths and guards the session rows:
+
+* SQLite: ``INSERT OR REPLACE`` / ``REPLACE`` deletes the conflicting row without firing
+  DELETE triggers (unless ``PRAGMA recursive_triggers`` is on, which the store sets but a
+  foreign connection may not), so a BEFORE INSERT trigger raises when the id (or rowid)
+  already exists, on ``session_entries``, ``sessions`` and ``schema_migrations``. An upsert
+  (``ON CONFLICT DO UPDATE``) fires the same trigger first, and the UPDATE trigger anyway.
+* PostgreSQL: ``INSERT ... ON CONFLICT DO UPDATE`` fires the BEFORE UPDATE row trigger of
+  migration 1, which raises; nothing to add for the entries.
+* ``sessions``: DELETE (and TRUNCATE) raise; UPDATE raises unless only ``leaf_id`` changes and
+  the new leaf is an existing entry. The leaf pointer is the one mutable value.
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ import hashlib
 from dataclasses import dataclass
 
 APPEND_ONLY_MESSAGE = "turnstile: session entries are append-only"
+SESSION_ROW_MESSAGE = "turnstile: sessions are never deleted or replaced; only their leaf pointer changes"
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,31 @@ SQLITE: tuple[Migration, ...] = (
             BEGIN SELECT RAISE(ABORT, 'turnstile: schema_migrations is append-only'); END""",
         ),
     ),
+    Migration(
+        2,
+        "no replace of entries; session rows change only their leaf",
+        (
+            f"""CREATE TRIGGER session_entries_no_replace BEFORE INSERT ON session_entries
+            WHEN EXISTS (SELECT 1 FROM session_entries WHERE id = NEW.id)
+              OR EXISTS (SELECT 1 FROM session_entries WHERE seq = NEW.seq)
+            BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END""",
+            f"""CREATE TRIGGER sessions_no_replace BEFORE INSERT ON sessions
+            WHEN EXISTS (SELECT 1 FROM sessions WHERE id = NEW.id)
+              OR EXISTS (SELECT 1 FROM sessions WHERE rowid = NEW.rowid)
+            BEGIN SELECT RAISE(ABORT, '{SESSION_ROW_MESSAGE}'); END""",
+            f"""CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions
+            BEGIN SELECT RAISE(ABORT, '{SESSION_ROW_MESSAGE}'); END""",
+            f"""CREATE TRIGGER sessions_only_leaf_changes BEFORE UPDATE ON sessions
+            WHEN NEW.rowid IS NOT OLD.rowid OR NEW.id IS NOT OLD.id OR NEW.created_at IS NOT OLD.created_at
+              OR NEW.forked_from_session IS NOT OLD.forked_from_session
+              OR NEW.forked_from_entry IS NOT OLD.forked_from_entry OR NEW.title IS NOT OLD.title
+              OR (NEW.leaf_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM session_entries WHERE id = NEW.leaf_id))
+            BEGIN SELECT RAISE(ABORT, '{SESSION_ROW_MESSAGE}'); END""",
+            """CREATE TRIGGER schema_migrations_no_replace BEFORE INSERT ON schema_migrations
+            WHEN EXISTS (SELECT 1 FROM schema_migrations WHERE version = NEW.version)
+            BEGIN SELECT RAISE(ABORT, 'turnstile: schema_migrations is append-only'); END""",
+        ),
+    ),
 )
 
 POSTGRES: tuple[Migration, ...] = (
@@ -107,6 +144,34 @@ POSTGRES: tuple[Migration, ...] = (
             FOR EACH STATEMENT EXECUTE FUNCTION turnstile_append_only()""",
             """CREATE TRIGGER schema_migrations_no_update_delete BEFORE UPDATE OR DELETE ON schema_migrations
             FOR EACH ROW EXECUTE FUNCTION turnstile_append_only()""",
+        ),
+    ),
+    Migration(
+        2,
+        "session rows change only their leaf",
+        (
+            f"""CREATE FUNCTION turnstile_session_row_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF TG_OP <> 'UPDATE' THEN
+                    RAISE EXCEPTION '{SESSION_ROW_MESSAGE} (% on %)', TG_OP, TG_TABLE_NAME
+                        USING ERRCODE = 'restrict_violation';
+                END IF;
+                IF (NEW.id, NEW.created_at, NEW.forked_from_session, NEW.forked_from_entry, NEW.title)
+                      IS DISTINCT FROM
+                      (OLD.id, OLD.created_at, OLD.forked_from_session, OLD.forked_from_entry, OLD.title)
+                   OR (NEW.leaf_id IS NOT NULL
+                       AND NOT EXISTS (SELECT 1 FROM session_entries WHERE id = NEW.leaf_id)) THEN
+                    RAISE EXCEPTION '{SESSION_ROW_MESSAGE} (% on %)', TG_OP, TG_TABLE_NAME
+                        USING ERRCODE = 'restrict_violation';
+                END IF;
+                RETURN NEW;
+            END $$""",
+            """CREATE TRIGGER sessions_only_leaf_changes BEFORE UPDATE OR DELETE ON sessions
+            FOR EACH ROW EXECUTE FUNCTION turnstile_session_row_guard()""",
+            """CREATE TRIGGER sessions_no_truncate BEFORE TRUNCATE ON sessions
+            FOR EACH STATEMENT EXECUTE FUNCTION turnstile_session_row_guard()""",
+            """CREATE TRIGGER schema_migrations_no_truncate BEFORE TRUNCATE ON schema_migrations
+            FOR EACH STATEMENT EXECUTE FUNCTION turnstile_append_only()""",
         ),
     ),
 )

@@ -23,22 +23,35 @@ class PostgresSessionStore(SqlSessionStore):
 
     dialect = "postgres"
     placeholder = "%s"
+    null_safe_eq = "IS NOT DISTINCT FROM"
 
-    def __init__(self, url: str, *, schema: str | None = None) -> None:
-        super().__init__(url)
+    def __init__(self, url: str, *, schema: str | None = None, readonly: bool = False) -> None:
+        super().__init__(url, readonly=readonly)
         self.schema = schema
 
     def _connect(self) -> Any:
         import psycopg
 
-        conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
+        from gateway.errors import TurnstileError
+
+        try:
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
+        except psycopg.OperationalError as err:
+            raise TurnstileError(f"cannot connect to the session store {self.url}: {err}") from err
         if self.schema:
-            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            if not self.readonly:
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             conn.execute(f'SET search_path TO "{self.schema}"')
+        if self.readonly:
+            conn.execute("SET default_transaction_read_only = on")
         return conn
 
     def _begin(self, cur: Any) -> None:
         cur.execute("BEGIN")
+
+    def _has_table(self, cur: Any, name: str) -> bool:
+        rows = self._q(cur, "SELECT to_regclass(?) IS NOT NULL", (name,))
+        return bool(rows[0][0])
 
     def _lock_session(self, cur: Any, session_id: str) -> None:
         cur.execute("SELECT id FROM sessions WHERE id = %s FOR UPDATE", (session_id,))

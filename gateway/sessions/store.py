@@ -11,7 +11,22 @@ Invariants kept here and in the database:
 * entries are only INSERTed (triggers reject UPDATE/DELETE, see :mod:`.migrations`);
 * an entry's parent exists before it (foreign key), so a path from a leaf to the root is finite;
 * the leaf pointer of a session is the only value that changes, and only together with the
-  append that moves it (same transaction).
+  append that moves it (same transaction); triggers reject any other UPDATE of a session row,
+  DELETE of sessions, and ``INSERT OR REPLACE`` / upserts over existing rows.
+
+Concurrent turns on one session (one gateway or several sharing the database). A turn reads
+the leaf once, then appends every entry of its own under the entry it appended last (its
+*turn leaf*), never under "whatever the leaf is now": a turn's user message and its answer
+stay parent and child. Each append passes ``expect_leaf`` (the turn leaf) and moves the
+session leaf by compare-and-set, inside the append's transaction, with the session row
+locked (``SELECT ... FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite)::
+
+    UPDATE sessions SET leaf_id = <new> WHERE id = <session> AND leaf_id IS <expected>
+
+When another turn moved the leaf meanwhile, the UPDATE matches no row: the turn's entries
+stay in the session as a branch (readable with ``path(session, leaf)``) and the leaf stays
+where the other turn put it. The database decides, so this holds across gateway instances.
+Turns are deliberately not serialised: that would hold a lock across upstream model calls.
 
 A fork is a new session whose leaf is an entry of another session; nothing is copied. Paths
 follow ``parent_id`` across sessions, so the fork sees its source's history up to the fork
@@ -22,10 +37,12 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import re
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -38,6 +55,40 @@ T = TypeVar("T")
 
 LEAF = "__leaf__"
 """Sentinel ``parent_id`` for :meth:`SessionStore.append`: attach to the session's current leaf."""
+
+ANY_LEAF = "__any_leaf__"
+"""Sentinel ``expect_leaf``: move the session leaf whatever it is (no compare-and-set)."""
+
+SESSION_ID_PATTERN = r"[A-Za-z0-9._:-]{1,200}"
+"""Session ids the store creates: 1-200 of ``A-Z a-z 0-9 . _ : -`` (not ``.`` or ``..``), so
+that every id is addressable as one path segment of ``/v1/sessions/{id}``."""
+_SESSION_ID = re.compile(SESSION_ID_PATTERN)
+
+
+class StoreMissing(TurnstileError):
+    """A read-only open found no session store at the URL (no file / no tables yet)."""
+
+    status = 404
+    kind = "not_found"
+
+
+def check_session_id(session_id: object, param: str = "session") -> str:
+    """``session_id`` if it is a valid id to create (see :data:`SESSION_ID_PATTERN`), else raises
+    :class:`InvalidRequest` naming ``param``."""
+    if (
+        not isinstance(session_id, str)
+        or not _SESSION_ID.fullmatch(session_id)
+        or session_id in (".", "..")
+    ):
+        shown = repr(session_id) if not isinstance(session_id, str) or len(session_id) <= 60 else (
+            f"{session_id[:60]!r}... ({len(session_id)} characters)"
+        )
+        raise InvalidRequest(
+            f"invalid session id {shown}: a session id is 1-200 characters of A-Z, a-z, 0-9, "
+            "'.', '_', ':' and '-' (not '.' or '..')",
+            param=param,
+        )
+    return session_id
 
 _ENTRY_COLS = "e.seq, e.id, e.session_id, e.parent_id, e.type, e.created_at, e.payload"
 _SESSION_COLS = (
@@ -85,17 +136,37 @@ class SessionStore(abc.ABC):
         """Sessions, newest first."""
 
     @abc.abstractmethod
+    async def append_at(
+        self,
+        session_id: str,
+        items: Sequence[tuple[str, BaseModel | dict[str, Any]]],
+        *,
+        parent_id: str | None = LEAF,
+        expect_leaf: str | None = ANY_LEAF,
+        create: bool = True,
+    ) -> tuple[list[Entry], bool]:
+        """Append ``(type, payload)`` items as a chain in one transaction: the first item's
+        parent is ``parent_id`` (default: the current leaf), each next item's parent is the
+        previous one. The session leaf moves to the last item when ``expect_leaf`` is
+        :data:`ANY_LEAF` or equals the leaf at commit time (compare-and-set; None = no leaf);
+        otherwise the items stay as a branch. Returns ``(entries, leaf_moved)``. ``create``
+        makes a missing session. Raises :class:`SessionNotFound`, :class:`InvalidRequest`
+        (bad id, parent not on the session's tree) and ``ValueError`` (bad payload)."""
+
     async def append_many(
         self,
         session_id: str,
         items: Sequence[tuple[str, BaseModel | dict[str, Any]]],
         *,
         parent_id: str | None = LEAF,
+        expect_leaf: str | None = ANY_LEAF,
         create: bool = True,
     ) -> list[Entry]:
-        """Append ``(type, payload)`` items as a chain in one transaction: the first item's
-        parent is ``parent_id`` (default: the current leaf), each next item's parent is the
-        previous one; the leaf moves to the last. ``create`` makes a missing session."""
+        """:meth:`append_at` without the ``leaf_moved`` flag."""
+        entries, _ = await self.append_at(
+            session_id, items, parent_id=parent_id, expect_leaf=expect_leaf, create=create
+        )
+        return entries
 
     async def append(
         self,
@@ -104,12 +175,14 @@ class SessionStore(abc.ABC):
         payload: BaseModel | dict[str, Any],
         *,
         parent_id: str | None = LEAF,
+        expect_leaf: str | None = ANY_LEAF,
         create: bool = True,
     ) -> Entry:
-        """Append one entry (see :meth:`append_many`)."""
-        return (
-            await self.append_many(session_id, [(entry_type, payload)], parent_id=parent_id, create=create)
-        )[0]
+        """Append one entry (see :meth:`append_at`)."""
+        entries = await self.append_many(
+            session_id, [(entry_type, payload)], parent_id=parent_id, expect_leaf=expect_leaf, create=create
+        )
+        return entries[0]
 
     @abc.abstractmethod
     async def entries(self, session_id: str) -> list[Entry]:
@@ -138,10 +211,11 @@ class SessionStore(abc.ABC):
     ) -> SessionInfo:
         """A new session whose leaf is ``entry_id`` (default: the source's leaf)."""
 
+    @abc.abstractmethod
     async def label(self, session_id: str, entry_id: str, label: str | None) -> Entry:
-        """Append a ``label`` entry naming ``entry_id`` (which must exist)."""
-        await self.get_entry(entry_id)
-        return await self.append(session_id, "label", {"target_id": entry_id, "label": label}, create=False)
+        """Append a ``label`` entry naming ``entry_id``, which must be on the session's tree
+        (its own entries or, for a fork, its source's up to the fork point). Raises
+        :class:`SessionNotFound` naming the session or the entry."""
 
 
 class SqlSessionStore(SessionStore):
@@ -149,9 +223,12 @@ class SqlSessionStore(SessionStore):
 
     dialect: str = "sqlite"
     placeholder: str = "?"
+    null_safe_eq: str = "IS"
+    """SQL operator comparing two values with NULL equal to NULL."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, readonly: bool = False) -> None:
         self.url = url
+        self.readonly = readonly
         self._conn: Any = None
         self._lock = threading.Lock()
 
@@ -202,9 +279,28 @@ class SqlSessionStore(SessionStore):
 
     async def open(self) -> None:
         """Connect and apply pending migrations (raises :class:`ConfigError` if an applied
-        migration's checksum differs from the code's)."""
+        migration's checksum differs from the code's). A ``readonly`` store applies nothing:
+        it raises :class:`StoreMissing` when the database holds no session tables."""
         self._conn = await asyncio.to_thread(self._connect)
-        await self._run(self._migrate)
+        try:
+            await self._run(self._check_schema if self.readonly else self._migrate)
+        except BaseException:
+            await self.close()
+            raise
+
+    def _has_table(self, cur: Any, name: str) -> bool:
+        return bool(self._q(cur, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
+
+    def _check_schema(self, cur: Any) -> None:
+        if not (self._has_table(cur, "schema_migrations") and self._has_table(cur, "sessions")):
+            raise StoreMissing(f"no sessions at {self.url} yet")
+        applied = {int(v): c for v, c in self._q(cur, "SELECT version, checksum FROM schema_migrations")}
+        for m in MIGRATIONS[self.dialect]:
+            if m.version in applied and applied[m.version] != m.checksum:
+                raise ConfigError(
+                    f"session store {self.url}: migration {m.version} ({m.name}) was rewritten after it "
+                    "was applied; migrations may only be added"
+                )
 
     async def close(self) -> None:
         """Close the connection."""
@@ -302,6 +398,11 @@ class SqlSessionStore(SessionStore):
         return await self._run(lambda cur: self._get_session(cur, session_id))
 
     async def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
+        """Sessions, newest first. Raises :class:`InvalidRequest` unless ``1 <= limit <=``
+        :data:`MAX_LIST_LIMIT` and ``0 <= offset <=`` :data:`MAX_LIST_OFFSET`."""
+        check_range("limit", limit, 1, MAX_LIST_LIMIT)
+        check_range("offset", offset, 0, MAX_LIST_OFFSET)
+
         def go(cur: Any) -> list[SessionInfo]:
             rows = self._q(
                 cur,
@@ -350,42 +451,42 @@ class SqlSessionStore(SessionStore):
         f_s: str | None = None,
         f_e: str | None = None,
     ) -> None:
+        """Insert the session row unless it exists. ``WHERE NOT EXISTS`` keeps SQLite's
+        no-replace trigger quiet; ``ON CONFLICT DO NOTHING`` covers PostgreSQL's concurrent
+        creators (the SELECT needs its WHERE for SQLite to parse the upsert clause)."""
         self._q(
             cur,
-            "INSERT INTO sessions (id, created_at, leaf_id, forked_from_session, forked_from_entry, "
-            "title) VALUES (?, ?, ?, ?, ?, ?)",
-            (session_id, time.time(), leaf, f_s, f_e, title),
+            "INSERT INTO sessions (id, created_at, leaf_id, forked_from_session, forked_from_entry, title) "
+            "SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = ?) "
+            "ON CONFLICT (id) DO NOTHING",
+            (session_id, time.time(), leaf, f_s, f_e, title, session_id),
         )
 
     async def create_session(self, session_id: str | None = None, *, title: str | None = None) -> SessionInfo:
-        sid = session_id or new_id()
+        sid = check_session_id(session_id) if session_id is not None else new_id()
 
         def go(cur: Any) -> SessionInfo:
-            rows = self._q(cur, "SELECT id FROM sessions WHERE id = ?", (sid,))
-            if not rows:
-                self._create(cur, sid, title)
+            self._create(cur, sid, title)
             return self._get_session(cur, sid)
 
         return await self._run(go)
 
-    async def append_many(
+    async def append_at(
         self,
         session_id: str,
         items: Sequence[tuple[str, BaseModel | dict[str, Any]]],
         *,
         parent_id: str | None = LEAF,
+        expect_leaf: str | None = ANY_LEAF,
         create: bool = True,
-    ) -> list[Entry]:
+    ) -> tuple[list[Entry], bool]:
         checked = [(t, encode_payload(validate_payload(t, p))) for t, p in items]
-        _check_session_id(session_id)
+        if create:
+            check_session_id(session_id)
 
-        def go(cur: Any) -> list[Entry]:
+        def go(cur: Any) -> tuple[list[Entry], bool]:
             if create:
-                self._q(
-                    cur,
-                    "INSERT INTO sessions (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
-                    (session_id, time.time()),
-                )
+                self._create(cur, session_id, None)
             self._lock_session(cur, session_id)
             rows = self._q(cur, "SELECT leaf_id FROM sessions WHERE id = ?", (session_id,))
             if not rows:
@@ -410,9 +511,42 @@ class SqlSessionStore(SessionStore):
                 )
                 out.append(self._get_entry(cur, eid))
                 parent = eid
-            if out:
+            if not out:
+                return out, False
+            if expect_leaf == ANY_LEAF:
                 self._q(cur, "UPDATE sessions SET leaf_id = ? WHERE id = ?", (parent, session_id))
-            return out
+                return out, True
+            # compare-and-set: the row is locked, but the condition is what makes it safe for
+            # any writer (another instance, a hand-written UPDATE)
+            cur.execute(
+                self._sql(f"UPDATE sessions SET leaf_id = ? WHERE id = ? AND leaf_id {self.null_safe_eq} ?"),
+                (parent, session_id, expect_leaf),
+            )
+            return out, cur.rowcount == 1
+
+        return await self._run(go)
+
+    async def label(self, session_id: str, entry_id: str, label: str | None) -> Entry:
+        payload = encode_payload(validate_payload("label", {"target_id": entry_id, "label": label}))
+
+        def go(cur: Any) -> Entry:
+            self._lock_session(cur, session_id)
+            session = self._get_session(cur, session_id)
+            try:
+                on_tree = self._on_tree(cur, session, entry_id)
+            except SessionNotFound:
+                on_tree = False
+            if not on_tree:
+                raise SessionNotFound(f"no entry {entry_id!r} in session {session_id!r}", param="entry")
+            eid = new_id()
+            self._q(
+                cur,
+                "INSERT INTO session_entries (id, session_id, parent_id, type, created_at, payload) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (eid, session_id, session.leaf_id, "label", time.time(), payload),
+            )
+            self._q(cur, "UPDATE sessions SET leaf_id = ? WHERE id = ?", (eid, session_id))
+            return self._get_entry(cur, eid)
 
         return await self._run(go)
 
@@ -435,8 +569,7 @@ class SqlSessionStore(SessionStore):
         new_session_id: str | None = None,
         title: str | None = None,
     ) -> SessionInfo:
-        sid = new_session_id or new_id()
-        _check_session_id(sid)
+        sid = check_session_id(new_session_id) if new_session_id is not None else new_id()
 
         def go(cur: Any) -> SessionInfo:
             source = self._get_session(cur, session_id)
@@ -451,26 +584,73 @@ class SqlSessionStore(SessionStore):
         return await self._run(go)
 
 
-def _check_session_id(session_id: str) -> None:
-    if not session_id or len(session_id) > 200 or not session_id.isprintable():
-        raise InvalidRequest("a session id is 1-200 printable characters", param="session")
+MAX_LIST_LIMIT = 1000
+MAX_LIST_OFFSET = 2**31 - 1
 
 
-def open_store_sync_url(url: str) -> SqlSessionStore:
-    """A store object (not yet opened) for ``url``: ``postgresql://...``/``postgres://...`` for
-    PostgreSQL, ``sqlite:///path``, ``sqlite://:memory:`` or a plain file path for SQLite."""
-    if url.startswith(("postgresql://", "postgres://")):
+def check_range(name: str, value: object, low: int, high: int) -> int:
+    """``value`` if it is an int in ``[low, high]``, else raises :class:`InvalidRequest` naming
+    ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidRequest(f"{name} must be an integer from {low} to {high}", param=name)
+    return value
+
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def parse_store_url(url: str) -> tuple[str, str]:
+    """``(backend, location)`` of a session store URL: ``("postgres", url)`` for
+    ``postgresql://...`` / ``postgres://...``; ``("sqlite", path)`` for ``sqlite:///abs/path``
+    (the path after the empty host is absolute, as in ``file:///``; ``sqlite:////abs/path`` is
+    accepted too), ``sqlite://`` / ``sqlite://:memory:`` (``:memory:``) or a plain file path
+    (relative to the working directory). Raises :class:`ConfigError` for any other scheme, a
+    ``sqlite://host/...`` URL, or an empty URL."""
+    url = url.strip()
+    if not url:
+        raise ConfigError("empty session store URL")
+    m = _SCHEME.match(url)
+    if m is None:
+        return "sqlite", url
+    scheme = m.group(1).lower()
+    if scheme in ("postgresql", "postgres"):
+        return "postgres", url
+    if scheme == "sqlite":
+        rest = url[m.end() :]
+        if rest in ("", ":memory:"):
+            return "sqlite", ":memory:"
+        if not rest.startswith("/"):
+            raise ConfigError(
+                f"session store URL {url!r}: a sqlite URL has no host; write sqlite:///absolute/path "
+                "or a plain (relative) file path"
+            )
+        return "sqlite", "/" + rest.lstrip("/")
+    raise ConfigError(
+        f"unsupported session store URL scheme {scheme!r} in {url!r}: use postgresql://host:port/db, "
+        "sqlite:///absolute/path or a file path"
+    )
+
+
+def open_store_sync_url(url: str, *, readonly: bool = False) -> SqlSessionStore:
+    """A store object (not yet opened) for ``url`` (see :func:`parse_store_url`; raises
+    :class:`ConfigError` for an unsupported URL). ``readonly``: the store neither creates a
+    database or file nor migrates one; a missing SQLite file raises :class:`StoreMissing`."""
+    backend, where = parse_store_url(url)
+    if backend == "postgres":
         from gateway.sessions.postgres import PostgresSessionStore
 
-        return PostgresSessionStore(url)
+        return PostgresSessionStore(where, readonly=readonly)
     from gateway.sessions.sqlite import SqliteSessionStore
 
-    path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
-    return SqliteSessionStore(path or ":memory:")
+    if readonly and (where == ":memory:" or not Path(where).is_file()):
+        shown = where if where == ":memory:" else str(Path(where).resolve())
+        raise StoreMissing(f"no sessions at {shown} yet")
+    return SqliteSessionStore(where, readonly=readonly)
 
 
-async def open_store(url: str) -> SqlSessionStore:
-    """Open (and migrate) the store at ``url`` (see :func:`open_store_sync_url`)."""
-    store = open_store_sync_url(url)
+async def open_store(url: str, *, readonly: bool = False) -> SqlSessionStore:
+    """Open (and, unless ``readonly``, migrate) the store at ``url`` (see
+    :func:`open_store_sync_url`)."""
+    store = open_store_sync_url(url, readonly=readonly)
     await store.open()
     return store

@@ -11,6 +11,15 @@ longest common prefix: ``p == len(H)`` appends ``C[p:]`` (a client resending eve
 sending only new messages when H is empty); ``0 < p < len(H)`` branches at ``H[p-1]`` (the
 client edited history) and appends ``C[p:]``; ``p == 0`` with H non-empty treats ``C`` as the
 continuation (a client sending only its new messages). Comparison is on canonical bytes.
+
+Concurrent turns on one session: a turn reads the session leaf once (when recording the
+request) and from then on works on its own *turn leaf* (kept on the turn context): the
+context it sends upstream is the path to that leaf, and every entry it appends (its new
+messages, tool-loop steps, a compaction, the answer) goes under it, with a compare-and-set of
+the session leaf (see :mod:`gateway.sessions.store`). A turn that lost the race is a branch;
+its question and answer stay parent and child. Session ids must match
+:data:`~gateway.sessions.store.SESSION_ID_PATTERN`; anything else is refused (HTTP 400) before
+anything is stored.
 """
 
 from __future__ import annotations
@@ -22,8 +31,8 @@ import structlog
 from gateway.context import Budget, budget_for, build_context, message_bytes
 from gateway.errors import InvalidRequest, UpstreamError
 from gateway.schema import Message, Request, Response, SystemMessage
-from gateway.sessions.model import MessagePayload
-from gateway.sessions.store import SessionStore
+from gateway.sessions.model import Entry, MessagePayload
+from gateway.sessions.store import LEAF, SessionStore, check_session_id
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
@@ -48,14 +57,18 @@ OVERFLOW_MARKERS = (
 
 def session_id_for(headers: Any, request: Request) -> str | None:
     """The session a turn binds to (see module doc), or None. ``headers`` is any mapping with
-    case-insensitive ``get`` (Starlette ``Headers``)."""
+    case-insensitive ``get`` (Starlette ``Headers``). Raises :class:`InvalidRequest` (HTTP 400,
+    ``param`` naming where the id came from) for an id outside
+    :data:`~gateway.sessions.store.SESSION_ID_PATTERN`."""
     sid = headers.get(HEADER) if headers is not None else None
+    param = HEADER
     if not sid:
         value = request.metadata.get(METADATA_KEY)
-        sid = value if isinstance(value, str) else None
+        sid, param = (value if isinstance(value, str) else None), f"metadata.{METADATA_KEY}"
     if not sid and request.user and request.user.startswith(USER_PREFIX):
-        sid = request.user[len(USER_PREFIX) :]
-    return sid.strip() or None if sid else None
+        sid, param = request.user[len(USER_PREFIX) :], "user"
+    sid = sid.strip() if sid else None
+    return check_session_id(sid, param) if sid else None
 
 
 def is_context_overflow(err: Exception) -> bool:
@@ -87,35 +100,74 @@ def _key(msg: Message) -> bytes:
     return message_bytes(msg)
 
 
-async def record_request(store: SessionStore, session_id: str, request: Request) -> int:
-    """Append the client's messages the session does not hold yet (see module doc); returns
-    how many were appended."""
+async def record_request(store: SessionStore, session_id: str, request: Request) -> tuple[int, str | None]:
+    """Append the client's messages the session does not hold yet (see module doc) under the
+    leaf read now; returns ``(how many were appended, the turn leaf)`` (None: empty history)."""
     client = [m for m in request.messages if not isinstance(m, SystemMessage)]
     await store.create_session(session_id)
     path = await store.path(session_id)
+    read = path[-1].id if path else None
     held = [(e.id, e.message()) for e in path if e.type == "message"]
     p = 0
     while p < len(held) and p < len(client) and _key(held[p][1]) == _key(client[p]):  # type: ignore[arg-type]
         p += 1
     if p == len(held) or p == 0:
         new = client[p:]  # p == 0 with history held: the client sent only its new messages
-        parent: str | None = None
+        parent = read
     else:
         new, parent = client[p:], held[p - 1][0]
     if not new:
-        return 0
-    items = [("message", MessagePayload(message=m)) for m in new]
-    if parent is not None:
-        await store.append_many(session_id, items, parent_id=parent)
-    else:
-        await store.append_many(session_id, items)
-    return len(new)
+        return 0, read
+    return len(new), await append_for_turn(store, session_id, list(new), parent=parent, expect=read)
 
 
-async def record_response(store: SessionStore, session_id: str, response: Response) -> None:
-    """Append the assistant message of ``response`` (withheld tool calls are not in it)."""
-    if response.message.content:
+async def append_for_turn(
+    store: SessionStore, session_id: str, messages: list[Message], *, parent: str | None, expect: str | None
+) -> str | None:
+    """Append ``messages`` as a chain under ``parent``, moving the session leaf only if it is
+    still ``expect`` (compare-and-set); returns the id of the last entry (the new turn leaf),
+    or ``parent`` when there is nothing to append."""
+    if not messages:
+        return parent
+    entries, moved = await store.append_at(
+        session_id,
+        [("message", MessagePayload(message=m)) for m in messages],
+        parent_id=parent,
+        expect_leaf=expect,
+    )
+    if not moved:
+        log.info("session_turn_branched", session=session_id, at=parent, leaf=entries[-1].id)
+    return entries[-1].id
+
+
+async def record_response(
+    store: SessionStore, session_id: str, response: Response, leaf: str | None = LEAF
+) -> None:
+    """Append the assistant message of ``response`` (withheld tool calls are not in it) under
+    ``leaf`` (a turn leaf; default: the session's current leaf)."""
+    if not response.message.content:
+        return
+    if leaf == LEAF:
         await store.append(session_id, "message", MessagePayload(message=response.message))
+    else:
+        await append_for_turn(store, session_id, [response.message], parent=leaf, expect=leaf)
+
+
+def _turn_leaf(ctx: Any) -> str | None:
+    """The turn leaf of ``ctx`` (:data:`LEAF` before the turn read the session)."""
+    return getattr(ctx, "_session_leaf", LEAF)
+
+
+async def record_messages(gw: Any, ctx: Any, messages: list[Message]) -> None:
+    """Append ``messages`` of a session-bound turn (e.g. a tool-loop step) under its turn leaf,
+    which then moves to the last of them (no-op when unbound)."""
+    if messages and _bound(gw, ctx):
+        leaf = _turn_leaf(ctx)
+        if leaf == LEAF:  # the turn never read the session (not through prepare_turn)
+            items = [("message", MessagePayload(message=m)) for m in messages]
+            await gw.sessions.append_many(ctx.session_id, items)
+            return
+        ctx._session_leaf = await append_for_turn(gw.sessions, ctx.session_id, messages, parent=leaf, expect=leaf)
 
 
 def window_of(dep: Deployment) -> int | None:
@@ -133,21 +185,32 @@ async def view_for(
     *,
     compactor: Any = None,
     reason: str = "window",
+    leaf: str | None = LEAF,
 ) -> Request:
     """``request`` with its history replaced by the session's context rebuilt for ``dep``.
 
-    ``compactor`` (``async (budget, reason) -> None``) runs when the window cannot hold the
-    history; without one, or when even the last interaction group does not fit, raises
-    :class:`InvalidRequest` naming the sizes (tokens).
+    The history is the path to ``leaf`` (a turn leaf; None: empty; default: the session's
+    leaf). ``compactor`` (``async (budget, reason) -> Entry | None``, the compaction entry it
+    appended) runs when the window cannot hold the history; without one, or when even the
+    last interaction group does not fit, raises :class:`InvalidRequest` naming the sizes
+    (tokens).
     """
     window = window_of(dep) or 10**9
     budget: Budget = budget_for(
         request, window, reserved_output=request.max_output_tokens or dep.max_output_tokens or 4096
     )
-    ctx = build_context(await store.path(session_id), budget)
+
+    async def read(at: str | None) -> list[Entry]:
+        if at == LEAF:
+            return await store.path(session_id)
+        return await store.path(session_id, at) if at is not None else []
+
+    ctx = build_context(await read(leaf), budget)
     if (ctx.dropped or not ctx.fits) and compactor is not None:
-        await compactor(budget, reason)
-        ctx = build_context(await store.path(session_id), budget)
+        entry = await compactor(budget, reason)
+        if entry is not None and leaf != LEAF:
+            leaf = entry.id
+        ctx = build_context(await read(leaf), budget)
     if ctx.dropped and compactor is None:
         raise InvalidRequest(
             f"session {session_id!r} needs {ctx.tokens_all} tokens of history and {dep.name!r} has room for "
@@ -186,13 +249,15 @@ def _bound(gw: Any, ctx: Any) -> bool:
 async def prepare_turn(gw: Any, ctx: Any, request: Request) -> None:
     """Record the client's new messages of a session-bound turn (no-op when unbound)."""
     if _bound(gw, ctx):
-        n = await record_request(gw.sessions, ctx.session_id, request)
+        n, ctx._session_leaf = await record_request(gw.sessions, ctx.session_id, request)
         log.info("session_recorded", request_id=ctx.request_id, session=ctx.session_id, appended=n)
 
 
-def compactor_for(gw: Any, session_id: str) -> Any:
-    """``async (budget, reason) -> None`` compacting ``session_id`` with the configured
-    ``sessions.compaction_deployment``, or None when none is configured/enabled."""
+def compactor_for(gw: Any, session_id: str, ctx: Any = None) -> Any:
+    """``async (budget, reason) -> Entry | None`` compacting ``session_id`` with the configured
+    ``sessions.compaction_deployment``, or None when none is configured/enabled. With a turn
+    ``ctx`` it compacts the turn's own leaf and moves that leaf to the compaction entry;
+    without, the session's leaf."""
     from gateway.compaction import compact, deployment_summarizer
 
     cfg = gw.config.sessions
@@ -202,7 +267,8 @@ def compactor_for(gw: Any, session_id: str) -> Any:
         return None
     summarizer = deployment_summarizer(gw.providers[dep.api], dep, gw.table.keys.get(dep.name))
 
-    async def run(budget: Budget, reason: str) -> None:
+    async def run(budget: Budget, reason: str) -> Entry | None:
+        leaf = _turn_leaf(ctx) if ctx is not None else LEAF
         entry = await compact(
             gw.sessions,
             session_id,
@@ -213,7 +279,10 @@ def compactor_for(gw: Any, session_id: str) -> Any:
             reason=reason,
             keep_ratio=cfg.keep_ratio,
             chunk_tokens=cfg.chunk_tokens,
+            leaf_id=leaf,
         )
+        if entry is not None and ctx is not None and leaf != LEAF:
+            ctx._session_leaf = entry.id
         log.info(
             "session_compacted",
             session=session_id,
@@ -223,6 +292,7 @@ def compactor_for(gw: Any, session_id: str) -> Any:
             tokens_before=entry.payload["tokens_before"] if entry else None,
             tokens_after=entry.payload["tokens_after"] if entry else None,
         )
+        return entry
 
     return run
 
@@ -237,7 +307,13 @@ async def target_request(
     from gateway import invariants
 
     view = await view_for(
-        gw.sessions, ctx.session_id, request, dep, compactor=compactor_for(gw, ctx.session_id), reason=reason
+        gw.sessions,
+        ctx.session_id,
+        request,
+        dep,
+        compactor=compactor_for(gw, ctx.session_id, ctx),
+        reason=reason,
+        leaf=_turn_leaf(ctx),
     )
     return invariants.check_request(view, gw.config.guards).request
 
@@ -251,7 +327,7 @@ async def compact_after_overflow(
     compaction deployment is configured, or a retry was already made."""
     if not _bound(gw, ctx) or not is_context_overflow(err) or getattr(ctx, "_overflow_retried", False):
         return None
-    compactor = compactor_for(gw, ctx.session_id)
+    compactor = compactor_for(gw, ctx.session_id, ctx)
     if compactor is None:
         return None
     ctx._overflow_retried = True
@@ -272,6 +348,12 @@ async def finish_turn(gw: Any, ctx: Any, response: Response | None) -> None:
     if response is None or not _bound(gw, ctx):
         return
     try:
-        await record_response(gw.sessions, ctx.session_id, response)
+        leaf = _turn_leaf(ctx)
+        if leaf == LEAF:
+            await record_response(gw.sessions, ctx.session_id, response)
+        elif response.message.content:
+            ctx._session_leaf = await append_for_turn(
+                gw.sessions, ctx.session_id, [response.message], parent=leaf, expect=leaf
+            )
     except Exception:
         log.exception("session_record_failed", request_id=ctx.request_id, session=ctx.session_id)

@@ -58,3 +58,9 @@ def test_duplicate_deployment_names_are_refused() -> None:
 
 def test_empty_file_gives_defaults() -> None:
     assert parse_config(None) == GatewayConfig()
+
+
+def test_negative_prices_are_refused() -> None:
+    dep = {"name": "d", "api": "demo", "model": "m", "price": {"input": -1}}
+    with pytest.raises(ConfigError, match=r"deployments\.0\.price\.input"):
+        parse_config({"deployments": [dep]})

@@ -49,6 +49,7 @@ def test_gateway_config_takes_an_mcp_section() -> None:
     "bad, where",
     [
         ({"id": "a b", "transport": {"type": "stdio", "command": "x"}}, "mcp.servers.0.id"),
+        ({"id": "a__b", "transport": {"type": "stdio", "command": "x"}}, "mcp.servers.0.id"),
         (
             {"id": "a", "transport": {"type": "stdio", "command": "x"}, "trust": {"t": "maybe"}},
             "mcp.servers.0.trust.t",

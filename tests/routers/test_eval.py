@@ -80,3 +80,25 @@ def test_held_out_mmlu_saving_reaches_routellm_and_apgr_is_clear_of_random() -> 
     assert mmlu["cost_saved_at_95"] >= 0.45 and mmlu["ci95"]["apgr"][0] > 0.5
     assert res["mmlu-unseen-subjects"]["router"]["apgr"] > 0.5
     assert res["mt_bench"]["rows"] <= 121
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ('{"id":"1","prompt":"x","scores":{"a":1,"b":0}}\n{"id":\n', ":2: not JSON"),
+        ("", "at least two models"),
+        ("[1, 2]\n", ":1: not a routing row"),
+    ],
+)
+def test_bad_data_files_are_named_with_their_line_and_exit_2(tmp_path: Path, content: str, words: str) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text(content)
+    result = CliRunner().invoke(app, ["route-eval", str(data)])
+    assert result.exit_code == 2 and words in result.output
+
+
+def test_a_plot_into_a_missing_folder_is_refused_before_any_work(tmp_path: Path) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"id":"1","prompt":"x","scores":{"a":1,"b":0}}\n')
+    result = CliRunner().invoke(app, ["route-eval", str(data), "--plot", str(tmp_path / "no" / "x.png")])
+    assert result.exit_code == 2 and "does not exist" in result.output

@@ -124,6 +124,15 @@ def test_unknown_input_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
     assert not rep.failed
 
 
+def test_a_broken_link_is_reported_as_unreadable_and_the_run_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "broken.json").symlink_to(tmp_path / "nowhere.json")
+    (tmp_path / "c.json").write_bytes((FIX / "tau-bench/gpt-4o-airline-first2.json").read_bytes())
+    rep = run([tmp_path], jobs=1)
+    assert rep.counts["conversations"] == 2
+    assert len(rep.issues) == 1 and "cannot read" in rep.issues[0]["message"]
+    assert not rep.failed
+
+
 def test_cli_json_output_and_exit_status() -> None:
     path = FIX / "toolbench/G1_answer/10_ChatGPT_DFS_woFilter_w2.json"
     result = CliRunner().invoke(app, ["replay", str(path), "--json", "--jobs", "1"])
