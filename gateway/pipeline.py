@@ -124,7 +124,9 @@ def _check_capabilities(request: Request, dep: Deployment) -> None:
     if dep.supports_images:
         return
     for i, msg in enumerate(request.messages):
-        if isinstance(msg, UserMessage | ToolResultMessage) and any(isinstance(p, ImagePart) for p in msg.content):
+        if isinstance(msg, UserMessage | ToolResultMessage) and any(
+            isinstance(p, ImagePart) for p in msg.content
+        ):
             where = msg.src or f"messages[{i}]"
             what = (
                 f"the tool result for {msg.tool_call_id}"
@@ -161,7 +163,9 @@ class Pipeline:
             outcome = invariants.check_request(ctx.request, self.policy)
         except GuardViolation as err:
             ctx.guard_outcome = "rejected"
-            log.warning("guard_rejected", request_id=ctx.request_id, problems=[p.message for p in err.problems])
+            log.warning(
+                "guard_rejected", request_id=ctx.request_id, problems=[p.message for p in err.problems]
+            )
             raise
         if outcome.repairs:
             ctx.guard_outcome = "repaired"
@@ -177,7 +181,12 @@ class Pipeline:
         prepared, repairs = invariants.apply_thinking_policy(request, provenance_of(dep), self.policy)
         if repairs:
             ctx.repairs.extend(_as_dict(r) for r in repairs)
-            log.info("thinking_policy_applied", request_id=ctx.request_id, deployment=dep.name, repairs=len(repairs))
+            log.info(
+                "thinking_policy_applied",
+                request_id=ctx.request_id,
+                deployment=dep.name,
+                repairs=len(repairs),
+            )
         return prepared
 
     def _provider(self, dep: Deployment) -> Provider:
@@ -254,8 +263,9 @@ class Pipeline:
         if rejected is not None:
             return rejected
         if last is None:
-            raise UpstreamError("no deployment could be tried for this turn (retry budget exhausted)",
-                                status=503)
+            raise UpstreamError(
+                "no deployment could be tried for this turn (retry budget exhausted)", status=503
+            )
         raise last
 
     async def _call_once(self, ctx: TurnContext, request: Request, dep: Deployment) -> Response:
@@ -265,11 +275,17 @@ class Pipeline:
         self.gw.signers.remember(resp)
         usage = self._finish_usage(resp.usage, dep, request, resp)
         ctx.attempts.append(
-            {"deployment": dep.name, "status": 200, "ms": round((time.perf_counter() - t0) * 1000, 3),
-             "cost_usd": usage.cost_usd}
+            {
+                "deployment": dep.name,
+                "status": 200,
+                "ms": round((time.perf_counter() - t0) * 1000, 3),
+                "cost_usd": usage.cost_usd,
+            }
         )
-        if resp.withheld_tool_calls and self.policy.truncation == "retry" and not request.metadata.get(
-            "_turnstile_retried"
+        if (
+            resp.withheld_tool_calls
+            and self.policy.truncation == "retry"
+            and not request.metadata.get("_turnstile_retried")
         ):
             budget = request.max_output_tokens or dep.max_output_tokens or 4096
             bigger = request.model_copy(
@@ -278,13 +294,20 @@ class Pipeline:
                     "metadata": {**request.metadata, "_turnstile_retried": True},
                 }
             )
-            log.info("truncation_retry", request_id=ctx.request_id, deployment=dep.name, budget=bigger.max_output_tokens)
+            log.info(
+                "truncation_retry",
+                request_id=ctx.request_id,
+                deployment=dep.name,
+                budget=bigger.max_output_tokens,
+            )
             again = await self._call_once(ctx, bigger, dep)
             total = accounting.merge_usage(usage, again.usage)
             return again.model_copy(update={"usage": total})
         if resp.withheld_tool_calls:
             log.warning(
-                "tool_calls_withheld", request_id=ctx.request_id, deployment=dep.name,
+                "tool_calls_withheld",
+                request_id=ctx.request_id,
+                deployment=dep.name,
                 ids=[w.id for w in resp.withheld_tool_calls],
             )
         return resp.model_copy(update={"usage": usage})
@@ -333,18 +356,25 @@ class Pipeline:
                 last = err
                 continue
             except StopAsyncIteration:
-                empty = UpstreamError(f"deployment {dep.name!r} closed the stream without data", deployment=dep.name)
+                empty = UpstreamError(
+                    f"deployment {dep.name!r} closed the stream without data", deployment=dep.name
+                )
                 self._note_attempt(ctx, dep, empty)
                 last = empty
                 continue
             return target_req, dep, first, source
         if last is None:
-            last = UpstreamError("no deployment could be tried for this turn (retry budget exhausted)",
-                                 status=503)
+            last = UpstreamError(
+                "no deployment could be tried for this turn (retry budget exhausted)", status=503
+            )
         raise last
 
     async def _relay(
-        self, ctx: TurnContext, request: Request, dep: Deployment, first: StreamEvent,
+        self,
+        ctx: TurnContext,
+        request: Request,
+        dep: Deployment,
+        first: StreamEvent,
         source: AsyncIterator[StreamEvent],
     ) -> AsyncIterator[StreamEvent]:
         guard = invariants.StreamTruncationGuard()
@@ -362,7 +392,9 @@ class Pipeline:
                             out = out.model_copy(update={"usage": usage})
                             if out.withheld_tool_calls:
                                 log.warning(
-                                    "tool_calls_withheld", request_id=ctx.request_id, deployment=dep.name,
+                                    "tool_calls_withheld",
+                                    request_id=ctx.request_id,
+                                    deployment=dep.name,
                                     ids=[w.id for w in out.withheld_tool_calls],
                                 )
                         elif isinstance(out, StreamError):
@@ -384,7 +416,9 @@ class Pipeline:
             error = TurnstileError(f"internal error: {type(exc).__name__}: {exc}")
             status = 500
             log.exception("stream_internal_error", request_id=ctx.request_id, deployment=dep.name)
-            ev = StreamError(kind=error.kind, message="internal error in the gateway; see its log", status=500)
+            ev = StreamError(
+                kind=error.kind, message="internal error in the gateway; see its log", status=500
+            )
             collected.append(ev)
             yield ev
         finally:
@@ -401,8 +435,13 @@ class Pipeline:
     def _note_attempt(self, ctx: TurnContext, dep: Deployment, err: UpstreamError) -> None:
         ctx.attempts.append({"deployment": dep.name, "status": err.status, "error": err.message})
         log.warning(
-            "upstream_failed", request_id=ctx.request_id, deployment=dep.name, status=err.status,
-            retryable=err.retryable, retry_after_s=err.retry_after_s, error=err.message,
+            "upstream_failed",
+            request_id=ctx.request_id,
+            deployment=dep.name,
+            status=err.status,
+            retryable=err.retryable,
+            retry_after_s=err.retry_after_s,
+            error=err.message,
         )
 
     def _final_headers(self, ctx: TurnContext, resp: Response) -> dict[str, str]:
@@ -416,8 +455,13 @@ class Pipeline:
         return h
 
     async def _record(
-        self, ctx: TurnContext, resp: Response | None, error: TurnstileError | None, *,
-        stream: bool = False, status: int | None = None,
+        self,
+        ctx: TurnContext,
+        resp: Response | None,
+        error: TurnstileError | None,
+        *,
+        stream: bool = False,
+        status: int | None = None,
     ) -> None:
         await session_turns.finish_turn(self.gw, ctx, resp)
         if self.gw.transcript is None:

@@ -96,8 +96,13 @@ class AccessLogMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             log.info(
-                "request", request_id=rid, method=scope["method"], path=scope["path"], status=status,
-                deployment=deployment, ms=round((time.perf_counter() - t0) * 1000, 3),
+                "request",
+                request_id=rid,
+                method=scope["method"],
+                path=scope["path"],
+                status=status,
+                deployment=deployment,
+                ms=round((time.perf_counter() - t0) * 1000, 3),
                 client_request_id=client_rid,
             )
 
@@ -130,7 +135,9 @@ def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
 async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"request body of {declared} bytes exceeds the limit of {limit} bytes", param="body")
+        raise PayloadTooLarge(
+            f"request body of {declared} bytes exceeds the limit of {limit} bytes", param="body"
+        )
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -252,14 +259,14 @@ def _edge_for_path(path: str) -> ModuleType:
 async def not_found(request: Request, exc: Exception) -> Response:
     """Unknown paths answer 404 in the path's dialect."""
     err = ModelNotFound(f"no route for {request.method} {request.url.path}", param="path")
-    status, body = _edge_for_path(request.url.path).render_error(err)
+    _, body = _edge_for_path(request.url.path).render_error(err)
     return _json(body, 404)
 
 
 async def method_not_allowed(request: Request, exc: Exception) -> Response:
     """A known path with the wrong method answers 405 in the path's dialect."""
     err = InvalidRequest(f"method {request.method} is not allowed on {request.url.path}", param="method")
-    status, body = _edge_for_path(request.url.path).render_error(err)
+    _, body = _edge_for_path(request.url.path).render_error(err)
     return _json(body, 405, {"allow": "POST" if request.method == "GET" else "GET, POST"})
 
 
@@ -273,8 +280,13 @@ async def model(request: Request) -> Response:
     return await not_found(request, KeyError(wanted))
 
 
-def create_app(config: GatewayConfig | None = None, *, config_path: Path | None = None,
-               settings: Settings | None = None, providers: dict[str, Any] | None = None) -> Starlette:
+def create_app(
+    config: GatewayConfig | None = None,
+    *,
+    config_path: Path | None = None,
+    settings: Settings | None = None,
+    providers: dict[str, Any] | None = None,
+) -> Starlette:
     """Build the ASGI app.
 
     ``config`` (already validated) wins over ``config_path``; with neither, the embedded
@@ -301,7 +313,8 @@ def create_app(config: GatewayConfig | None = None, *, config_path: Path | None 
         transcript = TranscriptWriter(config.server.db_path, maxsize=config.server.transcript_queue)
         await transcript.start()
         gw = Gateway(
-            config=config, table=table,
+            config=config,
+            table=table,
             providers=providers if providers is not None else make_providers(session, config.timeouts),
             transcript=transcript,
         )
@@ -311,12 +324,19 @@ def create_app(config: GatewayConfig | None = None, *, config_path: Path | None 
         app.state.gateway = gw
         app.state.pipeline = Pipeline(gw)
         mcp_stack = AsyncExitStack()
-        app.state.mcp = await mcp_stack.enter_async_context(mcp_api.open_mcp(
-            config.mcp, db_path=config.server.db_path, read_env=settings.read_key, host=config.server.host,
-        ))
+        app.state.mcp = await mcp_stack.enter_async_context(
+            mcp_api.open_mcp(
+                config.mcp,
+                db_path=config.server.db_path,
+                read_env=settings.read_key,
+                host=config.server.host,
+            )
+        )
         gw.mcp = app.state.mcp  # the server-side tool loop calls tools through it
         log.info(
-            "started", deployments=sorted(table.deployments), disabled=sorted(table.disabled),
+            "started",
+            deployments=sorted(table.deployments),
+            disabled=sorted(table.disabled),
             db=str(config.server.db_path),
         )
         if not table.deployments:
@@ -360,8 +380,11 @@ def create_app(config: GatewayConfig | None = None, *, config_path: Path | None 
     )
     app.add_middleware(  # innermost user middleware: the access log still sees every request
         DirectRoutes,
-        routes={"/v1/chat/completions": chat_completions, "/chat/completions": chat_completions,
-                "/v1/messages": messages},
+        routes={
+            "/v1/chat/completions": chat_completions,
+            "/chat/completions": chat_completions,
+            "/v1/messages": messages,
+        },
     )
     app.add_middleware(AccessLogMiddleware)
     return app

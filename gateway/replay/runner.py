@@ -28,13 +28,13 @@ from gateway.replay.upstream import ReplayProvider
 from gateway.transcript import TranscriptWriter
 
 
-
 def _size(path: Path) -> int:
     """Bytes in ``path``; -1 when it cannot be read (a broken link: its reader reports it)."""
     try:
         return path.stat().st_size
     except OSError:
         return -1
+
 
 def _source(path: Path, roots: list[Path]) -> str:
     for root in roots:

@@ -90,7 +90,9 @@ def test_held_out_mmlu_saving_reaches_routellm_and_apgr_is_clear_of_random() -> 
         ("[1, 2]\n", ":1: not a routing row"),
     ],
 )
-def test_bad_data_files_are_named_with_their_line_and_exit_2(tmp_path: Path, content: str, words: str) -> None:
+def test_bad_data_files_are_named_with_their_line_and_exit_2(
+    tmp_path: Path, content: str, words: str
+) -> None:
     data = tmp_path / "d.jsonl"
     data.write_text(content)
     result = CliRunner().invoke(app, ["route-eval", str(data)])
