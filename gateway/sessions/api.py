@@ -1,10 +1,11 @@
 """HTTP routes of the session store (OpenAI-style error bodies).
 
-* ``GET  /v1/sessions?limit=&offset=``            — sessions, newest first
+* ``GET  /v1/sessions?limit=&offset=``            — sessions, newest first (limit 1..1000)
 * ``GET  /v1/sessions/{id}``                       — the session, its path (root→leaf) and all
   its own entries (``?leaf=<entry>`` reads another branch)
 * ``POST /v1/sessions/{id}/fork``                  — body ``{"entry_id"?, "session_id"?, "title"?}``
-* ``POST /v1/sessions/{id}/entries/{entry}/label`` — body ``{"label": str | null}``
+* ``POST /v1/sessions/{id}/entries/{entry}/label`` — body ``{"label": str | null}``; the entry
+  must be on the session's tree (404 naming it otherwise)
 * ``POST /v1/sessions/{id}/compact``               — body ``{"deployment"?}``: compact for that
   deployment's window (default: the compaction deployment's own window)
 """
@@ -19,7 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.errors import InvalidRequest, TurnstileError
-from gateway.sessions.store import SessionStore
+from gateway.sessions.store import MAX_LIST_LIMIT, MAX_LIST_OFFSET, SessionStore, check_session_id
 
 
 def _json(body: Any, status: int = 200) -> Response:
@@ -60,19 +61,31 @@ async def _body(request: Request) -> dict[str, Any]:
     return data
 
 
-def _int(request: Request, name: str, default: int) -> int:
+def _int(request: Request, name: str, default: int, low: int, high: int) -> int:
+    """Query parameter ``name`` as an int in ``[low, high]`` (ASCII digits only), else
+    :class:`InvalidRequest` naming it."""
     value = request.query_params.get(name)
     if value is None:
         return default
-    if not value.isdigit():
-        raise InvalidRequest(f"{name} must be a non-negative integer", param=name)
+    if not (value.isascii() and value.isdigit()) or len(value) > 12 or not low <= int(value) <= high:
+        raise InvalidRequest(f"{name} must be an integer from {low} to {high}", param=name)
     return int(value)
 
 
+def _opt_str(body: dict[str, Any], name: str) -> str | None:
+    """Body field ``name``: a string or absent/null, else :class:`InvalidRequest` naming it."""
+    value = body.get(name)
+    if value is not None and not isinstance(value, str):
+        raise InvalidRequest(f"{name} must be a string or null, not {type(value).__name__}", param=name)
+    return value
+
+
 async def list_sessions(request: Request) -> Response:
-    """Sessions, newest first."""
+    """Sessions, newest first (``limit`` 1..1000, default 50; ``offset`` >= 0)."""
     try:
-        items = await _store(request).list_sessions(_int(request, "limit", 50), _int(request, "offset", 0))
+        limit = _int(request, "limit", 50, 1, MAX_LIST_LIMIT)
+        offset = _int(request, "offset", 0, 0, MAX_LIST_OFFSET)
+        items = await _store(request).list_sessions(limit, offset)
         return _json({"object": "list", "data": [s.public() for s in items]})
     except TurnstileError as err:
         return _error(err)
@@ -98,9 +111,10 @@ async def fork_session(request: Request) -> Response:
     sid = request.path_params["session_id"]
     try:
         body = await _body(request)
-        info = await _store(request).fork(
-            sid, body.get("entry_id"), new_session_id=body.get("session_id"), title=body.get("title")
-        )
+        entry_id, new_sid, title = (_opt_str(body, k) for k in ("entry_id", "session_id", "title"))
+        if new_sid is not None:
+            check_session_id(new_sid, "session_id")
+        info = await _store(request).fork(sid, entry_id, new_session_id=new_sid, title=title)
         return _json(info.public(), 201)
     except TurnstileError as err:
         return _error(err)
@@ -114,9 +128,7 @@ async def label_entry(request: Request) -> Response:
         label = body.get("label")
         if label is not None and not isinstance(label, str):
             raise InvalidRequest("label must be a string or null", param="label")
-        store = _store(request)
-        await store.get_session(sid)
-        entry = await store.label(sid, eid, label)
+        entry = await _store(request).label(sid, eid, label)
         return _json(entry.public(), 201)
     except TurnstileError as err:
         return _error(err)
@@ -139,7 +151,7 @@ async def compact_session(request: Request) -> Response:
             raise InvalidRequest(
                 "no sessions.compaction_deployment is configured and enabled", param="deployment"
             )
-        name = body.get("deployment") or gw.config.sessions.compaction_deployment
+        name = _opt_str(body, "deployment") or gw.config.sessions.compaction_deployment
         dep = gw.table.deployments.get(name)
         if dep is None:
             raise InvalidRequest(f"unknown or disabled deployment {name!r}", param="deployment")

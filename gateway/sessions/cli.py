@@ -18,13 +18,25 @@ app = typer.Typer(
 console = Console()
 
 
+def _config_error(message: str) -> None:
+    console.print("configuration error", style="red")
+    console.print(message, markup=False, highlight=False, soft_wrap=True)  # YAML excerpts contain [brackets]
+
+
 def _url(url: str | None, config: Path | None) -> str:
+    """The store URL: ``--url``, else from the configuration. A configuration error is printed
+    (no traceback) and exits 2, as ``turnstile serve`` does."""
     if url:
         return url
     from gateway.config import Settings, default_config_path, load_config
+    from gateway.errors import ConfigError
 
     settings = Settings()
-    cfg = load_config(config or settings.config or default_config_path())
+    try:
+        cfg = load_config(config or settings.config or default_config_path())
+    except ConfigError as err:
+        _config_error(err.message)
+        raise typer.Exit(2) from err
     return cfg.sessions.url or str(settings.db_path or cfg.server.db_path)
 
 
@@ -35,18 +47,38 @@ def _ts(t: float) -> str:
 async def _with_store(url: str, fn: Any) -> Any:
     from gateway.sessions.store import open_store
 
-    store = await open_store(url)
+    store = await open_store(url, readonly=True)  # a read command never creates or migrates
     try:
         return await fn(store)
     finally:
         await store.close()
 
 
+def _read(url: str, fn: Any) -> Any:
+    """Run ``fn(store)`` on the store at ``url`` opened read-only. A missing store prints
+    "no sessions at ... yet" and exits 0; a bad URL (unknown scheme) prints the error and
+    exits 2; any other store error (unknown session, unreachable server) exits 1."""
+    from gateway.errors import ConfigError, TurnstileError
+    from gateway.sessions.store import StoreMissing
+
+    try:
+        return asyncio.run(_with_store(url, fn))
+    except StoreMissing as err:
+        console.print(err.message, markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(0) from err
+    except ConfigError as err:
+        _config_error(err.message)
+        raise typer.Exit(2) from err
+    except TurnstileError as err:
+        console.print(err.message, style="red", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from err
+
+
 UrlOpt = Annotated[
     str | None,
     typer.Option(
-        help="Store URL (postgresql://... or sqlite:///path). Default: "
-        "sessions.url of the config, else its server.db_path."
+        help="Store URL (postgresql://host:port/db, sqlite:///absolute/path or a file path). "
+        "Default: sessions.url of the config, else its server.db_path."
     ),
 ]
 ConfigOpt = Annotated[Path | None, typer.Option(help="Configuration file to read the store URL from.")]
@@ -56,10 +88,10 @@ ConfigOpt = Annotated[Path | None, typer.Option(help="Configuration file to read
 def list_cmd(
     url: UrlOpt = None,
     config: ConfigOpt = None,
-    limit: Annotated[int, typer.Option(min=1, help="How many sessions.")] = 50,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="How many sessions.")] = 50,
 ) -> None:
     """List sessions, newest first."""
-    sessions = asyncio.run(_with_store(_url(url, config), lambda s: s.list_sessions(limit)))
+    sessions = _read(_url(url, config), lambda s: s.list_sessions(limit))
     table = Table(title="sessions")
     for col in ("created (UTC)", "id", "entries", "leaf", "forked from"):
         table.add_column(col)
@@ -98,16 +130,11 @@ def show_cmd(
     width: Annotated[int, typer.Option(help="Characters of each entry to show.")] = 160,
 ) -> None:
     """Show a session's path from the root to its leaf."""
-    from gateway.errors import TurnstileError
 
     async def go(store: Any) -> Any:
         return await store.get_session(session_id), await store.path(session_id)
 
-    try:
-        info, path = asyncio.run(_with_store(_url(url, config), go))
-    except TurnstileError as err:
-        console.print(f"[red]{err.message}[/red]")
-        raise typer.Exit(1) from err
+    info, path = _read(_url(url, config), go)
     if json:
         for e in path:
             typer.echo(orjson.dumps(e.public()).decode())

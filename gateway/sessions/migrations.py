@@ -102,7 +102,8 @@ SQLITE: tuple[Migration, ...] = (
             WHEN NEW.rowid IS NOT OLD.rowid OR NEW.id IS NOT OLD.id OR NEW.created_at IS NOT OLD.created_at
               OR NEW.forked_from_session IS NOT OLD.forked_from_session
               OR NEW.forked_from_entry IS NOT OLD.forked_from_entry OR NEW.title IS NOT OLD.title
-              OR (NEW.leaf_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM session_entries WHERE id = NEW.leaf_id))
+              OR (NEW.leaf_id IS NOT NULL
+                  AND NOT EXISTS (SELECT 1 FROM session_entries WHERE id = NEW.leaf_id))
             BEGIN SELECT RAISE(ABORT, '{SESSION_ROW_MESSAGE}'); END""",
             """CREATE TRIGGER schema_migrations_no_replace BEFORE INSERT ON schema_migrations
             WHEN EXISTS (SELECT 1 FROM schema_migrations WHERE version = NEW.version)

@@ -75,13 +75,11 @@ class StoreMissing(TurnstileError):
 def check_session_id(session_id: object, param: str = "session") -> str:
     """``session_id`` if it is a valid id to create (see :data:`SESSION_ID_PATTERN`), else raises
     :class:`InvalidRequest` naming ``param``."""
-    if (
-        not isinstance(session_id, str)
-        or not _SESSION_ID.fullmatch(session_id)
-        or session_id in (".", "..")
-    ):
-        shown = repr(session_id) if not isinstance(session_id, str) or len(session_id) <= 60 else (
-            f"{session_id[:60]!r}... ({len(session_id)} characters)"
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id) or session_id in (".", ".."):
+        shown = (
+            repr(session_id)
+            if not isinstance(session_id, str) or len(session_id) <= 60
+            else (f"{session_id[:60]!r}... ({len(session_id)} characters)")
         )
         raise InvalidRequest(
             f"invalid session id {shown}: a session id is 1-200 characters of A-Z, a-z, 0-9, "
@@ -89,6 +87,7 @@ def check_session_id(session_id: object, param: str = "session") -> str:
             param=param,
         )
     return session_id
+
 
 _ENTRY_COLS = "e.seq, e.id, e.session_id, e.parent_id, e.type, e.created_at, e.payload"
 _SESSION_COLS = (

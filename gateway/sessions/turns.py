@@ -167,7 +167,9 @@ async def record_messages(gw: Any, ctx: Any, messages: list[Message]) -> None:
             items = [("message", MessagePayload(message=m)) for m in messages]
             await gw.sessions.append_many(ctx.session_id, items)
             return
-        ctx._session_leaf = await append_for_turn(gw.sessions, ctx.session_id, messages, parent=leaf, expect=leaf)
+        ctx._session_leaf = await append_for_turn(
+            gw.sessions, ctx.session_id, messages, parent=leaf, expect=leaf
+        )
 
 
 def window_of(dep: Deployment) -> int | None:

@@ -22,6 +22,17 @@ def test_example_config_documents_a_valid_configuration() -> None:
     assert apis == {"openai_chat", "anthropic_messages", "gemini", "litellm", "demo"}
 
 
+def test_example_config_documents_every_sessions_and_tool_loop_option_at_its_default() -> None:
+    from gateway.config import SessionsConfig, ToolLoopConfig
+
+    text = (ROOT / "config" / "example.yaml").read_text()
+    cfg = load_config(ROOT / "config" / "example.yaml")
+    assert "\nsessions:" in text and "\ntool_loop:" in text
+    assert cfg.sessions == SessionsConfig() and cfg.tool_loop == ToolLoopConfig()
+    for name in [*SessionsConfig.model_fields, *ToolLoopConfig.model_fields]:
+        assert f"\n  {name}:" in text, name
+
+
 def test_validation_error_names_file_key_and_expectation(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("deployments:\n  - name: x\n    api: carrier_pigeon\n    model: m\n")

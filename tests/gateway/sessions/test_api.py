@@ -175,3 +175,175 @@ def test_fork_label_and_compact_routes(app_client: tuple[TestClient, Recording, 
     assert res.exit_code == 0 and "compaction (request" in res.output and "label" in res.output
     res = runner.invoke(cli_app, ["sessions", "show", "nope", "--url", str(db)])
     assert res.exit_code == 1
+
+
+class Gate(DemoProvider):
+    """The demo provider holding every answer until ``n`` requests have arrived: all turns
+    read the session before any answer is recorded (a deterministic worst case)."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.seen = n, 0
+        self.released: Any = None
+        self.asked: list[str] = []
+
+    async def complete(self, request: Request, deployment: Deployment, api_key: str | None) -> Response:
+        import asyncio
+
+        if self.released is None:
+            self.released = asyncio.Event()
+        self.seen += 1
+        self.asked.append(request.messages[-1].content[0].text)  # type: ignore[union-attr]
+        if self.seen >= self.n:
+            self.released.set()
+        await asyncio.wait_for(self.released.wait(), timeout=30)
+        return await super().complete(request, deployment, api_key)
+
+
+def test_parallel_turns_on_one_session_keep_each_answer_under_its_question(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = 30
+    db = tmp_path / "t.db"
+    cfg = GatewayConfig(deployments=[Deployment(name="demo", api="demo", model="turnstile-demo")])
+    cfg.server.db_path = str(db)
+    gate = Gate(n)
+    app = create_app(config=cfg, settings=Settings(db_path=db, log_level="warning"), providers={"demo": gate})
+    with TestClient(app) as client:
+        with ThreadPoolExecutor(n) as pool:
+            outs = list(
+                pool.map(
+                    lambda i: chat(
+                        client, [{"role": "user", "content": f"question {i}"}], session="par", model="demo"
+                    ),
+                    range(n),
+                )
+            )
+        body = client.get("/v1/sessions/par").json()
+    for i, out in enumerate(outs):
+        assert out["choices"][0]["message"]["content"].endswith(f"You said: question {i}")
+    # every upstream request ended with its own question
+    assert sorted(gate.asked) == sorted(f"question {i}" for i in range(n))
+    by_id = {e["id"]: e for e in body["entries"]}
+    assert len(by_id) == 2 * n
+
+    def text(e: dict[str, Any]) -> str:
+        return str(e["payload"]["message"]["content"][0]["text"])
+
+    answers = [e for e in by_id.values() if e["payload"]["message"]["role"] == "assistant"]
+    assert len(answers) == n
+    for a in answers:
+        q = by_id[a["parent_id"]]
+        assert q["payload"]["message"]["role"] == "user" and text(a).endswith("You said: " + text(q))
+    for prev, cur in zip(body["path"], body["path"][1:], strict=False):
+        assert cur["parent_id"] == prev["id"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "body_extra", "param"),
+    [
+        ({"x-turnstile-session": "x" * 5000}, {}, "x-turnstile-session"),
+        ({"x-turnstile-session": "a/b"}, {}, "x-turnstile-session"),
+        ({}, {"metadata": {"turnstile_session": "a b"}}, "metadata.turnstile_session"),
+        ({}, {"user": "session:../x"}, "user"),
+    ],
+)
+def test_a_turn_with_an_unaddressable_session_id_is_400_and_creates_nothing(
+    app_client: tuple[TestClient, Recording, Path],
+    headers: dict[str, str],
+    body_extra: dict[str, Any],
+    param: str,
+) -> None:
+    client, provider, _ = app_client
+    r = client.post(
+        "/v1/chat/completions",
+        json={"model": "demo", "messages": [{"role": "user", "content": "hi"}], **body_extra},
+        headers=headers,
+    )
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == param and "A-Z, a-z, 0-9" in err["message"]
+    assert client.get("/v1/sessions").json()["data"] == []
+    assert provider.requests == []
+
+
+def test_a_session_id_with_allowed_punctuation_is_readable(
+    app_client: tuple[TestClient, Recording, Path],
+) -> None:
+    client, _, _ = app_client
+    chat(client, [{"role": "user", "content": "hi"}], session="team.a:conv-1_x", model="demo")
+    assert client.get("/v1/sessions/team.a:conv-1_x").json()["entry_count"] == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"session_id": 123}, "session_id"),
+        ({"title": ["x"]}, "title"),
+        ({"entry_id": {}}, "entry_id"),
+        ({"session_id": "a/b"}, "session_id"),
+    ],
+)
+def test_fork_with_a_wrongly_typed_field_is_400_naming_it(
+    app_client: tuple[TestClient, Recording, Path], body: dict[str, Any], param: str
+) -> None:
+    client, _, _ = app_client
+    chat(client, [{"role": "user", "content": "q"}], model="demo")
+    r = client.post("/v1/sessions/s1/fork", json=body)
+    assert r.status_code == 400 and r.json()["error"]["param"] == param, r.text
+    assert [s["id"] for s in client.get("/v1/sessions").json()["data"]] == ["s1"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["limit=99999999999999999999999", "limit=0", "limit=1001", "limit=-1", "limit=%C2%B2", "offset=1e3"],
+)
+def test_list_sessions_with_a_bad_limit_is_400_naming_it(
+    app_client: tuple[TestClient, Recording, Path], query: str
+) -> None:
+    client, _, _ = app_client
+    r = client.get(f"/v1/sessions?{query}")
+    assert r.status_code == 400 and r.json()["error"]["param"] == query.split("=")[0], r.text
+    assert client.get("/v1/sessions?limit=1000&offset=0").status_code == 200
+
+
+def test_a_label_on_another_sessions_entry_is_404_naming_it(
+    app_client: tuple[TestClient, Recording, Path],
+) -> None:
+    client, _, _ = app_client
+    chat(client, [{"role": "user", "content": "a"}], session="A", model="demo")
+    chat(client, [{"role": "user", "content": "b"}], session="B", model="demo")
+    entry_of_b = client.get("/v1/sessions/B").json()["path"][0]["id"]
+    r = client.post(f"/v1/sessions/A/entries/{entry_of_b}/label", json={"label": "x"})
+    assert r.status_code == 404 and entry_of_b in r.json()["error"]["message"]
+    assert r.json()["error"]["param"] == "entry"
+    assert len(client.get("/v1/sessions/A").json()["entries"]) == 2
+
+
+def test_cli_read_commands_never_create_a_database(
+    app_client: tuple[TestClient, Recording, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.cli import app as cli_app
+
+    client, _, db = app_client
+    chat(client, [{"role": "user", "content": "q"}], model="demo")
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    runner = CliRunner()
+    res = runner.invoke(cli_app, ["sessions", "list", "--url", "mysql://x"])
+    assert res.exit_code == 2 and "unsupported session store URL scheme 'mysql'" in res.output
+    missing = tmp_path / "nothing" / "x.db"
+    for url in (f"sqlite://{missing}", str(missing)):
+        res = runner.invoke(cli_app, ["sessions", "list", "--url", url])
+        assert res.exit_code == 0 and f"no sessions at {missing} yet" in res.output, res.output
+        res = runner.invoke(cli_app, ["sessions", "show", "s1", "--url", url])
+        assert res.exit_code == 0 and "no sessions at" in res.output
+    assert list(work.iterdir()) == [] and not missing.parent.exists()
+    res = runner.invoke(cli_app, ["sessions", "list", "--url", f"sqlite://{db}"])  # sqlite:///abs/path
+    assert res.exit_code == 0 and "s1" in res.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("server: [unclosed\n")
+    res = runner.invoke(cli_app, ["sessions", "list", "--config", str(bad)])
+    assert res.exit_code == 2 and "configuration error" in res.output and "not valid YAML" in res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    assert "Traceback" not in res.output

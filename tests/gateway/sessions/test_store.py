@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import re
+import sqlite3
 from typing import Any
 
+import orjson
 import pytest
 
 from gateway.errors import ConfigError, InvalidRequest
-from gateway.schema import AssistantMessage, TextPart, UserMessage
+from gateway.schema import AssistantMessage, Request, TextPart, UserMessage
 from gateway.sessions import migrations
 from gateway.sessions.model import MessagePayload
-from gateway.sessions.store import SessionNotFound, SqlSessionStore
+from gateway.sessions.postgres import PostgresSessionStore
+from gateway.sessions.sqlite import SqliteSessionStore
+from gateway.sessions.store import (
+    SessionNotFound,
+    SqlSessionStore,
+    StoreMissing,
+    open_store,
+    parse_store_url,
+)
 
 
 def user(text: str) -> MessagePayload:
@@ -167,3 +179,319 @@ def test_migrations_only_add(dialect: str) -> None:
         for stmt in m.statements:
             assert re.match(migrations.ALLOWED_STATEMENT, stmt, re.I), stmt
             assert not re.search(migrations.FORBIDDEN_STATEMENT, stmt, re.I | re.M), stmt
+
+
+# ---------------------------------------------------------------------------- concurrent turns
+
+
+def second_instance(store: SqlSessionStore) -> SqlSessionStore:
+    """Another store object (own connection) on the same database: a second gateway."""
+    if isinstance(store, SqliteSessionStore):
+        return SqliteSessionStore(store.file)
+    assert isinstance(store, PostgresSessionStore)
+    return PostgresSessionStore(store.url, schema=store.schema)
+
+
+async def test_an_append_whose_leaf_moved_becomes_a_branch_and_keeps_the_leaf(store: SqlSessionStore) -> None:
+    root = await store.append("s", "message", user("q0"))
+    # two turns read the leaf `root`; the first moves it, the second loses the compare-and-set
+    (q1,), moved1 = await store.append_at(
+        "s", [("message", user("q1"))], parent_id=root.id, expect_leaf=root.id
+    )
+    (q2,), moved2 = await store.append_at(
+        "s", [("message", user("q2"))], parent_id=root.id, expect_leaf=root.id
+    )
+    assert (moved1, moved2) == (True, False)
+    assert (await store.get_session("s")).leaf_id == q1.id
+    # the losing turn's answer chains to its own question, not to the session leaf
+    (a2,), moved = await store.append_at(
+        "s", [("message", assistant("a2"))], parent_id=q2.id, expect_leaf=q2.id
+    )
+    assert a2.parent_id == q2.id and not moved
+    assert texts(await store.path("s", a2.id)) == ["q0", "q2", "a2"]
+    (_a1,), moved = await store.append_at(
+        "s", [("message", assistant("a1"))], parent_id=q1.id, expect_leaf=q1.id
+    )
+    assert moved and texts(await store.path("s")) == ["q0", "q1", "a1"]
+
+
+async def test_leaf_compare_and_set_on_an_empty_session_expects_no_leaf(store: SqlSessionStore) -> None:
+    (a,), moved_a = await store.append_at("s", [("message", user("a"))], parent_id=None, expect_leaf=None)
+    (_b,), moved_b = await store.append_at("s", [("message", user("b"))], parent_id=None, expect_leaf=None)
+    assert moved_a and not moved_b and (await store.get_session("s")).leaf_id == a.id
+
+
+async def test_concurrent_turns_from_two_instances_keep_each_question_with_its_answer(
+    store: SqlSessionStore,
+) -> None:
+    from gateway.schema import Response, Usage
+    from gateway.sessions.turns import record_request, record_response
+
+    other = second_instance(store)
+    await other.open()
+    try:
+        stores = [store, other]
+
+        async def turn(i: int) -> None:
+            s = stores[i % 2]
+            req = Request(model="m", messages=[UserMessage(content=[TextPart(text=f"q{i}")])])
+            _, leaf = await record_request(s, "shared", req)
+            resp = Response(
+                id=f"r{i}",
+                model="m",
+                message=AssistantMessage(content=[TextPart(text=f"a{i}")]),
+                stop_reason="stop",
+                usage=Usage(),
+            )
+            await record_response(s, "shared", resp, leaf)
+
+        await asyncio.gather(*(turn(i) for i in range(20)))
+    finally:
+        await other.close()
+    own = {e.id: e for e in await store.entries("shared")}
+    answers = [e for e in own.values() if isinstance(e.message(), AssistantMessage)]
+    assert len(own) == 40 and len(answers) == 20
+    assert len({e.parent_id for e in own.values()}) < 40  # the turns did interleave (branches)
+    for a in answers:
+        question = own[a.parent_id or ""]
+        assert texts([question]) == ["q" + texts([a])[0][1:]]
+    # the session's main line is a chain of whole turns: every answer on it follows its question
+    path = await store.path("shared")
+    for prev, cur in itertools.pairwise(path):
+        assert cur.parent_id == prev.id
+        if isinstance(cur.message(), AssistantMessage):
+            assert texts([prev]) == ["q" + texts([cur])[0][1:]]
+
+
+async def test_only_one_of_many_racing_compare_and_sets_wins_across_instances(store: SqlSessionStore) -> None:
+    root = await store.append("race", "message", user("root"))
+    other = second_instance(store)
+    await other.open()
+    try:
+        results = await asyncio.gather(
+            *(
+                (store, other)[i % 2].append_at(
+                    "race", [("message", user(f"r{i}"))], parent_id=root.id, expect_leaf=root.id
+                )
+                for i in range(16)
+            )
+        )
+    finally:
+        await other.close()
+    winners = [entries[0].id for entries, moved in results if moved]
+    assert len(winners) == 1
+    assert (await store.get_session("race")).leaf_id == winners[0]
+
+
+# ---------------------------------------------------------------------------- append-only, harder
+
+
+def _exec(store: SqlSessionStore, sql: str, params: tuple[Any, ...] = ()) -> None:
+    def go(cur: Any) -> None:
+        cur.execute(store._sql(sql), params)
+
+    store._tx(go)
+
+
+_COPY = (
+    "INSERT OR REPLACE INTO session_entries(seq, id, session_id, parent_id, type, created_at, payload) "
+    "SELECT seq, id, session_id, parent_id, type, created_at, '{\"tampered\": true}' "
+    "FROM session_entries WHERE id = ?"
+)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        _COPY,
+        _COPY.replace("seq, id", "id", 1).replace("SELECT seq, id", "SELECT id"),
+        _COPY.replace("INSERT OR REPLACE", "REPLACE", 1),
+        "INSERT INTO session_entries(id, session_id, parent_id, type, created_at, payload) "
+        "SELECT id, session_id, parent_id, type, created_at, '{}' FROM session_entries WHERE id = ? "
+        "ON CONFLICT (id) DO UPDATE SET payload = excluded.payload",
+    ],
+)
+async def test_sqlite_replace_of_an_entry_fails_even_without_recursive_triggers(
+    tmp_path: Any, sql: str
+) -> None:
+    s = SqliteSessionStore(tmp_path / "s.db")
+    await s.open()
+    try:
+        a = await s.append("s", "message", user("original"))
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            _exec(s, sql, (a.id,))
+    finally:
+        await s.close()
+    raw = sqlite3.connect(tmp_path / "s.db", isolation_level=None)  # a foreign connection: no pragmas
+    try:
+        assert raw.execute("PRAGMA recursive_triggers").fetchone() == (0,)
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            raw.execute(sql, (a.id,))
+        rows = raw.execute("SELECT seq, payload FROM session_entries WHERE id = ?", (a.id,)).fetchall()
+    finally:
+        raw.close()
+    assert rows == [(a.seq, orjson.dumps(a.payload, option=orjson.OPT_SORT_KEYS).decode())]
+
+
+async def test_postgres_upsert_over_an_entry_fails(pg_store: SqlSessionStore) -> None:
+    a = await pg_store.append("s", "message", user("original"))
+    with pytest.raises(Exception, match="append-only"):
+        _exec(
+            pg_store,
+            "INSERT INTO session_entries(id, session_id, parent_id, type, created_at, payload) "
+            "SELECT id, session_id, parent_id, type, created_at, '{}' FROM session_entries WHERE id = ? "
+            "ON CONFLICT (id) DO UPDATE SET payload = excluded.payload",
+            (a.id,),
+        )
+    assert (await pg_store.get_entry(a.id)).payload == a.payload
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM sessions",
+        "UPDATE sessions SET title = 'renamed'",
+        "UPDATE sessions SET created_at = 0",
+        "UPDATE sessions SET forked_from_session = 'elsewhere'",
+        "UPDATE sessions SET id = 'other'",
+        "UPDATE sessions SET leaf_id = 'no-such-entry'",
+    ],
+)
+async def test_a_session_row_changes_only_its_leaf(store: SqlSessionStore, sql: str) -> None:
+    a = await store.append("s", "message", user("q"))
+    b = await store.append("s", "message", assistant("a"))
+    with pytest.raises(Exception, match="only their leaf pointer changes"):
+        _exec(store, sql)
+    info = await store.get_session("s")
+    assert info.id == "s" and info.leaf_id == b.id and info.title is None
+    _exec(store, "UPDATE sessions SET leaf_id = ? WHERE id = ?", (a.id, "s"))  # the one mutable value
+    assert (await store.get_session("s")).leaf_id == a.id
+
+
+async def test_sqlite_replace_of_a_session_row_fails(tmp_path: Any) -> None:
+    s = SqliteSessionStore(tmp_path / "s.db")
+    await s.open()
+    try:
+        await s.create_session("s", title="kept")
+        with pytest.raises(sqlite3.DatabaseError, match="only their leaf pointer changes"):
+            _exec(s, "INSERT OR REPLACE INTO sessions (id, created_at, title) VALUES ('s', 0, 'replaced')")
+        assert (await s.get_session("s")).title == "kept"
+        await s.create_session("s")  # creating an existing session is still a no-op
+    finally:
+        await s.close()
+
+
+async def test_truncate_of_sessions_fails_on_postgres(pg_store: SqlSessionStore) -> None:
+    await pg_store.create_session("s")
+    with pytest.raises(Exception, match="only their leaf pointer changes"):
+        _exec(pg_store, "TRUNCATE sessions CASCADE")
+
+
+async def test_a_store_at_migration_1_is_upgraded_on_open(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    full = migrations.MIGRATIONS["sqlite"]
+    monkeypatch.setitem(migrations.MIGRATIONS, "sqlite", full[:1])
+    old = SqliteSessionStore(tmp_path / "s.db")
+    await old.open()
+    a = await old.append("s", "message", user("before"))
+    await old.close()
+    monkeypatch.setitem(migrations.MIGRATIONS, "sqlite", full)
+    new = SqliteSessionStore(tmp_path / "s.db")
+    await new.open()
+    try:
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            _exec(new, _COPY, (a.id,))
+        assert texts(await new.path("s")) == ["before"]
+    finally:
+        await new.close()
+
+
+# ---------------------------------------------------------------------------- ids, labels, ranges
+
+
+@pytest.mark.parametrize("bad", ["a/b", "x" * 201, "", "..", "with space", "naïve", "a\nb"])
+async def test_unaddressable_session_ids_are_refused_before_anything_is_created(
+    store: SqlSessionStore, bad: str
+) -> None:
+    with pytest.raises(InvalidRequest, match="A-Z, a-z, 0-9"):
+        await store.create_session(bad)
+    with pytest.raises(InvalidRequest, match="A-Z, a-z, 0-9"):
+        await store.append(bad, "message", user("x"))
+    await store.append("src", "message", user("x"))
+    with pytest.raises(InvalidRequest, match="A-Z, a-z, 0-9"):
+        await store.fork("src", new_session_id=bad)
+    assert [s.id for s in await store.list_sessions()] == ["src"]
+
+
+async def test_good_session_ids_are_accepted(store: SqlSessionStore) -> None:
+    for sid in ("a", "x" * 200, "user-1.conv_2:3"):
+        await store.append(sid, "message", user("x"))
+        assert (await store.get_session(sid)).entry_count == 1
+
+
+async def test_a_label_cannot_point_at_another_sessions_entry(store: SqlSessionStore) -> None:
+    theirs = await store.append("b", "message", user("theirs"))
+    mine = await store.append("a", "message", user("mine"))
+    with pytest.raises(SessionNotFound, match=theirs.id) as err:
+        await store.label("a", theirs.id, "stolen")
+    assert err.value.param == "entry"
+    assert [e.id for e in await store.entries("a")] == [mine.id]
+    # a fork's source entries before the fork point are on the fork's tree
+    fork = await store.fork("b", theirs.id, new_session_id="f")
+    assert (await store.label(fork.id, theirs.id, "ok")).payload["target_id"] == theirs.id
+
+
+@pytest.mark.parametrize(("limit", "offset"), [(0, 0), (1001, 0), (10**23, 0), (5, -1)])
+async def test_list_sessions_refuses_out_of_range_paging(
+    store: SqlSessionStore, limit: int, offset: int
+) -> None:
+    with pytest.raises(InvalidRequest, match="must be an integer from"):
+        await store.list_sessions(limit, offset)
+
+
+# ---------------------------------------------------------------------------- URLs, read-only
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("sqlite:///tmp/x.db", ("sqlite", "/tmp/x.db")),
+        ("sqlite:////tmp/x.db", ("sqlite", "/tmp/x.db")),
+        ("sqlite://", ("sqlite", ":memory:")),
+        ("sqlite://:memory:", ("sqlite", ":memory:")),
+        ("data/sessions.db", ("sqlite", "data/sessions.db")),
+        ("postgresql://127.0.0.1:5432/test", ("postgres", "postgresql://127.0.0.1:5432/test")),
+        ("postgres://h/db", ("postgres", "postgres://h/db")),
+    ],
+)
+def test_store_urls(url: str, expected: tuple[str, str]) -> None:
+    assert parse_store_url(url) == expected
+
+
+@pytest.mark.parametrize("url", ["mysql://x", "redis://127.0.0.1", "sqlite://host/x.db", " "])
+def test_unsupported_store_urls_are_config_errors(url: str) -> None:
+    with pytest.raises(ConfigError):
+        parse_store_url(url)
+
+
+async def test_a_readonly_open_creates_no_file_and_no_tables(tmp_path: Any) -> None:
+    missing = tmp_path / "missing.db"
+    with pytest.raises(StoreMissing, match=r"no sessions at .*missing\.db yet"):
+        await open_store(f"sqlite://{missing}", readonly=True)
+    assert not missing.exists()
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).close()
+    with pytest.raises(StoreMissing):
+        await open_store(str(other), readonly=True)
+    with sqlite3.connect(other) as raw:
+        assert raw.execute("SELECT name FROM sqlite_master").fetchall() == []
+    writer = await open_store(str(tmp_path / "s.db"))
+    await writer.append("s", "message", user("x"))
+    reader = await open_store(f"sqlite://{tmp_path / 's.db'}", readonly=True)
+    try:
+        assert [s.id for s in await reader.list_sessions()] == ["s"]
+        assert texts(await reader.path("s")) == ["x"]
+    finally:
+        await reader.close()
+        await writer.close()
