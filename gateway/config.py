@@ -270,7 +270,7 @@ class ServerConfig(BaseModel):
     port: int = Field(default=4000, ge=1, le=65535)
     max_body_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
     db_path: str = "turnstile.db"
-    transcript_queue: int = Field(default=10_000, ge=1)
+    transcript_queue: int = Field(default=2_000, ge=1)
 
 
 class TimeoutConfig(BaseModel):

@@ -28,6 +28,7 @@ from gateway.deployments import DeploymentTable, provenance_of
 from gateway.errors import CapabilityError, GuardViolation, TurnstileError, UpstreamError
 from gateway.providers.base import Provider
 from gateway.schema import (
+    AssistantMessage,
     ImagePart,
     MessageEnd,
     MessageStart,
@@ -35,6 +36,7 @@ from gateway.schema import (
     Response,
     StreamError,
     StreamEvent,
+    SystemMessage,
     ToolProgress,
     ToolResultMessage,
     Usage,
@@ -485,10 +487,36 @@ class Pipeline:
             withheld=list(resp.withheld_tool_calls) if resp is not None else [],
             attempts=ctx.attempts,
             error=error.message if error is not None else None,
-            request=ctx.request,
+            request=turn_part(ctx.request),
             response=resp,
         )
         await self.gw.transcript.append(record)
+
+
+HISTORY_OMITTED_KEY = "turnstile.history_omitted"
+"""Metadata key, in a stored request, of how many earlier messages were left out."""
+
+
+def turn_part(request: Request) -> Request:
+    """The part of ``request`` that is new in this turn, for the transcript: the system
+    messages and every message after the last assistant message (the user's new input or the
+    tool results it sends back). Storing the whole history on every turn would grow the
+    transcript quadratically with conversation length; the earlier messages are already in
+    the rows of the earlier turns (and, when a session is bound, once in its log). The count of
+    left-out messages is kept under ``metadata[HISTORY_OMITTED_KEY]``."""
+    messages = request.messages
+    last = -1
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], AssistantMessage):
+            last = i
+            break
+    if last < 0:
+        return request
+    kept = [m for m in messages[: last + 1] if isinstance(m, SystemMessage)] + list(messages[last + 1 :])
+    omitted = len(messages) - len(kept)
+    return request.model_copy(
+        update={"messages": kept, "metadata": {**request.metadata, HISTORY_OMITTED_KEY: omitted}}
+    )
 
 
 def _no_price() -> Any:

@@ -279,3 +279,19 @@ async def test_stream_holds_tool_calls_until_the_stop_reason_is_known(tmp_path: 
     end = events[-1]
     assert isinstance(end, MessageEnd) and end.stop_reason == "length"
     assert [w.id for w in end.withheld_tool_calls] == ["t1"]
+
+
+def test_transcript_keeps_only_the_new_part_of_each_turn() -> None:
+    from gateway.pipeline import HISTORY_OMITTED_KEY, turn_part
+    from gateway.schema import SystemMessage
+
+    call = ToolCallPart(id="c1", name="bash", raw_arguments="{}")
+    req = Request(model="m", messages=[
+        SystemMessage(content=[TextPart(text="be brief")]), USER, AssistantMessage(content=[call]),
+        ToolResultMessage(tool_call_id="c1", content=[TextPart(text="ok")]),
+    ])
+    part = turn_part(req)
+    assert [m.role for m in part.messages] == ["system", "tool"]
+    assert part.metadata[HISTORY_OMITTED_KEY] == 2
+    first = Request(model="m", messages=[USER])
+    assert turn_part(first) is first
