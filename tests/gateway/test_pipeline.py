@@ -286,12 +286,26 @@ def test_transcript_keeps_only_the_new_part_of_each_turn() -> None:
     from gateway.schema import SystemMessage
 
     call = ToolCallPart(id="c1", name="bash", raw_arguments="{}")
-    req = Request(model="m", messages=[
-        SystemMessage(content=[TextPart(text="be brief")]), USER, AssistantMessage(content=[call]),
-        ToolResultMessage(tool_call_id="c1", content=[TextPart(text="ok")]),
-    ])
+    req = Request(
+        model="m",
+        messages=[
+            SystemMessage(content=[TextPart(text="be brief")]),
+            USER,
+            AssistantMessage(content=[call]),
+            ToolResultMessage(tool_call_id="c1", content=[TextPart(text="ok")]),
+        ],
+    )
     part = turn_part(req)
     assert [m.role for m in part.messages] == ["system", "tool"]
     assert part.metadata[HISTORY_OMITTED_KEY] == 2
     first = Request(model="m", messages=[USER])
     assert turn_part(first) is first
+
+
+async def test_retry_policy_asks_again_only_once_then_withholds(tmp_path: Path) -> None:
+    provider = Scripted(_truncated_call_response(), _truncated_call_response(), _truncated_call_response())
+    pipe, writer = await _pipeline(provider, tmp_path, truncation="retry")
+    result = await pipe.complete(_ctx(USER, max_output_tokens=30))
+    await writer.close()
+    assert [c[1].max_output_tokens for c in provider.calls] == [30, 60]
+    assert result.response.message.tool_calls == [] and result.response.stop_reason == "length"
