@@ -59,6 +59,13 @@ class ModelNotFound(TurnstileError):
     kind = "not_found"
 
 
+class RouteNotFound(TurnstileError):
+    """No endpoint at that path (not a model problem: clients must not read it as one)."""
+
+    status = 404
+    kind = "route_not_found"
+
+
 class CapabilityError(InvalidRequest):
     """The routed model cannot take something the request holds (images, thinking…)."""
 

@@ -434,6 +434,25 @@ class Pipeline:
 
     # ------------------------------------------------------------------ bookkeeping
 
+    async def record_refused(self, request_id: str, dialect: str, error: TurnstileError) -> None:
+        """One transcript row for a request refused before it became a turn (malformed body,
+        a missing field, a body over the size limit, a bad session id): status and error, no
+        request (it could not be read)."""
+        if self.gw.transcript is None:
+            return
+        await self.gw.transcript.append(
+            TurnRecord(
+                request_id=request_id,
+                ts=time.time(),
+                client_dialect=dialect,
+                requested_model=None,
+                stream=False,
+                status=error.status,
+                guard_outcome="invalid_request",
+                error=error.message,
+            )
+        )
+
     def _note_attempt(self, ctx: TurnContext, dep: Deployment, err: UpstreamError) -> None:
         ctx.attempts.append({"deployment": dep.name, "status": err.status, "error": err.message})
         log.warning(

@@ -36,7 +36,7 @@ from gateway.config import GatewayConfig, Settings, default_config_path, load_co
 from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import openai_chat as openai_edge
-from gateway.errors import InvalidRequest, ModelNotFound, PayloadTooLarge, TurnstileError
+from gateway.errors import InvalidRequest, PayloadTooLarge, RouteNotFound, TurnstileError
 from gateway.pipeline import Gateway, Pipeline, TurnContext
 from gateway.providers.registry import make_providers
 from gateway.schema import ToolProgress
@@ -161,6 +161,7 @@ async def _handle_turn(request: Request, edge: ModuleType) -> Response:
     gw: Gateway = request.app.state.gateway
     pipeline: Pipeline = request.app.state.pipeline
     rid: str = request.scope["state"]["request_id"]
+    in_pipeline = False  # from there on the pipeline records every outcome itself
     try:
         body = await _read_body(request, gw.config.server.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:  # parse off the event loop: keeps other requests moving
@@ -169,6 +170,7 @@ async def _handle_turn(request: Request, edge: ModuleType) -> Response:
             turn_request = edge.parse_request(body)
         ctx = TurnContext(request_id=rid, dialect=edge.DIALECT, request=turn_request)
         ctx.session_id = session_turns.session_id_for(request.headers, turn_request)
+        in_pipeline = True
         if turn_request.stream:
             turn = await pipeline.open_stream(ctx)
             renderer = edge.StreamRenderer(turn_request)
@@ -193,6 +195,8 @@ async def _handle_turn(request: Request, edge: ModuleType) -> Response:
     except TurnstileError as err:
         if err.status >= 500:
             log.warning("turn_failed", request_id=rid, status=err.status, error=err.message)
+        if not in_pipeline:  # refused while reading the request: still one transcript row
+            await pipeline.record_refused(rid, edge.DIALECT, err)
         return _error_response(edge, err, rid)
     except ClientDisconnect:
         log.info("client_disconnected", request_id=rid)
@@ -258,7 +262,7 @@ def _edge_for_path(path: str) -> ModuleType:
 
 async def not_found(request: Request, exc: Exception) -> Response:
     """Unknown paths answer 404 in the path's dialect."""
-    err = ModelNotFound(f"no route for {request.method} {request.url.path}", param="path")
+    err = RouteNotFound(f"no route for {request.method} {request.url.path}")
     _, body = _edge_for_path(request.url.path).render_error(err)
     return _json(body, 404)
 

@@ -326,6 +326,14 @@ def _tools(data: JSONObj) -> list[ToolDefinition]:
 _CHOICE_MODES = {"auto": "auto", "any": "required", "tool": "tool", "none": "none"}
 
 
+def _temperature(data: JSONObj) -> float | None:
+    """``temperature``: Anthropic takes 0–1 (docs.anthropic.com, Messages API), not OpenAI's 0–2."""
+    value = opt(data, "temperature", float, "")
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise InvalidRequest(f"temperature must be between 0 and 1, got {value:g}", param="temperature")
+    return value
+
+
 def _tool_choice(data: JSONObj) -> ToolChoice | None:
     raw = opt(data, "tool_choice", dict, "")
     if raw is None:
@@ -404,7 +412,7 @@ def _parse(body: bytes, *, count_tokens: bool) -> Request:
         tools=_tools(data),
         tool_choice=_tool_choice(data),
         max_output_tokens=max_tokens,
-        temperature=opt(data, "temperature", float, ""),
+        temperature=_temperature(data),
         top_p=opt(data, "top_p", float, ""),
         top_k=opt(data, "top_k", int, ""),
         stop=list(stops),

@@ -135,6 +135,7 @@ _ERROR_TYPES: dict[str, str] = {
     "invalid_request": "invalid_request_error",
     "payload_too_large": "request_too_large",
     "not_found": "not_found_error",
+    "route_not_found": "not_found_error",
     "authentication": "authentication_error",
     "permission": "permission_error",
     "rate_limit": "rate_limit_error",

@@ -141,6 +141,7 @@ _ERROR_TYPES: dict[str, tuple[str, str | None]] = {
     "invalid_request": ("invalid_request_error", None),
     "payload_too_large": ("invalid_request_error", "request_too_large"),
     "not_found": ("invalid_request_error", "model_not_found"),
+    "route_not_found": ("invalid_request_error", None),
     "authentication": ("invalid_request_error", "invalid_api_key"),
     "permission": ("invalid_request_error", "permission_denied"),
     "rate_limit": ("requests", "rate_limit_exceeded"),

@@ -207,3 +207,38 @@ def test_chunked_body_over_limit_without_content_length_is_413(
     assert resp.status_code == 413
     _error(dialect, resp.json())
     assert upstream.received == []
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+def test_a_request_refused_while_reading_still_gets_one_transcript_row(
+    dialect: str, gateway_url: str, upstream: UpstreamStandin, db_path: Any
+) -> None:
+    from standins.wirekit import transcript_row
+
+    resp = _post_raw(gateway_url, dialect, b'{"model": "oa", "messages": [')
+    assert resp.status_code == 400
+    row = transcript_row(db_path, resp.headers["x-turnstile-request-id"])
+    assert row["status"] == 400 and row["guard_outcome"] == "invalid_request" and "JSON" in row["error"]
+
+
+def test_unknown_path_is_404_without_a_model_code(gateway_url: str) -> None:
+    resp = httpx.post(gateway_url + "/v1/nope", json={})
+    assert resp.status_code == 404
+    assert resp.json()["error"]["code"] is None and "/v1/nope" in resp.json()["error"]["message"]
+    resp = httpx.post(gateway_url + "/v1/messages/nope", json={})
+    assert resp.status_code == 404
+    body = resp.json()["error"]
+    assert body["type"] == "not_found_error" and body["message"] == "no route for POST /v1/messages/nope"
+
+
+def test_anthropic_temperature_above_one_is_400(gateway_url: str, upstream: UpstreamStandin) -> None:
+    body = {
+        "model": MATRIX["openai_chat"][0],
+        "max_tokens": 10,
+        "temperature": 1.5,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    resp = httpx.post(gateway_url + "/v1/messages", json=body)
+    assert resp.status_code == 400
+    assert resp.json()["error"]["message"] == "temperature must be between 0 and 1, got 1.5"
+    assert upstream.received == []
