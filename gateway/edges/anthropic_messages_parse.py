@@ -166,14 +166,9 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> ToolResultMessage:
             bpath = join(cpath, k)
             inner = as_obj(raw, bpath)
             kind = req(inner, "type", str, bpath)
-            if kind == "text":
-                part = _text(inner, bpath)
-                if part is not None:
-                    parts.append(part)
-            elif kind == "image":
-                parts.append(_image(inner, bpath))
-            else:
+            if kind not in ("text", "image"):
                 raise _unknown_block(kind, bpath, "text or image")
+            _add_media(parts, kind, inner, bpath)
     elif content is not None:
         raise wrong_type(cpath, "a string or an array of content blocks", content)
     return ToolResultMessage(
@@ -184,6 +179,16 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> ToolResultMessage:
         cache_control=opt(block, "cache_control", dict, path),
         src=path,
     )
+
+
+def _add_media(parts: list[TextPart | ImagePart], kind: str, block: JSONObj, path: str) -> None:
+    """Append the ``text`` (dropped when empty) or ``image`` block at ``path`` to ``parts``."""
+    if kind == "image":
+        parts.append(_image(block, path))
+        return
+    part = _text(block, path)
+    if part is not None:
+        parts.append(part)
 
 
 def _user(msg: JSONObj, path: str, st: _State) -> list[Message]:
@@ -201,12 +206,8 @@ def _user(msg: JSONObj, path: str, st: _State) -> list[Message]:
         bpath = join(cpath, j)
         block = as_obj(raw, bpath)
         kind = req(block, "type", str, bpath)
-        if kind == "text":
-            part = _text(block, bpath)
-            if part is not None:
-                parts.append(part)
-        elif kind == "image":
-            parts.append(_image(block, bpath))
+        if kind in ("text", "image"):
+            _add_media(parts, kind, block, bpath)
         elif kind == "tool_result":
             results.append(_tool_result(block, bpath, st))
         else:
