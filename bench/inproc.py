@@ -105,7 +105,7 @@ async def _main(cases: list[str], n: int, profile: Path | None, workdir: Path, f
                 # CPU-time timer: the profile does not count time spent descheduled on a busy machine.
                 prof = cProfile.Profile(time.process_time) if profile is not None else None
                 rounds: list[float] = []
-                c0, t0 = time.process_time(), time.perf_counter()
+                c0, t0, th0 = time.process_time(), time.perf_counter(), time.thread_time()
                 if prof is not None:
                     prof.enable()
                 ok = 0
@@ -122,10 +122,11 @@ async def _main(cases: list[str], n: int, profile: Path | None, workdir: Path, f
                     prof.dump_stats(out)
                 done = per * ROUNDS
                 cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+                loop_cpu = time.thread_time() - th0
                 rounds.sort()
                 print(f"{case:17} n={done} ok={ok} cpu/req mean {cpu / done * 1e6:7.1f} us  min-of-{ROUNDS} "
                       f"{rounds[0] * 1e6:7.1f} us  median {rounds[ROUNDS // 2] * 1e6:7.1f} us  wall/req "
-                      f"{wall / done * 1e6:7.1f} us", file=sys.__stdout__, flush=True)
+                      f"{wall / done * 1e6:7.1f} us  loop-thread {loop_cpu / done * 1e6:7.1f} us", file=sys.__stdout__, flush=True)
     finally:
         nginx.stop()
 
