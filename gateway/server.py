@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import time
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 import structlog
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -37,6 +38,7 @@ from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import openai_chat as openai_edge
 from gateway.errors import InvalidRequest, PayloadTooLarge, RouteNotFound, TurnstileError
+from gateway.logs import access_log
 from gateway.pipeline import Gateway, Pipeline, TurnContext
 from gateway.providers.registry import make_providers
 from gateway.schema import ToolProgress
@@ -54,98 +56,126 @@ GC_YOUNG_THRESHOLD = 20_000
 """Allocations (net, of container objects) between two young-generation garbage collections."""
 
 
-class AccessLogMiddleware:
-    """Assigns a request id and logs one line per request: request id first, then method, path,
-    status, deployment, duration (ms) and the client's own ``x-request-id`` if it sent one."""
+class JsonResponse(Response):
+    """A JSON response whose body is already encoded: the headers are built in one step, with
+    none of Starlette's per-response charset and media-type handling (``headers`` values are
+    ASCII)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    media_type = "application/json"
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        client_rid = None
-        for k, v in scope.get("headers", []):
-            if k == b"x-request-id":
-                client_rid = v.decode("latin-1")[:128]
-                break
-        # Our own id always: a client-chosen one could collide and overwrite transcript rows.
-        rid = uuid.uuid4().hex
-        scope.setdefault("state", {})["request_id"] = rid
-        t0 = time.perf_counter()
-        status = 0
-        deployment = None
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal status, deployment
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                has_rid = False
-                headers = message.get("headers", [])
-                for k, v in headers:  # one pass: the deployment, and whether the id is there
-                    if k == b"x-turnstile-deployment":
-                        deployment = v.decode()
-                    elif k == b"x-turnstile-request-id":
-                        has_rid = True
-                if not has_rid:
-                    message["headers"] = [*headers, (b"x-turnstile-request-id", rid.encode())]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_wrapper)
-        finally:
-            log.info(
-                "request",
-                request_id=rid,
-                method=scope["method"],
-                path=scope["path"],
-                status=status,
-                deployment=deployment,
-                ms=round((time.perf_counter() - t0) * 1000, 3),
-                client_request_id=client_rid,
-            )
+    def __init__(self, body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        self.status_code = status
+        self.body = body
+        self.background = None
+        raw = [(b"content-length", str(len(body)).encode()), (b"content-type", b"application/json")]
+        if headers:
+            raw.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items())
+        self.raw_headers = raw
 
 
-class DirectRoutes:
-    """``POST`` to the turn endpoints goes straight to its handler, past Starlette's router and
-    exception middleware (both a few percent of a request's CPU); every other request, and any
-    other method on those paths, takes the normal route. The handlers answer every error
-    themselves, so nothing the skipped layers would do applies to them. ``routes`` maps an exact
-    path to its handler (``handler(request) -> Response``)."""
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    for k, v in headers:
+        if k == name:
+            return v
+    return None
+
+
+class Front:
+    """The outermost user middleware: request id, access log and the turn endpoints.
+
+    Every HTTP request gets Turnstile's own request id (``scope["state"]["request_id"]`` and the
+    ``x-turnstile-request-id`` response header; a client-chosen id could collide and overwrite
+    transcript rows, so the client's ``x-request-id`` is only logged) and one access-log line:
+    request id, method, path, status, deployment, duration (ms), client request id.
+
+    ``POST`` to a turn endpoint (``routes`` maps an exact path to ``handler(scope, receive) ->
+    Response``) goes straight to its handler, past Starlette's router and exception middleware
+    (a few percent of a request's CPU each); the handlers answer every error themselves, so
+    nothing the skipped layers would do applies to them. Every other request takes the normal
+    route.
+    """
 
     def __init__(self, app: ASGIApp, routes: dict[str, Any]) -> None:
         self.app = app
         self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST":
-            handler = self.routes.get(scope["path"])
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        client_rid = _header(scope["headers"], b"x-request-id")
+        rid = os.urandom(16).hex()
+        state = scope.get("state")
+        if state is None:
+            state = scope["state"] = {}
+        state["request_id"] = rid
+        t0 = time.perf_counter()
+        status = 0
+        deployment: bytes | None = None
+        handler = self.routes.get(scope["path"]) if scope["method"] == "POST" else None
+        try:
             if handler is not None:
-                response = await handler(Request(scope, receive, send))
+                response = await handler(scope, receive)
+                status = response.status_code
+                raw = response.raw_headers
+                deployment = _header(raw, b"x-turnstile-deployment")
+                if _header(raw, b"x-turnstile-request-id") is None:
+                    raw.append((b"x-turnstile-request-id", rid.encode()))
                 await response(scope, receive, send)
                 return
-        await self.app(scope, receive, send)
+
+            async def send_wrapper(message: Message) -> None:
+                nonlocal status, deployment
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                    headers = message.get("headers", [])
+                    deployment = _header(headers, b"x-turnstile-deployment")
+                    if _header(headers, b"x-turnstile-request-id") is None:
+                        message["headers"] = [*headers, (b"x-turnstile-request-id", rid.encode())]
+                await send(message)
+
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            access_log(
+                rid,
+                scope["method"],
+                scope["path"],
+                status,
+                deployment.decode("latin-1") if deployment is not None else None,
+                (time.perf_counter() - t0) * 1000,
+                client_rid.decode("latin-1")[:128] if client_rid is not None else None,
+            )
 
 
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(body), status_code=status, media_type="application/json", headers=headers)
+    return JsonResponse(orjson.dumps(body), status, headers)
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
+async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    """The request body (bytes), read from the ASGI ``receive`` channel. Raises
+    :class:`PayloadTooLarge` past ``limit`` bytes (declared or read) and ``ClientDisconnect``
+    when the client leaves first."""
+    declared = _header(scope["headers"], b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(
-            f"request body of {declared} bytes exceeds the limit of {limit} bytes", param="body"
+            f"request body of {declared.decode()} bytes exceeds the limit of {limit} bytes", param="body"
         )
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes", param="body")
-        chunks.append(chunk)
-    return b"".join(chunks)
+    while True:
+        message = await receive()
+        if message["type"] == "http.request":
+            chunk = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > limit:
+                    raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes", param="body")
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        elif message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _error_response(edge: ModuleType, err: TurnstileError, rid: str) -> Response:
@@ -157,19 +187,20 @@ def _error_response(edge: ModuleType, err: TurnstileError, rid: str) -> Response
     return _json(body, status, headers)
 
 
-async def _handle_turn(request: Request, edge: ModuleType) -> Response:
-    gw: Gateway = request.app.state.gateway
-    pipeline: Pipeline = request.app.state.pipeline
-    rid: str = request.scope["state"]["request_id"]
+async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Response:
+    state = scope["app"].state
+    gw: Gateway = state.gateway
+    pipeline: Pipeline = state.pipeline
+    rid: str = scope["state"]["request_id"]
     in_pipeline = False  # from there on the pipeline records every outcome itself
     try:
-        body = await _read_body(request, gw.config.server.max_body_bytes)
+        body = await _read_body(scope, receive, gw.config.server.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:  # parse off the event loop: keeps other requests moving
             turn_request = await asyncio.to_thread(edge.parse_request, body)
         else:
             turn_request = edge.parse_request(body)
         ctx = TurnContext(request_id=rid, dialect=edge.DIALECT, request=turn_request)
-        ctx.session_id = session_turns.session_id_for(request.headers, turn_request)
+        ctx.session_id = session_turns.session_id_for(Headers(scope=scope), turn_request)
         in_pipeline = True
         if turn_request.stream:
             turn = await pipeline.open_stream(ctx)
@@ -191,7 +222,8 @@ async def _handle_turn(request: Request, edge: ModuleType) -> Response:
                 headers={**turn.headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
             )
         result = await pipeline.complete(ctx)
-        return _json(edge.render_response(result.response, turn_request), headers=result.headers)
+        body = orjson.dumps(edge.render_response(result.response, turn_request))
+        return JsonResponse(body, 200, result.headers)
     except TurnstileError as err:
         if err.status >= 500:
             log.warning("turn_failed", request_id=rid, status=err.status, error=err.message)
@@ -206,14 +238,22 @@ async def _handle_turn(request: Request, edge: ModuleType) -> Response:
         return _error_response(edge, TurnstileError("internal error in the gateway; see its log"), rid)
 
 
+async def _openai_turn(scope: Scope, receive: Receive) -> Response:
+    return await _handle_turn(scope, receive, openai_edge)
+
+
+async def _anthropic_turn(scope: Scope, receive: Receive) -> Response:
+    return await _handle_turn(scope, receive, anthropic_edge)
+
+
 async def chat_completions(request: Request) -> Response:
     """OpenAI Chat Completions."""
-    return await _handle_turn(request, openai_edge)
+    return await _openai_turn(request.scope, request.receive)
 
 
 async def messages(request: Request) -> Response:
     """Anthropic Messages."""
-    return await _handle_turn(request, anthropic_edge)
+    return await _anthropic_turn(request.scope, request.receive)
 
 
 async def count_tokens(request: Request) -> Response:
@@ -222,7 +262,7 @@ async def count_tokens(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     rid: str = request.scope["state"]["request_id"]
     try:
-        body = await _read_body(request, gw.config.server.max_body_bytes)
+        body = await _read_body(request.scope, request.receive, gw.config.server.max_body_bytes)
         turn_request = anthropic_edge.parse_count_tokens(body)
         dep = gw.table.candidates(turn_request.model)[0]
         from gateway.providers.catalog import count_tokens as count
@@ -382,13 +422,12 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={404: not_found, 405: method_not_allowed},
     )
-    app.add_middleware(  # innermost user middleware: the access log still sees every request
-        DirectRoutes,
+    app.add_middleware(
+        Front,
         routes={
-            "/v1/chat/completions": chat_completions,
-            "/chat/completions": chat_completions,
-            "/v1/messages": messages,
+            "/v1/chat/completions": _openai_turn,
+            "/chat/completions": _openai_turn,
+            "/v1/messages": _anthropic_turn,
         },
     )
-    app.add_middleware(AccessLogMiddleware)
     return app
