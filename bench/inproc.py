@@ -67,10 +67,19 @@ async def _drive(app: Any, path: str, body: bytes, n: int) -> int:
                 status = message["status"]
 
         scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-            "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
-            "root_path": "", "headers": headers, "client": ("127.0.0.1", 5555),
-            "server": ("127.0.0.1", 4000), "state": {},
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": headers,
+            "client": ("127.0.0.1", 5555),
+            "server": ("127.0.0.1", 4000),
+            "state": {},
         }
         await app(scope, receive, send)
         ok += status == 200
@@ -83,8 +92,11 @@ async def _main(cases: list[str], n: int, profile: Path | None, workdir: Path, f
 
     port = procs.free_port()
     conf = nginx_config(workdir / "nginx", port)
-    nginx = procs.Proc("upstream", [nginx_binary() or "nginx", "-c", str(conf), "-p", str(conf.parent)],
-                       workdir / "nginx.log")
+    nginx = procs.Proc(
+        "upstream",
+        [nginx_binary() or "nginx", "-c", str(conf), "-p", str(conf.parent)],
+        workdir / "nginx.log",
+    )
     try:
         await procs.wait_ready(nginx, f"http://127.0.0.1:{port}/", 20)
         os.environ["BENCH_UPSTREAM_KEY"] = "bench"
@@ -124,9 +136,13 @@ async def _main(cases: list[str], n: int, profile: Path | None, workdir: Path, f
                 cpu, wall = time.process_time() - c0, time.perf_counter() - t0
                 loop_cpu = time.thread_time() - th0
                 rounds.sort()
-                print(f"{case:17} n={done} ok={ok} cpu/req mean {cpu / done * 1e6:7.1f} us  min-of-{ROUNDS} "
-                      f"{rounds[0] * 1e6:7.1f} us  median {rounds[ROUNDS // 2] * 1e6:7.1f} us  wall/req "
-                      f"{wall / done * 1e6:7.1f} us  loop-thread {loop_cpu / done * 1e6:7.1f} us", file=sys.__stdout__, flush=True)
+                print(
+                    f"{case:17} n={done} ok={ok} cpu/req mean {cpu / done * 1e6:7.1f} us  min-of-{ROUNDS} "
+                    f"{rounds[0] * 1e6:7.1f} us  median {rounds[ROUNDS // 2] * 1e6:7.1f} us  wall/req "
+                    f"{wall / done * 1e6:7.1f} us  loop-thread {loop_cpu / done * 1e6:7.1f} us",
+                    file=sys.__stdout__,
+                    flush=True,
+                )
     finally:
         nginx.stop()
 

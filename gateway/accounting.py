@@ -9,7 +9,7 @@ exactly once, at its own rate.
 from __future__ import annotations
 
 from gateway.config import Price
-from gateway.schema import Usage
+from gateway.schema import Usage, evolve
 
 COST_DECIMALS = 9
 """Costs are rounded to 1e-9 USD so that equal usage always prints the same cost."""
@@ -47,7 +47,7 @@ def priced(usage: Usage, price: Price | None) -> Usage:
     """``usage`` with ``cost_usd`` set by :func:`compute_cost` (None when ``price`` is None
     or incomplete). Returns a new Usage; the input is not changed."""
     cost = compute_cost(usage, price) if price is not None else None
-    return usage.model_copy(update={"cost_usd": cost})
+    return evolve(usage, cost_usd=cost)
 
 
 def _has_tokens(u: Usage) -> bool:

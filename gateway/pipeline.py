@@ -41,6 +41,7 @@ from gateway.schema import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    evolve,
 )
 from gateway.sessions import turns as session_turns
 from gateway.signers import SignerMemory
@@ -312,7 +313,7 @@ class Pipeline:
                 deployment=dep.name,
                 ids=[w.id for w in resp.withheld_tool_calls],
             )
-        return resp.model_copy(update={"usage": usage})
+        return evolve(resp, usage=usage)
 
     # ------------------------------------------------------------------ streaming
 

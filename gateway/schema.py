@@ -18,7 +18,7 @@ Conventions
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -360,3 +360,22 @@ class ToolProgress(BaseModel):
     id: str
     name: str
     is_error: bool = False
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def evolve(model: _M, **changes: Any) -> _M:
+    """A shallow copy of ``model`` with the fields in ``changes`` replaced, not validated: what
+    ``model.model_copy(update=changes)`` returns, at about two thirds of its cost (it is called
+    several times per turn). The changed fields count as set. Models are never changed after
+    they are made, so the copy may share every unchanged field with ``model``."""
+    cls = type(model)
+    new = cls.__new__(cls)
+    fields = model.__dict__.copy()
+    fields.update(changes)
+    object.__setattr__(new, "__dict__", fields)
+    object.__setattr__(new, "__pydantic_fields_set__", model.__pydantic_fields_set__ | changes.keys())
+    object.__setattr__(new, "__pydantic_extra__", model.__pydantic_extra__)
+    object.__setattr__(new, "__pydantic_private__", model.__pydantic_private__)
+    return new

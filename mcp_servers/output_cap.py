@@ -44,7 +44,10 @@ def _cut_tail(data: bytes, n: int) -> bytes:
 
 
 def cap_text(
-    text: str, cap_bytes: int = DEFAULT_CAP_BYTES, *, mode: Literal["truncate", "error"] = "truncate",
+    text: str,
+    cap_bytes: int = DEFAULT_CAP_BYTES,
+    *,
+    mode: Literal["truncate", "error"] = "truncate",
     head_share: float = 0.75,
 ) -> CappedText:
     """Cap ``text`` at about ``cap_bytes`` UTF-8 bytes.

@@ -41,7 +41,8 @@ _CODE = re.compile(
 )
 
 
-@dataclass(frozen=True)
+# Treated as immutable (changed with dataclasses.replace); not frozen: a frozen init costs µs per turn.
+@dataclass(slots=True)
 class TurnFeatures:
     """Features of one turn.
 
@@ -160,8 +161,17 @@ def extract(request: Request, *, current: Provenance | None = None) -> TurnFeatu
     history_tokens = (history_chars + tool_chars) // CHARS_PER_TOKEN
 
     tail = msgs[last_user_idx + 1 :] if last_user_idx >= 0 else msgs
-    tool_loop_depth = sum(1 for m in tail if isinstance(m, AssistantMessage) and m.tool_calls)
-    recent_errors = sum(1 for m in tail if isinstance(m, ToolResultMessage) and _is_error(m))
+    tool_loop_depth = 0
+    recent_errors = 0
+    tail_results: list[ToolResultMessage] = []
+    for m in tail:
+        if isinstance(m, AssistantMessage):
+            if any(isinstance(p, ToolCallPart) for p in m.content):
+                tool_loop_depth += 1
+        elif isinstance(m, ToolResultMessage):
+            tail_results.append(m)
+            if _is_error(m):
+                recent_errors += 1
 
     kind: TurnKind = "other"
     last = msgs[-1] if msgs else None
@@ -176,27 +186,30 @@ def extract(request: Request, *, current: Provenance | None = None) -> TurnFeatu
     if last_assistant_idx >= 0:
         am = msgs[last_assistant_idx]
         assert isinstance(am, AssistantMessage)
+        has_calls = False
         for ap in am.content:
             prov = getattr(ap, "provenance", None)
             if prov is not None and found is None:
                 found = prov
+            if isinstance(ap, ToolCallPart):
+                has_calls = True
             if isinstance(ap, RedactedThinkingPart) or (
                 isinstance(ap, ThinkingPart | ToolCallPart) and ap.signature
             ):
                 signed = True
-        signed = (
-            signed and bool(am.tool_calls) and kind in ("tool_digest", "final_answer", "tool_error_retry")
-        )
+        signed = signed and has_calls and kind in ("tool_digest", "final_answer", "tool_error_retry")
 
     text = ""
-    code_text = ""
     if last_user_idx >= 0:
         um = msgs[last_user_idx]
-        text = _clip("".join(p.text for p in um.content if isinstance(p, TextPart)))
-        code_text = text
-    for m in tail:
-        if isinstance(m, ToolResultMessage):
-            code_text += "".join(p.text for p in m.content if isinstance(p, TextPart))[:2000]
+        content = um.content
+        if len(content) == 1 and isinstance(content[0], TextPart):
+            text = _clip(content[0].text)
+        else:
+            text = _clip("".join(p.text for p in content if isinstance(p, TextPart)))
+    code_text = text
+    for m in tail_results:
+        code_text += "".join(p.text for p in m.content if isinstance(p, TextPart))[:2000]
     rf = request.response_format
     return TurnFeatures(
         kind=kind,

@@ -100,8 +100,7 @@ def _scan_assistant(i: int, msg: AssistantMessage, scan: _Scan) -> None:
                             "duplicate_tool_call",
                             tid,
                             loc,
-                            f"tool call id {tid} is used by two different calls "
-                            f"({first.loc} and {loc})",
+                            f"tool call id {tid} is used by two different calls ({first.loc} and {loc})",
                         ),
                     )
                 )
@@ -297,8 +296,8 @@ def _rebuild(messages: list[Message], scan: _Scan, missing: set[str]) -> list[Me
 def check_request(request: Request, policy: GuardPolicy) -> GuardOutcome:
     """Check pairing and ordering of tool calls and results (invariants 2 and 4).
 
-    Returns a :class:`GuardOutcome` holding a NEW :class:`Request` (the input is never
-    mutated) and the repairs made. Rules:
+    Returns a :class:`GuardOutcome` holding a new :class:`Request` when anything was repaired,
+    else the input itself (models are never mutated) and the repairs made. Rules:
 
     * a call without a result (``orphan_tool_call``) is rejected, or with
       ``policy.pairing == "repair"`` gets an error result (``is_error=True``, text
@@ -342,6 +341,8 @@ def check_request(request: Request, policy: GuardPolicy) -> GuardOutcome:
                 f"{issue.message}: moved to directly after its assistant message, in call order",
             )
         )
-    changed = bool(issues or missing or scan.replaced)
-    new_messages = _rebuild(messages, scan, missing) if changed else list(messages)
-    return GuardOutcome(request.model_copy(update={"messages": new_messages}), scan.repairs)
+    if not (issues or missing or scan.replaced):
+        return GuardOutcome(request, scan.repairs)  # models are never changed: sharing is safe
+    return GuardOutcome(
+        request.model_copy(update={"messages": _rebuild(messages, scan, missing)}), scan.repairs
+    )

@@ -100,8 +100,9 @@ def apply_thinking_policy(
     """Apply ``policy.foreign_thinking`` to every signed part not made by ``target``.
 
     ``target`` is the deployment the request goes to (its wire API, provider and model).
-    Returns a new Request (the input is not mutated; untouched messages are shared) and the
-    repairs made; matching parts are kept byte-identical. Locations are
+    Returns a new Request when a part changed, else the input itself (the input is never
+    mutated; untouched messages are shared), and the repairs made; matching parts are kept
+    byte-identical. Locations are
     ``<message src or messages[i]>.content[j]``.
 
     When the request asks for thinking and the last assistant message holds tool calls (an
@@ -151,12 +152,11 @@ def apply_thinking_policy(
             changed[i] = msg.model_copy(update={"content": content})
     if rejected:
         raise CapabilityError(
-            f"thinking or signatures made by another model cannot be sent to {desc}: "
-            + ", ".join(rejected),
+            f"thinking or signatures made by another model cannot be sent to {desc}: " + ", ".join(rejected),
             param=rejected[0],
         )
     if not changed:
-        return request.model_copy(), repairs
+        return request, repairs  # models are never changed: sharing is safe
     messages: list[Message] = [changed.get(i, m) for i, m in enumerate(request.messages)]
     update: dict[str, object] = {"messages": messages}
     thinking = request.thinking

@@ -67,7 +67,8 @@ def render_tools(tools: list[ToolDefinition], fmt: str) -> list[dict[str, Any]]:
     if limit is not None and len(tools) > limit:
         raise InvalidRequest(
             f"{len(tools)} tools exceed {fmt}'s limit of {limit} tools per request; deny some tools or "
-            "narrow this client's allow-list", param="format",
+            "narrow this client's allow-list",
+            param="format",
         )
     if fmt == "gemini":
         decls = []

@@ -20,13 +20,17 @@ def _have_tools() -> bool:
     return shutil.which("wrk") is not None and (shutil.which("nginx") or Path("/usr/sbin/nginx").exists())
 
 
-@pytest.mark.skipif(not _have_tools() and not REQUIRED,
-                    reason="nginx and wrk are not installed (.ci/run installs them)")
+@pytest.mark.skipif(
+    not _have_tools() and not REQUIRED, reason="nginx and wrk are not installed (.ci/run installs them)"
+)
 def test_benchmark_smoke_every_server_answers_and_a_table_prints(tmp_path: Path) -> None:
     out = tmp_path / "RESULTS.md"
     res = subprocess.run(
         [sys.executable, "-m", "bench.run", "--smoke", "--no-install", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
     )
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]

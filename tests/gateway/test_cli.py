@@ -33,11 +33,20 @@ def test_logs_shows_recent_turns_as_a_table(tmp_path: Path) -> None:
     async def write() -> None:
         writer = TranscriptWriter(db)
         await writer.start()
-        await writer.append(TurnRecord(
-            request_id="abc123def456xyz", ts=1_700_000_000.0, client_dialect="anthropic_messages",
-            requested_model="demo", stream=True, status=200, deployment="demo", stop_reason="tool_use",
-            usage={"input_tokens": 12, "output_tokens": 7, "estimated": True}, cost_usd=0.000123,
-        ))
+        await writer.append(
+            TurnRecord(
+                request_id="abc123def456xyz",
+                ts=1_700_000_000.0,
+                client_dialect="anthropic_messages",
+                requested_model="demo",
+                stream=True,
+                status=200,
+                deployment="demo",
+                stop_reason="tool_use",
+                usage={"input_tokens": 12, "output_tokens": 7, "estimated": True},
+                cost_usd=0.000123,
+            )
+        )
         await writer.close()
 
     asyncio.run(write())

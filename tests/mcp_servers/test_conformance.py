@@ -107,8 +107,16 @@ def _scenario_results(out_dir: Path) -> dict[str, tuple[bool, list[str]]]:
 def test_official_conformance_suite_against_mcp(conf_gw: McpGateway, tmp_path: Path) -> None:
     out_dir = tmp_path / "results"
     run = _npx(
-        CONFORMANCE, "server", "--url", conf_gw.mcp_url, "--suite", "all", "-o", str(out_dir),
-        cwd=tmp_path, timeout=300,
+        CONFORMANCE,
+        "server",
+        "--url",
+        conf_gw.mcp_url,
+        "--suite",
+        "all",
+        "-o",
+        str(out_dir),
+        cwd=tmp_path,
+        timeout=300,
     )
     results = _scenario_results(out_dir)
     table = "\n".join(

@@ -86,8 +86,7 @@ def test_confirmation_says_exactly_what_will_run() -> None:
     msg = confirmation_message(d)
     assert (
         'will run tool "git_reset" of MCP server "git" with '
-        'mode="hard", target="HEAD~3", repo_path="/srv/app"'
-        in msg
+        'mode="hard", target="HEAD~3", repo_path="/srv/app"' in msg
     )
     assert "destructive" in msg and "continue?" not in msg.lower()
 

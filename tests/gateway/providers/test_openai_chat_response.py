@@ -106,8 +106,12 @@ def test_xai_completion_tokens_exclude_reasoning_so_output_adds_it() -> None:
 def test_reasoning_above_completion_is_added_to_output() -> None:
     # Vercel AI gateway (corpus fantasy TestVercelThinking/gemini-3-pro-preview/thinking-streaming.yaml):
     # completion 9, reasoning 61, total = prompt + completion; found by `turnstile replay`.
-    usage = {"prompt_tokens": 28, "completion_tokens": 9, "total_tokens": 37,
-             "completion_tokens_details": {"reasoning_tokens": 61}}
+    usage = {
+        "prompt_tokens": 28,
+        "completion_tokens": 9,
+        "total_tokens": 37,
+        "completion_tokens_details": {"reasoning_tokens": 61},
+    }
     u = openai_chat.usage_from_wire(usage)
     assert (u.output_tokens, u.reasoning_tokens) == (70, 61)
 
