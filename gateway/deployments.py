@@ -94,6 +94,16 @@ class DeploymentTable:
         return out
 
 
+_PROVENANCE: dict[tuple[str, str, str], Provenance] = {}
+
+
 def provenance_of(dep: Deployment) -> Provenance:
-    """The provenance that thinking signed by ``dep`` carries (api, provider, model)."""
-    return Provenance(api=dep.api, provider=dep.provider, model=dep.model)
+    """The provenance that thinking signed by ``dep`` carries (api, provider, model); one
+    shared (frozen) object per distinct triple."""
+    key = (dep.api, dep.provider, dep.model)
+    prov = _PROVENANCE.get(key)
+    if prov is None:
+        if len(_PROVENANCE) > 4096:  # bounded: deployments are few; tests make many
+            _PROVENANCE.clear()
+        prov = _PROVENANCE[key] = Provenance(api=dep.api, provider=dep.provider, model=dep.model)
+    return prov

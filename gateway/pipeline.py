@@ -127,7 +127,7 @@ def _check_capabilities(request: Request, dep: Deployment) -> None:
     if dep.supports_images:
         return
     for i, msg in enumerate(request.messages):
-        if isinstance(msg, UserMessage | ToolResultMessage) and any(
+        if isinstance(msg, (UserMessage, ToolResultMessage)) and any(
             isinstance(p, ImagePart) for p in msg.content
         ):
             where = msg.src or f"messages[{i}]"
@@ -217,8 +217,12 @@ class Pipeline:
         response: Response | None = None
         error: TurnstileError | None = None
         try:
-            request, candidates = await self._guard_off_loop(ctx)
-            await session_turns.prepare_turn(self.gw, ctx, request)
+            if len(ctx.request.messages) > LARGE_REQUEST_MESSAGES:
+                request, candidates = await asyncio.to_thread(self._guard, ctx)
+            else:  # no coroutine for the common case
+                request, candidates = self._guard(ctx)
+            if ctx.session_id:  # the session hooks are no-ops for an unbound turn
+                await session_turns.prepare_turn(self.gw, ctx, request)
             if tool_loop.active(self.gw, request):
                 response = await tool_loop.complete(self, ctx, request, candidates)
             else:
@@ -243,7 +247,8 @@ class Pipeline:
                 continue
             ctx.deployment = dep
             target_req = self._for_target(ctx, request, dep)
-            target_req = await session_turns.target_request(self.gw, ctx, target_req, dep)
+            if ctx.session_id:
+                target_req = await session_turns.target_request(self.gw, ctx, target_req, dep)
             t0 = time.perf_counter()
             try:
                 resp = await self._call_once(ctx, target_req, dep)
@@ -485,7 +490,8 @@ class Pipeline:
         stream: bool = False,
         status: int | None = None,
     ) -> None:
-        await session_turns.finish_turn(self.gw, ctx, resp)
+        if ctx.session_id:
+            await session_turns.finish_turn(self.gw, ctx, resp)
         if self.gw.transcript is None:
             return
         usage = resp.usage if resp is not None else Usage()
@@ -510,7 +516,8 @@ class Pipeline:
             request=turn_part(ctx.request),
             response=resp,
         )
-        await self.gw.transcript.append(record)
+        if not self.gw.transcript.try_append(record):
+            await self.gw.transcript.append(record)
 
 
 HISTORY_OMITTED_KEY = "turnstile.history_omitted"

@@ -59,7 +59,6 @@ def route(gw: Any, ctx: Any, request: Request, candidates: list[Deployment]) -> 
         ctx.attempts.append(record)
         return candidates
     decision, features = eng.decide(request, candidates, gw.table.prices, stream=request.stream)
-    by_name = {d.name: d for d in candidates}
     record = {
         "kind": "route",
         **decision.record(),
@@ -68,14 +67,16 @@ def route(gw: Any, ctx: Any, request: Request, candidates: list[Deployment]) -> 
     }
     ctx.route = {**record, "header": decision.header()}
     ctx.attempts.append(record)
-    if decision.policy == "ordered" and not decision.excluded and eng.routing_for(request.model) is None:
-        # Nothing was decided (alias order, every deployment usable): the decision is in the
-        # transcript and the x-turnstile-route header; an info line per request would only
+    if decision.policy != "ordered" or decision.excluded or eng.routing_for(request.model) is not None:
+        # Otherwise nothing was decided (alias order, every deployment usable): the decision
+        # is in the transcript and the x-turnstile-route header; a line per request would only
         # double the log volume on the hot path.
-        log.debug("routed", request_id=ctx.request_id, deployment=decision.deployment, reason=decision.reason)
-    else:
         log.info("routed", request_id=ctx.request_id, deployment=decision.deployment, reason=decision.reason)
-    return [by_name[n] for n in decision.order if n in by_name]
+    order = decision.order
+    if len(order) == len(candidates) and all(d.name == n for d, n in zip(candidates, order, strict=True)):
+        return candidates  # alias order: the list as it came
+    by_name = {d.name: d for d in candidates}
+    return [by_name[n] for n in order if n in by_name]
 
 
 def may_attempt(gw: Any, ctx: Any, dep: Deployment, index: int) -> bool:

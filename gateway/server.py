@@ -67,10 +67,22 @@ class JsonResponse(Response):
         self.status_code = status
         self.body = body
         self.background = None
-        raw = [(b"content-length", str(len(body)).encode()), (b"content-type", b"application/json")]
+        self.turn_headers = headers  # read by Front (deployment, request id) without a scan
         if headers:
-            raw.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items())
-        self.raw_headers = raw
+            self.raw_headers = [
+                (b"content-length", str(len(body)).encode()),
+                (b"content-type", b"application/json"),
+                *[(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()],
+            ]
+        else:
+            self.raw_headers = [
+                (b"content-length", str(len(body)).encode()),
+                (b"content-type", b"application/json"),
+            ]
+
+
+def _latin1(value: bytes | None) -> str | None:
+    return value.decode("latin-1") if value is not None else None
 
 
 def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
@@ -111,16 +123,21 @@ class Front:
         state["request_id"] = rid
         t0 = time.perf_counter()
         status = 0
-        deployment: bytes | None = None
+        deployment: str | None = None
         handler = self.routes.get(scope["path"]) if scope["method"] == "POST" else None
         try:
             if handler is not None:
                 response = await handler(scope, receive)
                 status = response.status_code
-                raw = response.raw_headers
-                deployment = _header(raw, b"x-turnstile-deployment")
-                if _header(raw, b"x-turnstile-request-id") is None:
-                    raw.append((b"x-turnstile-request-id", rid.encode()))
+                known: dict[str, str] | None = getattr(response, "turn_headers", None)
+                if known is not None:  # the headers as a dict: no scan of the encoded list
+                    deployment = known.get("x-turnstile-deployment")
+                    has_rid = "x-turnstile-request-id" in known
+                else:
+                    deployment = _latin1(_header(response.raw_headers, b"x-turnstile-deployment"))
+                    has_rid = _header(response.raw_headers, b"x-turnstile-request-id") is not None
+                if not has_rid:
+                    response.raw_headers.append((b"x-turnstile-request-id", rid.encode()))
                 await response(scope, receive, send)
                 return
 
@@ -129,7 +146,7 @@ class Front:
                 if message["type"] == "http.response.start":
                     status = message["status"]
                     headers = message.get("headers", [])
-                    deployment = _header(headers, b"x-turnstile-deployment")
+                    deployment = _latin1(_header(headers, b"x-turnstile-deployment"))
                     if _header(headers, b"x-turnstile-request-id") is None:
                         message["headers"] = [*headers, (b"x-turnstile-request-id", rid.encode())]
                 await send(message)
@@ -141,7 +158,7 @@ class Front:
                 scope["method"],
                 scope["path"],
                 status,
-                deployment.decode("latin-1") if deployment is not None else None,
+                deployment,
                 (time.perf_counter() - t0) * 1000,
                 client_rid.decode("latin-1")[:128] if client_rid is not None else None,
             )

@@ -39,7 +39,7 @@ def _key(signature: str) -> str:
 
 
 def _signature_of(part: object) -> str | None:
-    if isinstance(part, ThinkingPart | ToolCallPart):
+    if isinstance(part, (ThinkingPart, ToolCallPart)):
         return part.signature
     if isinstance(part, RedactedThinkingPart):
         return part.data

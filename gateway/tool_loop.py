@@ -93,12 +93,31 @@ StepRecorder = Callable[[int, Request, Response, list[Message]], Awaitable[None]
 # ---------------------------------------------------------------------------- tools of a turn
 
 
+_ALIAS_SERVERS: dict[int, tuple[Any, dict[str, list[str]]]] = {}
+
+
+def _alias_servers(config: Any) -> dict[str, list[str]]:
+    """Alias name -> its MCP server ids (aliases without servers left out), made once per
+    configuration object (kept referenced, so its id cannot be reused while cached)."""
+    hit = _ALIAS_SERVERS.get(id(config))
+    if hit is None or hit[0] is not config:
+        if len(_ALIAS_SERVERS) > 64:  # bounded: one config per gateway; tests make many
+            _ALIAS_SERVERS.clear()
+        by_alias: dict[str, list[str]] = {}
+        for alias in config.models:
+            if alias.mcp_servers:
+                by_alias.setdefault(alias.name, []).extend(alias.mcp_servers)
+        hit = _ALIAS_SERVERS[id(config)] = (config, by_alias)
+    return hit[1]
+
+
 def servers_for(gw: Any, request: Request) -> list[str]:
     """MCP server ids of a turn: those the request names, then its alias's, without repeats."""
+    extra = _alias_servers(gw.config).get(request.model)
+    if not extra:
+        return list(request.mcp_servers)
     ids = list(request.mcp_servers)
-    for alias in gw.config.models:
-        if alias.name == request.model:
-            ids += [s for s in alias.mcp_servers if s not in ids]
+    ids += [s for s in dict.fromkeys(extra) if s not in ids]
     return ids
 
 

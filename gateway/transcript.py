@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,16 +114,19 @@ class TurnRecord:
         """The record as a row tuple in :data:`COLUMNS` order (models dumped here: the request
         as JSON without nulls, the response as JSON, usage and withheld calls as Python)."""
         u = self.usage.model_dump() if isinstance(self.usage, BaseModel) else self.usage
-        request = self.request
-        if isinstance(request, BaseModel):
-            request = request.model_dump(mode="json", exclude_none=True)
-        response = self.response
-        if isinstance(response, BaseModel):
-            response = response.model_dump(mode="json")
         withheld = [w.model_dump() if isinstance(w, BaseModel) else w for w in self.withheld]
 
         def js(v: Any) -> str | None:
             return None if v is None else orjson.dumps(v).decode()
+
+        # Models straight to JSON text in one pass (pydantic's serialiser, same text as
+        # orjson over model_dump(mode="json")).
+        request = self.request
+        request_json = (
+            request.model_dump_json(exclude_none=True) if isinstance(request, BaseModel) else js(request)
+        )
+        response = self.response
+        response_json = response.model_dump_json() if isinstance(response, BaseModel) else js(response)
 
         return (
             self.request_id,
@@ -147,8 +151,8 @@ class TurnRecord:
             js(withheld),
             js(self.attempts),
             self.error,
-            js(request),
-            js(response),
+            request_json,
+            response_json,
         )
 
 
@@ -166,16 +170,25 @@ def connect(path: Path | str) -> sqlite3.Connection:
 class TranscriptWriter:
     """Batched, bounded, lossless writer of :class:`TurnRecord` rows.
 
-    ``maxsize`` bounds the queue (records); ``batch`` is the most rows per transaction.
+    ``maxsize`` bounds the queue (records); ``batch`` is the most rows per transaction. The
+    queue is a plain deque and the writer task is woken only when it waits for work, so
+    queueing a turn costs a few bytecodes on the request path.
     """
 
     def __init__(self, path: Path | str, maxsize: int = 10_000, batch: int = 256) -> None:
         self.path = path
-        self._queue: asyncio.Queue[TurnRecord | None] = asyncio.Queue(maxsize=maxsize)
+        self._maxsize = maxsize
         self._batch = batch
+        self._items: deque[TurnRecord] = deque()
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()  # set to wake the writer parked on an empty queue
+        self._room = asyncio.Event()  # set when the writer has made room (back-pressure)
+        self._idle = asyncio.Event()  # set after each written batch (flush)
+        self._parked = False
+        self._in_flight = False
+        self._closing = False
         self.linger_s = 0.01  # seconds the writer waits after a first record for more to batch
         self.written = 0
 
@@ -184,18 +197,37 @@ class TranscriptWriter:
         self._conn = await asyncio.to_thread(connect, self.path)
         self._task = asyncio.create_task(self._run(), name="transcript-writer")
 
+    def try_append(self, record: TurnRecord) -> bool:
+        """Queue one turn without waiting; False when the queue is full (then :meth:`append`
+        waits for room)."""
+        if len(self._items) >= self._maxsize:
+            return False
+        self._items.append(record)
+        if self._parked:
+            self._parked = False
+            self._wake.set()
+        return True
+
     async def append(self, record: TurnRecord) -> None:
-        """Queue one turn for writing; waits only when the queue is full."""
-        await self._queue.put(record)
+        """Queue one turn; waits only when the queue is full."""
+        while not self.try_append(record):
+            self._room.clear()
+            await self._room.wait()
 
     async def flush(self) -> None:
         """Wait until every queued record is written (used by tests and shutdown)."""
-        await self._queue.join()
+        while self._items or self._in_flight:
+            if self._task is None or self._task.done():
+                return  # no writer: nothing will be written (see close)
+            self._idle.clear()
+            await self._idle.wait()
 
     async def close(self) -> None:
         """Write everything still queued, then stop the writer and close the store."""
         if self._task is not None:
-            await self._queue.put(None)
+            self._closing = True
+            self._parked = False
+            self._wake.set()
             await self._task
             self._task = None
         if self._conn is not None:
@@ -238,21 +270,26 @@ class TranscriptWriter:
                 delay = min(delay * 2, 5.0)
 
     async def _run(self) -> None:
-        stop = False
-        while not stop:
-            first = await self._queue.get()
-            if first is not None and self._queue.qsize() < self._batch:
+        items = self._items
+        while True:
+            if not items:
+                if self._closing:
+                    return
+                self._parked = True
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            if len(items) < self._batch and not self._closing:
                 # Gather a batch: one thread hand-off and one transaction per batch, not per turn.
                 await asyncio.sleep(self.linger_s)
-            items = [first]
-            while len(items) < self._batch and not self._queue.empty():
-                items.append(self._queue.get_nowait())
-            records = [r for r in items if r is not None]
-            stop = any(r is None for r in items)
-            if records:
+            records = [items.popleft() for _ in range(min(self._batch, len(items)))]
+            self._room.set()
+            self._in_flight = True
+            try:
                 await self._write_until_done(records)
-            for _ in items:
-                self._queue.task_done()
+            finally:
+                self._in_flight = False
+                self._idle.set()
 
 
 def recent(path: Path | str, limit: int = 20) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from gateway.schema import Request
 from routers.base import Candidate, Decision, Router
 from routers.cascade import CascadeRouter
 from routers.features import TurnFeatures, extract
-from routers.fit import filter_candidates
+from routers.fit import filter_candidates, misfit
 from routers.health import HealthBoard
 from routers.learned import LearnedRouter
 from routers.rules import OrderedRouter, RulesRouter
@@ -108,6 +108,29 @@ class RoutingEngine:
                 return cand.window
         return known_window(dep)
 
+    def _alias_order(
+        self, model: str, deployments: list[Deployment], prices: dict[str, Price], f: TurnFeatures
+    ) -> Decision | None:
+        """The ordered policy's decision when every deployment fits and is healthy (the common
+        case, decided without the general path's lists and copies), else None."""
+        unavailable = self.health.unavailable
+        first: Candidate | None = None
+        for i, d in enumerate(deployments):
+            c = self._base.get((model, d.name)) or self.candidate(d, prices.get(d.name), None, i, model)
+            if misfit(f, c) is not None or unavailable(d.name) is not None:
+                return None
+            if first is None:
+                first = c
+        if first is None:
+            return None
+        return Decision(
+            deployment=first.name,
+            fallbacks=tuple(d.name for d in deployments[1:]),
+            reason="ordered: alias order",
+            estimated_cost_usd=first.estimate_cost(f.input_tokens),
+            policy="ordered",
+        )
+
     def decide(
         self,
         request: Request,
@@ -123,8 +146,13 @@ class RoutingEngine:
         the features used. Never raises for a fit problem: when nothing fits, every
         deployment stays a candidate and the pipeline's checks give the precise error.
         """
-        f = features or extract(request)
         cfg = self.routing_for(request.model)
+        # Only the rules and learned policies read the turn's text (patterns, code, scorer).
+        f = features or extract(request, text=cfg is not None and cfg.policy in ("rules", "learned"))
+        if cfg is None and not f.signed_open_loop:
+            plain = self._alias_order(request.model, deployments, prices, f)
+            if plain is not None:
+                return plain, f
         cands = [
             self.candidate(d, prices.get(d.name), cfg, i, request.model) for i, d in enumerate(deployments)
         ]

@@ -110,12 +110,33 @@ def _clip(text: str, limit: int = 4000) -> str:
     return text[:half] + "\n" + text[-half:]
 
 
-def extract(request: Request, *, current: Provenance | None = None) -> TurnFeatures:
+def _tools_chars(request: Request) -> int:
+    """Characters of the request's tool definitions as compact JSON without nulls (what
+    ``orjson.dumps([t.model_dump(exclude_none=True) ...])`` gives, without pydantic's
+    serialiser)."""
+    if not request.tools:
+        return 0
+    out = []
+    for t in request.tools:
+        d: dict[str, object] = {"name": t.name}
+        if t.description is not None:
+            d["description"] = t.description
+        d["parameters"] = t.parameters
+        if t.strict is not None:
+            d["strict"] = t.strict
+        if t.cache_control is not None:
+            d["cache_control"] = t.cache_control
+        out.append(d)
+    return len(orjson.dumps(out))
+
+
+def extract(request: Request, *, current: Provenance | None = None, text: bool = True) -> TurnFeatures:
     """Compute :class:`TurnFeatures` for ``request`` in one pass over its messages.
 
     The session's current model is read from the provenance of the last assistant message's
     parts (signed thinking, tool calls); ``current`` (e.g. from a session store) is used when
-    the messages carry none.
+    the messages carry none. ``text`` False skips what only text-reading policies use
+    (``text`` stays empty, ``has_code`` False): the ordered policy reads neither.
 
     Cost is linear in the request's size with no tokenizer and no JSON parsing of message
     text (tool definitions are serialised once with orjson to size them).
@@ -139,7 +160,7 @@ def extract(request: Request, *, current: Provenance | None = None) -> TurnFeatu
             depth += 1
             last_assistant_idx = i
             for ap in msg.content:
-                if isinstance(ap, TextPart | ThinkingPart):
+                if isinstance(ap, (TextPart, ThinkingPart)):
                     chars += len(ap.text)
                 elif isinstance(ap, ToolCallPart):
                     chars += len(ap.raw_arguments) + len(ap.name)
@@ -154,9 +175,7 @@ def extract(request: Request, *, current: Provenance | None = None) -> TurnFeatu
                     images += 1
         elif isinstance(msg, SystemMessage):
             chars += sum(len(p.text) for p in msg.content)
-    tool_chars = (
-        len(orjson.dumps([t.model_dump(exclude_none=True) for t in request.tools])) if request.tools else 0
-    )
+    tool_chars = _tools_chars(request)
     input_tokens = (chars + tool_chars) // CHARS_PER_TOKEN + images * IMAGE_TOKENS
     history_tokens = (history_chars + tool_chars) // CHARS_PER_TOKEN
 
@@ -194,21 +213,21 @@ def extract(request: Request, *, current: Provenance | None = None) -> TurnFeatu
             if isinstance(ap, ToolCallPart):
                 has_calls = True
             if isinstance(ap, RedactedThinkingPart) or (
-                isinstance(ap, ThinkingPart | ToolCallPart) and ap.signature
+                isinstance(ap, (ThinkingPart, ToolCallPart)) and ap.signature
             ):
                 signed = True
         signed = signed and has_calls and kind in ("tool_digest", "final_answer", "tool_error_retry")
 
-    text = ""
-    if last_user_idx >= 0:
+    last_text = ""
+    if text and last_user_idx >= 0:
         um = msgs[last_user_idx]
         content = um.content
         if len(content) == 1 and isinstance(content[0], TextPart):
-            text = _clip(content[0].text)
+            last_text = _clip(content[0].text)
         else:
-            text = _clip("".join(p.text for p in content if isinstance(p, TextPart)))
-    code_text = text
-    for m in tail_results:
+            last_text = _clip("".join(p.text for p in content if isinstance(p, TextPart)))
+    code_text = last_text
+    for m in tail_results if text else ():
         code_text += "".join(p.text for p in m.content if isinstance(p, TextPart))[:2000]
     rf = request.response_format
     return TurnFeatures(
@@ -227,5 +246,5 @@ def extract(request: Request, *, current: Provenance | None = None) -> TurnFeatu
         json_mode=rf is not None and rf.type != "text",
         current=found or current,
         signed_open_loop=signed,
-        text=text,
+        text=last_text,
     )

@@ -130,7 +130,7 @@ class HealthBoard:
         """Why ``name`` should not be tried now (``"cooldown 3.2s"``, ``"circuit open"``,
         ``"circuit half-open, probe in flight"``), or None when it may be."""
         h = self.entries.get(name)
-        if h is None:
+        if h is None or (h.state == "closed" and h.cooldown_until == 0.0):  # healthy: no clock read
             return None
         st = self.state(name)
         if st == "open":
@@ -145,7 +145,7 @@ class HealthBoard:
     def begin(self, name: str) -> None:
         """An attempt on ``name`` starts (marks the half-open probe as taken)."""
         h = self._get(name)
-        if self.state(name) == "half_open":
+        if h.state != "closed" and self.state(name) == "half_open":
             h.probing = True
 
     def success(self, name: str, latency_ms: float | None = None) -> None:

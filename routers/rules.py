@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from operator import attrgetter
 
 from gateway.config import RouteRule, RoutingConfig
 from routers.base import Candidate, Decision, ordered_by_tier
 from routers.features import TurnFeatures
+
+_ORDER = attrgetter("order")
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,7 @@ class OrderedRouter:
 
     def decide(self, features: TurnFeatures, candidates: list[Candidate]) -> Decision:
         """Alias order, primary first."""
-        order = sorted(candidates, key=lambda c: c.order)
+        order = sorted(candidates, key=_ORDER)
         return Decision(
             deployment=order[0].name,
             fallbacks=tuple(c.name for c in order[1:]),

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from gateway.config import Deployment, TimeoutConfig, effective_timeouts
+from gateway.providers import transport
 from gateway.providers.naming import NameMap
 from gateway.schema import Request, Response, StopReason, StreamEvent
 
@@ -112,12 +113,11 @@ class HttpProvider(Provider):
         self.timeouts = timeouts
 
     async def complete(self, request: Request, deployment: Deployment, api_key: str | None) -> Response:
-        from gateway.providers import transport
-
         if request.stream:
             request = request.model_copy(update={"stream": False})
         up, ctx = self.wire.build_request(request, deployment, api_key)
-        body = await transport.send(self.session, up, self._timeouts(deployment), self.wire, deployment.name)
+        timeouts = effective_timeouts(self.timeouts, deployment) if deployment.timeouts_s else self.timeouts
+        body = await transport.send(self.session, up, timeouts, self.wire, deployment.name)
         return self.wire.parse_response(body, ctx)
 
     async def stream(

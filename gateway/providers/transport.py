@@ -1,7 +1,8 @@
 """The upstream HTTP hot path: one pooled aiohttp session, four timeouts, SSE framing.
 
 Timeouts (seconds, from :class:`gateway.config.TimeoutConfig`): ``connect`` (TCP + TLS),
-``first_byte`` (request sent -> response headers), ``between_chunks`` (gap between two reads
+``first_byte`` (request sent -> response headers; for a whole-body call also the longest
+stall while the body arrives), ``between_chunks`` (gap between two reads
 of a stream body) and ``total`` (whole call). A cancelled caller (client disconnect) cancels
 the read and releases the connection, which aborts the upstream request.
 """
@@ -49,27 +50,53 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _timeout(t: TimeoutConfig) -> aiohttp.ClientTimeout:
-    # No sock_read: it would also cut the wait for headers and non-streaming bodies. The wait
-    # for headers is bounded in _open, the gap between stream reads in send_stream.
-    return aiohttp.ClientTimeout(total=t.total, connect=t.connect, sock_connect=t.connect)
+_CLIENT_TIMEOUTS: dict[tuple[float, float, float, bool], aiohttp.ClientTimeout] = {}
+
+
+def _timeout(t: TimeoutConfig, stream: bool) -> aiohttp.ClientTimeout:
+    """aiohttp's timeouts for a call (one object per distinct setting, made once).
+
+    A whole-body call bounds each read with ``sock_read = first_byte``: the wait for the
+    response headers after the request is sent, and any stall while its body arrives. A stream
+    has no ``sock_read`` (its gaps are ``between_chunks``, bounded in :func:`send_stream`); the
+    wait for its headers is bounded in :func:`_open`."""
+    key = (t.connect, t.first_byte, t.total, stream)
+    timeout = _CLIENT_TIMEOUTS.get(key)
+    if timeout is None:
+        if len(_CLIENT_TIMEOUTS) > 1024:  # bounded: settings are few; tests make many
+            _CLIENT_TIMEOUTS.clear()
+        timeout = _CLIENT_TIMEOUTS[key] = aiohttp.ClientTimeout(
+            total=t.total,
+            connect=t.connect,
+            sock_connect=t.connect,
+            sock_read=None if stream else t.first_byte,
+        )
+    return timeout
+
+
+def _headers_timeout(t: TimeoutConfig, deployment: str) -> UpstreamTimeout:
+    return UpstreamTimeout(
+        f"deployment {deployment!r}: no response headers within {t.connect + t.first_byte:.1f}s "
+        f"(timeouts connect {t.connect:g}s + first_byte {t.first_byte:g}s)",
+        deployment=deployment,
+    )
 
 
 async def _open(
     session: aiohttp.ClientSession, up: UpstreamRequest, t: TimeoutConfig, deployment: str
 ) -> aiohttp.ClientResponse:
     try:
+        if not up.stream:  # connect and sock_read bound the wait for headers: no extra timer
+            return await session.request(
+                up.method, up.url, data=up.body, headers=up.headers, timeout=_timeout(t, False)
+            )
         # asyncio.timeout, not wait_for: no extra task per call (Python 3.11's wait_for makes one).
         async with asyncio.timeout(t.connect + t.first_byte):
             return await session.request(
-                up.method, up.url, data=up.body, headers=up.headers, timeout=_timeout(t)
+                up.method, up.url, data=up.body, headers=up.headers, timeout=_timeout(t, True)
             )
     except (TimeoutError, aiohttp.ServerTimeoutError) as err:
-        raise UpstreamTimeout(
-            f"deployment {deployment!r}: no response headers within {t.connect + t.first_byte:.1f}s "
-            f"(timeouts connect {t.connect:g}s + first_byte {t.first_byte:g}s)",
-            deployment=deployment,
-        ) from err
+        raise _headers_timeout(t, deployment) from err
     except aiohttp.ClientError as err:
         raise UpstreamError(
             f"deployment {deployment!r}: cannot reach upstream: {err}", status=502, deployment=deployment
@@ -105,7 +132,8 @@ async def send(
             return await resp.read()
         except (TimeoutError, aiohttp.ServerTimeoutError) as err:
             raise UpstreamTimeout(
-                f"deployment {deployment!r}: response not complete within the total timeout of {t.total:g}s",
+                f"deployment {deployment!r}: response body not complete (no data for {t.first_byte:g}s, "
+                f"timeout first_byte, or past the total timeout of {t.total:g}s)",
                 deployment=deployment,
             ) from err
         except aiohttp.ClientPayloadError as err:
