@@ -77,13 +77,13 @@ def resolve(request: Request, candidates: list[Deployment], memory: SignerMemory
 
     Returns the same object when nothing needed settling."""
     changed = False
-    messages = list(request.messages)
-    for i, msg in enumerate(messages):
+    messages = request.messages  # copied at the first change only
+    for i, msg in enumerate(request.messages):
         if not isinstance(msg, AssistantMessage):
             continue
-        parts = list(msg.content)
+        parts = msg.content  # copied at the first change only
         touched = False
-        for j, part in enumerate(parts):
+        for j, part in enumerate(msg.content):
             sig = _signature_of(part)
             if not sig:  # checked first: a missing attribute on a pydantic model is costly
                 continue
@@ -95,11 +95,15 @@ def resolve(request: Request, candidates: list[Deployment], memory: SignerMemory
                 same = {d.model for d in candidates if (d.api, d.provider) == (prov.api, prov.provider)}
                 model = same.pop() if len(same) == 1 else UNKNOWN_MODEL
                 settled = prov.model_copy(update={"model": model})
+            if not touched:
+                parts = list(msg.content)
+                touched = True
             parts[j] = part.model_copy(update={"provenance": settled})
-            touched = True
         if touched:
+            if not changed:
+                messages = list(messages)
+                changed = True
             messages[i] = msg.model_copy(update={"content": parts})
-            changed = True
     if not changed:
         return request
     return request.model_copy(update={"messages": messages})

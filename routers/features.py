@@ -99,7 +99,11 @@ def _is_error(msg: ToolResultMessage) -> bool:
     trajectories (``tau-bench/gpt-4o-airline.json``)."""
     if msg.is_error:
         return True
-    first = next((p.text for p in msg.content if isinstance(p, TextPart)), "")
+    content = msg.content
+    if content and isinstance(content[0], TextPart):
+        first = content[0].text
+    else:
+        first = next((p.text for p in content if isinstance(p, TextPart)), "")
     return bool(first) and bool(_ERROR_TEXT.match(first[:200]))
 
 
@@ -148,9 +152,15 @@ def extract(request: Request, *, current: Provenance | None = None, text: bool =
     last_user_idx = -1
     last_assistant_idx = -1
     history_chars = 0
+    # Since the last user message: assistant messages with tool calls, and the tool results.
+    tool_loop_depth = 0
+    tail_results: list[ToolResultMessage] = []
     for i, msg in enumerate(msgs):
         if isinstance(msg, UserMessage):
             last_user_idx = i
+            tool_loop_depth = 0
+            if tail_results:
+                tail_results = []
             for p in msg.content:
                 if isinstance(p, TextPart):
                     chars += len(p.text)
@@ -159,15 +169,20 @@ def extract(request: Request, *, current: Provenance | None = None, text: bool =
         elif isinstance(msg, AssistantMessage):
             depth += 1
             last_assistant_idx = i
+            calls = False
             for ap in msg.content:
-                if isinstance(ap, (TextPart, ThinkingPart)):
-                    chars += len(ap.text)
-                elif isinstance(ap, ToolCallPart):
+                if isinstance(ap, ToolCallPart):
                     chars += len(ap.raw_arguments) + len(ap.name)
+                    calls = True
+                elif isinstance(ap, (TextPart, ThinkingPart)):
+                    chars += len(ap.text)
                 elif isinstance(ap, RedactedThinkingPart):
                     chars += len(ap.data) // 2
+            if calls:
+                tool_loop_depth += 1
             history_chars = chars
         elif isinstance(msg, ToolResultMessage):
+            tail_results.append(msg)
             for rp in msg.content:
                 if isinstance(rp, TextPart):
                     chars += len(rp.text)
@@ -179,18 +194,10 @@ def extract(request: Request, *, current: Provenance | None = None, text: bool =
     input_tokens = (chars + tool_chars) // CHARS_PER_TOKEN + images * IMAGE_TOKENS
     history_tokens = (history_chars + tool_chars) // CHARS_PER_TOKEN
 
-    tail = msgs[last_user_idx + 1 :] if last_user_idx >= 0 else msgs
-    tool_loop_depth = 0
     recent_errors = 0
-    tail_results: list[ToolResultMessage] = []
-    for m in tail:
-        if isinstance(m, AssistantMessage):
-            if any(isinstance(p, ToolCallPart) for p in m.content):
-                tool_loop_depth += 1
-        elif isinstance(m, ToolResultMessage):
-            tail_results.append(m)
-            if _is_error(m):
-                recent_errors += 1
+    for m in tail_results:
+        if _is_error(m):
+            recent_errors += 1
 
     kind: TurnKind = "other"
     last = msgs[-1] if msgs else None

@@ -30,13 +30,17 @@ MISSING_RESULT_TEXT = "no result was provided for this tool call"
 _SortKey = tuple[int, int]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Call:
     msg: int  # index of the assistant message in request.messages
     part: int  # index of the part in that message's content
     order: int  # position among the message's (collapsed) calls
     call: ToolCallPart
-    loc: str
+
+    @property
+    def loc(self) -> str:
+        """Where the call sits (built only for a problem or a repair)."""
+        return call_location(self.msg, self.part, self.call)
 
 
 @dataclass
@@ -73,8 +77,8 @@ def _scan_assistant(i: int, msg: AssistantMessage, scan: _Scan) -> None:
         if not isinstance(part, ToolCallPart):
             continue
         tid = part.id
-        loc = call_location(i, j, part)
         if tid in first_index:
+            loc = call_location(i, j, part)
             first = scan.calls[tid]
             if _same_call(first.call, part):
                 dropped.add(j)
@@ -107,6 +111,7 @@ def _scan_assistant(i: int, msg: AssistantMessage, scan: _Scan) -> None:
             continue
         prev = scan.calls.get(tid)
         if prev is not None:
+            loc = call_location(i, j, part)
             scan.problems.append(
                 (
                     (i, j),
@@ -121,7 +126,7 @@ def _scan_assistant(i: int, msg: AssistantMessage, scan: _Scan) -> None:
             )
             continue
         first_index[tid] = j
-        scan.calls[tid] = _Call(i, j, len(ids), part, loc)
+        scan.calls[tid] = _Call(i, j, len(ids), part)
         ids.append(tid)
     if ids:
         scan.order[i] = ids
@@ -245,8 +250,6 @@ def _ordering_issues(messages: list[Message], scan: _Scan) -> list[tuple[_SortKe
                 )
             else:
                 highest = c.order
-        owner = messages[a]
-        owner_loc = owner.src or f"messages[{a}]"
         for tid in ids:
             p_or_none = scan.result_at.get(tid)
             if p_or_none is None or a < p_or_none < end:
@@ -254,6 +257,7 @@ def _ordering_issues(messages: list[Message], scan: _Scan) -> list[tuple[_SortKe
             res = messages[p_or_none]
             assert isinstance(res, ToolResultMessage)
             loc = result_location(p_or_none, res)
+            owner_loc = messages[a].src or f"messages[{a}]"
             issues.append(
                 (
                     (p_or_none, 0),

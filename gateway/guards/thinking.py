@@ -123,33 +123,38 @@ def apply_thinking_policy(
     lost_thinking: set[int] = set()
     last_assistant: int | None = None
     last_has_calls = False
-    for i, msg in enumerate(request.messages):
+    messages = request.messages
+    for i, msg in enumerate(messages):
         if not isinstance(msg, AssistantMessage):
             continue
         last_assistant = i
-        last_has_calls = any(isinstance(p, ToolCallPart) for p in msg.content)
-        content: list[AssistantPart] = []
-        touched = False
+        content: list[AssistantPart] | None = None  # made at the first change only
         for j, part in enumerate(msg.content):
             if isinstance(part, TextPart) or (isinstance(part, ToolCallPart) and part.signature is None):
-                content.append(part)
+                if content is not None:
+                    content.append(part)
                 continue
             provenance = part.provenance or assume_provenance
             if provenance_matches(provenance, target):
-                content.append(part)
+                if content is not None:
+                    content.append(part)
                 continue
             loc = f"{msg.src or f'messages[{i}]'}.content[{j}]"
             kept = _handle_part(part, loc, mode, repairs, rejected, desc)
             if kept is part:
-                content.append(part)
+                if content is not None:
+                    content.append(part)
                 continue
-            touched = True
+            if content is None:
+                content = list(msg.content[:j])
             if not isinstance(part, ToolCallPart):
                 lost_thinking.add(i)
             if kept is not None:
                 content.append(kept)
-        if touched:
+        if content is not None:
             changed[i] = msg.model_copy(update={"content": content})
+    if last_assistant is not None:
+        last_has_calls = any(isinstance(p, ToolCallPart) for p in messages[last_assistant].content)
     if rejected:
         raise CapabilityError(
             f"thinking or signatures made by another model cannot be sent to {desc}: " + ", ".join(rejected),
