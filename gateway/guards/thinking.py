@@ -162,8 +162,8 @@ def apply_thinking_policy(
         )
     if not changed:
         return request, repairs  # models are never changed: sharing is safe
-    messages: list[Message] = [changed.get(i, m) for i, m in enumerate(request.messages)]
-    update: dict[str, object] = {"messages": messages}
+    new_messages: list[Message] = [changed.get(i, m) for i, m in enumerate(messages)]
+    update: dict[str, object] = {"messages": new_messages}
     thinking = request.thinking
     if (
         thinking is not None
