@@ -43,6 +43,7 @@ Decisions worth knowing
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import orjson
@@ -63,7 +64,6 @@ from gateway.schema import (
     SystemMessage,
     TextPart,
     ThinkingPart,
-    ToolCallPart,
     ToolResultMessage,
     Usage,
     UserMessage,
@@ -129,7 +129,7 @@ def new_stream_parser(ctx: CallContext) -> StreamParser:
 def map_stop_reason(raw: str | None) -> StopReason:
     """Anthropic ``stop_reason`` -> internal stop reason (table in the module docstring);
     raises :class:`UnknownStopReason` on anything else, including a missing value."""
-    if raw is None or raw not in _STOP_REASONS:
+    if not isinstance(raw, str) or raw not in _STOP_REASONS:
         raise UnknownStopReason(f"unknown Anthropic stop_reason {raw!r}")
     return _STOP_REASONS[raw]
 
@@ -358,9 +358,28 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
 # ---------------------------------------------------------------------------- response
 
 
+@functools.lru_cache(maxsize=1024)
+def _provenance(provider: str, model: str) -> Provenance:
+    return Provenance(api=API, provider=provider, model=model)
+
+
 def provenance(deployment: Deployment) -> Provenance:
-    """Provenance of thinking signed by this deployment."""
-    return Provenance(api=API, provider=deployment.provider, model=deployment.model)
+    """Provenance of thinking signed by this deployment (one shared, frozen instance per
+    provider and model)."""
+    return _provenance(deployment.provider, deployment.model)
+
+
+def usage_fields(u: dict[str, Any] | None) -> dict[str, int]:
+    """The :class:`Usage` fields (tokens) of an Anthropic ``usage`` object, as a dict; rules
+    in :func:`usage_from_wire`."""
+    u = u or {}
+    int_field = wire_common.int_field
+    return {
+        "input_tokens": int_field(u, "input_tokens") or 0,
+        "output_tokens": int_field(u, "output_tokens") or 0,
+        "cache_read_tokens": int_field(u, "cache_read_input_tokens") or 0,
+        "cache_write_tokens": int_field(u, "cache_creation_input_tokens") or 0,
+    }
 
 
 def usage_from_wire(u: dict[str, Any] | None) -> Usage:
@@ -368,13 +387,7 @@ def usage_from_wire(u: dict[str, Any] | None) -> Usage:
     cache reads and writes), ``cache_creation_input_tokens`` -> cache_write,
     ``cache_read_input_tokens`` -> cache_read, ``output_tokens``. The per-TTL
     ``cache_creation`` breakdown and ``server_tool_use`` counts are ignored."""
-    u = u or {}
-    return Usage(
-        input_tokens=wire_common.int_field(u, "input_tokens") or 0,
-        output_tokens=wire_common.int_field(u, "output_tokens") or 0,
-        cache_read_tokens=wire_common.int_field(u, "cache_read_input_tokens") or 0,
-        cache_write_tokens=wire_common.int_field(u, "cache_creation_input_tokens") or 0,
-    )
+    return Usage.model_validate(usage_fields(u))
 
 
 def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
@@ -383,9 +396,11 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
     ``text`` (empty ones skipped), ``thinking`` (signature byte-identical, provenance of the
     deployment), ``redacted_thinking`` and ``tool_use`` blocks become parts; ``tool_use.input``
     is kept as the arguments object and as compact JSON text in ``raw_arguments``; ids and names
-    are mapped back through ``ctx.names``. Raises :class:`UpstreamProtocolError` for an error
-    object or a body without ``content``, :class:`UnknownStopReason` for an unknown stop
-    reason.
+    are mapped back through ``ctx.names``. The answer is assembled as plain dicts and validated
+    once (:func:`gateway.providers.wire_common.validate_response`). Raises
+    :class:`UpstreamProtocolError` for an error object, a body without ``content`` or a
+    thinking ``signature`` that is not a string, :class:`UnknownStopReason` for an unknown
+    stop reason.
     """
     dep = ctx.deployment
     if obj.get("type") == "error":
@@ -396,39 +411,55 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
     content = obj.get("content")
     if not isinstance(content, list):
         raise UpstreamProtocolError("Anthropic message without a content list", deployment=dep.name)
-    parts: list[Any] = []
-    for block in content:
+    parts: list[dict[str, Any]] = []
+    for i, block in enumerate(content):
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
         if kind == "text":
-            if block.get("text"):
-                parts.append(TextPart(text=str(block["text"])))
+            text = block.get("text")
+            if text:
+                parts.append({"type": "text", "text": text if isinstance(text, str) else str(text)})
         elif kind == "thinking":
-            parts.append(
-                ThinkingPart(
-                    text=str(block.get("thinking") or ""),
-                    signature=block.get("signature") or None,
-                    provenance=provenance(dep),
+            signature = block.get("signature") or None
+            if signature is not None and not isinstance(signature, str):
+                raise UpstreamProtocolError(
+                    f"Anthropic message content[{i}].signature is not a string", deployment=dep.name
                 )
+            parts.append(
+                {
+                    "type": "thinking",
+                    "text": str(block.get("thinking") or ""),
+                    "signature": signature,
+                    "provenance": provenance(dep),
+                }
             )
         elif kind == "redacted_thinking":
-            parts.append(RedactedThinkingPart(data=str(block.get("data") or ""), provenance=provenance(dep)))
+            parts.append(
+                {
+                    "type": "redacted_thinking",
+                    "data": str(block.get("data") or ""),
+                    "provenance": provenance(dep),
+                }
+            )
         elif kind == "tool_use":
             args = block.get("input")
             args = args if isinstance(args, dict) else {}
             parts.append(
-                ToolCallPart(
-                    id=ctx.names.from_upstream_id(str(block.get("id") or "")),
-                    name=ctx.names.from_upstream_name(str(block.get("name") or "")),
-                    arguments=args,
-                    raw_arguments=wire_common.dumps_arguments(args),
-                )
+                {
+                    "type": "tool_call",
+                    "id": ctx.names.from_upstream_id(str(block.get("id") or "")),
+                    "name": ctx.names.from_upstream_name(str(block.get("name") or "")),
+                    "arguments": args,
+                    "raw_arguments": wire_common.dumps_arguments(args),
+                }
             )
-    return Response(
-        id=str(obj.get("id") or ""),
-        model=str(obj.get("model") or dep.model),
-        message=AssistantMessage(content=parts),
-        stop_reason=map_stop_reason(obj.get("stop_reason")),
-        usage=usage_from_wire(wire_common.as_dict(obj.get("usage"))),
-    )
+    usage = obj.get("usage")
+    data = {
+        "id": str(obj.get("id") or ""),
+        "model": str(obj.get("model") or dep.model),
+        "message": {"content": parts},
+        "stop_reason": map_stop_reason(obj.get("stop_reason")),
+        "usage": usage_fields(usage if isinstance(usage, dict) else None),
+    }
+    return wire_common.validate_response(data, what="message", deployment=dep.name)

@@ -34,6 +34,7 @@ Decisions worth knowing
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -53,7 +54,6 @@ from gateway.schema import (
     StopReason,
     SystemMessage,
     TextPart,
-    ThinkingPart,
     ToolCallPart,
     ToolResultMessage,
     Usage,
@@ -121,7 +121,7 @@ def map_stop_reason(raw: str | None) -> StopReason:
     """``finish_reason`` -> internal stop reason: ``stop``, ``length``, ``tool_calls`` and the
     legacy ``function_call`` (-> ``tool_use``), ``content_filter``. Anything else (including a
     missing value) raises :class:`UnknownStopReason`."""
-    if raw is None or raw not in _STOP_REASONS:
+    if not isinstance(raw, str) or raw not in _STOP_REASONS:
         raise UnknownStopReason(f"unknown OpenAI chat finish_reason {raw!r}")
     return _STOP_REASONS[raw]
 
@@ -340,9 +340,52 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
 # ---------------------------------------------------------------------------- response
 
 
+@functools.lru_cache(maxsize=1024)
+def _provenance(provider: str, model: str) -> Provenance:
+    return Provenance(api=API, provider=provider, model=model)
+
+
 def thinking_provenance(deployment: Deployment) -> Provenance:
-    """Provenance of reasoning text read from this deployment."""
-    return Provenance(api=API, provider=deployment.provider, model=deployment.model)
+    """Provenance of reasoning text read from this deployment (one shared, frozen instance
+    per provider and model)."""
+    return _provenance(deployment.provider, deployment.model)
+
+
+def usage_fields(u: dict[str, Any] | None) -> dict[str, int]:
+    """The :class:`Usage` fields (tokens) of an OpenAI ``usage`` object, as a dict; rules in
+    :func:`usage_from_wire`. Empty for a missing usage."""
+    if not u:
+        return {}
+    pdet = u.get("prompt_tokens_details")
+    if not isinstance(pdet, dict):
+        pdet = None
+    cdet = u.get("completion_tokens_details")
+    if not isinstance(cdet, dict):
+        cdet = None
+    int_field = wire_common.int_field
+    prompt = int_field(u, "prompt_tokens") or 0
+    completion = int_field(u, "completion_tokens") or 0
+    cached = int_field(pdet, "cached_tokens")
+    if cached is None:
+        cached = int_field(u, "prompt_cache_hit_tokens")
+    cached = cached or 0
+    written = int_field(pdet, "cache_write_tokens") or 0
+    reasoning = int_field(cdet, "reasoning_tokens") or 0
+    total = int_field(u, "total_tokens")
+    output = completion
+    outside = total is not None and total == prompt + completion + reasoning
+    if reasoning and (outside or reasoning > completion):
+        # reasoning above completion cannot be a part of it: the Vercel AI gateway reports
+        # completion 9, reasoning 61, total = prompt + completion (corpus fantasy
+        # TestVercelThinking/gemini-3-pro-preview/thinking-streaming.yaml)
+        output = completion + reasoning
+    return {
+        "input_tokens": max(prompt - cached - written, 0),
+        "output_tokens": output,
+        "cache_read_tokens": cached,
+        "cache_write_tokens": written,
+        "reasoning_tokens": reasoning,
+    }
 
 
 def usage_from_wire(u: dict[str, Any] | None) -> Usage:
@@ -361,35 +404,7 @@ def usage_from_wire(u: dict[str, Any] | None) -> Usage:
     Extra fields (``cost``, ``cost_in_usd_ticks``, ``num_sources_used``…) are ignored. A
     missing usage gives all zeros (the accounting layer then estimates).
     """
-    if not u:
-        return Usage()
-    pdet = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else None
-    cdet = (
-        u.get("completion_tokens_details") if isinstance(u.get("completion_tokens_details"), dict) else None
-    )
-    prompt = wire_common.int_field(u, "prompt_tokens") or 0
-    completion = wire_common.int_field(u, "completion_tokens") or 0
-    cached = wire_common.int_field(pdet, "cached_tokens")
-    if cached is None:
-        cached = wire_common.int_field(u, "prompt_cache_hit_tokens")
-    cached = cached or 0
-    written = wire_common.int_field(pdet, "cache_write_tokens") or 0
-    reasoning = wire_common.int_field(cdet, "reasoning_tokens") or 0
-    total = wire_common.int_field(u, "total_tokens")
-    output = completion
-    outside = total is not None and total == prompt + completion + reasoning
-    if reasoning and (outside or reasoning > completion):
-        # reasoning above completion cannot be a part of it: the Vercel AI gateway reports
-        # completion 9, reasoning 61, total = prompt + completion (corpus fantasy
-        # TestVercelThinking/gemini-3-pro-preview/thinking-streaming.yaml)
-        output = completion + reasoning
-    return Usage(
-        input_tokens=max(prompt - cached - written, 0),
-        output_tokens=output,
-        cache_read_tokens=cached,
-        cache_write_tokens=written,
-        reasoning_tokens=reasoning,
-    )
+    return Usage.model_validate(usage_fields(u))
 
 
 def content_items(content: Any) -> list[tuple[str, str]]:
@@ -445,57 +460,82 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
     Reads ``choices[0].message``: reasoning (``reasoning_content`` / ``reasoning``) becomes a
     :class:`ThinkingPart` without signature, then text (``content``; ``refusal`` text too),
     then tool calls (``tool_calls``, or a legacy ``function_call`` with a synthesised id) with
-    names and ids mapped back through ``ctx.names``. Raises :class:`UpstreamProtocolError`
-    when there is no choice and :class:`UnknownStopReason` for an unknown ``finish_reason``.
+    names and ids mapped back through ``ctx.names``. The answer is assembled as plain dicts and
+    validated once (:func:`gateway.providers.wire_common.validate_response`). Raises
+    :class:`UpstreamProtocolError` when there is no choice or a ``tool_calls`` entry is not an
+    object, and :class:`UnknownStopReason` for an unknown ``finish_reason``.
     """
     dep = ctx.deployment
     choices = obj.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise UpstreamProtocolError("chat completion without choices", deployment=dep.name)
     choice = choices[0]
-    msg = wire_common.as_dict(choice.get("message"))
+    msg = choice.get("message")
+    if not isinstance(msg, dict):
+        msg = {}
     resp_id = str(obj.get("id") or "")
-    parts: list[Any] = []
+    parts: list[dict[str, Any]] = []
     reasoning = reasoning_text(msg)
     if reasoning:
-        parts.append(ThinkingPart(text=reasoning, provenance=thinking_provenance(dep)))
-    for kind, text in content_items(msg.get("content")):
-        if kind == "thinking":
-            parts.append(ThinkingPart(text=text, provenance=thinking_provenance(dep)))
-        else:
-            parts.append(TextPart(text=text))
-    if isinstance(msg.get("refusal"), str) and msg["refusal"]:
-        parts.append(TextPart(text=msg["refusal"]))
-    calls = wire_common.as_list(msg.get("tool_calls"))
-    for n, tc in enumerate(calls):
-        fn = wire_common.as_dict(tc.get("function"))
-        raw = raw_arguments_of(fn.get("arguments"))
-        tid = tc.get("id") or wire_common.synth_id("call", resp_id, n)
-        parts.append(
-            ToolCallPart(
-                id=ctx.names.from_upstream_id(str(tid)),
-                name=ctx.names.from_upstream_name(str(fn.get("name") or "")),
-                arguments=wire_common.parse_arguments(raw),
-                raw_arguments=raw,
+        parts.append({"type": "thinking", "text": reasoning, "provenance": thinking_provenance(dep)})
+    content = msg.get("content")
+    if isinstance(content, str):  # the common case: plain text
+        if content:
+            parts.append({"type": "text", "text": content})
+    else:
+        for kind, text in content_items(content):
+            if kind == "thinking":
+                parts.append({"type": "thinking", "text": text, "provenance": thinking_provenance(dep)})
+            else:
+                parts.append({"type": "text", "text": text})
+    refusal = msg.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        parts.append({"type": "text", "text": refusal})
+    calls = msg.get("tool_calls")
+    has_calls = False
+    if isinstance(calls, list) and calls:
+        names = ctx.names
+        for n, tc in enumerate(calls):
+            if not isinstance(tc, dict):
+                raise UpstreamProtocolError(
+                    f"chat completion choices[0].message.tool_calls[{n}] is not an object",
+                    deployment=dep.name,
+                )
+            fn = tc.get("function")
+            if not isinstance(fn, dict):
+                fn = {}
+            raw = raw_arguments_of(fn.get("arguments"))
+            tid = tc.get("id") or wire_common.synth_id("call", resp_id, n)
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": names.from_upstream_id(str(tid)),
+                    "name": names.from_upstream_name(str(fn.get("name") or "")),
+                    "arguments": wire_common.parse_arguments(raw),
+                    "raw_arguments": raw,
+                }
             )
-        )
-    legacy = msg.get("function_call")
-    if not calls and isinstance(legacy, dict):
-        raw = raw_arguments_of(legacy.get("arguments"))
-        parts.append(
-            ToolCallPart(
-                id=wire_common.synth_id("call", resp_id, 0),
-                name=ctx.names.from_upstream_name(str(legacy.get("name") or "")),
-                arguments=wire_common.parse_arguments(raw),
-                raw_arguments=raw,
+        has_calls = True
+    else:
+        legacy = msg.get("function_call")
+        if isinstance(legacy, dict):
+            raw = raw_arguments_of(legacy.get("arguments"))
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": wire_common.synth_id("call", resp_id, 0),
+                    "name": ctx.names.from_upstream_name(str(legacy.get("name") or "")),
+                    "arguments": wire_common.parse_arguments(raw),
+                    "raw_arguments": raw,
+                }
             )
-        )
-    has_calls = any(isinstance(p, ToolCallPart) for p in parts)
-    stop = stop_reason_with_tools(choice.get("finish_reason"), has_calls)
-    return Response(
-        id=resp_id,
-        model=str(obj.get("model") or dep.model),
-        message=AssistantMessage(content=parts),
-        stop_reason=stop,
-        usage=usage_from_wire(wire_common.as_dict(obj.get("usage"))),
-    )
+            has_calls = True
+    usage = obj.get("usage")
+    data = {
+        "id": resp_id,
+        "model": str(obj.get("model") or dep.model),
+        "message": {"content": parts},
+        "stop_reason": stop_reason_with_tools(choice.get("finish_reason"), has_calls),
+        "usage": usage_fields(usage) if isinstance(usage, dict) else {},
+    }
+    return wire_common.validate_response(data, what="chat completion", deployment=dep.name)
