@@ -44,7 +44,7 @@ from gateway.edges._common import (
     validate_request,
     wrong_type,
 )
-from gateway.edges.signatures import ID_SEPARATOR, SIG_PREFIX, unwrap_signature, unwrap_tool_call_id
+from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
 from gateway.schema import Provenance, Request
 
@@ -335,14 +335,19 @@ def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
             elif kind == "thinking":
                 text = raw.get("thinking")
                 sig = raw.get("signature")
-                if type(text) is str and type(sig) is str and not sig.startswith(SIG_PREFIX):
-                    if sig:
-                        parts.append(
-                            {"type": "thinking", "text": text, "signature": sig, "provenance": NATIVE}
-                        )
-                    else:
+                if type(text) is str and type(sig) is str:
+                    if not sig:
                         parts.append({"type": "thinking", "text": text})
-                    continue
+                        continue
+                    try:
+                        sig, prov = unwrap_signature(sig)
+                    except ValueError:
+                        pass  # damaged envelope: _assistant_block reports it
+                    else:
+                        parts.append(
+                            {"type": "thinking", "text": text, "signature": sig, "provenance": prov or NATIVE}
+                        )
+                        continue
         bpath = f"{cpath}[{j}]"
         part = _assistant_block(as_obj(raw, bpath), bpath, st)
         if part is not None:

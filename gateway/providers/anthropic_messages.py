@@ -64,6 +64,7 @@ from gateway.schema import (
     SystemMessage,
     TextPart,
     ThinkingPart,
+    ToolCallPart,
     ToolResultMessage,
     Usage,
     UserMessage,
@@ -153,6 +154,11 @@ def upstream_name(names: NameMap, name: str) -> str:
     return names.to_upstream_name(name, TOOL_NAME, 64)
 
 
+# Parts and messages are told apart by exact class (``type(x) is C``): models are never
+# subclassed, and isinstance on a pydantic model goes through ABCMeta (several times slower,
+# and this runs for every part of every message of every call).
+
+
 def _blank(text: str) -> bool:
     return not text.strip()
 
@@ -164,9 +170,12 @@ def _with_cache(block: dict[str, Any], cache_control: dict[str, Any] | None) -> 
 
 
 def _text_block(part: TextPart) -> dict[str, Any] | None:
-    if _blank(part.text):
+    text = part.text
+    if not text or text.isspace():  # blank: Anthropic rejects it
         return None
-    return _with_cache({"type": "text", "text": part.text}, part.cache_control)
+    if part.cache_control is None:
+        return {"type": "text", "text": text}
+    return {"type": "text", "text": text, "cache_control": part.cache_control}
 
 
 def image_block(part: ImagePart) -> dict[str, Any]:
@@ -194,31 +203,31 @@ def _check_image(deployment: Deployment, where: str, what: str) -> None:
         )
 
 
-def _user_blocks(msg: UserMessage, deployment: Deployment, where: str) -> list[dict[str, Any]]:
+def _where(msg: Any, i: int) -> str:
+    return msg.src or f"messages[{i}]"
+
+
+def _media_blocks(
+    msg: UserMessage | ToolResultMessage, deployment: Deployment, i: int, what: str
+) -> list[dict[str, Any]]:
+    """The text and image blocks of a user message or tool result (blank text dropped)."""
     out: list[dict[str, Any]] = []
     for part in msg.content:
-        if isinstance(part, TextPart):
+        if type(part) is TextPart:
             block = _text_block(part)
             if block is not None:
                 out.append(block)
-        else:
-            _check_image(deployment, where, "the user message")
+        elif type(part) is ImagePart:
+            if not deployment.supports_images:
+                _check_image(deployment, _where(msg, i), what)
             out.append(image_block(part))
     return out
 
 
 def _tool_result_block(
-    msg: ToolResultMessage, deployment: Deployment, names: NameMap, where: str
+    msg: ToolResultMessage, deployment: Deployment, names: NameMap, i: int
 ) -> dict[str, Any]:
-    content: list[dict[str, Any]] = []
-    for part in msg.content:
-        if isinstance(part, TextPart):
-            block = _text_block(part)
-            if block is not None:
-                content.append(block)
-        else:
-            _check_image(deployment, where, f"the tool result for tool call {msg.tool_call_id!r}")
-            content.append(image_block(part))
+    content = _media_blocks(msg, deployment, i, f"the tool result for tool call {msg.tool_call_id!r}")
     out: dict[str, Any] = {"type": "tool_result", "tool_use_id": upstream_id(names, msg.tool_call_id)}
     if content:
         out["content"] = content
@@ -230,16 +239,11 @@ def _tool_result_block(
 def _assistant_blocks(msg: AssistantMessage, names: NameMap) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for part in msg.content:
-        if isinstance(part, TextPart):
+        if type(part) is TextPart:
             block = _text_block(part)
             if block is not None:
                 out.append(block)
-        elif isinstance(part, ThinkingPart):
-            if part.signature:
-                out.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
-        elif isinstance(part, RedactedThinkingPart):
-            out.append({"type": "redacted_thinking", "data": part.data})
-        else:
+        elif type(part) is ToolCallPart:
             out.append(
                 {
                     "type": "tool_use",
@@ -248,6 +252,11 @@ def _assistant_blocks(msg: AssistantMessage, names: NameMap) -> list[dict[str, A
                     "input": part.arguments,
                 }
             )
+        elif type(part) is ThinkingPart:
+            if part.signature:
+                out.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
+        elif type(part) is RedactedThinkingPart:
+            out.append({"type": "redacted_thinking", "data": part.data})
     return out
 
 
@@ -258,18 +267,19 @@ def _messages(
     system: list[dict[str, Any]] = []
     turns: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]] = []
     for i, msg in enumerate(request.messages):
-        where = msg.src or f"messages[{i}]"
         results: list[dict[str, Any]] = []
         others: list[dict[str, Any]] = []
-        if isinstance(msg, SystemMessage):
+        if type(msg) is SystemMessage:
             system.extend(b for b in (_text_block(p) for p in msg.content) if b is not None)
             continue
-        if isinstance(msg, UserMessage):
-            role, others = "user", _user_blocks(msg, deployment, where)
-        elif isinstance(msg, ToolResultMessage):
-            role, results = "user", [_tool_result_block(msg, deployment, names, where)]
-        else:
+        if type(msg) is AssistantMessage:
             role, others = "assistant", _assistant_blocks(msg, names)
+        elif type(msg) is ToolResultMessage:
+            role, results = "user", [_tool_result_block(msg, deployment, names, i)]
+        elif type(msg) is UserMessage:
+            role, others = "user", _media_blocks(msg, deployment, i, "the user message")
+        else:
+            continue
         if not results and not others:
             continue
         if turns and turns[-1][0] == role:

@@ -165,16 +165,27 @@ def _image_block(part: ImagePart) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": _image_url(part)}}
 
 
-def _user_content(msg: UserMessage, deployment: Deployment, where: str) -> str | list[dict[str, Any]]:
-    if len(msg.content) == 1 and isinstance(msg.content[0], TextPart):
-        return msg.content[0].text
+# Parts and messages are told apart by exact class (``type(x) is C``): models are never
+# subclassed, and isinstance on a pydantic model goes through ABCMeta (several times slower,
+# and this runs for every part of every message of every call).
+
+
+def _where(msg: Any, i: int) -> str:
+    return msg.src or f"messages[{i}]"
+
+
+def _user_content(msg: UserMessage, deployment: Deployment, i: int) -> str | list[dict[str, Any]]:
+    content = msg.content
+    if len(content) == 1 and type(content[0]) is TextPart:
+        return content[0].text
     blocks: list[dict[str, Any]] = []
-    for part in msg.content:
-        if isinstance(part, TextPart):
+    for part in content:
+        if type(part) is TextPart:
             if part.text:
                 blocks.append({"type": "text", "text": part.text})
-        else:
+        elif type(part) is ImagePart:
             if not deployment.supports_images:
+                where = _where(msg, i)
                 raise CapabilityError(
                     f"{where} contains an image, which deployment {deployment.name!r} "
                     f"(model {deployment.model}) cannot take",
@@ -185,16 +196,20 @@ def _user_content(msg: UserMessage, deployment: Deployment, where: str) -> str |
 
 
 def _assistant_dict(msg: AssistantMessage, names: NameMap) -> dict[str, Any] | None:
-    text = "".join(p.text for p in msg.content if isinstance(p, TextPart))
-    calls = [
-        {
-            "id": upstream_id(names, p.id),
-            "type": "function",
-            "function": {"name": upstream_name(names, p.name), "arguments": p.raw_arguments},
-        }
-        for p in msg.content
-        if isinstance(p, ToolCallPart)
-    ]
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for p in msg.content:
+        if type(p) is TextPart:
+            texts.append(p.text)
+        elif type(p) is ToolCallPart:
+            calls.append(
+                {
+                    "id": upstream_id(names, p.id),
+                    "type": "function",
+                    "function": {"name": upstream_name(names, p.name), "arguments": p.raw_arguments},
+                }
+            )
+    text = "".join(texts)
     if not text and not calls:
         return None
     out: dict[str, Any] = {"role": "assistant", "content": text or None}
@@ -215,15 +230,10 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
     image_followup: list[dict[str, Any]] = []
     inline_images = deployment.quirks.images_in_tool_results
     for i, msg in enumerate(request.messages):
-        where = msg.src or f"messages[{i}]"
-        if image_followup and not isinstance(msg, ToolResultMessage):
+        if image_followup and type(msg) is not ToolResultMessage:
             out.append({"role": "user", "content": image_followup})
             image_followup = []
-        if isinstance(msg, SystemMessage):
-            out.append({"role": "system", "content": "\n\n".join(p.text for p in msg.content)})
-        elif isinstance(msg, UserMessage):
-            out.append({"role": "user", "content": _user_content(msg, deployment, where)})
-        elif isinstance(msg, AssistantMessage):
+        if type(msg) is AssistantMessage:
             item = _assistant_dict(msg, names)
             if item is None:
                 continue
@@ -231,8 +241,12 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
                 _merge_assistant(out[-1], item)
             else:
                 out.append(item)
-        else:
-            out.append(_tool_message(msg, deployment, names, where, inline_images, image_followup))
+        elif type(msg) is ToolResultMessage:
+            out.append(_tool_message(msg, deployment, names, i, inline_images, image_followup))
+        elif type(msg) is UserMessage:
+            out.append({"role": "user", "content": _user_content(msg, deployment, i)})
+        elif type(msg) is SystemMessage:
+            out.append({"role": "system", "content": "\n\n".join(p.text for p in msg.content)})
     if image_followup:
         out.append({"role": "user", "content": image_followup})
     return out
@@ -242,34 +256,39 @@ def _tool_message(
     msg: ToolResultMessage,
     deployment: Deployment,
     names: NameMap,
-    where: str,
+    i: int,
     inline_images: bool,
     image_followup: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """One ``role: tool`` message; image parts go inline or are appended to
     ``image_followup`` (the user message that follows the run of tool messages)."""
     call_id = upstream_id(names, msg.tool_call_id)
-    images = [p for p in msg.content if isinstance(p, ImagePart)]
-    texts = [p.text for p in msg.content if isinstance(p, TextPart)]
+    content = msg.content
+    if len(content) == 1 and type(content[0]) is TextPart:  # the common case
+        return {"role": "tool", "tool_call_id": call_id, "content": content[0].text}
+    images = [p for p in content if type(p) is ImagePart]
     if images and not deployment.supports_images:
+        where = _where(msg, i)
         raise CapabilityError(
             f"the tool result for tool call {msg.tool_call_id!r} ({where}) contains an image, which "
             f"deployment {deployment.name!r} (model {deployment.model}) cannot take",
             param=where,
         )
-    content: str | list[dict[str, Any]]
+    wire: str | list[dict[str, Any]]
     if images and inline_images:
-        content = [
-            {"type": "text", "text": p.text} if isinstance(p, TextPart) else _image_block(p)
-            for p in msg.content
-            if not (isinstance(p, TextPart) and not p.text)
-        ]
+        wire = []
+        for p in content:
+            if type(p) is TextPart:
+                if p.text:
+                    wire.append({"type": "text", "text": p.text})
+            elif type(p) is ImagePart:
+                wire.append(_image_block(p))
     else:
-        content = "\n".join(texts)
+        wire = "\n".join(p.text for p in content if type(p) is TextPart)
         if images:
             image_followup.append({"type": "text", "text": f"Image output of tool call {call_id}:"})
             image_followup.extend(_image_block(p) for p in images)
-    return {"role": "tool", "tool_call_id": call_id, "content": content}
+    return {"role": "tool", "tool_call_id": call_id, "content": wire}
 
 
 def _tool_choice(request: Request, names: NameMap) -> Any:
