@@ -146,12 +146,14 @@ def error_message(status: int, body: bytes) -> str:
 
 def upstream_id(names: NameMap, id_: str) -> str:
     """The tool-use id sent to Anthropic for client id ``id_`` (``^[a-zA-Z0-9_-]+$``)."""
-    return names.to_upstream_id(id_, ANTHROPIC_ID, None)
+    return names.ids.get(id_) or names.to_upstream_id(
+        id_, ANTHROPIC_ID, None
+    )  # a call's id comes back in its result
 
 
 def upstream_name(names: NameMap, name: str) -> str:
     """The tool name sent to Anthropic for client name ``name`` (``^[a-zA-Z0-9_-]{1,64}$``)."""
-    return names.to_upstream_name(name, TOOL_NAME, 64)
+    return names.names.get(name) or names.to_upstream_name(name, TOOL_NAME, 64)
 
 
 # Parts and messages are told apart by exact class (``type(x) is C``): models are never

@@ -147,12 +147,14 @@ def error_message(status: int, body: bytes) -> str:
 def upstream_id(names: NameMap, id_: str) -> str:
     """The tool-call id sent upstream for client id ``id_`` (rewritten only when longer than
     40 characters or empty)."""
-    return names.to_upstream_id(id_, OPENAI_ID, OPENAI_ID_MAX)
+    return names.ids.get(id_) or names.to_upstream_id(
+        id_, OPENAI_ID, OPENAI_ID_MAX
+    )  # a call's id comes back in its result
 
 
 def upstream_name(names: NameMap, name: str) -> str:
     """The tool name sent upstream for client name ``name`` (``^[a-zA-Z0-9_-]{1,64}$``)."""
-    return names.to_upstream_name(name, TOOL_NAME, 64)
+    return names.names.get(name) or names.to_upstream_name(name, TOOL_NAME, 64)
 
 
 def _image_url(part: ImagePart) -> str:

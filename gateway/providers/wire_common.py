@@ -105,7 +105,9 @@ def int_field(obj: dict[str, Any] | None, key: str) -> int | None:
     if not obj:
         return None
     val = obj.get(key)
-    if isinstance(val, bool) or not isinstance(val, int | float):
+    if type(val) is int:  # the common case
+        return val
+    if isinstance(val, bool) or not isinstance(val, (int, float)):
         return None
     return int(val)
 
