@@ -16,6 +16,11 @@ Reference: https://docs.anthropic.com/en/api/messages. Notes:
   ``high``); ``output_config.format`` (json_schema) -> ``ResponseFormat``.
 * Not supported yet, rejected naming the path: documents, search results, server tools
   (``web_search_*``, ``code_execution_*``, ...), their result blocks, ``mcp_servers``.
+
+How it works: one pass over the decoded body checks every field by hand (errors name the
+field, :mod:`gateway.edges._common`) and assembles plain dicts and lists in the shape of
+:mod:`gateway.schema` (``role``/``type`` discriminator keys, ``src`` locations); the result is
+validated once, by :func:`gateway.edges._common.validate_request`.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import orjson
 from gateway.edges._common import (
     JSONObj,
     as_obj,
+    check,
+    invalid,
     join,
     load_body,
     mcp_server_entries,
@@ -34,28 +41,12 @@ from gateway.edges._common import (
     opt,
     req,
     unsupported,
+    validate_request,
     wrong_type,
 )
-from gateway.edges.signatures import unwrap_signature, unwrap_tool_call_id
+from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
-from gateway.schema import (
-    AssistantMessage,
-    ImagePart,
-    Message,
-    Provenance,
-    RedactedThinkingPart,
-    Request,
-    ResponseFormat,
-    SystemMessage,
-    TextPart,
-    ThinkingConfig,
-    ThinkingPart,
-    ToolCallPart,
-    ToolChoice,
-    ToolDefinition,
-    ToolResultMessage,
-    UserMessage,
-)
+from gateway.schema import Provenance, Request
 
 NATIVE = Provenance(api="anthropic_messages", provider="anthropic", model="")
 """Provenance of a raw (unwrapped) signature sent by an Anthropic client."""
@@ -88,6 +79,14 @@ _EFFORTS = {
     "max": "high",
 }
 
+_FIELD_NAMES = {
+    "max_output_tokens": "max_tokens",
+    "stop": "stop_sequences",
+    "response_format": "output_config.format",
+    "user": "metadata.user_id",
+}
+"""Internal top-level field -> the client's field, for the (unexpected) validation error."""
+
 
 def _unknown_block(kind: str, path: str, allowed: str) -> InvalidRequest:
     tpath = join(path, "type")
@@ -98,26 +97,34 @@ def _unknown_block(kind: str, path: str, allowed: str) -> InvalidRequest:
     )
 
 
-def _text(block: JSONObj, path: str) -> TextPart | None:
+def _text(block: JSONObj, path: str) -> JSONObj | None:
+    """A ``text`` block -> a text part dict; None when empty (dropped, handed case C07)."""
     text = req(block, "text", str, path)
     if not text:
         return None
-    return TextPart(text=text, cache_control=opt(block, "cache_control", dict, path))
+    cache = block.get("cache_control")
+    if cache is None:
+        return {"type": "text", "text": text}
+    if type(cache) is not dict:
+        raise wrong_type(join(path, "cache_control"), "an object", cache)
+    return {"type": "text", "text": text, "cache_control": cache}
 
 
-def _image(block: JSONObj, path: str) -> ImagePart:
+def _image(block: JSONObj, path: str) -> JSONObj:
+    """An ``image`` block (base64 or URL source) -> an image part dict."""
     spath = join(path, "source")
     source = as_obj(req(block, "source", dict, path), spath)
     stype = req(source, "type", str, spath)
     cache = opt(block, "cache_control", dict, path)
     if stype == "base64":
-        return ImagePart(
-            data=req(source, "data", str, spath),
-            media_type=req(source, "media_type", str, spath),
-            cache_control=cache,
-        )
+        return {
+            "type": "image",
+            "data": req(source, "data", str, spath),
+            "media_type": req(source, "media_type", str, spath),
+            "cache_control": cache,
+        }
     if stype == "url":
-        return ImagePart(url=req(source, "url", str, spath), cache_control=cache)
+        return {"type": "image", "url": req(source, "url", str, spath), "cache_control": cache}
     raise unsupported(join(spath, "type"), f"image source type {stype!r}")
 
 
@@ -129,15 +136,15 @@ def _unwrap(value: str, path: str) -> tuple[str, Provenance]:
     return sig, prov or NATIVE
 
 
-def _text_content(content: Any, path: str) -> list[TextPart]:
-    """``content`` that may hold only text: a string or text blocks."""
-    if isinstance(content, str):
-        return [TextPart(text=content)] if content else []
-    if not isinstance(content, list):
+def _text_content(content: Any, path: str) -> list[JSONObj]:
+    """``content`` that may hold only text: a string or text blocks -> text part dicts."""
+    if type(content) is str:
+        return [{"type": "text", "text": content}] if content else []
+    if type(content) is not list:
         raise wrong_type(path, "a string or an array of text blocks", content)
     out = []
     for j, raw in enumerate(content):
-        bpath = join(path, j)
+        bpath = f"{path}[{j}]"
         block = as_obj(raw, bpath)
         kind = req(block, "type", str, bpath)
         if kind != "text":
@@ -149,39 +156,59 @@ def _text_content(content: Any, path: str) -> list[TextPart]:
 
 
 class _State:
+    __slots__ = ("names",)
+
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
 
 
-def _tool_result(block: JSONObj, path: str, st: _State) -> ToolResultMessage:
-    call_id = unwrap_tool_call_id(req(block, "tool_use_id", str, path))[0]
+def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
+    """A ``tool_result`` block -> a tool-result message dict (``src`` = the block's path)."""
+    call_id = block.get("tool_use_id")
+    if type(call_id) is not str:
+        invalid(block, "tool_use_id", str, path)
+    if ID_SEPARATOR in call_id:
+        call_id = unwrap_tool_call_id(call_id)[0]
     content = block.get("content")
-    cpath = join(path, "content")
-    parts: list[TextPart | ImagePart] = []
-    if isinstance(content, str):
+    parts: list[JSONObj] = []
+    if type(content) is str:
         if content:
-            parts.append(TextPart(text=content))
-    elif isinstance(content, list):
+            parts.append({"type": "text", "text": content})
+    elif type(content) is list:
+        cpath = path + ".content"
         for k, raw in enumerate(content):
-            bpath = join(cpath, k)
+            if type(raw) is dict and raw.get("type") == "text" and "cache_control" not in raw:
+                text = raw.get("text")
+                if type(text) is str:  # the common case, checked inline
+                    if text:
+                        parts.append({"type": "text", "text": text})
+                    continue
+            bpath = f"{cpath}[{k}]"
             inner = as_obj(raw, bpath)
             kind = req(inner, "type", str, bpath)
-            if kind not in ("text", "image"):
+            if kind != "text" and kind != "image":
                 raise _unknown_block(kind, bpath, "text or image")
             _add_media(parts, kind, inner, bpath)
     elif content is not None:
-        raise wrong_type(cpath, "a string or an array of content blocks", content)
-    return ToolResultMessage(
-        tool_call_id=call_id,
-        content=parts,
-        is_error=bool(opt(block, "is_error", bool, path)),
-        name=st.names.get(call_id),
-        cache_control=opt(block, "cache_control", dict, path),
-        src=path,
-    )
+        raise wrong_type(path + ".content", "a string or an array of content blocks", content)
+    is_error = block.get("is_error")
+    if is_error is not None and type(is_error) is not bool:
+        check(is_error, bool, join(path, "is_error"))  # raises
+    cache = block.get("cache_control")
+    if cache is not None and type(cache) is not dict:
+        check(cache, dict, join(path, "cache_control"))  # raises
+    return {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "content": parts,
+        "is_error": bool(is_error),
+        "name": st.names.get(call_id),
+        "cache_control": cache,
+        "src": path,
+    }
 
 
-def _add_media(parts: list[TextPart | ImagePart], kind: str, block: JSONObj, path: str) -> None:
+def _add_media(parts: list[JSONObj], kind: str, block: JSONObj, path: str) -> None:
     """Append the ``text`` (dropped when empty) or ``image`` block at ``path`` to ``parts``."""
     if kind == "image":
         parts.append(_image(block, path))
@@ -191,100 +218,160 @@ def _add_media(parts: list[TextPart | ImagePart], kind: str, block: JSONObj, pat
         parts.append(part)
 
 
-def _user(msg: JSONObj, path: str, st: _State) -> list[Message]:
+def _user(msg: JSONObj, path: str, st: _State, out: list[JSONObj]) -> None:
+    """Append the message dicts of a user message to ``out``: its tool results, then the
+    user message with its other blocks (handed case C04)."""
     content = msg.get("content")
-    cpath = join(path, "content")
+    if type(content) is str:
+        out.append(
+            {"role": "user", "content": [{"type": "text", "text": content}] if content else [], "src": path}
+        )
+        return
+    cpath = path + ".content"
     if content is None:
         raise missing(cpath)
-    if isinstance(content, str):
-        return [UserMessage(content=[TextPart(text=content)] if content else [], src=path)]
-    if not isinstance(content, list):
+    if type(content) is not list:
         raise wrong_type(cpath, "a string or an array of content blocks", content)
-    results: list[Message] = []
-    parts: list[TextPart | ImagePart] = []
+    results = 0
+    parts: list[JSONObj] = []
     for j, raw in enumerate(content):
-        bpath = join(cpath, j)
-        block = as_obj(raw, bpath)
-        kind = req(block, "type", str, bpath)
-        if kind in ("text", "image"):
-            _add_media(parts, kind, block, bpath)
-        elif kind == "tool_result":
-            results.append(_tool_result(block, bpath, st))
+        bpath = f"{cpath}[{j}]"
+        if type(raw) is not dict:
+            raise wrong_type(bpath, "an object", raw)
+        kind = raw.get("type")
+        if kind == "tool_result":
+            out.append(_tool_result(raw, bpath, st))
+            results += 1
+        elif kind == "text" or kind == "image":
+            _add_media(parts, kind, raw, bpath)
         else:
+            kind = req(raw, "type", str, bpath)
             raise _unknown_block(kind, bpath, "text, image or tool_result")
     if parts or not results:
-        results.append(UserMessage(content=parts, src=path))
-    return results
+        out.append({"role": "user", "content": parts, "src": path})
 
 
-def _assistant(msg: JSONObj, path: str, st: _State) -> AssistantMessage:
+def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
+    """One block of an assistant ``content`` list -> a part dict (None for empty text)."""
+    kind = req(block, "type", str, bpath)
+    if kind == "text":
+        return _text(block, bpath)
+    if kind == "thinking":
+        text = req(block, "thinking", str, bpath)
+        raw_sig = opt(block, "signature", str, bpath)
+        if raw_sig:
+            sig, prov = _unwrap(raw_sig, join(bpath, "signature"))
+            return {"type": "thinking", "text": text, "signature": sig, "provenance": prov}
+        return {"type": "thinking", "text": text}
+    if kind == "redacted_thinking":
+        data, prov = _unwrap(req(block, "data", str, bpath), join(bpath, "data"))
+        return {"type": "redacted_thinking", "data": data, "provenance": prov}
+    if kind == "tool_use":
+        raw_input = block.get("input")
+        args = as_obj({} if raw_input is None else raw_input, join(bpath, "input"))
+        call_id, call_sig, cprov = unwrap_tool_call_id(req(block, "id", str, bpath))
+        name = req(block, "name", str, bpath)
+        st.names.setdefault(call_id, name)
+        return {
+            "type": "tool_call",
+            "id": call_id,
+            "name": name,
+            "arguments": args,
+            "raw_arguments": orjson.dumps(args).decode(),
+            "signature": call_sig,
+            "provenance": cprov,
+            "src": bpath,
+        }
+    raise _unknown_block(kind, bpath, "text, thinking, redacted_thinking or tool_use")
+
+
+def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
     content = msg.get("content")
-    cpath = join(path, "content")
+    if type(content) is str:
+        return {
+            "role": "assistant",
+            "content": [{"type": "text", "text": content}] if content else [],
+            "src": path,
+        }
+    cpath = path + ".content"
     if content is None:
         raise missing(cpath)
-    if isinstance(content, str):
-        return AssistantMessage(content=[TextPart(text=content)] if content else [], src=path)
-    if not isinstance(content, list):
+    if type(content) is not list:
         raise wrong_type(cpath, "a string or an array of content blocks", content)
-    parts: list[Any] = []
+    parts: list[JSONObj] = []
     for j, raw in enumerate(content):
-        bpath = join(cpath, j)
-        block = as_obj(raw, bpath)
-        kind = req(block, "type", str, bpath)
-        if kind == "text":
-            part = _text(block, bpath)
-            if part is not None:
-                parts.append(part)
-        elif kind == "thinking":
-            text = req(block, "thinking", str, bpath)
-            raw_sig = opt(block, "signature", str, bpath)
-            if raw_sig:
-                sig, prov = _unwrap(raw_sig, join(bpath, "signature"))
-                parts.append(ThinkingPart(text=text, signature=sig, provenance=prov))
-            else:
-                parts.append(ThinkingPart(text=text))
-        elif kind == "redacted_thinking":
-            data, prov = _unwrap(req(block, "data", str, bpath), join(bpath, "data"))
-            parts.append(RedactedThinkingPart(data=data, provenance=prov))
-        elif kind == "tool_use":
-            raw_input = block.get("input")
-            args = as_obj({} if raw_input is None else raw_input, join(bpath, "input"))
-            call_id, call_sig, cprov = unwrap_tool_call_id(req(block, "id", str, bpath))
-            name = req(block, "name", str, bpath)
-            st.names.setdefault(call_id, name)
-            parts.append(
-                ToolCallPart(
-                    id=call_id,
-                    name=name,
-                    arguments=args,
-                    raw_arguments=orjson.dumps(args).decode(),
-                    signature=call_sig,
-                    provenance=cprov,
-                    src=bpath,
-                )
-            )
-        else:
-            raise _unknown_block(kind, bpath, "text, thinking, redacted_thinking or tool_use")
-    return AssistantMessage(content=parts, src=path)
+        # The common block shapes are checked inline; anything else (and every error) goes
+        # through _assistant_block, which checks field by field.
+        if type(raw) is dict:
+            kind = raw.get("type")
+            if kind == "text":
+                text = raw.get("text")
+                if type(text) is str and "cache_control" not in raw:
+                    if text:
+                        parts.append({"type": "text", "text": text})
+                    continue
+            elif kind == "tool_use":
+                call_id = raw.get("id")
+                name = raw.get("name")
+                args = raw.get("input")
+                if (
+                    type(call_id) is str
+                    and type(name) is str
+                    and type(args) is dict
+                    and ID_SEPARATOR not in call_id
+                ):
+                    st.names.setdefault(call_id, name)
+                    parts.append(
+                        {
+                            "type": "tool_call",
+                            "id": call_id,
+                            "name": name,
+                            "arguments": args,
+                            "raw_arguments": orjson.dumps(args).decode(),
+                            "src": f"{cpath}[{j}]",
+                        }
+                    )
+                    continue
+            elif kind == "thinking":
+                text = raw.get("thinking")
+                sig = raw.get("signature")
+                if type(text) is str and type(sig) is str:
+                    if not sig:
+                        parts.append({"type": "thinking", "text": text})
+                        continue
+                    try:
+                        sig, prov = unwrap_signature(sig)
+                    except ValueError:
+                        pass  # damaged envelope: _assistant_block reports it
+                    else:
+                        parts.append(
+                            {"type": "thinking", "text": text, "signature": sig, "provenance": prov or NATIVE}
+                        )
+                        continue
+        bpath = f"{cpath}[{j}]"
+        part = _assistant_block(as_obj(raw, bpath), bpath, st)
+        if part is not None:
+            parts.append(part)
+    return {"role": "assistant", "content": parts, "src": path}
 
 
-def _messages(data: JSONObj) -> list[Message]:
-    out: list[Message] = []
+def _messages(data: JSONObj) -> list[JSONObj]:
+    out: list[JSONObj] = []
     system = data.get("system")
     if system is not None:
         parts = _text_content(system, "system")
         if parts:
-            out.append(SystemMessage(content=parts, src="system"))
+            out.append({"role": "system", "content": parts, "src": "system"})
     raw_messages = req(data, "messages", list, "")
     if not raw_messages:
         raise InvalidRequest("messages: must contain at least one message", param="messages")
     st = _State()
     for i, raw in enumerate(raw_messages):
-        path = join("messages", i)
+        path = f"messages[{i}]"
         msg = as_obj(raw, path)
-        role = req(msg, "role", str, path)
+        role = msg.get("role")
         if role == "user":
-            out.extend(_user(msg, path, st))
+            _user(msg, path, st, out)
         elif role == "assistant":
             out.append(_assistant(msg, path, st))
         elif role == "system":
@@ -293,8 +380,9 @@ def _messages(data: JSONObj) -> list[Message]:
                 raise missing(join(path, "content"))
             parts = _text_content(content, join(path, "content"))
             if parts:
-                out.append(SystemMessage(content=parts, src=path))
+                out.append({"role": "system", "content": parts, "src": path})
         else:
+            role = req(msg, "role", str, path)  # raises when missing or not a string
             raise InvalidRequest(
                 f"{join(path, 'role')}: unknown role {role!r} (expected user or assistant)",
                 param=join(path, "role"),
@@ -302,28 +390,33 @@ def _messages(data: JSONObj) -> list[Message]:
     return out
 
 
-def _tools(data: JSONObj) -> list[ToolDefinition]:
+def _tools(data: JSONObj) -> tuple[list[JSONObj], bool]:
+    """Tool definition dicts of ``tools``, and whether it has an ``mcp`` entry (read by
+    :func:`gateway.edges._common.mcp_server_entries`)."""
     out = []
-    for i, raw in enumerate(opt(data, "tools", list, "") or []):
-        path = join("tools", i)
+    has_mcp = False
+    for i, raw in enumerate(opt(data, "tools", list, "") or ()):
+        path = f"tools[{i}]"
         tool = as_obj(raw, path)
         ttype = opt(tool, "type", str, path)
         if ttype == "mcp":
+            has_mcp = True
             continue  # a registered MCP server for the gateway's tool loop: see mcp_server_entries
-        if ttype not in (None, "custom"):
+        if ttype is not None and ttype != "custom":
             raise unsupported(join(path, "type"), f"server tool type {ttype!r}")
         out.append(
-            ToolDefinition(
-                name=req(tool, "name", str, path),
-                description=opt(tool, "description", str, path),
-                parameters=req(tool, "input_schema", dict, path),
-                strict=opt(tool, "strict", bool, path),
-                cache_control=opt(tool, "cache_control", dict, path),
-            )
+            {
+                "name": req(tool, "name", str, path),
+                "description": opt(tool, "description", str, path),
+                "parameters": req(tool, "input_schema", dict, path),
+                "strict": opt(tool, "strict", bool, path),
+                "cache_control": opt(tool, "cache_control", dict, path),
+            }
         )
-    return out
+    return out, has_mcp
 
 
+_NUMBERS = (("top_p", float), ("top_k", int))
 _CHOICE_MODES = {"auto": "auto", "any": "required", "tool": "tool", "none": "none"}
 
 
@@ -335,10 +428,7 @@ def _temperature(data: JSONObj) -> float | None:
     return value
 
 
-def _tool_choice(data: JSONObj) -> ToolChoice | None:
-    raw = opt(data, "tool_choice", dict, "")
-    if raw is None:
-        return None
+def _tool_choice(raw: JSONObj) -> JSONObj:
     path = "tool_choice"
     ctype = req(raw, "type", str, path)
     if ctype not in _CHOICE_MODES:
@@ -346,29 +436,28 @@ def _tool_choice(data: JSONObj) -> ToolChoice | None:
             f"{path}.type: expected auto, any, tool or none, got {ctype!r}", param=join(path, "type")
         )
     disable = opt(raw, "disable_parallel_tool_use", bool, path)
-    return ToolChoice(
-        mode=_CHOICE_MODES[ctype],  # type: ignore[arg-type]
-        name=req(raw, "name", str, path) if ctype == "tool" else None,
-        parallel=None if disable is None else not disable,
-    )
+    return {
+        "mode": _CHOICE_MODES[ctype],
+        "name": req(raw, "name", str, path) if ctype == "tool" else None,
+        "parallel": None if disable is None else not disable,
+    }
 
 
-def _thinking(data: JSONObj) -> ThinkingConfig | None:
-    cfg: ThinkingConfig | None = None
+def _thinking(data: JSONObj, out_cfg: JSONObj) -> JSONObj | None:
+    cfg: JSONObj | None = None
     raw = opt(data, "thinking", dict, "")
     if raw is not None:
         ttype = req(raw, "type", str, "thinking")
         if ttype == "enabled":
-            cfg = ThinkingConfig(enabled=True, budget_tokens=req(raw, "budget_tokens", int, "thinking"))
+            cfg = {"enabled": True, "budget_tokens": req(raw, "budget_tokens", int, "thinking")}
         elif ttype == "disabled":
-            cfg = ThinkingConfig(enabled=False)
+            cfg = {"enabled": False}
         elif ttype == "adaptive":
-            cfg = ThinkingConfig(enabled=True)
+            cfg = {"enabled": True}
         else:
             raise InvalidRequest(
                 f"thinking.type: expected enabled, disabled or adaptive, got {ttype!r}", param="thinking.type"
             )
-    out_cfg = opt(data, "output_config", dict, "") or {}
     effort = opt(out_cfg, "effort", str, "output_config")
     if effort is not None:
         if effort not in _EFFORTS:
@@ -376,12 +465,12 @@ def _thinking(data: JSONObj) -> ThinkingConfig | None:
                 f"output_config.effort: expected low, medium, high, xhigh or max, got {effort!r}",
                 param="output_config.effort",
             )
-        cfg = (cfg or ThinkingConfig()).model_copy(update={"effort": _EFFORTS[effort]})
+        cfg = cfg or {}
+        cfg["effort"] = _EFFORTS[effort]
     return cfg
 
 
-def _response_format(data: JSONObj) -> ResponseFormat | None:
-    out_cfg = opt(data, "output_config", dict, "") or {}
+def _response_format(out_cfg: JSONObj) -> JSONObj | None:
     fmt = opt(out_cfg, "format", dict, "output_config")
     if fmt is None:
         return None
@@ -389,42 +478,70 @@ def _response_format(data: JSONObj) -> ResponseFormat | None:
     ftype = req(fmt, "type", str, path)
     if ftype != "json_schema":
         raise unsupported(join(path, "type"), f"output format {ftype!r}")
-    return ResponseFormat(type="json_schema", schema=req(fmt, "schema", dict, path))
+    return {"type": "json_schema", "schema": req(fmt, "schema", dict, path)}
 
 
 def _parse(body: bytes, *, count_tokens: bool) -> Request:
     data = load_body(body)
-    model = req(data, "model", str, "")
+    get = data.get
+    model = get("model")
+    if type(model) is not str:
+        invalid(data, "model", str, "")
     if not model:
         raise InvalidRequest("model: must not be empty", param="model")
-    max_tokens = opt(data, "max_tokens", int, "") if count_tokens else req(data, "max_tokens", int, "")
+    max_tokens = get("max_tokens")
+    if type(max_tokens) is not int:
+        max_tokens = opt(data, "max_tokens", int, "") if count_tokens else req(data, "max_tokens", int, "")
     if max_tokens is not None and max_tokens < 1:
         raise InvalidRequest(f"max_tokens: must be at least 1, got {max_tokens}", param="max_tokens")
-    if data.get("mcp_servers"):
+    if get("mcp_servers"):
         raise unsupported("mcp_servers", "the MCP connector (mcp_servers)")
-    metadata = opt(data, "metadata", dict, "") or {}
-    stops = opt(data, "stop_sequences", list, "") or []
-    for i, s in enumerate(stops):
-        if not isinstance(s, str):
-            raise wrong_type(join("stop_sequences", i), "a string", s)
-    return Request(
-        model=model,
-        messages=_messages(data),
-        tools=_tools(data),
-        tool_choice=_tool_choice(data),
-        max_output_tokens=max_tokens,
-        temperature=_temperature(data),
-        top_p=opt(data, "top_p", float, ""),
-        top_k=opt(data, "top_k", int, ""),
-        stop=list(stops),
-        response_format=_response_format(data),
-        thinking=_thinking(data),
-        stream=bool(opt(data, "stream", bool, "")),
-        include_usage=True,
-        user=opt(metadata, "user_id", str, "metadata"),
-        metadata=metadata,
-        mcp_servers=mcp_server_entries(data),
-    )
+    metadata = get("metadata")
+    if metadata is not None and type(metadata) is not dict:
+        check(metadata, dict, "metadata")  # raises
+    stops = get("stop_sequences")
+    if stops is not None:
+        if type(stops) is not list:
+            check(stops, list, "stop_sequences")  # raises
+        for i, s in enumerate(stops):
+            if type(s) is not str:
+                raise wrong_type(join("stop_sequences", i), "a string", s)
+    out: JSONObj = {"model": model, "messages": _messages(data), "include_usage": True}
+    # Optional fields, checked in a fixed order (the first error wins); absent ones are left
+    # to the schema's defaults.
+    has_mcp = False
+    if "tools" in data:
+        out["tools"], has_mcp = _tools(data)
+    choice = get("tool_choice")
+    if choice is not None:
+        out["tool_choice"] = _tool_choice(
+            choice if type(choice) is dict else check(choice, dict, "tool_choice")
+        )
+    out["max_output_tokens"] = max_tokens
+    if "temperature" in data:
+        out["temperature"] = _temperature(data)
+    for key, typ in _NUMBERS:
+        value = get(key)
+        if value is not None:
+            out[key] = value if type(value) is typ else check(value, typ, key)
+    if stops:
+        out["stop"] = list(stops)
+    out_cfg = get("output_config")
+    if out_cfg is not None and type(out_cfg) is not dict:
+        check(out_cfg, dict, "output_config")  # raises
+    if out_cfg:
+        out["response_format"] = _response_format(out_cfg)
+    if out_cfg or "thinking" in data:
+        out["thinking"] = _thinking(data, out_cfg or {})
+    stream = get("stream")
+    if stream is not None:
+        out["stream"] = stream if type(stream) is bool else check(stream, bool, "stream")
+    if metadata:
+        out["user"] = opt(metadata, "user_id", str, "metadata")
+        out["metadata"] = metadata
+    if has_mcp:
+        out["mcp_servers"] = mcp_server_entries(data)
+    return validate_request(out, _FIELD_NAMES)
 
 
 def parse_request(body: bytes) -> Request:

@@ -14,6 +14,11 @@ each observed in real client traffic (``../shared/corpus``):
 
 Empty text parts are dropped (handed case C07). Tool-call ids carrying a Turnstile signature
 envelope (:mod:`gateway.edges.signatures`) are unwrapped in calls and results.
+
+How it works: one pass over the decoded body checks every field by hand (errors name the
+field, :mod:`gateway.edges._common`) and assembles plain dicts and lists in the shape of
+:mod:`gateway.schema` (``role``/``type`` discriminator keys, ``src`` locations); the result is
+validated once, by :func:`gateway.edges._common.validate_request`.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import orjson
 from gateway.edges._common import (
     JSONObj,
     as_obj,
+    check,
+    invalid,
     join,
     load_body,
     mcp_server_entries,
@@ -36,29 +43,22 @@ from gateway.edges._common import (
     req,
     str_list,
     unsupported,
+    validate_request,
     wrong_type,
 )
-from gateway.edges.signatures import unwrap_signature, unwrap_tool_call_id
+from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
-from gateway.schema import (
-    AssistantMessage,
-    ImagePart,
-    Message,
-    RedactedThinkingPart,
-    Request,
-    ResponseFormat,
-    SystemMessage,
-    TextPart,
-    ThinkingConfig,
-    ThinkingPart,
-    ToolCallPart,
-    ToolChoice,
-    ToolDefinition,
-    ToolResultMessage,
-    UserMessage,
-)
+from gateway.schema import Request
 
 _EFFORTS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
+
+_FIELD_NAMES = {"max_output_tokens": "max_tokens", "thinking": "reasoning_effort", "stop": "stop"}
+"""Internal top-level field -> the client's field, for the (unexpected) validation error."""
+
+_NUMBERS = (("temperature", float), ("top_p", float), ("top_k", int))
+_USER_PARTS = ("text", "image_url")
+_TEXT_PARTS = ("text",)
+_ASSISTANT_PARTS = ("text", "refusal")
 
 
 def legacy_call_id(msg_index: int, name: str, arguments: str) -> str:
@@ -68,14 +68,9 @@ def legacy_call_id(msg_index: int, name: str, arguments: str) -> str:
     return "call_" + digest[:24]
 
 
-def _text(obj: JSONObj, path: str) -> TextPart | None:
-    text = req(obj, "text", str, path)
-    if text == "":
-        return None
-    return TextPart(text=text, cache_control=opt(obj, "cache_control", dict, path))
-
-
-def _image(obj: JSONObj, path: str) -> ImagePart:
+def _image(obj: JSONObj, path: str) -> JSONObj:
+    """An ``image_url`` part -> an image part dict (``url``, or base64 ``data`` and
+    ``media_type`` split from a data URI)."""
     value = obj.get("image_url")
     ipath = join(path, "image_url")
     if value is None:
@@ -90,15 +85,15 @@ def _image(obj: JSONObj, path: str) -> ImagePart:
         parsed = parse_data_uri(url)
         if parsed is None:
             raise InvalidRequest(f"{ipath}: data URI must be base64 encoded", param=ipath)
-        return ImagePart(data=parsed[1], media_type=parsed[0], cache_control=cache)
+        return {"type": "image", "data": parsed[1], "media_type": parsed[0], "cache_control": cache}
     if url.startswith(("http://", "https://")):
-        return ImagePart(url=url, cache_control=cache)
+        return {"type": "image", "url": url, "cache_control": cache}
     raise InvalidRequest(f"{ipath}: expected an http(s) URL or a base64 data URI", param=ipath)
 
 
-def _part(part: JSONObj, ppath: str, allowed: tuple[str, ...]) -> TextPart | ImagePart | None:
-    """Parse one content part (already checked to be an object) of a type in ``allowed``;
-    None for an empty text part (dropped, handed case C07)."""
+def _part(part: JSONObj, ppath: str, allowed: tuple[str, ...]) -> JSONObj | None:
+    """Check one content part (already checked to be an object) of a type in ``allowed`` and
+    return its part dict; None for an empty text part (dropped, handed case C07)."""
     kind = req(part, "type", str, ppath)
     if kind not in allowed:
         if kind in ("input_audio", "file", "audio"):
@@ -108,55 +103,61 @@ def _part(part: JSONObj, ppath: str, allowed: tuple[str, ...]) -> TextPart | Ima
             f"{', '.join(allowed)})",
             param=join(ppath, "type"),
         )
-    if kind in ("text", "refusal"):
+    if kind == "text" or kind == "refusal":
         text = req(part, kind, str, ppath)
         if not text:
             return None
-        return TextPart(text=text, cache_control=opt(part, "cache_control", dict, ppath))
+        cache = part.get("cache_control")
+        if cache is None:
+            return {"type": "text", "text": text}
+        if type(cache) is not dict:
+            raise wrong_type(join(ppath, "cache_control"), "an object", cache)
+        return {"type": "text", "text": text, "cache_control": cache}
     return _image(part, ppath)
 
 
-def _parts(content: Any, path: str, allowed: tuple[str, ...]) -> list[TextPart | ImagePart]:
-    """Parse a ``content`` string or parts list allowing part types ``allowed``."""
-    if isinstance(content, str):
-        return [TextPart(text=content)] if content else []
-    if not isinstance(content, list):
+def _parts(content: Any, path: str, allowed: tuple[str, ...]) -> list[JSONObj]:
+    """Check a ``content`` string or parts list allowing part types ``allowed``: part dicts."""
+    if type(content) is str:
+        return [{"type": "text", "text": content}] if content else []
+    if type(content) is not list:
         raise wrong_type(path, "a string or an array of content parts", content)
-    out: list[TextPart | ImagePart] = []
+    out: list[JSONObj] = []
     for i, raw in enumerate(content):
-        ppath = join(path, i)
-        part = _part(as_obj(raw, ppath), ppath, allowed)
+        if type(raw) is dict and raw.get("type") == "text" and "cache_control" not in raw:
+            text = raw.get("text")
+            if type(text) is str:  # the common case, checked inline
+                if text:
+                    out.append({"type": "text", "text": text})
+                continue
+        ppath = f"{path}[{i}]"
+        if type(raw) is not dict:
+            raise wrong_type(ppath, "an object", raw)
+        part = _part(raw, ppath, allowed)
         if part is not None:
             out.append(part)
     return out
 
 
-def _message_cache(msg: JSONObj, parts: list[Any], path: str) -> None:
-    cache = opt(msg, "cache_control", dict, path)
-    if cache is not None and parts and getattr(parts[-1], "cache_control", 1) is None:
-        parts[-1].cache_control = cache
-
-
-def _tool_call_part(id_raw: str, name: str, raw: str, src: str) -> ToolCallPart:
-    call_id, sig, prov = unwrap_tool_call_id(id_raw)
-    return ToolCallPart(
-        id=call_id,
-        name=name,
-        arguments=parse_arguments(raw),
-        raw_arguments=raw,
-        signature=sig,
-        provenance=prov,
-        src=src,
-    )
+def _message_cache(msg: JSONObj, parts: list[JSONObj], path: str) -> None:
+    """A message-level ``cache_control`` goes on the message's last part, unless that part
+    has its own."""
+    cache = msg.get("cache_control")
+    if cache is None:
+        return
+    if type(cache) is not dict:
+        raise wrong_type(join(path, "cache_control"), "an object", cache)
+    if parts and parts[-1].get("cache_control") is None:
+        parts[-1]["cache_control"] = cache
 
 
 def _raw_arguments(fn: JSONObj, path: str) -> str:
     value = fn.get("arguments")
     if value is None:
         return "{}"
-    if isinstance(value, str):
+    if type(value) is str:
         return value
-    if isinstance(value, dict):
+    if type(value) is dict:
         return orjson.dumps(value).decode()
     raise wrong_type(join(path, "arguments"), "a string", value)
 
@@ -164,77 +165,137 @@ def _raw_arguments(fn: JSONObj, path: str) -> str:
 class _State:
     """Per-request parse state: names of calls by id and unanswered legacy calls."""
 
+    __slots__ = ("legacy_pending", "names")
+
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
         self.legacy_pending: list[tuple[str, str]] = []
 
 
-def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> AssistantMessage:
-    content: list[Any] = []
-    for key in ("reasoning_content", "reasoning"):
-        thought = opt(msg, key, str, path)
-        if thought:
-            content.append(ThinkingPart(text=thought))
-            break
-    raw_content = msg.get("content")
-    cpath = join(path, "content")
-    if isinstance(raw_content, list):
-        for j, raw in enumerate(raw_content):
-            ppath = join(cpath, j)
-            part = as_obj(raw, ppath)
-            kind = req(part, "type", str, ppath)
-            if kind == "tool_use":
-                raw_input = part.get("input")
-                if raw_input is None:
-                    raw_input = {}
-                args = orjson.dumps(as_obj(raw_input, join(ppath, "input"))).decode()
-                content.append(
-                    _tool_call_part(req(part, "id", str, ppath), req(part, "name", str, ppath), args, ppath)
-                )
-            elif kind == "thinking":
-                sig_raw = opt(part, "signature", str, ppath)
-                sig, prov = _unwrap_sig(sig_raw, join(ppath, "signature"))
-                content.append(ThinkingPart(text=_thinking_text(part, ppath), signature=sig, provenance=prov))
-            elif kind == "redacted_thinking":
-                data, prov = _unwrap_sig(req(part, "data", str, ppath), join(ppath, "data"))
-                content.append(RedactedThinkingPart(data=data or "", provenance=prov))
-            else:
-                parsed = _part(part, ppath, ("text", "refusal"))
-                if parsed is not None:
-                    content.append(parsed)
-    elif raw_content is not None:
-        content.extend(_parts(raw_content, cpath, ("text", "refusal")))
-    refusal = opt(msg, "refusal", str, path)
-    if refusal and not raw_content:
-        content.append(TextPart(text=refusal))
-    calls = opt(msg, "tool_calls", list, path)
-    for j, raw in enumerate(calls or []):
-        tpath = join(join(path, "tool_calls"), j)
-        call = as_obj(raw, tpath)
-        ctype = opt(call, "type", str, tpath)
-        if ctype not in (None, "function"):
+def _tool_call(id_raw: str, name: str, raw: str, src: str, st: _State) -> JSONObj:
+    """A tool-call part dict (id unwrapped from a signature envelope); records the call's
+    name for the results that follow."""
+    if ID_SEPARATOR in id_raw:
+        call_id, sig, prov = unwrap_tool_call_id(id_raw)
+    else:
+        call_id, sig, prov = id_raw, None, None
+    st.names.setdefault(call_id, name)
+    return {
+        "type": "tool_call",
+        "id": call_id,
+        "name": name,
+        "arguments": parse_arguments(raw),
+        "raw_arguments": raw,
+        "signature": sig,
+        "provenance": prov,
+        "src": src,
+    }
+
+
+def _assistant_block(part: JSONObj, ppath: str, st: _State) -> JSONObj | None:
+    """One part of an assistant ``content`` list: Anthropic-style ``tool_use``, ``thinking``
+    and ``redacted_thinking`` blocks (handed case C05) besides text and refusal parts."""
+    kind = req(part, "type", str, ppath)
+    if kind == "tool_use":
+        raw_input = part.get("input")
+        if raw_input is None:
+            raw_input = {}
+        args = orjson.dumps(as_obj(raw_input, join(ppath, "input"))).decode()
+        return _tool_call(req(part, "id", str, ppath), req(part, "name", str, ppath), args, ppath, st)
+    if kind == "thinking":
+        sig, prov = _unwrap_sig(opt(part, "signature", str, ppath), join(ppath, "signature"))
+        return {"type": "thinking", "text": _thinking_text(part, ppath), "signature": sig, "provenance": prov}
+    if kind == "redacted_thinking":
+        data, prov = _unwrap_sig(req(part, "data", str, ppath), join(ppath, "data"))
+        return {"type": "redacted_thinking", "data": data or "", "provenance": prov}
+    return _part(part, ppath, _ASSISTANT_PARTS)
+
+
+def _tool_calls(calls: list[Any], path: str, st: _State, content: list[JSONObj]) -> None:
+    """Append the part dicts of an assistant message's ``tool_calls`` to ``content``."""
+    for j, raw in enumerate(calls):
+        tpath = f"{path}.tool_calls[{j}]"
+        if type(raw) is not dict:
+            raise wrong_type(tpath, "an object", raw)
+        ctype = raw.get("type")
+        if ctype is not None and ctype != "function":
+            if type(ctype) is not str:
+                raise wrong_type(join(tpath, "type"), "a string", ctype)
             raise unsupported(join(tpath, "type"), f"tool call type {ctype!r}")
-        fpath = join(tpath, "function")
-        fn = as_obj(req(call, "function", dict, tpath), fpath)
-        content.append(
-            _tool_call_part(
-                req(call, "id", str, tpath), req(fn, "name", str, fpath), _raw_arguments(fn, fpath), tpath
-            )
-        )
-    legacy = opt(msg, "function_call", dict, path)
+        fn = raw.get("function")
+        if type(fn) is not dict:
+            invalid(raw, "function", dict, tpath)
+        call_id = raw.get("id")
+        if type(call_id) is not str:
+            invalid(raw, "id", str, tpath)
+        name = fn.get("name")
+        if type(name) is not str:
+            invalid(fn, "name", str, tpath + ".function")
+        arguments = fn.get("arguments")
+        if type(arguments) is not str:
+            arguments = _raw_arguments(fn, tpath + ".function")
+        content.append(_tool_call(call_id, name, arguments, tpath, st))
+
+
+def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
+    content: list[JSONObj] = []
+    get = msg.get
+    thought = get("reasoning_content")
+    if thought is not None and type(thought) is not str:
+        raise wrong_type(join(path, "reasoning_content"), "a string", thought)
+    if not thought:
+        thought = get("reasoning")
+        if thought is not None and type(thought) is not str:
+            raise wrong_type(join(path, "reasoning"), "a string", thought)
+    if thought:
+        content.append({"type": "thinking", "text": thought})
+    raw_content = get("content")
+    if type(raw_content) is str:
+        if raw_content:
+            content.append({"type": "text", "text": raw_content})
+    elif type(raw_content) is list:
+        cpath = path + ".content"
+        for j, raw in enumerate(raw_content):
+            ppath = f"{cpath}[{j}]"
+            if type(raw) is not dict:
+                raise wrong_type(ppath, "an object", raw)
+            block = _assistant_block(raw, ppath, st)
+            if block is not None:
+                content.append(block)
+    elif raw_content is not None:
+        raise wrong_type(path + ".content", "a string or an array of content parts", raw_content)
+    refusal = get("refusal")
+    if refusal is not None:
+        if type(refusal) is not str:
+            raise wrong_type(join(path, "refusal"), "a string", refusal)
+        if refusal and not raw_content:
+            content.append({"type": "text", "text": refusal})
+    calls = get("tool_calls")
+    if calls is not None:
+        if type(calls) is not list:
+            raise wrong_type(join(path, "tool_calls"), "an array", calls)
+        _tool_calls(calls, path, st, content)
+    legacy = get("function_call")
     if legacy is not None:
+        if type(legacy) is not dict:
+            raise wrong_type(join(path, "function_call"), "an object", legacy)
         fpath = join(path, "function_call")
         name = req(legacy, "name", str, fpath)
         raw = _raw_arguments(legacy, fpath)
         call_id = legacy_call_id(i, name, raw)
         content.append(
-            ToolCallPart(id=call_id, name=name, arguments=parse_arguments(raw), raw_arguments=raw, src=fpath)
+            {
+                "type": "tool_call",
+                "id": call_id,
+                "name": name,
+                "arguments": parse_arguments(raw),
+                "raw_arguments": raw,
+                "src": fpath,
+            }
         )
+        st.names.setdefault(call_id, name)
         st.legacy_pending.append((call_id, name))
-    for part in content:
-        if isinstance(part, ToolCallPart):
-            st.names.setdefault(part.id, part.name)
-    return AssistantMessage(content=content, src=path)
+    return {"role": "assistant", "content": content, "src": path}
 
 
 def _thinking_text(part: JSONObj, path: str) -> str:
@@ -257,42 +318,55 @@ def _unwrap_sig(value: str | None, path: str) -> tuple[str | None, Any]:
         raise InvalidRequest(f"{path}: damaged Turnstile signature envelope ({exc})", param=path) from None
 
 
-def _message(raw: Any, i: int, st: _State) -> Message | None:
-    path = join("messages", i)
-    msg = as_obj(raw, path)
-    role = req(msg, "role", str, path)
-    if role in ("system", "developer"):
-        content = msg.get("content")
-        if content is None:
-            raise missing(join(path, "content"))
-        parts = _parts(content, join(path, "content"), ("text",))
-        _message_cache(msg, parts, path)
-        texts = [p for p in parts if isinstance(p, TextPart)]
-        return SystemMessage(content=texts, src=path) if texts else None
-    if role == "user":
-        content = msg.get("content")
-        parts = [] if content is None else _parts(content, join(path, "content"), ("text", "image_url"))
-        _message_cache(msg, parts, path)
-        return UserMessage(content=parts, src=path)
+def _message(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj | None:
+    """One message (already checked to be an object) -> its message dict; None for a system
+    message left without text."""
+    role = msg.get("role")
     if role == "assistant":
         return _assistant(msg, i, path, st)
     if role == "tool":
-        raw_id = req(msg, "tool_call_id", str, path)
-        call_id = unwrap_tool_call_id(raw_id)[0]
+        call_id = msg.get("tool_call_id")
+        if type(call_id) is not str:
+            invalid(msg, "tool_call_id", str, path)
+        if ID_SEPARATOR in call_id:
+            call_id = unwrap_tool_call_id(call_id)[0]
         content = msg.get("content")
-        parts = [] if content is None else _parts(content, join(path, "content"), ("text", "image_url"))
-        name = opt(msg, "name", str, path) or st.names.get(call_id)
-        return ToolResultMessage(
-            tool_call_id=call_id,
-            content=parts,
-            name=name,
-            cache_control=opt(msg, "cache_control", dict, path),
-            src=path,
-        )
+        if type(content) is str:
+            parts = [{"type": "text", "text": content}] if content else []
+        else:
+            parts = [] if content is None else _parts(content, path + ".content", _USER_PARTS)
+        name = msg.get("name")
+        if name is not None and type(name) is not str:
+            raise wrong_type(join(path, "name"), "a string", name)
+        cache = msg.get("cache_control")
+        if cache is not None and type(cache) is not dict:
+            raise wrong_type(join(path, "cache_control"), "an object", cache)
+        return {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": parts,
+            "name": name or st.names.get(call_id),
+            "cache_control": cache,
+            "src": path,
+        }
+    if role == "user":
+        content = msg.get("content")
+        parts = [] if content is None else _parts(content, path + ".content", _USER_PARTS)
+        if "cache_control" in msg:
+            _message_cache(msg, parts, path)
+        return {"role": "user", "content": parts, "src": path}
+    if role == "system" or role == "developer":
+        content = msg.get("content")
+        if content is None:
+            raise missing(join(path, "content"))
+        parts = _parts(content, path + ".content", _TEXT_PARTS)
+        if "cache_control" in msg:
+            _message_cache(msg, parts, path)
+        return {"role": "system", "content": parts, "src": path} if parts else None
     if role == "function":
         name = req(msg, "name", str, path)
         content = msg.get("content")
-        parts = [] if content is None else _parts(content, join(path, "content"), ("text",))
+        parts = [] if content is None else _parts(content, path + ".content", _TEXT_PARTS)
         if st.legacy_pending:
             match = next(
                 (k for k in range(len(st.legacy_pending) - 1, -1, -1) if st.legacy_pending[k][1] == name), -1
@@ -300,7 +374,8 @@ def _message(raw: Any, i: int, st: _State) -> Message | None:
             call_id = st.legacy_pending.pop(match)[0]
         else:
             call_id = legacy_call_id(i, name, "<result without call>")
-        return ToolResultMessage(tool_call_id=call_id, content=parts, name=name, src=path)
+        return {"role": "tool", "tool_call_id": call_id, "content": parts, "name": name, "src": path}
+    role = req(msg, "role", str, path)  # raises when missing or not a string
     raise InvalidRequest(
         f"{join(path, 'role')}: unknown role {role!r} (expected system, developer, user, assistant, tool "
         "or function)",
@@ -308,37 +383,41 @@ def _message(raw: Any, i: int, st: _State) -> Message | None:
     )
 
 
-def _tools(body: JSONObj) -> list[ToolDefinition]:
-    out: list[ToolDefinition] = []
-    for i, raw in enumerate(opt(body, "tools", list, "") or []):
-        path = join("tools", i)
+def _tools(body: JSONObj) -> tuple[list[JSONObj], bool]:
+    """Tool definition dicts of ``tools`` and legacy ``functions``, and whether ``tools`` has
+    an ``mcp`` entry (read by :func:`gateway.edges._common.mcp_server_entries`)."""
+    out: list[JSONObj] = []
+    has_mcp = False
+    for i, raw in enumerate(opt(body, "tools", list, "") or ()):
+        path = f"tools[{i}]"
         tool = as_obj(raw, path)
         ttype = req(tool, "type", str, path)
         if ttype == "mcp":
+            has_mcp = True
             continue  # a registered MCP server for the gateway's tool loop: see mcp_server_entries
         if ttype != "function":
             raise unsupported(join(path, "type"), f"tool type {ttype!r}")
-        fpath = join(path, "function")
+        fpath = path + ".function"
         fn = as_obj(req(tool, "function", dict, path), fpath)
         out.append(_tool_def(fn, fpath, opt(tool, "cache_control", dict, path)))
-    for i, raw in enumerate(opt(body, "functions", list, "") or []):
-        path = join("functions", i)
+    for i, raw in enumerate(opt(body, "functions", list, "") or ()):
+        path = f"functions[{i}]"
         out.append(_tool_def(as_obj(raw, path), path, None))
-    return out
+    return out, has_mcp
 
 
-def _tool_def(fn: JSONObj, path: str, cache: dict[str, Any] | None) -> ToolDefinition:
+def _tool_def(fn: JSONObj, path: str, cache: dict[str, Any] | None) -> JSONObj:
     params = opt(fn, "parameters", dict, path)
-    return ToolDefinition(
-        name=req(fn, "name", str, path),
-        description=opt(fn, "description", str, path),
-        parameters=params if params is not None else {"type": "object", "properties": {}},
-        strict=opt(fn, "strict", bool, path),
-        cache_control=cache or opt(fn, "cache_control", dict, path),
-    )
+    return {
+        "name": req(fn, "name", str, path),
+        "description": opt(fn, "description", str, path),
+        "parameters": params if params is not None else {"type": "object", "properties": {}},
+        "strict": opt(fn, "strict", bool, path),
+        "cache_control": cache or opt(fn, "cache_control", dict, path),
+    }
 
 
-def _tool_choice(body: JSONObj) -> ToolChoice | None:
+def _tool_choice(body: JSONObj) -> JSONObj | None:
     parallel = opt(body, "parallel_tool_calls", bool, "")
     raw = body.get("tool_choice")
     path = "tool_choice"
@@ -347,52 +426,48 @@ def _tool_choice(body: JSONObj) -> ToolChoice | None:
         if isinstance(raw, dict):
             raw = {"type": "function", "function": raw}
     if raw is None:
-        return ToolChoice(parallel=parallel) if parallel is not None else None
+        return {"parallel": parallel} if parallel is not None else None
     if isinstance(raw, str):
         if raw not in ("auto", "none", "required"):
             raise InvalidRequest(f"{path}: expected auto, none or required, got {raw!r}", param=path)
-        return ToolChoice(mode=raw, parallel=parallel)  # type: ignore[arg-type]
+        return {"mode": raw, "parallel": parallel}
     obj = as_obj(raw, path)
     ctype = req(obj, "type", str, path)
     if ctype != "function":
         raise unsupported(join(path, "type"), f"tool_choice type {ctype!r}")
     fpath = join(path, "function")
     fn = as_obj(req(obj, "function", dict, path), fpath)
-    return ToolChoice(mode="tool", name=req(fn, "name", str, fpath), parallel=parallel)
+    return {"mode": "tool", "name": req(fn, "name", str, fpath), "parallel": parallel}
 
 
-def _response_format(body: JSONObj) -> ResponseFormat | None:
-    raw = opt(body, "response_format", dict, "")
-    if raw is None:
-        return None
+def _response_format(raw: JSONObj) -> JSONObj:
     path = "response_format"
     rtype = req(raw, "type", str, path)
     if rtype in ("text", "json_object"):
-        return ResponseFormat(type=rtype)  # type: ignore[arg-type]
+        return {"type": rtype}
     if rtype != "json_schema":
         raise InvalidRequest(f"{path}.type: unknown response format {rtype!r}", param=join(path, "type"))
     spath = join(path, "json_schema")
     js = as_obj(req(raw, "json_schema", dict, path), spath)
-    return ResponseFormat(
-        type="json_schema",
-        name=opt(js, "name", str, spath),
-        schema=opt(js, "schema", dict, spath),
-        strict=opt(js, "strict", bool, spath),
-    )
+    return {
+        "type": "json_schema",
+        "name": opt(js, "name", str, spath),
+        "schema": opt(js, "schema", dict, spath),
+        "strict": opt(js, "strict", bool, spath),
+    }
 
 
-def _thinking(body: JSONObj) -> ThinkingConfig | None:
-    effort = opt(body, "reasoning_effort", str, "")
-    if effort is None or effort == "default":
+def _thinking(effort: str) -> JSONObj | None:
+    if effort == "default":
         return None
     if effort == "none":
-        return ThinkingConfig(enabled=False)
+        return {"enabled": False}
     if effort not in _EFFORTS:
         raise InvalidRequest(
             f"reasoning_effort: expected none, minimal, low, medium, high or xhigh, got {effort!r}",
             param="reasoning_effort",
         )
-    return ThinkingConfig(effort=_EFFORTS[effort])  # type: ignore[arg-type]
+    return {"effort": _EFFORTS[effort]}
 
 
 def _max_tokens(body: JSONObj) -> int | None:
@@ -415,34 +490,67 @@ def parse_request(body: bytes) -> Request:
     roles or part types, and unsupported features (audio, files, non-function tools, n > 1).
     """
     data = load_body(body)
-    model = req(data, "model", str, "")
+    get = data.get
+    model = get("model")
+    if type(model) is not str:
+        invalid(data, "model", str, "")
     if not model:
         raise InvalidRequest("model: must not be empty", param="model")
-    raw_messages = req(data, "messages", list, "")
+    raw_messages = get("messages")
+    if type(raw_messages) is not list:
+        invalid(data, "messages", list, "")
     if not raw_messages:
         raise InvalidRequest("messages: must contain at least one message", param="messages")
-    n = opt(data, "n", int, "")
-    if n is not None and n != 1:
+    n = get("n")
+    if n is not None and check(n, int, "n") != 1:
         raise unsupported("n", "n other than 1")
     st = _State()
-    messages = [m for i, raw in enumerate(raw_messages) if (m := _message(raw, i, st)) is not None]
-    stream_options = opt(data, "stream_options", dict, "") or {}
-    metadata = opt(data, "metadata", dict, "") or {}
-    return Request(
-        model=model,
-        messages=messages,
-        tools=_tools(data),
-        tool_choice=_tool_choice(data),
-        max_output_tokens=_max_tokens(data),
-        temperature=opt(data, "temperature", float, ""),
-        top_p=opt(data, "top_p", float, ""),
-        top_k=opt(data, "top_k", int, ""),
-        stop=str_list(data, "stop", ""),
-        response_format=_response_format(data),
-        thinking=_thinking(data),
-        stream=bool(opt(data, "stream", bool, "")),
-        include_usage=bool(opt(stream_options, "include_usage", bool, "stream_options")),
-        user=opt(data, "user", str, ""),
-        metadata=metadata,
-        mcp_servers=mcp_server_entries(data),
-    )
+    messages: list[JSONObj] = []
+    for i, raw in enumerate(raw_messages):
+        path = f"messages[{i}]"
+        if type(raw) is not dict:
+            raise wrong_type(path, "an object", raw)
+        m = _message(raw, i, path, st)
+        if m is not None:
+            messages.append(m)
+    out: JSONObj = {"model": model, "messages": messages}
+    # Optional fields, checked in a fixed order (the first error wins); absent ones are left
+    # to the schema's defaults.
+    stream_options = get("stream_options")
+    if stream_options is not None and type(stream_options) is not dict:
+        check(stream_options, dict, "stream_options")  # raises
+    metadata = get("metadata")
+    if metadata is not None:
+        out["metadata"] = metadata if type(metadata) is dict else check(metadata, dict, "metadata")
+    has_mcp = False
+    if "tools" in data or "functions" in data:
+        out["tools"], has_mcp = _tools(data)
+    if "tool_choice" in data or "function_call" in data or "parallel_tool_calls" in data:
+        out["tool_choice"] = _tool_choice(data)
+    if "max_completion_tokens" in data or "max_tokens" in data:
+        out["max_output_tokens"] = _max_tokens(data)
+    for key, typ in _NUMBERS:
+        value = get(key)
+        if value is not None:
+            out[key] = value if type(value) is typ else check(value, typ, key)
+    if "stop" in data:
+        out["stop"] = str_list(data, "stop", "")
+    rf = get("response_format")
+    if rf is not None:
+        out["response_format"] = _response_format(
+            rf if type(rf) is dict else check(rf, dict, "response_format")
+        )
+    effort = get("reasoning_effort")
+    if effort is not None:
+        out["thinking"] = _thinking(effort if type(effort) is str else check(effort, str, "reasoning_effort"))
+    stream = get("stream")
+    if stream is not None:
+        out["stream"] = stream if type(stream) is bool else check(stream, bool, "stream")
+    if stream_options:
+        out["include_usage"] = bool(opt(stream_options, "include_usage", bool, "stream_options"))
+    user = get("user")
+    if user is not None:
+        out["user"] = user if type(user) is str else check(user, str, "user")
+    if has_mcp:
+        out["mcp_servers"] = mcp_server_entries(data)
+    return validate_request(out, _FIELD_NAMES)

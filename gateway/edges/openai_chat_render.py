@@ -97,19 +97,27 @@ def render_response(resp: Response, request: Request) -> dict[str, Any]:
     redacted thinking have no OpenAI slot and are not rendered). Withheld tool calls are listed
     under the top-level ``"turnstile"`` key, never in ``tool_calls``.
     """
-    text = "".join(p.text for p in resp.message.content if isinstance(p, TextPart))
-    thinking = "".join(p.text for p in resp.message.content if isinstance(p, ThinkingPart))
+    texts: list[str] = []
+    thoughts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for p in resp.message.content:  # one pass; exact classes (isinstance on models is slow)
+        if type(p) is TextPart:
+            texts.append(p.text)
+        elif type(p) is ToolCallPart:
+            calls.append(
+                {
+                    "id": client_tool_call_id(p),
+                    "type": "function",
+                    "function": {"name": p.name, "arguments": p.raw_arguments},
+                }
+            )
+        elif type(p) is ThinkingPart:
+            thoughts.append(p.text)
+    text = "".join(texts)
+    thinking = "".join(thoughts)
     message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
-    calls = resp.message.tool_calls
     if calls:
-        message["tool_calls"] = [
-            {
-                "id": client_tool_call_id(c),
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.raw_arguments},
-            }
-            for c in calls
-        ]
+        message["tool_calls"] = calls
     if thinking:
         message["reasoning_content"] = thinking
     body: dict[str, Any] = {

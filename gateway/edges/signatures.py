@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 
 import orjson
 
@@ -35,7 +36,7 @@ def _b64e(raw: bytes) -> str:
 
 
 def _b64d(text: str) -> bytes:
-    if not text or any(c not in _B64_ALPHABET for c in text):
+    if not text or not _B64_ALPHABET.issuperset(text):
         raise ValueError("not base64url")
     try:
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
@@ -59,7 +60,26 @@ def _decode_strings(text: str, n: int) -> list[str]:
 def wrap_signature(sig: str, prov: Provenance) -> str:
     """Wrap an opaque signature with its provenance:
     ``"tsig1." + base64url(orjson([api, provider, model])) + "." + sig``."""
-    return SIG_PREFIX + _b64e(orjson.dumps([prov.api, prov.provider, prov.model])) + "." + sig
+    return _envelope_head(prov.api, prov.provider, prov.model) + sig
+
+
+@functools.lru_cache(maxsize=1024)
+def _envelope_head(api: str, provider: str, model: str) -> str:
+    return SIG_PREFIX + _b64e(orjson.dumps([api, provider, model])) + "."
+
+
+@functools.lru_cache(maxsize=1024)
+def _provenance(api: str, provider: str, model: str) -> Provenance:
+    return Provenance(api=api, provider=provider, model=model)
+
+
+@functools.lru_cache(maxsize=1024)
+def _envelope_provenance(head: str) -> Provenance:
+    """The provenance inside an envelope head (the text between ``tsig1.`` and the next
+    ``.``). Cached: a conversation sends the same few heads back on every turn, and decoding
+    one costs microseconds. Raises ``ValueError`` (not cached) for a damaged head."""
+    api, provider, model = _decode_strings(head, 3)
+    return _provenance(api, provider, model)
 
 
 def unwrap_signature(s: str) -> tuple[str, Provenance | None]:
@@ -67,15 +87,15 @@ def unwrap_signature(s: str) -> tuple[str, Provenance | None]:
 
     A string without the ``tsig1.`` prefix is a raw signature: ``(s, None)`` (the edge assigns
     its dialect's native provenance). Raises ``ValueError`` when the prefix is present but the
-    envelope is damaged (the edge reports it as an invalid request naming the field).
+    envelope is damaged (the edge reports it as an invalid request naming the field). Equal
+    envelopes give one shared (frozen) :class:`Provenance`.
     """
     if not s.startswith(SIG_PREFIX):
         return s, None
     head, sep, sig = s[len(SIG_PREFIX) :].partition(".")
     if not sep:
         raise ValueError("signature envelope has no '.' separator")
-    api, provider, model = _decode_strings(head, 3)
-    return sig, Provenance(api=api, provider=provider, model=model)
+    return sig, _envelope_provenance(head)
 
 
 def wrap_tool_call_id(id: str, sig: str, prov: Provenance | None) -> str:
@@ -83,6 +103,15 @@ def wrap_tool_call_id(id: str, sig: str, prov: Provenance | None) -> str:
     ``id + "__ts1_" + base64url(orjson([sig, api, provider, model]))`` (no padding)."""
     p = prov or Provenance(api="")
     return id + ID_SEPARATOR + _b64e(orjson.dumps([sig, p.api, p.provider, p.model]))
+
+
+@functools.lru_cache(maxsize=512)
+def _id_envelope(text: str) -> tuple[str, Provenance | None]:
+    """``(signature, provenance)`` of a tool-call id envelope (the text after ``__ts1_``).
+    Cached: a conversation sends each call's id back on every turn (in the call and in its
+    result). Raises ``ValueError`` (not cached) when it is not an envelope."""
+    sig, api, provider, model = _decode_strings(text, 4)
+    return sig, (_provenance(api, provider, model) if api else None)
 
 
 def unwrap_tool_call_id(s: str) -> tuple[str, str | None, Provenance | None]:
@@ -97,9 +126,8 @@ def unwrap_tool_call_id(s: str) -> tuple[str, str | None, Provenance | None]:
         if pos < 0:
             return s, None, None
         try:
-            sig, api, provider, model = _decode_strings(s[pos + len(ID_SEPARATOR) :], 4)
+            sig, prov = _id_envelope(s[pos + len(ID_SEPARATOR) :])
         except ValueError:
             start = pos + 1
             continue
-        prov = Provenance(api=api, provider=provider, model=model) if api else None
         return s[:pos], sig, prov

@@ -43,6 +43,7 @@ Decisions worth knowing
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import orjson
@@ -129,7 +130,7 @@ def new_stream_parser(ctx: CallContext) -> StreamParser:
 def map_stop_reason(raw: str | None) -> StopReason:
     """Anthropic ``stop_reason`` -> internal stop reason (table in the module docstring);
     raises :class:`UnknownStopReason` on anything else, including a missing value."""
-    if raw is None or raw not in _STOP_REASONS:
+    if not isinstance(raw, str) or raw not in _STOP_REASONS:
         raise UnknownStopReason(f"unknown Anthropic stop_reason {raw!r}")
     return _STOP_REASONS[raw]
 
@@ -145,12 +146,19 @@ def error_message(status: int, body: bytes) -> str:
 
 def upstream_id(names: NameMap, id_: str) -> str:
     """The tool-use id sent to Anthropic for client id ``id_`` (``^[a-zA-Z0-9_-]+$``)."""
-    return names.to_upstream_id(id_, ANTHROPIC_ID, None)
+    return names.ids.get(id_) or names.to_upstream_id(
+        id_, ANTHROPIC_ID, None
+    )  # a call's id comes back in its result
 
 
 def upstream_name(names: NameMap, name: str) -> str:
     """The tool name sent to Anthropic for client name ``name`` (``^[a-zA-Z0-9_-]{1,64}$``)."""
-    return names.to_upstream_name(name, TOOL_NAME, 64)
+    return names.names.get(name) or names.to_upstream_name(name, TOOL_NAME, 64)
+
+
+# Parts and messages are told apart by exact class (``type(x) is C``): models are never
+# subclassed, and isinstance on a pydantic model goes through ABCMeta (several times slower,
+# and this runs for every part of every message of every call).
 
 
 def _blank(text: str) -> bool:
@@ -164,9 +172,12 @@ def _with_cache(block: dict[str, Any], cache_control: dict[str, Any] | None) -> 
 
 
 def _text_block(part: TextPart) -> dict[str, Any] | None:
-    if _blank(part.text):
+    text = part.text
+    if not text or text.isspace():  # blank: Anthropic rejects it
         return None
-    return _with_cache({"type": "text", "text": part.text}, part.cache_control)
+    if part.cache_control is None:
+        return {"type": "text", "text": text}
+    return {"type": "text", "text": text, "cache_control": part.cache_control}
 
 
 def image_block(part: ImagePart) -> dict[str, Any]:
@@ -194,31 +205,31 @@ def _check_image(deployment: Deployment, where: str, what: str) -> None:
         )
 
 
-def _user_blocks(msg: UserMessage, deployment: Deployment, where: str) -> list[dict[str, Any]]:
+def _where(msg: Any, i: int) -> str:
+    return msg.src or f"messages[{i}]"
+
+
+def _media_blocks(
+    msg: UserMessage | ToolResultMessage, deployment: Deployment, i: int, what: str
+) -> list[dict[str, Any]]:
+    """The text and image blocks of a user message or tool result (blank text dropped)."""
     out: list[dict[str, Any]] = []
     for part in msg.content:
-        if isinstance(part, TextPart):
+        if type(part) is TextPart:
             block = _text_block(part)
             if block is not None:
                 out.append(block)
-        else:
-            _check_image(deployment, where, "the user message")
+        elif type(part) is ImagePart:
+            if not deployment.supports_images:
+                _check_image(deployment, _where(msg, i), what)
             out.append(image_block(part))
     return out
 
 
 def _tool_result_block(
-    msg: ToolResultMessage, deployment: Deployment, names: NameMap, where: str
+    msg: ToolResultMessage, deployment: Deployment, names: NameMap, i: int
 ) -> dict[str, Any]:
-    content: list[dict[str, Any]] = []
-    for part in msg.content:
-        if isinstance(part, TextPart):
-            block = _text_block(part)
-            if block is not None:
-                content.append(block)
-        else:
-            _check_image(deployment, where, f"the tool result for tool call {msg.tool_call_id!r}")
-            content.append(image_block(part))
+    content = _media_blocks(msg, deployment, i, f"the tool result for tool call {msg.tool_call_id!r}")
     out: dict[str, Any] = {"type": "tool_result", "tool_use_id": upstream_id(names, msg.tool_call_id)}
     if content:
         out["content"] = content
@@ -230,16 +241,11 @@ def _tool_result_block(
 def _assistant_blocks(msg: AssistantMessage, names: NameMap) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for part in msg.content:
-        if isinstance(part, TextPart):
+        if type(part) is TextPart:
             block = _text_block(part)
             if block is not None:
                 out.append(block)
-        elif isinstance(part, ThinkingPart):
-            if part.signature:
-                out.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
-        elif isinstance(part, RedactedThinkingPart):
-            out.append({"type": "redacted_thinking", "data": part.data})
-        else:
+        elif type(part) is ToolCallPart:
             out.append(
                 {
                     "type": "tool_use",
@@ -248,6 +254,11 @@ def _assistant_blocks(msg: AssistantMessage, names: NameMap) -> list[dict[str, A
                     "input": part.arguments,
                 }
             )
+        elif type(part) is ThinkingPart:
+            if part.signature:
+                out.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
+        elif type(part) is RedactedThinkingPart:
+            out.append({"type": "redacted_thinking", "data": part.data})
     return out
 
 
@@ -258,18 +269,19 @@ def _messages(
     system: list[dict[str, Any]] = []
     turns: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]] = []
     for i, msg in enumerate(request.messages):
-        where = msg.src or f"messages[{i}]"
         results: list[dict[str, Any]] = []
         others: list[dict[str, Any]] = []
-        if isinstance(msg, SystemMessage):
+        if type(msg) is SystemMessage:
             system.extend(b for b in (_text_block(p) for p in msg.content) if b is not None)
             continue
-        if isinstance(msg, UserMessage):
-            role, others = "user", _user_blocks(msg, deployment, where)
-        elif isinstance(msg, ToolResultMessage):
-            role, results = "user", [_tool_result_block(msg, deployment, names, where)]
-        else:
+        if type(msg) is AssistantMessage:
             role, others = "assistant", _assistant_blocks(msg, names)
+        elif type(msg) is ToolResultMessage:
+            role, results = "user", [_tool_result_block(msg, deployment, names, i)]
+        elif type(msg) is UserMessage:
+            role, others = "user", _media_blocks(msg, deployment, i, "the user message")
+        else:
+            continue
         if not results and not others:
             continue
         if turns and turns[-1][0] == role:
@@ -358,9 +370,28 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
 # ---------------------------------------------------------------------------- response
 
 
+@functools.lru_cache(maxsize=1024)
+def _provenance(provider: str, model: str) -> Provenance:
+    return Provenance(api=API, provider=provider, model=model)
+
+
 def provenance(deployment: Deployment) -> Provenance:
-    """Provenance of thinking signed by this deployment."""
-    return Provenance(api=API, provider=deployment.provider, model=deployment.model)
+    """Provenance of thinking signed by this deployment (one shared, frozen instance per
+    provider and model)."""
+    return _provenance(deployment.provider, deployment.model)
+
+
+def usage_fields(u: dict[str, Any] | None) -> dict[str, int]:
+    """The :class:`Usage` fields (tokens) of an Anthropic ``usage`` object, as a dict; rules
+    in :func:`usage_from_wire`."""
+    u = u or {}
+    int_field = wire_common.int_field
+    return {
+        "input_tokens": int_field(u, "input_tokens") or 0,
+        "output_tokens": int_field(u, "output_tokens") or 0,
+        "cache_read_tokens": int_field(u, "cache_read_input_tokens") or 0,
+        "cache_write_tokens": int_field(u, "cache_creation_input_tokens") or 0,
+    }
 
 
 def usage_from_wire(u: dict[str, Any] | None) -> Usage:
@@ -368,13 +399,7 @@ def usage_from_wire(u: dict[str, Any] | None) -> Usage:
     cache reads and writes), ``cache_creation_input_tokens`` -> cache_write,
     ``cache_read_input_tokens`` -> cache_read, ``output_tokens``. The per-TTL
     ``cache_creation`` breakdown and ``server_tool_use`` counts are ignored."""
-    u = u or {}
-    return Usage(
-        input_tokens=wire_common.int_field(u, "input_tokens") or 0,
-        output_tokens=wire_common.int_field(u, "output_tokens") or 0,
-        cache_read_tokens=wire_common.int_field(u, "cache_read_input_tokens") or 0,
-        cache_write_tokens=wire_common.int_field(u, "cache_creation_input_tokens") or 0,
-    )
+    return Usage.model_validate(usage_fields(u))
 
 
 def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
@@ -383,9 +408,11 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
     ``text`` (empty ones skipped), ``thinking`` (signature byte-identical, provenance of the
     deployment), ``redacted_thinking`` and ``tool_use`` blocks become parts; ``tool_use.input``
     is kept as the arguments object and as compact JSON text in ``raw_arguments``; ids and names
-    are mapped back through ``ctx.names``. Raises :class:`UpstreamProtocolError` for an error
-    object or a body without ``content``, :class:`UnknownStopReason` for an unknown stop
-    reason.
+    are mapped back through ``ctx.names``. The answer is assembled as plain dicts and validated
+    once (:func:`gateway.providers.wire_common.validate_response`). Raises
+    :class:`UpstreamProtocolError` for an error object, a body without ``content`` or a
+    thinking ``signature`` that is not a string, :class:`UnknownStopReason` for an unknown
+    stop reason.
     """
     dep = ctx.deployment
     if obj.get("type") == "error":
@@ -396,39 +423,55 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
     content = obj.get("content")
     if not isinstance(content, list):
         raise UpstreamProtocolError("Anthropic message without a content list", deployment=dep.name)
-    parts: list[Any] = []
-    for block in content:
+    parts: list[dict[str, Any]] = []
+    for i, block in enumerate(content):
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
         if kind == "text":
-            if block.get("text"):
-                parts.append(TextPart(text=str(block["text"])))
+            text = block.get("text")
+            if text:
+                parts.append({"type": "text", "text": text if isinstance(text, str) else str(text)})
         elif kind == "thinking":
-            parts.append(
-                ThinkingPart(
-                    text=str(block.get("thinking") or ""),
-                    signature=block.get("signature") or None,
-                    provenance=provenance(dep),
+            signature = block.get("signature") or None
+            if signature is not None and not isinstance(signature, str):
+                raise UpstreamProtocolError(
+                    f"Anthropic message content[{i}].signature is not a string", deployment=dep.name
                 )
+            parts.append(
+                {
+                    "type": "thinking",
+                    "text": str(block.get("thinking") or ""),
+                    "signature": signature,
+                    "provenance": provenance(dep),
+                }
             )
         elif kind == "redacted_thinking":
-            parts.append(RedactedThinkingPart(data=str(block.get("data") or ""), provenance=provenance(dep)))
+            parts.append(
+                {
+                    "type": "redacted_thinking",
+                    "data": str(block.get("data") or ""),
+                    "provenance": provenance(dep),
+                }
+            )
         elif kind == "tool_use":
             args = block.get("input")
             args = args if isinstance(args, dict) else {}
             parts.append(
-                ToolCallPart(
-                    id=ctx.names.from_upstream_id(str(block.get("id") or "")),
-                    name=ctx.names.from_upstream_name(str(block.get("name") or "")),
-                    arguments=args,
-                    raw_arguments=wire_common.dumps_arguments(args),
-                )
+                {
+                    "type": "tool_call",
+                    "id": ctx.names.from_upstream_id(str(block.get("id") or "")),
+                    "name": ctx.names.from_upstream_name(str(block.get("name") or "")),
+                    "arguments": args,
+                    "raw_arguments": wire_common.dumps_arguments(args),
+                }
             )
-    return Response(
-        id=str(obj.get("id") or ""),
-        model=str(obj.get("model") or dep.model),
-        message=AssistantMessage(content=parts),
-        stop_reason=map_stop_reason(obj.get("stop_reason")),
-        usage=usage_from_wire(wire_common.as_dict(obj.get("usage"))),
-    )
+    usage = obj.get("usage")
+    data = {
+        "id": str(obj.get("id") or ""),
+        "model": str(obj.get("model") or dep.model),
+        "message": {"content": parts},
+        "stop_reason": map_stop_reason(obj.get("stop_reason")),
+        "usage": usage_fields(usage if isinstance(usage, dict) else None),
+    }
+    return wire_common.validate_response(data, what="message", deployment=dep.name)

@@ -34,6 +34,7 @@ Decisions worth knowing
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -53,7 +54,6 @@ from gateway.schema import (
     StopReason,
     SystemMessage,
     TextPart,
-    ThinkingPart,
     ToolCallPart,
     ToolResultMessage,
     Usage,
@@ -121,7 +121,7 @@ def map_stop_reason(raw: str | None) -> StopReason:
     """``finish_reason`` -> internal stop reason: ``stop``, ``length``, ``tool_calls`` and the
     legacy ``function_call`` (-> ``tool_use``), ``content_filter``. Anything else (including a
     missing value) raises :class:`UnknownStopReason`."""
-    if raw is None or raw not in _STOP_REASONS:
+    if not isinstance(raw, str) or raw not in _STOP_REASONS:
         raise UnknownStopReason(f"unknown OpenAI chat finish_reason {raw!r}")
     return _STOP_REASONS[raw]
 
@@ -147,12 +147,14 @@ def error_message(status: int, body: bytes) -> str:
 def upstream_id(names: NameMap, id_: str) -> str:
     """The tool-call id sent upstream for client id ``id_`` (rewritten only when longer than
     40 characters or empty)."""
-    return names.to_upstream_id(id_, OPENAI_ID, OPENAI_ID_MAX)
+    return names.ids.get(id_) or names.to_upstream_id(
+        id_, OPENAI_ID, OPENAI_ID_MAX
+    )  # a call's id comes back in its result
 
 
 def upstream_name(names: NameMap, name: str) -> str:
     """The tool name sent upstream for client name ``name`` (``^[a-zA-Z0-9_-]{1,64}$``)."""
-    return names.to_upstream_name(name, TOOL_NAME, 64)
+    return names.names.get(name) or names.to_upstream_name(name, TOOL_NAME, 64)
 
 
 def _image_url(part: ImagePart) -> str:
@@ -165,16 +167,27 @@ def _image_block(part: ImagePart) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": _image_url(part)}}
 
 
-def _user_content(msg: UserMessage, deployment: Deployment, where: str) -> str | list[dict[str, Any]]:
-    if len(msg.content) == 1 and isinstance(msg.content[0], TextPart):
-        return msg.content[0].text
+# Parts and messages are told apart by exact class (``type(x) is C``): models are never
+# subclassed, and isinstance on a pydantic model goes through ABCMeta (several times slower,
+# and this runs for every part of every message of every call).
+
+
+def _where(msg: Any, i: int) -> str:
+    return msg.src or f"messages[{i}]"
+
+
+def _user_content(msg: UserMessage, deployment: Deployment, i: int) -> str | list[dict[str, Any]]:
+    content = msg.content
+    if len(content) == 1 and type(content[0]) is TextPart:
+        return content[0].text
     blocks: list[dict[str, Any]] = []
-    for part in msg.content:
-        if isinstance(part, TextPart):
+    for part in content:
+        if type(part) is TextPart:
             if part.text:
                 blocks.append({"type": "text", "text": part.text})
-        else:
+        elif type(part) is ImagePart:
             if not deployment.supports_images:
+                where = _where(msg, i)
                 raise CapabilityError(
                     f"{where} contains an image, which deployment {deployment.name!r} "
                     f"(model {deployment.model}) cannot take",
@@ -185,16 +198,20 @@ def _user_content(msg: UserMessage, deployment: Deployment, where: str) -> str |
 
 
 def _assistant_dict(msg: AssistantMessage, names: NameMap) -> dict[str, Any] | None:
-    text = "".join(p.text for p in msg.content if isinstance(p, TextPart))
-    calls = [
-        {
-            "id": upstream_id(names, p.id),
-            "type": "function",
-            "function": {"name": upstream_name(names, p.name), "arguments": p.raw_arguments},
-        }
-        for p in msg.content
-        if isinstance(p, ToolCallPart)
-    ]
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for p in msg.content:
+        if type(p) is TextPart:
+            texts.append(p.text)
+        elif type(p) is ToolCallPart:
+            calls.append(
+                {
+                    "id": upstream_id(names, p.id),
+                    "type": "function",
+                    "function": {"name": upstream_name(names, p.name), "arguments": p.raw_arguments},
+                }
+            )
+    text = "".join(texts)
     if not text and not calls:
         return None
     out: dict[str, Any] = {"role": "assistant", "content": text or None}
@@ -215,15 +232,10 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
     image_followup: list[dict[str, Any]] = []
     inline_images = deployment.quirks.images_in_tool_results
     for i, msg in enumerate(request.messages):
-        where = msg.src or f"messages[{i}]"
-        if image_followup and not isinstance(msg, ToolResultMessage):
+        if image_followup and type(msg) is not ToolResultMessage:
             out.append({"role": "user", "content": image_followup})
             image_followup = []
-        if isinstance(msg, SystemMessage):
-            out.append({"role": "system", "content": "\n\n".join(p.text for p in msg.content)})
-        elif isinstance(msg, UserMessage):
-            out.append({"role": "user", "content": _user_content(msg, deployment, where)})
-        elif isinstance(msg, AssistantMessage):
+        if type(msg) is AssistantMessage:
             item = _assistant_dict(msg, names)
             if item is None:
                 continue
@@ -231,8 +243,12 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
                 _merge_assistant(out[-1], item)
             else:
                 out.append(item)
-        else:
-            out.append(_tool_message(msg, deployment, names, where, inline_images, image_followup))
+        elif type(msg) is ToolResultMessage:
+            out.append(_tool_message(msg, deployment, names, i, inline_images, image_followup))
+        elif type(msg) is UserMessage:
+            out.append({"role": "user", "content": _user_content(msg, deployment, i)})
+        elif type(msg) is SystemMessage:
+            out.append({"role": "system", "content": "\n\n".join(p.text for p in msg.content)})
     if image_followup:
         out.append({"role": "user", "content": image_followup})
     return out
@@ -242,34 +258,39 @@ def _tool_message(
     msg: ToolResultMessage,
     deployment: Deployment,
     names: NameMap,
-    where: str,
+    i: int,
     inline_images: bool,
     image_followup: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """One ``role: tool`` message; image parts go inline or are appended to
     ``image_followup`` (the user message that follows the run of tool messages)."""
     call_id = upstream_id(names, msg.tool_call_id)
-    images = [p for p in msg.content if isinstance(p, ImagePart)]
-    texts = [p.text for p in msg.content if isinstance(p, TextPart)]
+    content = msg.content
+    if len(content) == 1 and type(content[0]) is TextPart:  # the common case
+        return {"role": "tool", "tool_call_id": call_id, "content": content[0].text}
+    images = [p for p in content if type(p) is ImagePart]
     if images and not deployment.supports_images:
+        where = _where(msg, i)
         raise CapabilityError(
             f"the tool result for tool call {msg.tool_call_id!r} ({where}) contains an image, which "
             f"deployment {deployment.name!r} (model {deployment.model}) cannot take",
             param=where,
         )
-    content: str | list[dict[str, Any]]
+    wire: str | list[dict[str, Any]]
     if images and inline_images:
-        content = [
-            {"type": "text", "text": p.text} if isinstance(p, TextPart) else _image_block(p)
-            for p in msg.content
-            if not (isinstance(p, TextPart) and not p.text)
-        ]
+        wire = []
+        for p in content:
+            if type(p) is TextPart:
+                if p.text:
+                    wire.append({"type": "text", "text": p.text})
+            elif type(p) is ImagePart:
+                wire.append(_image_block(p))
     else:
-        content = "\n".join(texts)
+        wire = "\n".join(p.text for p in content if type(p) is TextPart)
         if images:
             image_followup.append({"type": "text", "text": f"Image output of tool call {call_id}:"})
             image_followup.extend(_image_block(p) for p in images)
-    return {"role": "tool", "tool_call_id": call_id, "content": content}
+    return {"role": "tool", "tool_call_id": call_id, "content": wire}
 
 
 def _tool_choice(request: Request, names: NameMap) -> Any:
@@ -340,9 +361,52 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
 # ---------------------------------------------------------------------------- response
 
 
+@functools.lru_cache(maxsize=1024)
+def _provenance(provider: str, model: str) -> Provenance:
+    return Provenance(api=API, provider=provider, model=model)
+
+
 def thinking_provenance(deployment: Deployment) -> Provenance:
-    """Provenance of reasoning text read from this deployment."""
-    return Provenance(api=API, provider=deployment.provider, model=deployment.model)
+    """Provenance of reasoning text read from this deployment (one shared, frozen instance
+    per provider and model)."""
+    return _provenance(deployment.provider, deployment.model)
+
+
+def usage_fields(u: dict[str, Any] | None) -> dict[str, int]:
+    """The :class:`Usage` fields (tokens) of an OpenAI ``usage`` object, as a dict; rules in
+    :func:`usage_from_wire`. Empty for a missing usage."""
+    if not u:
+        return {}
+    pdet = u.get("prompt_tokens_details")
+    if not isinstance(pdet, dict):
+        pdet = None
+    cdet = u.get("completion_tokens_details")
+    if not isinstance(cdet, dict):
+        cdet = None
+    int_field = wire_common.int_field
+    prompt = int_field(u, "prompt_tokens") or 0
+    completion = int_field(u, "completion_tokens") or 0
+    cached = int_field(pdet, "cached_tokens")
+    if cached is None:
+        cached = int_field(u, "prompt_cache_hit_tokens")
+    cached = cached or 0
+    written = int_field(pdet, "cache_write_tokens") or 0
+    reasoning = int_field(cdet, "reasoning_tokens") or 0
+    total = int_field(u, "total_tokens")
+    output = completion
+    outside = total is not None and total == prompt + completion + reasoning
+    if reasoning and (outside or reasoning > completion):
+        # reasoning above completion cannot be a part of it: the Vercel AI gateway reports
+        # completion 9, reasoning 61, total = prompt + completion (corpus fantasy
+        # TestVercelThinking/gemini-3-pro-preview/thinking-streaming.yaml)
+        output = completion + reasoning
+    return {
+        "input_tokens": max(prompt - cached - written, 0),
+        "output_tokens": output,
+        "cache_read_tokens": cached,
+        "cache_write_tokens": written,
+        "reasoning_tokens": reasoning,
+    }
 
 
 def usage_from_wire(u: dict[str, Any] | None) -> Usage:
@@ -361,35 +425,7 @@ def usage_from_wire(u: dict[str, Any] | None) -> Usage:
     Extra fields (``cost``, ``cost_in_usd_ticks``, ``num_sources_used``…) are ignored. A
     missing usage gives all zeros (the accounting layer then estimates).
     """
-    if not u:
-        return Usage()
-    pdet = u.get("prompt_tokens_details") if isinstance(u.get("prompt_tokens_details"), dict) else None
-    cdet = (
-        u.get("completion_tokens_details") if isinstance(u.get("completion_tokens_details"), dict) else None
-    )
-    prompt = wire_common.int_field(u, "prompt_tokens") or 0
-    completion = wire_common.int_field(u, "completion_tokens") or 0
-    cached = wire_common.int_field(pdet, "cached_tokens")
-    if cached is None:
-        cached = wire_common.int_field(u, "prompt_cache_hit_tokens")
-    cached = cached or 0
-    written = wire_common.int_field(pdet, "cache_write_tokens") or 0
-    reasoning = wire_common.int_field(cdet, "reasoning_tokens") or 0
-    total = wire_common.int_field(u, "total_tokens")
-    output = completion
-    outside = total is not None and total == prompt + completion + reasoning
-    if reasoning and (outside or reasoning > completion):
-        # reasoning above completion cannot be a part of it: the Vercel AI gateway reports
-        # completion 9, reasoning 61, total = prompt + completion (corpus fantasy
-        # TestVercelThinking/gemini-3-pro-preview/thinking-streaming.yaml)
-        output = completion + reasoning
-    return Usage(
-        input_tokens=max(prompt - cached - written, 0),
-        output_tokens=output,
-        cache_read_tokens=cached,
-        cache_write_tokens=written,
-        reasoning_tokens=reasoning,
-    )
+    return Usage.model_validate(usage_fields(u))
 
 
 def content_items(content: Any) -> list[tuple[str, str]]:
@@ -445,57 +481,82 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
     Reads ``choices[0].message``: reasoning (``reasoning_content`` / ``reasoning``) becomes a
     :class:`ThinkingPart` without signature, then text (``content``; ``refusal`` text too),
     then tool calls (``tool_calls``, or a legacy ``function_call`` with a synthesised id) with
-    names and ids mapped back through ``ctx.names``. Raises :class:`UpstreamProtocolError`
-    when there is no choice and :class:`UnknownStopReason` for an unknown ``finish_reason``.
+    names and ids mapped back through ``ctx.names``. The answer is assembled as plain dicts and
+    validated once (:func:`gateway.providers.wire_common.validate_response`). Raises
+    :class:`UpstreamProtocolError` when there is no choice or a ``tool_calls`` entry is not an
+    object, and :class:`UnknownStopReason` for an unknown ``finish_reason``.
     """
     dep = ctx.deployment
     choices = obj.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise UpstreamProtocolError("chat completion without choices", deployment=dep.name)
     choice = choices[0]
-    msg = wire_common.as_dict(choice.get("message"))
+    msg = choice.get("message")
+    if not isinstance(msg, dict):
+        msg = {}
     resp_id = str(obj.get("id") or "")
-    parts: list[Any] = []
+    parts: list[dict[str, Any]] = []
     reasoning = reasoning_text(msg)
     if reasoning:
-        parts.append(ThinkingPart(text=reasoning, provenance=thinking_provenance(dep)))
-    for kind, text in content_items(msg.get("content")):
-        if kind == "thinking":
-            parts.append(ThinkingPart(text=text, provenance=thinking_provenance(dep)))
-        else:
-            parts.append(TextPart(text=text))
-    if isinstance(msg.get("refusal"), str) and msg["refusal"]:
-        parts.append(TextPart(text=msg["refusal"]))
-    calls = wire_common.as_list(msg.get("tool_calls"))
-    for n, tc in enumerate(calls):
-        fn = wire_common.as_dict(tc.get("function"))
-        raw = raw_arguments_of(fn.get("arguments"))
-        tid = tc.get("id") or wire_common.synth_id("call", resp_id, n)
-        parts.append(
-            ToolCallPart(
-                id=ctx.names.from_upstream_id(str(tid)),
-                name=ctx.names.from_upstream_name(str(fn.get("name") or "")),
-                arguments=wire_common.parse_arguments(raw),
-                raw_arguments=raw,
+        parts.append({"type": "thinking", "text": reasoning, "provenance": thinking_provenance(dep)})
+    content = msg.get("content")
+    if isinstance(content, str):  # the common case: plain text
+        if content:
+            parts.append({"type": "text", "text": content})
+    else:
+        for kind, text in content_items(content):
+            if kind == "thinking":
+                parts.append({"type": "thinking", "text": text, "provenance": thinking_provenance(dep)})
+            else:
+                parts.append({"type": "text", "text": text})
+    refusal = msg.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        parts.append({"type": "text", "text": refusal})
+    calls = msg.get("tool_calls")
+    has_calls = False
+    if isinstance(calls, list) and calls:
+        names = ctx.names
+        for n, tc in enumerate(calls):
+            if not isinstance(tc, dict):
+                raise UpstreamProtocolError(
+                    f"chat completion choices[0].message.tool_calls[{n}] is not an object",
+                    deployment=dep.name,
+                )
+            fn = tc.get("function")
+            if not isinstance(fn, dict):
+                fn = {}
+            raw = raw_arguments_of(fn.get("arguments"))
+            tid = tc.get("id") or wire_common.synth_id("call", resp_id, n)
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": names.from_upstream_id(str(tid)),
+                    "name": names.from_upstream_name(str(fn.get("name") or "")),
+                    "arguments": wire_common.parse_arguments(raw),
+                    "raw_arguments": raw,
+                }
             )
-        )
-    legacy = msg.get("function_call")
-    if not calls and isinstance(legacy, dict):
-        raw = raw_arguments_of(legacy.get("arguments"))
-        parts.append(
-            ToolCallPart(
-                id=wire_common.synth_id("call", resp_id, 0),
-                name=ctx.names.from_upstream_name(str(legacy.get("name") or "")),
-                arguments=wire_common.parse_arguments(raw),
-                raw_arguments=raw,
+        has_calls = True
+    else:
+        legacy = msg.get("function_call")
+        if isinstance(legacy, dict):
+            raw = raw_arguments_of(legacy.get("arguments"))
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": wire_common.synth_id("call", resp_id, 0),
+                    "name": ctx.names.from_upstream_name(str(legacy.get("name") or "")),
+                    "arguments": wire_common.parse_arguments(raw),
+                    "raw_arguments": raw,
+                }
             )
-        )
-    has_calls = any(isinstance(p, ToolCallPart) for p in parts)
-    stop = stop_reason_with_tools(choice.get("finish_reason"), has_calls)
-    return Response(
-        id=resp_id,
-        model=str(obj.get("model") or dep.model),
-        message=AssistantMessage(content=parts),
-        stop_reason=stop,
-        usage=usage_from_wire(wire_common.as_dict(obj.get("usage"))),
-    )
+            has_calls = True
+    usage = obj.get("usage")
+    data = {
+        "id": resp_id,
+        "model": str(obj.get("model") or dep.model),
+        "message": {"content": parts},
+        "stop_reason": stop_reason_with_tools(choice.get("finish_reason"), has_calls),
+        "usage": usage_fields(usage) if isinstance(usage, dict) else {},
+    }
+    return wire_common.validate_response(data, what="chat completion", deployment=dep.name)

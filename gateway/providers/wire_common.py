@@ -1,6 +1,6 @@
 """Small helpers shared by the wire modules (``openai_chat``, ``anthropic_messages``, and the
 adapters that reuse them): JSON decoding with protocol errors, tool-argument parsing, data-URI
-splitting and error-body message extraction."""
+splitting, error-body message extraction and the one validation of an assembled answer."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import re
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from gateway.errors import UpstreamProtocolError
+from gateway.schema import Response
 
 _DATA_URI = re.compile(r"^data:([^;,]+)?((?:;[^;,]+)*);base64,(.*)$", re.DOTALL)
 
@@ -103,7 +105,9 @@ def int_field(obj: dict[str, Any] | None, key: str) -> int | None:
     if not obj:
         return None
     val = obj.get(key)
-    if isinstance(val, bool) or not isinstance(val, int | float):
+    if type(val) is int:  # the common case
+        return val
+    if isinstance(val, bool) or not isinstance(val, (int, float)):
         return None
     return int(val)
 
@@ -116,3 +120,23 @@ def as_dict(value: Any) -> dict[str, Any]:
 def as_list(value: Any) -> list[Any]:
     """``value`` if it is a JSON array, else an empty list (for optional wire fields)."""
     return value if isinstance(value, list) else []
+
+
+def validate_response(data: dict[str, Any], *, what: str, deployment: str | None = None) -> Response:
+    """``Response.model_validate(data)``: the one validation of an answer a wire module has
+    assembled as plain dicts and lists in the schema's shape (parts with their ``type`` key).
+
+    The wire modules coerce or check every field they read, so validation is not expected to
+    fail; if it does, the :class:`pydantic.ValidationError` becomes an
+    :class:`UpstreamProtocolError` naming ``what`` and the field's location in the answer
+    (internal names: ``message.content.2.signature``), never an unhandled error.
+    """
+    try:
+        # what Response.model_validate(data) runs, without its Python wrapper
+        return Response.__pydantic_validator__.validate_python(data)  # type: ignore[no-any-return]
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        loc = ".".join(str(k) for k in err["loc"])
+        raise UpstreamProtocolError(
+            f"upstream sent a {what} with an invalid {loc or 'body'}: {err['msg']}", deployment=deployment
+        ) from None
