@@ -127,13 +127,13 @@ def _check_capabilities(request: Request, dep: Deployment) -> None:
     if dep.supports_images:
         return
     for i, msg in enumerate(request.messages):
-        if isinstance(msg, (UserMessage, ToolResultMessage)) and any(
-            isinstance(p, ImagePart) for p in msg.content
+        if (type(msg) is UserMessage or type(msg) is ToolResultMessage) and any(
+            type(p) is ImagePart for p in msg.content
         ):
             where = msg.src or f"messages[{i}]"
             what = (
                 f"the tool result for {msg.tool_call_id}"
-                if isinstance(msg, ToolResultMessage)
+                if type(msg) is ToolResultMessage
                 else "a user message"
             )
             raise CapabilityError(
@@ -534,12 +534,12 @@ def turn_part(request: Request) -> Request:
     messages = request.messages
     last = -1
     for i in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[i], AssistantMessage):
+        if type(messages[i]) is AssistantMessage:
             last = i
             break
     if last < 0:
         return request
-    kept = [m for m in messages[: last + 1] if isinstance(m, SystemMessage)] + list(messages[last + 1 :])
+    kept = [m for m in messages[: last + 1] if type(m) is SystemMessage] + list(messages[last + 1 :])
     omitted = len(messages) - len(kept)
     return request.model_copy(
         update={"messages": kept, "metadata": {**request.metadata, HISTORY_OMITTED_KEY: omitted}}

@@ -39,9 +39,9 @@ def _key(signature: str) -> str:
 
 
 def _signature_of(part: object) -> str | None:
-    if isinstance(part, (ThinkingPart, ToolCallPart)):
+    if type(part) is ThinkingPart or type(part) is ToolCallPart:
         return part.signature
-    if isinstance(part, RedactedThinkingPart):
+    if type(part) is RedactedThinkingPart:
         return part.data
     return None
 
@@ -79,7 +79,7 @@ def resolve(request: Request, candidates: list[Deployment], memory: SignerMemory
     changed = False
     messages = request.messages  # copied at the first change only
     for i, msg in enumerate(request.messages):
-        if not isinstance(msg, AssistantMessage):
+        if type(msg) is not AssistantMessage:
             continue
         parts = msg.content  # copied at the first change only
         touched = False

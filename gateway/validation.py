@@ -72,7 +72,7 @@ def validate_request(request: Request) -> None:
             f"the output token limit must be at least 1, got {request.max_output_tokens}", param="max_tokens"
         )
     for i, msg in enumerate(request.messages):
-        if isinstance(msg, (UserMessage, ToolResultMessage)):
+        if type(msg) is UserMessage or type(msg) is ToolResultMessage:
             for j, part in enumerate(msg.content):
-                if isinstance(part, ImagePart):
+                if type(part) is ImagePart:
                     _check_image(part, f"{msg.src or f'messages[{i}]'}.content[{j}]")

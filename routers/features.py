@@ -100,10 +100,10 @@ def _is_error(msg: ToolResultMessage) -> bool:
     if msg.is_error:
         return True
     content = msg.content
-    if content and isinstance(content[0], TextPart):
+    if content and type(content[0]) is TextPart:
         first = content[0].text
     else:
-        first = next((p.text for p in content if isinstance(p, TextPart)), "")
+        first = next((p.text for p in content if type(p) is TextPart), "")
     return bool(first) and bool(_ERROR_TEXT.match(first[:200]))
 
 
@@ -156,39 +156,39 @@ def extract(request: Request, *, current: Provenance | None = None, text: bool =
     tool_loop_depth = 0
     tail_results: list[ToolResultMessage] = []
     for i, msg in enumerate(msgs):
-        if isinstance(msg, UserMessage):
+        if type(msg) is UserMessage:
             last_user_idx = i
             tool_loop_depth = 0
             if tail_results:
                 tail_results = []
             for p in msg.content:
-                if isinstance(p, TextPart):
+                if type(p) is TextPart:
                     chars += len(p.text)
                 else:
                     images += 1
-        elif isinstance(msg, AssistantMessage):
+        elif type(msg) is AssistantMessage:
             depth += 1
             last_assistant_idx = i
             calls = False
             for ap in msg.content:
-                if isinstance(ap, ToolCallPart):
+                if type(ap) is ToolCallPart:
                     chars += len(ap.raw_arguments) + len(ap.name)
                     calls = True
-                elif isinstance(ap, (TextPart, ThinkingPart)):
+                elif type(ap) is TextPart or type(ap) is ThinkingPart:
                     chars += len(ap.text)
-                elif isinstance(ap, RedactedThinkingPart):
+                elif type(ap) is RedactedThinkingPart:
                     chars += len(ap.data) // 2
             if calls:
                 tool_loop_depth += 1
             history_chars = chars
-        elif isinstance(msg, ToolResultMessage):
+        elif type(msg) is ToolResultMessage:
             tail_results.append(msg)
             for rp in msg.content:
-                if isinstance(rp, TextPart):
+                if type(rp) is TextPart:
                     chars += len(rp.text)
-                elif isinstance(rp, ImagePart):
+                elif type(rp) is ImagePart:
                     images += 1
-        elif isinstance(msg, SystemMessage):
+        elif type(msg) is SystemMessage:
             chars += sum(len(p.text) for p in msg.content)
     tool_chars = _tools_chars(request)
     input_tokens = (chars + tool_chars) // CHARS_PER_TOKEN + images * IMAGE_TOKENS
@@ -202,25 +202,25 @@ def extract(request: Request, *, current: Provenance | None = None, text: bool =
     kind: TurnKind = "other"
     last = msgs[-1] if msgs else None
     can_call = bool(request.tools) and not (request.tool_choice and request.tool_choice.mode == "none")
-    if isinstance(last, UserMessage):
+    if type(last) is UserMessage:
         kind = "fresh_user"
-    elif isinstance(last, ToolResultMessage):
+    elif type(last) is ToolResultMessage:
         kind = "tool_error_retry" if _is_error(last) else "tool_digest" if can_call else "final_answer"
 
     found: Provenance | None = None
     signed = False
     if last_assistant_idx >= 0:
         am = msgs[last_assistant_idx]
-        assert isinstance(am, AssistantMessage)
+        assert type(am) is AssistantMessage
         has_calls = False
         for ap in am.content:
             prov = getattr(ap, "provenance", None)
             if prov is not None and found is None:
                 found = prov
-            if isinstance(ap, ToolCallPart):
+            if type(ap) is ToolCallPart:
                 has_calls = True
-            if isinstance(ap, RedactedThinkingPart) or (
-                isinstance(ap, (ThinkingPart, ToolCallPart)) and ap.signature
+            if type(ap) is RedactedThinkingPart or (
+                (type(ap) is ThinkingPart or type(ap) is ToolCallPart) and ap.signature
             ):
                 signed = True
         signed = signed and has_calls and kind in ("tool_digest", "final_answer", "tool_error_retry")
@@ -229,13 +229,13 @@ def extract(request: Request, *, current: Provenance | None = None, text: bool =
     if text and last_user_idx >= 0:
         um = msgs[last_user_idx]
         content = um.content
-        if len(content) == 1 and isinstance(content[0], TextPart):
+        if len(content) == 1 and type(content[0]) is TextPart:
             last_text = _clip(content[0].text)
         else:
-            last_text = _clip("".join(p.text for p in content if isinstance(p, TextPart)))
+            last_text = _clip("".join(p.text for p in content if type(p) is TextPart))
     code_text = last_text
     for m in tail_results if text else ():
-        code_text += "".join(p.text for p in m.content if isinstance(p, TextPart))[:2000]
+        code_text += "".join(p.text for p in m.content if type(p) is TextPart)[:2000]
     rf = request.response_format
     return TurnFeatures(
         kind=kind,

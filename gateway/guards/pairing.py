@@ -74,7 +74,7 @@ def _scan_assistant(i: int, msg: AssistantMessage, scan: _Scan) -> None:
     dropped: set[int] = set()
     merged: dict[int, ToolCallPart] = {}
     for j, part in enumerate(msg.content):
-        if not isinstance(part, ToolCallPart):
+        if type(part) is not ToolCallPart:
             continue
         tid = part.id
         if tid in first_index:
@@ -140,15 +140,15 @@ def _scan(messages: list[Message]) -> _Scan:
     scan = _Scan({}, {}, {}, {}, [], [])
     early: list[tuple[int, ToolResultMessage]] = []
     for i, msg in enumerate(messages):
-        if isinstance(msg, AssistantMessage):
+        if type(msg) is AssistantMessage:
             _scan_assistant(i, msg, scan)
-        elif isinstance(msg, ToolResultMessage):
+        elif type(msg) is ToolResultMessage:
             tid = msg.tool_call_id
             first_at = scan.result_at.get(tid)
             if first_at is not None:
                 loc = result_location(i, msg)
                 first_msg = messages[first_at]
-                assert isinstance(first_msg, ToolResultMessage)
+                assert type(first_msg) is ToolResultMessage
                 first_loc = result_location(first_at, first_msg)
                 scan.problems.append(
                     (
@@ -225,12 +225,12 @@ def _ordering_issues(messages: list[Message], scan: _Scan) -> list[tuple[_SortKe
     n = len(messages)
     for a, ids in scan.order.items():
         end = a + 1
-        while end < n and isinstance(messages[end], ToolResultMessage):
+        while end < n and type(messages[end]) is ToolResultMessage:
             end += 1
         highest = -1
         for p in range(a + 1, end):
             res = messages[p]
-            assert isinstance(res, ToolResultMessage)
+            assert type(res) is ToolResultMessage
             c = scan.calls.get(res.tool_call_id)
             if c is None or c.msg != a or scan.result_at.get(res.tool_call_id) != p:
                 continue
@@ -255,7 +255,7 @@ def _ordering_issues(messages: list[Message], scan: _Scan) -> list[tuple[_SortKe
             if p_or_none is None or a < p_or_none < end:
                 continue
             res = messages[p_or_none]
-            assert isinstance(res, ToolResultMessage)
+            assert type(res) is ToolResultMessage
             loc = result_location(p_or_none, res)
             owner_loc = messages[a].src or f"messages[{a}]"
             issues.append(
@@ -285,7 +285,7 @@ def _rebuild(messages: list[Message], scan: _Scan, missing: set[str]) -> list[Me
     its result now follows the results)."""
     out: list[Message] = []
     for i, msg in enumerate(messages):
-        if isinstance(msg, ToolResultMessage):
+        if type(msg) is ToolResultMessage:
             continue  # every result is owned by a call here (otherwise we raised)
         out.append(scan.replaced.get(i, msg))
         for tid in scan.order.get(i, ()):

@@ -59,7 +59,7 @@ def _handle_part(
     if mode == "reject":
         rejected.append(loc)
         return part
-    if isinstance(part, ToolCallPart):
+    if type(part) is ToolCallPart:
         repairs.append(
             Repair(
                 "foreign_signature_dropped",
@@ -69,7 +69,7 @@ def _handle_part(
             )
         )
         return part.model_copy(update={"signature": None, "provenance": None})
-    if mode == "text" and isinstance(part, ThinkingPart) and part.text:
+    if mode == "text" and type(part) is ThinkingPart and part.text:
         repairs.append(
             Repair(
                 "foreign_thinking_as_text",
@@ -125,16 +125,16 @@ def apply_thinking_policy(
     last_has_calls = False
     messages = request.messages
     for i, msg in enumerate(messages):
-        if not isinstance(msg, AssistantMessage):
+        if type(msg) is not AssistantMessage:
             continue
         last_assistant = i
         content: list[AssistantPart] | None = None  # made at the first change only
         for j, part in enumerate(msg.content):
-            if isinstance(part, TextPart) or (isinstance(part, ToolCallPart) and part.signature is None):
+            if type(part) is TextPart or (type(part) is ToolCallPart and part.signature is None):
                 if content is not None:
                     content.append(part)
                 continue
-            provenance = part.provenance or assume_provenance
+            provenance = getattr(part, "provenance", None) or assume_provenance
             if provenance_matches(provenance, target):
                 if content is not None:
                     content.append(part)
@@ -147,14 +147,14 @@ def apply_thinking_policy(
                 continue
             if content is None:
                 content = list(msg.content[:j])
-            if not isinstance(part, ToolCallPart):
+            if type(part) is not ToolCallPart:
                 lost_thinking.add(i)
             if kept is not None:
                 content.append(kept)
         if content is not None:
             changed[i] = msg.model_copy(update={"content": content})
     if last_assistant is not None:
-        last_has_calls = any(isinstance(p, ToolCallPart) for p in messages[last_assistant].content)
+        last_has_calls = any(type(p) is ToolCallPart for p in messages[last_assistant].content)
     if rejected:
         raise CapabilityError(
             f"thinking or signatures made by another model cannot be sent to {desc}: " + ", ".join(rejected),
