@@ -84,7 +84,14 @@ def resolve(request: Request, candidates: list[Deployment], memory: SignerMemory
         parts = msg.content  # copied at the first change only
         touched = False
         for j, part in enumerate(msg.content):
-            sig = _signature_of(part)
+            # _signature_of inlined (one call per part adds up over long conversations)
+            tp = type(part)
+            if tp is ToolCallPart or tp is ThinkingPart:
+                sig = part.signature  # type: ignore[union-attr]
+            elif tp is RedactedThinkingPart:
+                sig = part.data  # type: ignore[union-attr]
+            else:
+                continue
             if not sig:  # checked first: a missing attribute on a pydantic model is costly
                 continue
             prov = getattr(part, "provenance", None)
