@@ -6,7 +6,9 @@ fallback deployment, accounting, SQLite transcript, one JSON access-log line per
 to a file), drives ``n`` sequential requests straight into the ASGI app and prints the process
 CPU time per request (user + system of this process only: nginx runs in its own). CPU time does
 not depend on how busy the machine is, so this is the load-independent measure of the hot path;
-``--profile`` writes a cProfile of the loop (read it with ``python -m pstats``).
+``--profile`` writes a cProfile of the loop (read it with ``python -m pstats``); ``--opcodes``
+prints the bytecodes the event-loop thread executes per request, by module and function
+(:mod:`bench.opcodes`: deterministic, load-independent; ~30x slower, so use a small ``-n``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from bench import procs
 from bench.bodies import request_bodies
+from bench.opcodes import OpcodeCounter
 from bench.run import turnstile_config
 from bench.upstream import nginx_binary, nginx_config
 
@@ -86,7 +89,9 @@ async def _drive(app: Any, path: str, body: bytes, n: int) -> int:
     return ok
 
 
-async def _main(cases: list[str], n: int, profile: Path | None, workdir: Path, floor: bool = False) -> None:
+async def _main(
+    cases: list[str], n: int, profile: Path | None, workdir: Path, floor: bool = False, opcodes: bool = False
+) -> None:
     from gateway.config import load_config
     from gateway.server import create_app
 
@@ -122,11 +127,16 @@ async def _main(cases: list[str], n: int, profile: Path | None, workdir: Path, f
                     prof.enable()
                 ok = 0
                 per = max(1, n // ROUNDS)
+                counter = OpcodeCounter() if opcodes else None
                 _callgrind("-i", "on")
+                if counter is not None:
+                    counter.start()
                 for _ in range(ROUNDS):
                     r0 = time.process_time()
                     ok += await _drive(app, path, body, per)
                     rounds.append((time.process_time() - r0) / per)
+                if counter is not None:
+                    counter.stop()
                 _callgrind("-i", "off")
                 if prof is not None and profile is not None:
                     prof.disable()
@@ -143,6 +153,8 @@ async def _main(cases: list[str], n: int, profile: Path | None, workdir: Path, f
                     file=sys.__stdout__,
                     flush=True,
                 )
+                if counter is not None:
+                    counter.report(done, sys.__stdout__)
     finally:
         nginx.stop()
 
@@ -153,6 +165,7 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=2000, help="requests per case")
     ap.add_argument("--profile", type=Path, help="write cProfile stats to PROFILE-<case>.prof")
     ap.add_argument("--floor", action="store_true", help="drive the bare pass-through floor instead")
+    ap.add_argument("--opcodes", action="store_true", help="count executed bytecodes per module/function")
     args = ap.parse_args()
     cases = args.case or list(request_bodies())
     workdir = Path(tempfile.mkdtemp(prefix="turnstile-inproc-"))
@@ -165,7 +178,7 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(_main(cases, args.n, args.profile, workdir, args.floor))
+    asyncio.run(_main(cases, args.n, args.profile, workdir, args.floor, args.opcodes))
 
 
 if __name__ == "__main__":
