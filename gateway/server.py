@@ -115,12 +115,18 @@ class Front:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        client_rid = _header(scope["headers"], b"x-request-id")
+        client_rid = declared = None
+        for k, v in scope["headers"]:  # one pass for both headers this layer reads
+            if k == b"content-length":
+                declared = v
+            elif k == b"x-request-id":
+                client_rid = v
         rid = os.urandom(16).hex()
         state = scope.get("state")
         if state is None:
             state = scope["state"] = {}
         state["request_id"] = rid
+        state["content_length"] = declared
         t0 = time.perf_counter()
         status = 0
         deployment: str | None = None
@@ -172,7 +178,10 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
     """The request body (bytes), read from the ASGI ``receive`` channel. Raises
     :class:`PayloadTooLarge` past ``limit`` bytes (declared or read) and ``ClientDisconnect``
     when the client leaves first."""
-    declared = _header(scope["headers"], b"content-length")
+    state = scope.get("state") or {}
+    declared = (
+        state["content_length"] if "content_length" in state else _header(scope["headers"], b"content-length")
+    )
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(
             f"request body of {declared.decode()} bytes exceeds the limit of {limit} bytes", param="body"
