@@ -176,11 +176,14 @@ async def _handle_turn(request: Request, edge: ModuleType) -> Response:
             renderer = edge.StreamRenderer(turn_request)
 
             async def frames() -> AsyncIterator[bytes]:
-                async for event in turn.events:
-                    if isinstance(event, ToolProgress):  # server-side tool loop progress
-                        yield edge.tool_progress_frame(event.name, event.is_error)
-                        continue
-                    out = renderer.render(event)
+                render = renderer.render
+                async for batch in turn.batches:  # one batch: the events ready at one instant
+                    out: list[bytes] = []
+                    for event in batch:
+                        if isinstance(event, ToolProgress):  # server-side tool loop progress
+                            out.append(edge.tool_progress_frame(event.name, event.is_error))
+                        else:
+                            out += render(event)
                     if out:
                         yield out[0] if len(out) == 1 else b"".join(out)
                 yield b"".join(renderer.finish())

@@ -155,6 +155,12 @@ class StreamTruncationGuard:
         """True while some tool-call event is held."""
         return bool(self._held)
 
+    def holds(self, index: int) -> bool:
+        """True when the events of part ``index`` are being held (a tool call before the
+        message end). A :class:`PartDelta` of a part not held passes :meth:`feed` unchanged
+        and without any effect on the guard, so a caller may forward it without feeding it."""
+        return index in self._calls
+
     def feed(self, event: StreamEvent) -> list[StreamEvent]:
         """Take one event; return the events to forward now, in order (possibly none)."""
         if self._done or isinstance(event, MessageStart):
