@@ -27,7 +27,7 @@ import orjson
 import structlog
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -42,6 +42,7 @@ from gateway.providers.registry import make_providers
 from gateway.schema import ToolProgress
 from gateway.sessions import api as session_api
 from gateway.sessions import turns as session_turns
+from gateway.sse_response import EventStream
 from gateway.transcript import TranscriptWriter
 from mcp_servers import http_api as mcp_api
 
@@ -188,7 +189,7 @@ async def _handle_turn(request: Request, edge: ModuleType) -> Response:
                         yield out[0] if len(out) == 1 else b"".join(out)
                 yield b"".join(renderer.finish())
 
-            return StreamingResponse(
+            return EventStream(
                 coalesce(frames()),  # frames ready at one instant go out in one write
                 media_type="text/event-stream",
                 headers={**turn.headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
