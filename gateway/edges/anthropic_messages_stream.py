@@ -62,6 +62,10 @@ def tool_progress_frame(name: str, is_error: bool = False) -> bytes:
     return comment + ping_frame()
 
 
+_DELTA_TYPES = {"text": "text_delta", "thinking": "thinking_delta"}
+"""Part kind -> the ``content_block_delta`` type of its text."""
+
+
 @dataclass
 class _Part:
     kind: str
@@ -179,10 +183,24 @@ class StreamRenderer:
 
     def render(self, event: StreamEvent) -> list[bytes]:
         """The SSE frames for one internal event (possibly none)."""
+        if (
+            type(event) is PartDelta
+            and event.index == self.open_index
+            and event.text
+            and not event.signature
+            and self.started
+            and not self.closed
+        ):  # the most frequent event: more text of the open block, from a template
+            part = self.parts.get(event.index)
+            dtype = _DELTA_TYPES.get(part.kind) if part is not None else None
+            if dtype is not None:
+                frame = self._delta_frames.get((self.next_block - 1, dtype))
+                if frame:
+                    return [frame[0] + orjson.dumps(event.text) + frame[1]]
         out: list[bytes] = []
         if self.closed:
             return out
-        if isinstance(event, PartDelta):  # the most frequent event first
+        if isinstance(event, PartDelta):
             self._start(out)
             self._part_delta(event, out)
         elif isinstance(event, MessageStart):

@@ -60,6 +60,10 @@ def tool_progress_frame(name: str, is_error: bool = False) -> bytes:
     return f": turnstile tool {name} done{' (error)' if is_error else ''}\n\n".encode()
 
 
+_TEXT_FIELDS = {"text": "content", "thinking": "reasoning_content"}
+"""Part kind -> the chunk's delta field for its text."""
+
+
 @dataclass
 class _ToolCall:
     id: str
@@ -182,10 +186,17 @@ class StreamRenderer:
 
     def render(self, event: StreamEvent) -> list[bytes]:
         """The SSE frames for one internal event (possibly none)."""
+        if type(event) is PartDelta and self.started and not self.closed and event.text:
+            # The most frequent event: text or thinking of a started answer, from a template.
+            field = _TEXT_FIELDS.get(self.kinds.get(event.index, ""))
+            if field is not None:
+                frame = self._delta_frames.get(field)
+                if frame:
+                    return [frame[0] + orjson.dumps(event.text) + frame[1]]
         out: list[bytes] = []
         if self.closed:
             return out
-        if isinstance(event, PartDelta):  # the most frequent event first
+        if isinstance(event, PartDelta):
             self._start(out)
             self._delta(event, out)
         elif isinstance(event, MessageStart):
@@ -245,10 +256,8 @@ class StreamRenderer:
                     call.fragments.append(event.arguments)
                 if event.signature:
                     call.signature = event.signature
-        elif kind == "text" and event.text:
-            out.append(self._text_delta("content", event.text))
-        elif kind == "thinking" and event.text:
-            out.append(self._text_delta("reasoning_content", event.text))
+        elif kind in _TEXT_FIELDS and event.text:
+            out.append(self._text_delta(_TEXT_FIELDS[kind], event.text))
 
     def finish(self) -> list[bytes]:
         """Closing frames: an error frame if the answer never ended, then ``data: [DONE]``."""

@@ -129,7 +129,7 @@ class OpenAIChatStreamParser:
         out: list[StreamEvent] = []
         get = obj.get
         choices = get("choices")
-        if get("error") and not choices:
+        if not choices and get("error"):
             return self._error(obj["error"])
         if not self.msg_id:
             msg_id = get("id")
@@ -153,7 +153,15 @@ class OpenAIChatStreamParser:
                 continue
             delta = choice.get("delta")
             if delta and isinstance(delta, dict):
-                self._delta(delta, out)
+                content = delta.get("content")
+                if len(delta) == 1 and type(content) is str:  # text alone: most chunks
+                    open_part = self.open_part
+                    if open_part is not None and open_part[0] == "text" and content:
+                        out.append(_part_delta({"index": open_part[1], "text": content}))
+                    elif content:
+                        self._text("text", content, out)
+                else:
+                    self._delta(delta, out)
             fr = choice.get("finish_reason")
             if fr:
                 self.finish_raw = str(fr)

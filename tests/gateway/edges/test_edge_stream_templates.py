@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from gateway.edges import anthropic_messages, openai_chat
 from gateway.edges._frames import MARKER, template
-from gateway.schema import MessageStart, PartDelta, PartStart, Request, UserMessage
+from gateway.schema import MessageStart, PartDelta, PartEnd, PartStart, Request, UserMessage
 
 TEXTS = [
     "tok1 ",
@@ -121,3 +121,15 @@ def test_template_is_refused_when_the_marker_occurs_twice_or_not_at_all() -> Non
     assert template(one) == (b'data: {"a":', b"}\n\n")
     assert template(b'data: {"a":' + orjson.dumps(MARKER) * 2 + b"}\n\n") == ()
     assert template(b"data: {}\n\n") == ()
+
+
+def test_anthropic_thinking_delta_with_a_signature_takes_the_full_path() -> None:
+    """Text and signature in one delta: the text frame now, the signature before the block stops."""
+    r = anthropic_messages.StreamRenderer(_request())
+    r.render(MessageStart(id="abc", model="m"))
+    r.render(PartStart(index=0, kind="thinking"))
+    assert r.render(PartDelta(index=0, text="hm"))[-1] == _an_expected(0, "thinking_delta", "thinking", "hm")
+    frames = r.render(PartDelta(index=0, text="more", signature="SIG"))
+    assert frames == [_an_expected(0, "thinking_delta", "thinking", "more")]
+    closing = r.render(PartEnd(index=0))
+    assert b'"signature_delta"' in closing[0] and b"content_block_stop" in closing[-1]
