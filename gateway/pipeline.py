@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,7 +120,7 @@ class StreamingTurn:
         *,
         headers: dict[str, str],
         events: AsyncIterator[StreamItem] | None = None,
-        batches: AsyncIterator[list[StreamItem]] | None = None,
+        batches: AsyncIterator[Sequence[StreamItem]] | None = None,
     ) -> None:
         if (events is None) == (batches is None):
             raise ValueError("StreamingTurn takes exactly one of events and batches")
@@ -137,7 +137,7 @@ class StreamingTurn:
         return self._events
 
     @property
-    def batches(self) -> AsyncIterator[list[StreamItem]]:
+    def batches(self) -> AsyncIterator[Sequence[StreamItem]]:
         """The events as non-empty lists, each handed on the moment it is complete."""
         if self._batches is None:
             self._batches = _singletons(self.events)
@@ -152,7 +152,7 @@ async def _prepend(batch: list[Any], batches: AsyncIterator[list[Any]]) -> Async
         yield b
 
 
-async def _flatten(batches: AsyncIterator[list[Any]]) -> AsyncIterator[Any]:
+async def _flatten(batches: AsyncIterator[Sequence[Any]]) -> AsyncIterator[Any]:
     """The items of ``batches``, one at a time."""
     async for batch in batches:
         for item in batch:
@@ -444,7 +444,7 @@ class Pipeline:
         dep: Deployment,
         first: list[StreamEvent],
         source: AsyncIterator[list[StreamEvent]],
-    ) -> AsyncIterator[list[StreamItem]]:
+    ) -> AsyncIterator[list[StreamEvent]]:
         """The client's stream of one upstream stream: each upstream batch through the
         truncation guard (tool calls held until the stop reason is known), the final usage
         priced, every event kept for the transcript; yields the non-empty batches of events
@@ -453,19 +453,18 @@ class Pipeline:
         however it ends (status 499 when the client went away first)."""
         guard = invariants.StreamTruncationGuard()
         feed = guard.feed
-        holds = guard.holds
+        held = guard.held_parts
         collected: list[StreamEvent] = []
         error: TurnstileError | None = None
         final: Response | None = None
         status = 200
-        unsent: list[StreamItem] = []  # guarded events not yet handed on (for an error mid-batch)
+        unsent: list[StreamEvent] = []  # guarded events not yet handed on (nor collected)
         try:
             pending = first[:1]
             rest: list[StreamEvent] | None = first[1:]
             while True:
                 for ev in pending:
-                    if type(ev) is PartDelta and not holds(ev.index):  # text: passes the guard as is
-                        collected.append(ev)
+                    if type(ev) is PartDelta and ev.index not in held:  # text: passes the guard as is
                         unsent.append(ev)
                         continue
                     for out in feed(ev):
@@ -481,10 +480,10 @@ class Pipeline:
                                 )
                         elif isinstance(out, StreamError):
                             status = out.status
-                        collected.append(out)
                         unsent.append(out)
                 if unsent:
                     batch, unsent = unsent, []
+                    collected += batch
                     yield batch
                 if rest:
                     pending, rest = rest, None
@@ -497,6 +496,7 @@ class Pipeline:
             error = err
             status = err.status
             ev = StreamError(kind=err.kind, message=err.message, status=err.status)
+            collected += unsent
             collected.append(ev)
             log.warning("stream_failed", request_id=ctx.request_id, deployment=dep.name, error=err.message)
             yield [*unsent, ev]
@@ -507,6 +507,7 @@ class Pipeline:
             ev = StreamError(
                 kind=error.kind, message="internal error in the gateway; see its log", status=500
             )
+            collected += unsent
             collected.append(ev)
             yield [*unsent, ev]
         finally:
