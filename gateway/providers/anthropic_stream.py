@@ -107,6 +107,21 @@ class AnthropicStreamParser:
             obj = None
         if not isinstance(obj, dict):
             obj = wire_common.loads_object(payload, what="stream event", deployment=self.ctx.deployment.name)
+        elif obj.get("type") == "content_block_delta":  # most events: more text of a text block
+            index = obj.get("index")
+            block = self.blocks.get(index) if type(index) is int else None
+            delta = obj.get("delta")
+            if (
+                block is not None
+                and block.kind == "text"
+                and block.part is not None
+                and not block.ended
+                and type(delta) is dict
+                and delta.get("type") == "text_delta"
+            ):
+                text = delta.get("text")
+                if type(text) is str:  # what _block_delta does, without the general walk
+                    return [_part_delta({"index": block.part, "text": text})] if text else []
         return self.feed_obj(obj, event)
 
     def feed_obj(self, obj: dict[str, Any], event: str | None = None) -> list[StreamEvent]:
