@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ from gateway.schema import (
     ImagePart,
     MessageEnd,
     MessageStart,
+    PartDelta,
     Request,
     Response,
     StreamError,
@@ -102,12 +103,67 @@ class TurnResult:
     headers: dict[str, str]
 
 
-@dataclass
-class StreamingTurn:
-    """An open streaming turn: ``events`` yields internal events, the first already fetched."""
+StreamItem = StreamEvent | ToolProgress
+"""What a streaming turn yields (``ToolProgress``: the server-side tool loop only)."""
 
-    events: AsyncIterator[StreamEvent | ToolProgress]  # ToolProgress: server-side tool loop only
-    headers: dict[str, str]
+
+class StreamingTurn:
+    """An open streaming turn, the first event already fetched, and its response ``headers``.
+
+    Its events are read through ONE of two views: ``events`` yields them one at a time;
+    ``batches`` yields non-empty lists of the events that became available at one instant
+    (one upstream network read), which the server renders as one write. The constructor
+    takes either view (keyword ``events`` or ``batches``); the other is derived from it.
+    """
+
+    def __init__(
+        self,
+        *,
+        headers: dict[str, str],
+        events: AsyncIterator[StreamItem] | None = None,
+        batches: AsyncIterator[Sequence[StreamItem]] | None = None,
+    ) -> None:
+        if (events is None) == (batches is None):
+            raise ValueError("StreamingTurn takes exactly one of events and batches")
+        self.headers = headers
+        self._events = events
+        self._batches = batches
+
+    @property
+    def events(self) -> AsyncIterator[StreamItem]:
+        """The events one at a time."""
+        if self._events is None:
+            assert self._batches is not None
+            self._events = _flatten(self._batches)
+        return self._events
+
+    @property
+    def batches(self) -> AsyncIterator[Sequence[StreamItem]]:
+        """The events as non-empty lists, each handed on the moment it is complete."""
+        if self._batches is None:
+            self._batches = _singletons(self.events)
+        return self._batches
+
+
+async def _prepend(batch: list[Any], batches: AsyncIterator[list[Any]]) -> AsyncIterator[list[Any]]:
+    """``batch`` (when not empty), then the batches of ``batches``."""
+    if batch:
+        yield batch
+    async for b in batches:
+        yield b
+
+
+async def _flatten(batches: AsyncIterator[Sequence[Any]]) -> AsyncIterator[Any]:
+    """The items of ``batches``, one at a time."""
+    async for batch in batches:
+        for item in batch:
+            yield item
+
+
+async def _singletons(items: AsyncIterator[Any]) -> AsyncIterator[list[Any]]:
+    """Each item of ``items`` as a list of one."""
+    async for item in items:
+        yield [item]
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:
@@ -333,11 +389,11 @@ class Pipeline:
                 from gateway import tool_loop_stream
 
                 return await tool_loop_stream.open_stream(self, ctx, request, candidates)
-            target_req, dep, first, source = await self._start_stream(ctx, request, candidates)
+            target_req, dep, first, source = await self._start_stream_batches(ctx, request, candidates)
         except TurnstileError as err:
             await self._record(ctx, None, err, stream=True)
             raise
-        return StreamingTurn(events=self._relay(ctx, target_req, dep, first, source), headers=ctx.headers())
+        return StreamingTurn(batches=self._relay(ctx, target_req, dep, first, source), headers=ctx.headers())
 
     async def _start_stream(
         self, ctx: TurnContext, request: Request, candidates: list[Deployment]
@@ -345,6 +401,14 @@ class Pipeline:
         """Open an upstream stream with fallback: ``(target request, deployment, first event,
         the rest)``. Raises :class:`TurnstileError` when no deployment could start (nothing is
         recorded here)."""
+        target_req, dep, first, batches = await self._start_stream_batches(ctx, request, candidates)
+        return target_req, dep, first[0], _flatten(_prepend(first[1:], batches))
+
+    async def _start_stream_batches(
+        self, ctx: TurnContext, request: Request, candidates: list[Deployment]
+    ) -> tuple[Request, Deployment, list[StreamEvent], AsyncIterator[list[StreamEvent]]]:
+        """:meth:`_start_stream` in batches (:meth:`Provider.stream_batches`): ``(target
+        request, deployment, first batch (non-empty), the rest)``."""
         last: UpstreamError | None = None
         for n, dep in enumerate(candidates):
             if not route_step.may_attempt(self.gw, ctx, dep, n):
@@ -354,8 +418,10 @@ class Pipeline:
             try:
                 target_req = self._for_target(ctx, request, dep)
                 target_req = await session_turns.target_request(self.gw, ctx, target_req, dep)
-                source = self._provider(dep).stream(target_req, dep, self.gw.table.keys.get(dep.name))
+                source = self._provider(dep).stream_batches(target_req, dep, self.gw.table.keys.get(dep.name))
                 first = await anext(source)
+                while not first:
+                    first = await anext(source)
                 route_step.succeeded(self.gw, dep, (time.perf_counter() - t0) * 1000)
             except UpstreamError as err:
                 self._note_attempt(ctx, dep, err)
@@ -382,19 +448,32 @@ class Pipeline:
         ctx: TurnContext,
         request: Request,
         dep: Deployment,
-        first: StreamEvent,
-        source: AsyncIterator[StreamEvent],
-    ) -> AsyncIterator[StreamEvent]:
+        first: list[StreamEvent],
+        source: AsyncIterator[list[StreamEvent]],
+    ) -> AsyncIterator[list[StreamEvent]]:
+        """The client's stream of one upstream stream: each upstream batch through the
+        truncation guard (tool calls held until the stop reason is known), the final usage
+        priced, every event kept for the transcript; yields the non-empty batches of events
+        to forward. The very first event goes on alone (time to first byte). Failures end
+        the stream with a ``StreamError`` event; the turn is recorded when the stream ends,
+        however it ends (status 499 when the client went away first)."""
         guard = invariants.StreamTruncationGuard()
+        feed = guard.feed
+        held = guard.held_parts
         collected: list[StreamEvent] = []
         error: TurnstileError | None = None
         final: Response | None = None
         status = 200
+        unsent: list[StreamEvent] = []  # guarded events not yet handed on (nor collected)
         try:
-            pending = [first]
+            pending = first[:1]
+            rest: list[StreamEvent] | None = first[1:]
             while True:
                 for ev in pending:
-                    for out in guard.feed(ev):
+                    if type(ev) is PartDelta and ev.index not in held:  # text: passes the guard as is
+                        unsent.append(ev)
+                        continue
+                    for out in feed(ev):
                         if isinstance(out, MessageEnd):
                             usage = self._finish_usage(out.usage, dep, request, None)
                             out = out.model_copy(update={"usage": usage})
@@ -407,19 +486,26 @@ class Pipeline:
                                 )
                         elif isinstance(out, StreamError):
                             status = out.status
-                        collected.append(out)
-                        yield out
+                        unsent.append(out)
+                if unsent:
+                    batch, unsent = unsent, []
+                    collected += batch
+                    yield batch
+                if rest:
+                    pending, rest = rest, None
+                    continue
                 try:
-                    pending = [await anext(source)]
+                    pending = await anext(source)
                 except StopAsyncIteration:
                     break
         except TurnstileError as err:
             error = err
             status = err.status
             ev = StreamError(kind=err.kind, message=err.message, status=err.status)
+            collected += unsent
             collected.append(ev)
             log.warning("stream_failed", request_id=ctx.request_id, deployment=dep.name, error=err.message)
-            yield ev
+            yield [*unsent, ev]
         except Exception as exc:
             error = TurnstileError(f"internal error: {type(exc).__name__}: {exc}")
             status = 500
@@ -427,8 +513,9 @@ class Pipeline:
             ev = StreamError(
                 kind=error.kind, message="internal error in the gateway; see its log", status=500
             )
+            collected += unsent
             collected.append(ev)
-            yield ev
+            yield [*unsent, ev]
         finally:
             final = _collect_quietly(collected)
             if final is not None:
@@ -570,11 +657,14 @@ def _collect_partial(events: list[StreamEvent]) -> Response | None:
 
 def _collect_quietly(events: list[StreamEvent]) -> Response | None:
     """The Response carried by a finished event list, or None if it never reached its end."""
-    if not any(isinstance(e, MessageEnd) for e in events):
+    kinds = set(map(type, events))  # one pass in C; isinstance(e, C) == issubclass(type(e), C)
+    if not any(issubclass(k, MessageEnd) for k in kinds):
         return None
-    if not any(isinstance(e, MessageStart) for e in events):
+    if not any(issubclass(k, MessageStart) for k in kinds):
         events = [MessageStart(id="unknown", model="unknown"), *events]
-    return invariants.collect([e for e in events if not isinstance(e, StreamError)])
+    if any(issubclass(k, StreamError) for k in kinds):
+        events = [e for e in events if not isinstance(e, StreamError)]
+    return invariants.collect(events)
 
 
 __all__ = ["Gateway", "Pipeline", "StreamingTurn", "TurnContext", "TurnResult"]

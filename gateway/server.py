@@ -28,7 +28,7 @@ import structlog
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -44,6 +44,7 @@ from gateway.providers.registry import make_providers
 from gateway.schema import ToolProgress
 from gateway.sessions import api as session_api
 from gateway.sessions import turns as session_turns
+from gateway.sse_response import EventStream
 from gateway.transcript import TranscriptWriter
 from mcp_servers import http_api as mcp_api
 
@@ -233,16 +234,19 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
             renderer = edge.StreamRenderer(turn_request)
 
             async def frames() -> AsyncIterator[bytes]:
-                async for event in turn.events:
-                    if isinstance(event, ToolProgress):  # server-side tool loop progress
-                        yield edge.tool_progress_frame(event.name, event.is_error)
-                        continue
-                    out = renderer.render(event)
+                render = renderer.render
+                async for batch in turn.batches:  # one batch: the events ready at one instant
+                    out: list[bytes] = []
+                    for event in batch:
+                        if isinstance(event, ToolProgress):  # server-side tool loop progress
+                            out.append(edge.tool_progress_frame(event.name, event.is_error))
+                        else:
+                            out += render(event)
                     if out:
                         yield out[0] if len(out) == 1 else b"".join(out)
                 yield b"".join(renderer.finish())
 
-            return StreamingResponse(
+            return EventStream(
                 coalesce(frames()),  # frames ready at one instant go out in one write
                 media_type="text/event-stream",
                 headers={**turn.headers, "cache-control": "no-cache", "x-accel-buffering": "no"},

@@ -22,7 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from gateway.edges._common import sse
+from gateway.edges._frames import MARKER, Template, template
 from gateway.edges.anthropic_messages_render import (
     client_signature,
     client_tool_use_id,
@@ -59,6 +62,10 @@ def tool_progress_frame(name: str, is_error: bool = False) -> bytes:
     return comment + ping_frame()
 
 
+_DELTA_TYPES = {"text": "text_delta", "thinking": "thinking_delta"}
+"""Part kind -> the ``content_block_delta`` type of its text."""
+
+
 @dataclass
 class _Part:
     kind: str
@@ -84,6 +91,7 @@ class StreamRenderer:
         self.parts: dict[int, _Part] = {}
         self.open_index: int | None = None  # internal index of the open block
         self.next_block = 0
+        self._delta_frames: dict[tuple[int, str], Template] = {}
 
     # ------------------------------------------------------------------ frames
 
@@ -114,7 +122,22 @@ class StreamRenderer:
         return n
 
     def _block_delta(self, n: int, delta: dict[str, Any], out: list[bytes]) -> None:
-        out.append(sse({"type": "content_block_delta", "index": n, "delta": delta}, "content_block_delta"))
+        out.append(self._delta_frame(n, delta))
+
+    def _text_delta(self, n: int, dtype: str, field: str, text: str) -> bytes:
+        """The ``content_block_delta`` frame of block ``n`` with ``{"type": dtype, field:
+        text}``, byte for byte as :meth:`_block_delta` makes it, from a template made once per
+        block and delta type (the frame around the JSON string of ``text``)."""
+        key = (n, dtype)
+        frame = self._delta_frames.get(key)
+        if frame is None:
+            frame = self._delta_frames[key] = template(self._delta_frame(n, {"type": dtype, field: MARKER}))
+        if not frame:
+            return self._delta_frame(n, {"type": dtype, field: text})
+        return frame[0] + orjson.dumps(text) + frame[1]
+
+    def _delta_frame(self, n: int, delta: dict[str, Any]) -> bytes:
+        return sse({"type": "content_block_delta", "index": n, "delta": delta}, "content_block_delta")
 
     def _block_stop(self, n: int, out: list[bytes]) -> None:
         out.append(sse({"type": "content_block_stop", "index": n}, "content_block_stop"))
@@ -160,10 +183,27 @@ class StreamRenderer:
 
     def render(self, event: StreamEvent) -> list[bytes]:
         """The SSE frames for one internal event (possibly none)."""
+        if (
+            type(event) is PartDelta
+            and event.index == self.open_index
+            and event.text
+            and not event.signature
+            and self.started
+            and not self.closed
+        ):  # the most frequent event: more text of the open block, from a template
+            part = self.parts.get(event.index)
+            dtype = _DELTA_TYPES.get(part.kind) if part is not None else None
+            if dtype is not None:
+                frame = self._delta_frames.get((self.next_block - 1, dtype))
+                if frame:
+                    return [frame[0] + orjson.dumps(event.text) + frame[1]]
         out: list[bytes] = []
         if self.closed:
             return out
-        if isinstance(event, MessageStart):
+        if isinstance(event, PartDelta):
+            self._start(out)
+            self._part_delta(event, out)
+        elif isinstance(event, MessageStart):
             self._start(out, event)
         elif isinstance(event, StreamError):
             out.append(sse(error_body(event.kind, event.message), "error"))
@@ -172,8 +212,6 @@ class StreamRenderer:
             self._start(out)
             if isinstance(event, PartStart):
                 self._part_start(event, out)
-            elif isinstance(event, PartDelta):
-                self._part_delta(event, out)
             elif isinstance(event, PartEnd):
                 self._part_end(event.index, out)
             elif isinstance(event, MessageEnd):
@@ -210,11 +248,11 @@ class StreamRenderer:
                 part.signature = event.signature
         elif part.kind == "text" and event.text:
             n = self._open(event.index, part, out)
-            self._block_delta(n, {"type": "text_delta", "text": event.text}, out)
+            out.append(self._text_delta(n, "text_delta", "text", event.text))
         elif part.kind == "thinking":
             if event.text:
                 n = self._open(event.index, part, out)
-                self._block_delta(n, {"type": "thinking_delta", "thinking": event.text}, out)
+                out.append(self._text_delta(n, "thinking_delta", "thinking", event.text))
             if event.signature:
                 part.signature = (part.signature or "") + event.signature
 

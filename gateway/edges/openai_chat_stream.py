@@ -22,7 +22,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from gateway.edges._common import sse
+from gateway.edges._frames import MARKER, Template, template
 from gateway.edges.openai_chat_render import (
     completion_id,
     error_body,
@@ -57,6 +60,10 @@ def tool_progress_frame(name: str, is_error: bool = False) -> bytes:
     return f": turnstile tool {name} done{' (error)' if is_error else ''}\n\n".encode()
 
 
+_TEXT_FIELDS = {"text": "content", "thinking": "reasoning_content"}
+"""Part kind -> the chunk's delta field for its text."""
+
+
 @dataclass
 class _ToolCall:
     id: str
@@ -75,6 +82,7 @@ class StreamRenderer:
     """
 
     def __init__(self, request: Request) -> None:
+        self._delta_frames: dict[str, Template] = {}
         self.include_usage = request.include_usage
         self.id = completion_id("turnstile")
         self.model = request.model
@@ -84,6 +92,49 @@ class StreamRenderer:
         self.kinds: dict[int, str] = {}
         self.pending: dict[int, _ToolCall] = {}
         self.n_tool_calls = 0
+
+    # The chunk fields are properties so that the frame templates of text deltas
+    # (:meth:`_text_delta`) are made again whenever one of them changes.
+
+    @property
+    def id(self) -> str:
+        """The ``id`` of every chunk (``chatcmpl-...``)."""
+        return self._id
+
+    @id.setter
+    def id(self, value: str) -> None:
+        self._id = value
+        self._delta_frames = {}
+
+    @property
+    def model(self) -> str:
+        """The ``model`` of every chunk."""
+        return self._model
+
+    @model.setter
+    def model(self, value: str) -> None:
+        self._model = value
+        self._delta_frames = {}
+
+    @property
+    def created(self) -> int:
+        """The ``created`` time of every chunk (Unix seconds)."""
+        return self._created
+
+    @created.setter
+    def created(self, value: int) -> None:
+        self._created = value
+        self._delta_frames = {}
+
+    @property
+    def include_usage(self) -> bool:
+        """Whether every chunk carries ``"usage": null`` and a usage chunk ends the answer."""
+        return self._include_usage
+
+    @include_usage.setter
+    def include_usage(self, value: bool) -> None:
+        self._include_usage = value
+        self._delta_frames = {}
 
     # ------------------------------------------------------------------ frames
 
@@ -99,6 +150,16 @@ class StreamRenderer:
             body["usage"] = None
         body.update(extra)
         return sse(body)
+
+    def _text_delta(self, field: str, text: str) -> bytes:
+        """``self._chunk({field: text})``, byte for byte, from a template made once per field
+        (the frame around the JSON string of ``text``)."""
+        frame = self._delta_frames.get(field)
+        if frame is None:
+            frame = self._delta_frames[field] = template(self._chunk({field: MARKER}))
+        if not frame:  # the marker also occurs elsewhere in the frame: no template
+            return self._chunk({field: text})
+        return frame[0] + orjson.dumps(text) + frame[1]
 
     def _start(self, out: list[bytes]) -> None:
         if not self.started:
@@ -125,10 +186,20 @@ class StreamRenderer:
 
     def render(self, event: StreamEvent) -> list[bytes]:
         """The SSE frames for one internal event (possibly none)."""
+        if type(event) is PartDelta and self.started and not self.closed and event.text:
+            # The most frequent event: text or thinking of a started answer, from a template.
+            field = _TEXT_FIELDS.get(self.kinds.get(event.index, ""))
+            if field is not None:
+                frame = self._delta_frames.get(field)
+                if frame:
+                    return [frame[0] + orjson.dumps(event.text) + frame[1]]
         out: list[bytes] = []
         if self.closed:
             return out
-        if isinstance(event, MessageStart):
+        if isinstance(event, PartDelta):
+            self._start(out)
+            self._delta(event, out)
+        elif isinstance(event, MessageStart):
             self.id = completion_id(event.id)
             self.model = event.model or self.model
             self._start(out)
@@ -142,9 +213,6 @@ class StreamRenderer:
                     signature=event.signature,
                     provenance=event.provenance,
                 )
-        elif isinstance(event, PartDelta):
-            self._start(out)
-            self._delta(event, out)
         elif isinstance(event, PartEnd):
             call = self.pending.pop(event.index, None)
             if call is not None:
@@ -188,10 +256,8 @@ class StreamRenderer:
                     call.fragments.append(event.arguments)
                 if event.signature:
                     call.signature = event.signature
-        elif kind == "text" and event.text:
-            out.append(self._chunk({"content": event.text}))
-        elif kind == "thinking" and event.text:
-            out.append(self._chunk({"reasoning_content": event.text}))
+        elif kind in _TEXT_FIELDS and event.text:
+            out.append(self._text_delta(_TEXT_FIELDS[kind], event.text))
 
     def finish(self) -> list[bytes]:
         """Closing frames: an error frame if the answer never ended, then ``data: [DONE]``."""

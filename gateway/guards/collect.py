@@ -101,15 +101,15 @@ def collect(events: Iterable[StreamEvent]) -> Response:
     end: MessageEnd | None = None
     parts: dict[int, _Builder] = {}
     for event in events:
-        if isinstance(event, MessageStart):
-            start = event
-        elif isinstance(event, PartStart):
-            parts[event.index] = _Builder(event)
-        elif isinstance(event, PartDelta):
+        if isinstance(event, PartDelta):  # the most frequent event first
             builder = parts.get(event.index)
             if builder is None:
                 raise UpstreamProtocolError(f"stream delta for part {event.index} before the part started")
             builder.add(event)
+        elif isinstance(event, MessageStart):
+            start = event
+        elif isinstance(event, PartStart):
+            parts[event.index] = _Builder(event)
         elif isinstance(event, MessageEnd):
             end = event
         elif isinstance(event, StreamError):

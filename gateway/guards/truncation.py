@@ -20,7 +20,7 @@ some upstreams stream no argument fragment at all for a tool without parameters.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import KeysView, Sequence
 from dataclasses import dataclass, field
 
 import orjson
@@ -155,6 +155,14 @@ class StreamTruncationGuard:
         """True while some tool-call event is held."""
         return bool(self._held)
 
+    @property
+    def held_parts(self) -> KeysView[int]:
+        """The indexes of the parts whose events are being held (tool calls before the message
+        end): a live view, valid for the guard's lifetime. A :class:`PartDelta` of a part not
+        in it passes :meth:`feed` unchanged and without any effect on the guard, so a caller
+        may forward it without feeding it."""
+        return self._calls.keys()
+
     def feed(self, event: StreamEvent) -> list[StreamEvent]:
         """Take one event; return the events to forward now, in order (possibly none)."""
         if self._done or isinstance(event, MessageStart):
@@ -208,7 +216,7 @@ class StreamTruncationGuard:
 
     def _clear(self) -> None:
         self._held = []
-        self._calls = {}
+        self._calls.clear()  # in place: held_parts stays a view of it
         self._held_bytes = 0
 
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from gateway.errors import UpstreamProtocolError
 from gateway.providers import wire_common
 from gateway.providers.anthropic_messages import map_stop_reason, provenance
@@ -61,6 +63,12 @@ _USAGE_FIELDS = {
 }
 
 
+_part_delta = PartDelta.__pydantic_validator__.validate_python
+"""``PartDelta`` from a dict of its fields, validated exactly as ``PartDelta(**fields)`` (the
+same validator) without the Python-level ``__init__`` call: the per-chunk event is made once
+per upstream chunk, and this is a third cheaper."""
+
+
 @dataclass
 class _Block:
     kind: str  # text | thinking | redacted_thinking | tool_call | skip
@@ -93,7 +101,27 @@ class AnthropicStreamParser:
         payload = data.strip()
         if not payload:
             return []
-        obj = wire_common.loads_object(payload, what="stream event", deployment=self.ctx.deployment.name)
+        try:
+            obj = orjson.loads(payload)
+        except orjson.JSONDecodeError:  # the protocol error, with its message
+            obj = None
+        if not isinstance(obj, dict):
+            obj = wire_common.loads_object(payload, what="stream event", deployment=self.ctx.deployment.name)
+        elif obj.get("type") == "content_block_delta":  # most events: more text of a text block
+            index = obj.get("index")
+            block = self.blocks.get(index) if type(index) is int else None
+            delta = obj.get("delta")
+            if (
+                block is not None
+                and block.kind == "text"
+                and block.part is not None
+                and not block.ended
+                and type(delta) is dict
+                and delta.get("type") == "text_delta"
+            ):
+                text = delta.get("text")
+                if type(text) is str:  # what _block_delta does, without the general walk
+                    return [_part_delta({"index": block.part, "text": text})] if text else []
         return self.feed_obj(obj, event)
 
     def feed_obj(self, obj: dict[str, Any], event: str | None = None) -> list[StreamEvent]:
@@ -102,7 +130,9 @@ class AnthropicStreamParser:
             return []
         kind = obj.get("type") or event
         out: list[StreamEvent] = []
-        if kind == "message_start":
+        if kind == "content_block_delta":  # the most frequent event first
+            self._block_delta(obj, out)
+        elif kind == "message_start":
             msg = wire_common.as_dict(obj.get("message"))
             self._usage(wire_common.as_dict(msg.get("usage")))
             self.started = True
@@ -115,8 +145,6 @@ class AnthropicStreamParser:
             )
         elif kind == "content_block_start":
             self._block_start(obj, out)
-        elif kind == "content_block_delta":
-            self._block_delta(obj, out)
         elif kind == "content_block_stop":
             block = self.blocks.get(_int(obj.get("index")))
             if block is not None:
@@ -228,19 +256,26 @@ class AnthropicStreamParser:
         out.append(PartDelta(index=block.part, text=text))
 
     def _block_delta(self, obj: dict[str, Any], out: list[StreamEvent]) -> None:
-        block = self.blocks.get(_int(obj.get("index")))
+        index = obj.get("index")
+        block = self.blocks.get(index if isinstance(index, int) and not isinstance(index, bool) else -1)
         if block is None or block.kind == "skip" or block.ended:
             return
-        delta = wire_common.as_dict(obj.get("delta"))
+        delta = obj.get("delta")
+        if not isinstance(delta, dict):
+            delta = {}
         dtype = delta.get("type")
         if dtype == "text_delta" and block.kind == "text":
-            if delta.get("text"):
-                self._text(block, str(delta["text"]), out)
+            text = delta.get("text")
+            if text:
+                if block.part is not None and type(text) is str:  # the usual case
+                    out.append(_part_delta({"index": block.part, "text": text}))
+                else:
+                    self._text(block, str(text), out)
         elif block.part is None:
             return
         elif dtype == "thinking_delta":
             if delta.get("thinking"):
-                out.append(PartDelta(index=block.part, text=str(delta["thinking"])))
+                out.append(_part_delta({"index": block.part, "text": str(delta["thinking"])}))
         elif dtype == "signature_delta":
             if delta.get("signature"):
                 out.append(PartDelta(index=block.part, signature=str(delta["signature"])))
@@ -248,7 +283,7 @@ class AnthropicStreamParser:
             fragment = delta.get("partial_json")
             if fragment:
                 block.got_args = True
-                out.append(PartDelta(index=block.part, arguments=str(fragment)))
+                out.append(_part_delta({"index": block.part, "arguments": str(fragment)}))
 
     def _end_block(self, block: _Block, out: list[StreamEvent], *, complete: bool) -> None:
         if block.ended:

@@ -83,6 +83,17 @@ class Provider(ABC):
         :class:`gateway.errors.UpstreamError`; after it, they end the stream with a
         ``StreamError`` event or raise."""
 
+    async def stream_batches(
+        self, request: Request, deployment: Deployment, api_key: str | None
+    ) -> AsyncIterator[list[StreamEvent]]:
+        """:meth:`stream` in batches: non-empty lists of internal events, each handed on the
+        moment it is complete (a batch is what became available at one instant, never held
+        back for more). Flattened, the batches are exactly :meth:`stream`'s events, with its
+        errors at the same place. This default wraps each event of :meth:`stream` in a list
+        of one; :class:`HttpProvider` yields one batch per network read."""
+        async for event in self.stream(request, deployment, api_key):
+            yield [event]
+
 
 class WireModule(Protocol):
     """The verbs of a wire module (see module docstring)."""
@@ -123,19 +134,49 @@ class HttpProvider(Provider):
     async def stream(
         self, request: Request, deployment: Deployment, api_key: str | None
     ) -> AsyncIterator[StreamEvent]:
+        async for batch in self.stream_batches(request, deployment, api_key):
+            for event in batch:
+                yield event
+
+    async def stream_batches(
+        self, request: Request, deployment: Deployment, api_key: str | None
+    ) -> AsyncIterator[list[StreamEvent]]:
+        """One batch per network read: the internal events of every SSE event the read
+        completed. The first events of the stream (those of its first SSE event that has
+        any) form a batch of their own, handed on before the rest of their read is parsed,
+        so the time to first byte does not grow with the size of the first read. A parse
+        error yields the events before it first, then raises (as :meth:`stream` would)."""
         from gateway.providers import transport
 
         if not request.stream:
             request = request.model_copy(update={"stream": True})
         up, ctx = self.wire.build_request(request, deployment, api_key)
         parser = self.wire.new_stream_parser(ctx)
-        async for event_name, data in transport.send_stream(
+        feed = parser.feed
+        first = True
+        async for reads in transport.send_stream_reads(
             self.session, up, self._timeouts(deployment), self.wire, deployment.name
         ):
-            for ev in parser.feed(event_name, data):
-                yield ev
-        for ev in parser.finish():
-            yield ev
+            out: list[StreamEvent] = []
+            try:
+                for event_name, data in reads:
+                    events = feed(event_name, data)
+                    if not events:
+                        continue
+                    if first:
+                        first = False
+                        yield events
+                    else:
+                        out += events
+            except Exception:
+                if out:
+                    yield out
+                raise
+            if out:
+                yield out
+        last = parser.finish()
+        if last:
+            yield last
 
     def _timeouts(self, deployment: Deployment) -> TimeoutConfig:
         return effective_timeouts(self.timeouts, deployment)

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from gateway.errors import UpstreamProtocolError
 from gateway.providers import wire_common
 from gateway.providers.base import CallContext
@@ -58,6 +60,12 @@ _ERROR_KINDS = {
     503: "overloaded",
     529: "overloaded",
 }
+
+
+_part_delta = PartDelta.__pydantic_validator__.validate_python
+"""``PartDelta`` from a dict of its fields, validated exactly as ``PartDelta(**fields)`` (the
+same validator) without the Python-level ``__init__`` call: the per-chunk event is made once
+per upstream chunk, and this is a third cheaper."""
 
 
 @dataclass
@@ -102,7 +110,10 @@ class OpenAIChatStreamParser:
             return []
         if payload == b"[DONE]":
             return self._end()
-        obj = wire_common.loads_json(payload, what="stream chunk", deployment=self.ctx.deployment.name)
+        try:
+            obj = orjson.loads(payload)
+        except orjson.JSONDecodeError:  # the protocol error, with its message
+            obj = wire_common.loads_json(payload, what="stream chunk", deployment=self.ctx.deployment.name)
         if not isinstance(obj, dict):
             raise UpstreamProtocolError(
                 "stream chunk is not a JSON object", deployment=self.ctx.deployment.name
@@ -116,23 +127,41 @@ class OpenAIChatStreamParser:
         if self.ended or self.failed:
             return []
         out: list[StreamEvent] = []
-        if obj.get("error") and not obj.get("choices"):
+        get = obj.get
+        choices = get("choices")
+        if not choices and get("error"):
             return self._error(obj["error"])
-        if obj.get("id"):
-            self.msg_id = self.msg_id or str(obj["id"])
-        if obj.get("model"):
-            self.model = self.model or str(obj["model"])
-        choices = wire_common.as_list(obj.get("choices"))
-        usage = obj.get("usage")
+        if not self.msg_id:
+            msg_id = get("id")
+            if msg_id:
+                self.msg_id = str(msg_id)
+        if not self.model:
+            model = get("model")
+            if model:
+                self.model = str(model)
+        if not isinstance(choices, list):
+            choices = []
+        usage = get("usage")
         if isinstance(usage, dict):
             self.usage = usage_from_wire(usage)
-        if not self.started and (choices or isinstance(usage, dict)):
+        elif not self.started and not choices:
+            return out
+        if not self.started:
             self._start(out)
         for choice in choices:
             if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
                 continue
-            delta = wire_common.as_dict(choice.get("delta"))
-            self._delta(delta, out)
+            delta = choice.get("delta")
+            if delta and isinstance(delta, dict):
+                content = delta.get("content")
+                if len(delta) == 1 and type(content) is str:  # text alone: most chunks
+                    open_part = self.open_part
+                    if open_part is not None and open_part[0] == "text" and content:
+                        out.append(_part_delta({"index": open_part[1], "text": content}))
+                    elif content:
+                        self._text("text", content, out)
+                else:
+                    self._delta(delta, out)
             fr = choice.get("finish_reason")
             if fr:
                 self.finish_raw = str(fr)
@@ -191,19 +220,27 @@ class OpenAIChatStreamParser:
         return [StreamError(kind=kind, message=message, status=status)]
 
     def _delta(self, delta: dict[str, Any], out: list[StreamEvent]) -> None:
-        reasoning = reasoning_text(delta)
-        if reasoning:
-            self._text("thinking", reasoning, out)
-        for kind, text in content_items(delta.get("content")):
-            self._text(kind, text, out)
-        if isinstance(delta.get("refusal"), str) and delta["refusal"]:
-            self._text("text", delta["refusal"], out)
-        calls = delta.get("tool_calls")
+        get = delta.get
+        if "reasoning_content" in delta or "reasoning" in delta:
+            reasoning = reasoning_text(delta)
+            if reasoning:
+                self._text("thinking", reasoning, out)
+        content = get("content")
+        if isinstance(content, str):
+            if content:
+                self._text("text", content, out)
+        elif content is not None:
+            for kind, text in content_items(content):
+                self._text(kind, text, out)
+        refusal = get("refusal")
+        if refusal and isinstance(refusal, str):
+            self._text("text", refusal, out)
+        calls = get("tool_calls")
         if isinstance(calls, list):
             for tc in calls:
                 if isinstance(tc, dict):
                     self._tool_delta(tc, out)
-        legacy = delta.get("function_call")
+        legacy = get("function_call")
         if isinstance(legacy, dict) and not calls:
             self._tool_delta({"index": "function_call", "function": legacy}, out)
 
@@ -213,8 +250,9 @@ class OpenAIChatStreamParser:
             self.open_part = None
 
     def _text(self, kind: str, text: str, out: list[StreamEvent]) -> None:
-        if self.open_part is not None and self.open_part[0] == kind:
-            out.append(PartDelta(index=self.open_part[1], text=text))
+        open_part = self.open_part
+        if open_part is not None and open_part[0] == kind:
+            out.append(_part_delta({"index": open_part[1], "text": text}))
             return
         self._close_open(out)
         index = self.next_index
@@ -258,7 +296,7 @@ class OpenAIChatStreamParser:
             if call.name:
                 self._start_call(call, out)
         elif args and not call.ended:
-            out.append(PartDelta(index=call.index, arguments=args))
+            out.append(_part_delta({"index": call.index, "arguments": args}))
 
     def _start_call(self, call: _Call, out: list[StreamEvent]) -> None:
         self._close_open(out)

@@ -59,14 +59,23 @@ class SseDecoder:
             if buf.startswith(_BOM):
                 buf = buf[len(_BOM) :]
         out: list[SseEvent] = []
-        line_of = self._line
         if b"\r" not in buf:  # the common case: LF line ends only, split in one C call
             lines = buf.split(b"\n")
             self._buf = lines.pop()  # the unterminated rest (b"" after a final LF)
+            # _line inlined for the usual lines (``data: ``, ``event: ``, blank); the same rules.
+            data = self._data
             for line in lines:
-                ev = line_of(line)
-                if ev is not None:
-                    out.append(ev)
+                if line[:6] == b"data: ":
+                    data.append(line[6:])
+                elif not line:
+                    if data:
+                        out.append((self._event, b"\n".join(data)))
+                        data = self._data = []
+                    self._event = None
+                elif line[:7] == b"event: ":
+                    self._event = line[7:].decode("utf-8", errors="replace") or None
+                else:
+                    self._line(line)
             return out
         pos = 0
         n = len(buf)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from _wire_helpers import FIXTURES
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gateway.providers.sse import SseDecoder, decode_all
@@ -77,3 +77,42 @@ def test_any_chunking_gives_the_same_events(cuts: list[int]) -> None:
     got += dec.feed(raw[pos:]) + dec.close()
     assert got == whole
     assert len(whole) == 9
+
+
+_VALUE = st.binary(max_size=12).map(lambda b: b.replace(b"\r", b"").replace(b"\n", b""))
+_LINE = st.one_of(
+    _VALUE.map(lambda v: b"data: " + v),
+    _VALUE.map(lambda v: b"data:" + v),
+    st.just(b"data"),
+    st.sampled_from([b"event: ", b"event:", b"event:  "]).flatmap(lambda p: _VALUE.map(lambda v: p + v)),
+    _VALUE.map(lambda v: b":" + v),
+    st.sampled_from([b"", b"", b"id: 7", b"retry: 100", b"foo: bar", b"dataX: y", b"event", b"\xef\xbb\xbf"]),
+    st.just(b""),  # blank lines end events: often
+    st.just(b""),
+)
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(_LINE, max_size=30),
+    st.booleans(),
+    st.lists(st.integers(min_value=1, max_value=25), max_size=20),
+)
+@example([b"event: a", b"data: 1", b"", b"data: 2", b"", b""], True, [9])
+@example([b"data: 1", b"", b"", b"event: e", b"data: 2", b"data: 3", b"", b": c", b"data: 4"], False, [])
+def test_lf_only_streams_decode_as_crlf_streams_do(
+    lines: list[bytes], final_lf: bool, cuts: list[int]
+) -> None:
+    """The LF-only fast path of ``feed`` follows the same rules as the general line splitter
+    (used whenever a CR is present), for any lines and any chunking."""
+    raw = b"\n".join(lines) + (b"\n" if final_lf else b"")
+    reference = decode_all(raw.replace(b"\n", b"\r\n"))
+    dec = SseDecoder()
+    got = []
+    pos = 0
+    for c in cuts:
+        got += dec.feed(raw[pos : pos + c])
+        pos += c
+    got += dec.feed(raw[pos:]) + dec.close()
+    assert got == reference
+    assert decode_all(raw) == reference
