@@ -82,6 +82,29 @@ COLUMNS = (
 )
 
 
+MAX_ROWS_PER_STATEMENT = 256
+"""Rows per ``INSERT`` (24 parameters each: well below SQLite's 32,766-parameter limit)."""
+
+_ROW_MARKS = "(" + ",".join("?" * len(COLUMNS)) + ")"
+_INSERT_HEAD = f"INSERT INTO turns ({', '.join(COLUMNS)}) VALUES "
+
+
+def insert_sql(rows: int) -> str:
+    """One ``INSERT`` of ``rows`` rows (multi-row ``VALUES``, :data:`COLUMNS` order): the
+    whole batch is one statement, one step of SQLite's VM."""
+    return _INSERT_HEAD + ",".join([_ROW_MARKS] * rows)
+
+
+def insert_statements(rows: list[tuple[Any, ...]]) -> list[tuple[str, list[Any]]]:
+    """``(sql, parameters)`` pairs inserting ``rows`` (:meth:`TurnRecord.row` tuples), at most
+    :data:`MAX_ROWS_PER_STATEMENT` rows each."""
+    out = []
+    for i in range(0, len(rows), MAX_ROWS_PER_STATEMENT):
+        part = rows[i : i + MAX_ROWS_PER_STATEMENT]
+        out.append((insert_sql(len(part)), [v for row in part for v in row]))
+    return out
+
+
 @dataclass
 class TurnRecord:
     """One turn as stored. ``request``/``response`` are internal-schema dicts, or the
@@ -116,8 +139,8 @@ class TurnRecord:
         u = self.usage.model_dump() if isinstance(self.usage, BaseModel) else self.usage
         withheld = [w.model_dump() if isinstance(w, BaseModel) else w for w in self.withheld]
 
-        def js(v: Any) -> str | None:
-            return None if v is None else orjson.dumps(v).decode()
+        def js(v: Any) -> str | None:  # a value that is not JSON-ready is stored as its text
+            return None if v is None else orjson.dumps(v, default=str).decode()
 
         # Models straight to JSON text in one pass (pydantic's serialiser, same text as
         # orjson over model_dump(mode="json")).
@@ -234,38 +257,49 @@ class TranscriptWriter:
             self._conn.close()
             self._conn = None
 
-    def _write(self, records: list[TurnRecord]) -> None:
+    def _write(self, statements: list[tuple[str, list[Any]]]) -> None:
+        """Run the ``(sql, parameters)`` inserts of :func:`insert_statements` in one
+        transaction. ``executemany`` would release and retake the GIL around every row; each
+        time this thread takes it back it stalls the event loop, which under load cost more than
+        the writing itself."""
         assert self._conn is not None
-        rows = [r.row() for r in records]  # JSON encoding in the writer thread, not on the loop
-        marks = ",".join("?" * len(COLUMNS))
         with self._lock:
+            if len(statements) == 1:  # autocommit: one statement is one transaction
+                self._conn.execute(*statements[0])
+                return
             self._conn.execute("BEGIN")
             try:
-                self._conn.executemany(f"INSERT INTO turns ({','.join(COLUMNS)}) VALUES ({marks})", rows)
+                for sql, params in statements:
+                    self._conn.execute(sql, params)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
 
-    async def _write_until_done(self, rows: list[TurnRecord]) -> None:
-        """Write the records ``rows``; a failure (e.g. the file locked by another process) is logged and
+    async def _write_until_done(self, records: list[TurnRecord]) -> None:
+        """Write ``records``; a failure (e.g. the file locked by another process) is logged and
         retried with backoff up to 5 s apart — turns are never dropped. A row whose request id
-        is already stored (a primary-key clash) is logged and skipped, the others are kept."""
+        is already stored (a primary-key clash) is logged and skipped, the others are kept.
+
+        The rows are made here, on the event loop (a few µs per turn: the models' JSON), and
+        only SQLite runs in a thread: Python work in a second thread contends with the event
+        loop for the GIL, which under load cost far more than the work itself."""
+        statements = insert_statements([r.row() for r in records])
         delay = 0.05
         while True:
             try:
-                await asyncio.to_thread(self._write, rows)
-                self.written += len(rows)
+                await asyncio.to_thread(self._write, statements)
+                self.written += len(records)
                 return
             except sqlite3.IntegrityError:
-                if len(rows) == 1:
-                    log.error("transcript_duplicate_request_id", request_id=rows[0].request_id)
+                if len(records) == 1:
+                    log.error("transcript_duplicate_request_id", request_id=records[0].request_id)
                     return
-                for row in rows:  # find the offending row; keep the rest
-                    await self._write_until_done([row])
+                for record in records:  # find the offending row; keep the rest
+                    await self._write_until_done([record])
                 return
             except Exception:
-                log.exception("transcript_write_failed_retrying", rows=len(rows), retry_in_s=delay)
+                log.exception("transcript_write_failed_retrying", rows=len(records), retry_in_s=delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
@@ -287,6 +321,8 @@ class TranscriptWriter:
             self._in_flight = True
             try:
                 await self._write_until_done(records)
+            except Exception:  # a bug, not a storage failure (those are retried): keep writing
+                log.exception("transcript_batch_lost", rows=len(records))
             finally:
                 self._in_flight = False
                 self._idle.set()

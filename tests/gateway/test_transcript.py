@@ -3,6 +3,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+from gateway import transcript
 from gateway.transcript import TranscriptWriter, TurnRecord, recent
 
 
@@ -89,3 +92,51 @@ def test_a_record_holding_schema_models_stores_the_same_row_as_one_holding_their
         response=response.model_dump(mode="json"),
     )
     assert as_models.row() == as_dicts.row()
+
+
+async def test_a_batch_longer_than_one_statement_is_written_whole_in_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transcript, "MAX_ROWS_PER_STATEMENT", 3)
+    db = tmp_path / "t.db"
+    writer = TranscriptWriter(db, batch=64)
+    await writer.start()
+    for i in range(7):
+        assert writer.try_append(_record(i))
+    await writer.flush()
+    assert writer.written == 7
+    await writer.close()
+    ids = [r[0] for r in sqlite3.connect(db).execute("SELECT request_id FROM turns ORDER BY ts")]
+    assert ids == [f"r{i}" for i in range(7)]
+
+
+async def test_a_duplicate_request_id_skips_that_row_and_keeps_the_rest_of_its_batch(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    writer = TranscriptWriter(db, batch=64)
+    await writer.start()
+    for i in (0, 1, 1, 2):
+        assert writer.try_append(_record(i))
+    await writer.close()
+    ids = [r[0] for r in sqlite3.connect(db).execute("SELECT request_id FROM turns ORDER BY ts")]
+    assert ids == ["r0", "r1", "r2"]
+
+
+async def test_a_value_that_is_not_json_is_stored_as_text_and_the_turn_kept(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    writer = TranscriptWriter(db)
+    await writer.start()
+    record = _record(0)
+    record.attempts = [{"deployment": "demo", "odd": {1, 2}}]
+    await writer.append(record)
+    await writer.close()
+    (attempts,) = sqlite3.connect(db).execute("SELECT attempts FROM turns").fetchone()
+    assert '"odd":"{1, 2}"' in attempts
+
+
+def test_insert_statements_split_rows_and_keep_column_order() -> None:
+    rows = [_record(i).row() for i in range(5)]
+    statements = transcript.insert_statements(rows)
+    assert len(statements) == 1
+    sql, params = statements[0]
+    assert sql.count("(?") == 5 and len(params) == 5 * len(transcript.COLUMNS)
+    assert params[: len(transcript.COLUMNS)] == list(rows[0])
