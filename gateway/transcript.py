@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,7 @@ def insert_statements(rows: list[tuple[Any, ...]]) -> list[tuple[str, list[Any]]
     out = []
     for i in range(0, len(rows), MAX_ROWS_PER_STATEMENT):
         part = rows[i : i + MAX_ROWS_PER_STATEMENT]
-        out.append((insert_sql(len(part)), [v for row in part for v in row]))
+        out.append((insert_sql(len(part)), list(chain.from_iterable(part))))
     return out
 
 
@@ -136,8 +137,11 @@ class TurnRecord:
     def row(self) -> tuple[Any, ...]:
         """The record as a row tuple in :data:`COLUMNS` order (models dumped here: the request
         as JSON without nulls, the response as JSON, usage and withheld calls as Python)."""
-        u = self.usage.model_dump() if isinstance(self.usage, BaseModel) else self.usage
-        withheld = [w.model_dump() if isinstance(w, BaseModel) else w for w in self.withheld]
+        # ``type(x) is dict``, not ``isinstance(x, BaseModel)``: the latter is a Python-level
+        # ABCMeta check for every model (this runs on the event loop, once per turn).
+        usage = self.usage
+        u = usage if type(usage) is dict else usage.model_dump()  # type: ignore[union-attr]
+        withheld = [w if type(w) is dict else w.model_dump() for w in self.withheld]
 
         def js(v: Any) -> str | None:  # a value that is not JSON-ready is stored as its text
             return None if v is None else orjson.dumps(v, default=str).decode()
@@ -146,10 +150,14 @@ class TurnRecord:
         # orjson over model_dump(mode="json")).
         request = self.request
         request_json = (
-            request.model_dump_json(exclude_none=True) if isinstance(request, BaseModel) else js(request)
+            js(request)
+            if request is None or type(request) is dict
+            else request.model_dump_json(exclude_none=True)  # type: ignore[union-attr]
         )
         response = self.response
-        response_json = response.model_dump_json() if isinstance(response, BaseModel) else js(response)
+        response_json = (
+            js(response) if response is None or type(response) is dict else response.model_dump_json()  # type: ignore[union-attr]
+        )
 
         return (
             self.request_id,

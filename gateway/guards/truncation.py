@@ -85,13 +85,13 @@ def check_truncation(response: Response) -> Response:
     and whose stop reason follows :func:`stop_after_withholding`. Never raises.
     """
     message = response.message
-    if not any(isinstance(p, ToolCallPart) for p in message.content):
+    if not any(type(p) is ToolCallPart for p in message.content):  # exact class: no ABCMeta call
         return response
     content = []
     withheld: list[WithheldToolCall] = []
     kept = 0
     for part in message.content:
-        if isinstance(part, ToolCallPart):
+        if type(part) is ToolCallPart:
             reason = withhold_reason(response.stop_reason, part.raw_arguments)
             if reason is not None:
                 withheld.append(
