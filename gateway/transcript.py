@@ -140,24 +140,25 @@ class TurnRecord:
         # ``type(x) is dict``, not ``isinstance(x, BaseModel)``: the latter is a Python-level
         # ABCMeta check for every model (this runs on the event loop, once per turn).
         usage = self.usage
-        u = usage if type(usage) is dict else usage.model_dump()  # type: ignore[union-attr]
+        # The models' own serialisers, called directly: what model_dump / model_dump_json run,
+        # without their Python wrappers. The request as JSON without nulls.
+        u = usage if type(usage) is dict else usage.__pydantic_serializer__.to_python(usage)  # type: ignore[union-attr]
         withheld = [w if type(w) is dict else w.model_dump() for w in self.withheld]
 
         def js(v: Any) -> str | None:  # a value that is not JSON-ready is stored as its text
             return None if v is None else orjson.dumps(v, default=str).decode()
 
-        # Models straight to JSON text in one pass (pydantic's serialiser, same text as
-        # orjson over model_dump(mode="json")).
         request = self.request
-        request_json = (
-            js(request)
-            if request is None or type(request) is dict
-            else request.model_dump_json(exclude_none=True)  # type: ignore[union-attr]
-        )
+        if request is None or type(request) is dict:
+            request_json = js(request)
+        else:
+            to_json = request.__pydantic_serializer__.to_json  # type: ignore[union-attr]
+            request_json = to_json(request, exclude_none=True).decode()
         response = self.response
-        response_json = (
-            js(response) if response is None or type(response) is dict else response.model_dump_json()  # type: ignore[union-attr]
-        )
+        if response is None or type(response) is dict:
+            response_json = js(response)
+        else:
+            response_json = response.__pydantic_serializer__.to_json(response).decode()  # type: ignore[union-attr]
 
         return (
             self.request_id,
