@@ -55,7 +55,10 @@ def serve(
             "Each worker holds its own connection pool.",
         ),
     ] = 1,
-    log_level: Annotated[LogLevel, typer.Option(help="How much the server logs.")] = LogLevel.info,
+    log_level: Annotated[
+        LogLevel | None,
+        typer.Option(help="How much the server logs. Default: TURNSTILE_LOG_LEVEL, else info."),
+    ] = None,
 ) -> None:
     """Run the gateway (OpenAI /v1/chat/completions, Anthropic /v1/messages, /v1/models)."""
     import uvicorn
@@ -69,8 +72,12 @@ def serve(
     except ConfigError as err:
         console.print(f"[red]configuration error[/red]\n{err.message}")
         raise typer.Exit(2) from err
-    configure(log_level.value, json=settings.log_json)
+    level = log_level.value if log_level is not None else settings.log_level.lower()
+    if level not in LogLevel.__members__:
+        level = LogLevel.info.value
+    configure(level, json=settings.log_json)
     os.environ["TURNSTILE_CONFIG"] = str(path)
+    os.environ["TURNSTILE_LOG_LEVEL"] = level  # the app factory (in each worker) logs at this level
     uvicorn.run(
         "gateway.server:create_app",
         factory=True,
@@ -78,7 +85,7 @@ def serve(
         port=port or settings.port or cfg.server.port,
         workers=workers,
         access_log=False,
-        log_level=log_level.value,
+        log_level=level,
         lifespan="on",
     )
 

@@ -300,6 +300,9 @@ async def count_tokens(request: Request) -> Response:
         return _json(anthropic_edge.render_count_tokens(count(turn_request, dep.model)))
     except TurnstileError as err:
         return _error_response(anthropic_edge, err, rid)
+    except ClientDisconnect:  # gone while the body was read: as a turn, not an ASGI error
+        log.info("client_disconnected", request_id=rid)
+        return Response(status_code=499)
 
 
 async def models(request: Request) -> Response:

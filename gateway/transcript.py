@@ -292,17 +292,34 @@ class TranscriptWriter:
 
         The rows are made here, on the event loop (a few µs per turn: the models' JSON), and
         only SQLite runs in a thread: Python work in a second thread contends with the event
-        loop for the GIL, which under load cost far more than the work itself."""
-        statements = insert_statements([r.row() for r in records])
+        loop for the GIL, which under load cost far more than the work itself.
+
+        A row that can never be stored (a value SQLite or JSON cannot hold, e.g. an integer
+        past 64 bits) is logged and skipped like a duplicate; retrying it would stop the writer
+        for good, and with it every later turn and the shutdown."""
+        rows = []
+        for record in records:
+            try:
+                rows.append(record.row())
+            except Exception:
+                log.exception("transcript_row_unwritable", request_id=record.request_id)
+                records = [r for r in records if r is not record]
+        if not rows:
+            return
+        statements = insert_statements(rows)
         delay = 0.05
         while True:
             try:
                 await asyncio.to_thread(self._write, statements)
                 self.written += len(records)
                 return
-            except sqlite3.IntegrityError:
+            except (sqlite3.IntegrityError, OverflowError, sqlite3.InterfaceError) as err:
                 if len(records) == 1:
-                    log.error("transcript_duplicate_request_id", request_id=records[0].request_id)
+                    rid = records[0].request_id
+                    if isinstance(err, sqlite3.IntegrityError):
+                        log.error("transcript_duplicate_request_id", request_id=rid)
+                    else:
+                        log.error("transcript_row_unwritable", request_id=rid, error=str(err))
                     return
                 for record in records:  # find the offending row; keep the rest
                     await self._write_until_done([record])

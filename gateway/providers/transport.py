@@ -176,9 +176,15 @@ async def send_stream_reads(
         try:
             while True:
                 try:
-                    async with asyncio.timeout(between):
+                    async with asyncio.timeout(between) as gap:
                         chunk = await content.readany()
                 except TimeoutError as err:
+                    if not gap.expired():  # aiohttp's total timeout, raised as a TimeoutError
+                        raise UpstreamTimeout(
+                            f"deployment {deployment!r}: stream not complete within the total timeout "
+                            f"of {t.total:g}s",
+                            deployment=deployment,
+                        ) from err
                     raise UpstreamTimeout(
                         f"deployment {deployment!r}: no stream data for {t.between_chunks:g}s "
                         "(timeout between_chunks)",

@@ -100,16 +100,22 @@ def error_message(status: int, body: bytes) -> str:
     return text[:2000] if text else f"HTTP {status}"
 
 
+MAX_COUNT = 2**53
+"""The largest token count read from an answer: larger (or negative) counts are nonsense that
+would overflow the answer's JSON (orjson: 64 bits) and the transcript's INTEGER columns."""
+
+
 def int_field(obj: dict[str, Any] | None, key: str) -> int | None:
-    """``obj[key]`` as an int when it is a number, else None (missing, null or not a number)."""
+    """``obj[key]`` as an int when it is a count (a number from 0 to :data:`MAX_COUNT`), else
+    None (missing, null, not a number, negative or out of range)."""
     if not obj:
         return None
     val = obj.get(key)
     if type(val) is int:  # the common case
-        return val
+        return val if 0 <= val <= MAX_COUNT else None
     if isinstance(val, bool) or not isinstance(val, (int, float)):
         return None
-    return int(val)
+    return int(val) if 0 <= val <= MAX_COUNT else None
 
 
 def as_dict(value: Any) -> dict[str, Any]:

@@ -3,8 +3,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
+from gateway import logs
 from gateway.cli import app
 from gateway.transcript import TranscriptWriter, TurnRecord
 
@@ -25,6 +27,35 @@ def test_serve_refuses_an_invalid_config_with_its_path(tmp_path: Path) -> None:
     result = runner.invoke(app, ["serve", "--config", str(bad)])
     assert result.exit_code == 2
     assert "server.port" in result.output and "bad.yaml" in result.output
+
+
+def test_serve_log_level_reaches_the_app_factory(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    from gateway.config import Settings
+
+    calls: list[dict[str, object]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **kw: calls.append(kw))
+    monkeypatch.setattr(logs, "configure", lambda *a, **kw: None)  # keeps the test's stderr
+    monkeypatch.delenv("TURNSTILE_CONFIG", raising=False)  # restored after the test
+    monkeypatch.setenv("TURNSTILE_LOG_LEVEL", "info")
+    result = runner.invoke(app, ["serve", "--log-level", "warning"])
+    assert result.exit_code == 0, result.output
+    assert calls[0]["log_level"] == "warning"
+    assert Settings().log_level == "warning"  # what create_app configures logging with
+
+
+def test_serve_log_level_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    calls: list[dict[str, object]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **kw: calls.append(kw))
+    monkeypatch.setattr(logs, "configure", lambda *a, **kw: None)  # keeps the test's stderr
+    monkeypatch.delenv("TURNSTILE_CONFIG", raising=False)
+    monkeypatch.setenv("TURNSTILE_LOG_LEVEL", "WARNING")
+    result = runner.invoke(app, ["serve"])
+    assert result.exit_code == 0, result.output
+    assert calls[0]["log_level"] == "warning"
 
 
 def test_logs_shows_recent_turns_as_a_table(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -140,3 +141,20 @@ def test_insert_statements_split_rows_and_keep_column_order() -> None:
     sql, params = statements[0]
     assert sql.count("(?") == 5 and len(params) == 5 * len(transcript.COLUMNS)
     assert params[: len(transcript.COLUMNS)] == list(rows[0])
+
+
+async def test_a_row_sqlite_cannot_hold_is_skipped_and_the_writer_keeps_writing(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    writer = TranscriptWriter(db, batch=64)
+    await writer.start()
+    too_big = _record(1)
+    too_big.usage = {"input_tokens": 2**64, "output_tokens": 4}  # past SQLite's 64-bit INTEGER
+    not_json = _record(3)
+    not_json.attempts = [{"deployment": "demo", "tokens": 2**70}]  # past orjson's 64 bits
+    for record in (_record(0), too_big, _record(2), not_json):
+        assert writer.try_append(record)
+    await asyncio.wait_for(writer.flush(), 10)  # a bound, not a wait: a retried row never ends
+    assert writer.try_append(_record(4))
+    await asyncio.wait_for(writer.close(), 10)
+    ids = [r[0] for r in sqlite3.connect(db).execute("SELECT request_id FROM turns ORDER BY ts")]
+    assert ids == ["r0", "r2", "r4"]

@@ -94,3 +94,26 @@ def test_usage_from_wire_matches_usage_fields() -> None:
         openai_chat.usage_from_wire(None).model_dump()
         == anthropic_messages.usage_from_wire(None).model_dump()
     )
+
+
+@pytest.mark.parametrize("count", [2**64 - 1, 2**70, 1e300, -5, -0.5])
+def test_usage_counts_out_of_range_are_read_as_absent(count: float) -> None:
+    oa = {"prompt_tokens": count, "completion_tokens": 2, "total_tokens": count}
+    assert openai_chat.usage_fields(oa)["input_tokens"] == 0
+    assert openai_chat.usage_fields(oa)["output_tokens"] == 2
+    assert anthropic_messages.usage_fields({"input_tokens": count, "output_tokens": 2})["input_tokens"] == 0
+
+
+def test_an_answer_with_a_huge_usage_count_renders_as_json() -> None:
+    import orjson
+
+    from gateway.edges import openai_chat as openai_edge
+
+    obj = {
+        "id": "c",
+        "choices": [{"finish_reason": "stop", "message": {"content": "hi"}}],
+        "usage": {"prompt_tokens": 2**64 - 1, "completion_tokens": 2, "total_tokens": 2**64 + 1},
+    }
+    resp = openai_chat.from_wire_response(obj, ctx(OA))
+    assert resp.usage.input_tokens == 0 and resp.usage.output_tokens == 2
+    orjson.dumps(openai_edge.render_response(resp, Request(model="m", messages=[])))
