@@ -74,12 +74,15 @@ def _timeout(t: TimeoutConfig, stream: bool) -> aiohttp.ClientTimeout:
     return timeout
 
 
-def _headers_timeout(t: TimeoutConfig, deployment: str) -> UpstreamTimeout:
-    return UpstreamTimeout(
-        f"deployment {deployment!r}: no response headers within {t.connect + t.first_byte:.1f}s "
-        f"(timeouts connect {t.connect:g}s + first_byte {t.first_byte:g}s)",
-        deployment=deployment,
-    )
+def _headers_timeout(t: TimeoutConfig, deployment: str, stream: bool) -> UpstreamTimeout:
+    if stream:  # one timer over connecting and waiting for the headers
+        within = (
+            f"within {t.connect + t.first_byte:.1f}s "
+            f"(timeouts connect {t.connect:g}s + first_byte {t.first_byte:g}s)"
+        )
+    else:  # aiohttp bounds the two phases separately
+        within = f"in time (timeouts connect {t.connect:g}s, then first_byte {t.first_byte:g}s)"
+    return UpstreamTimeout(f"deployment {deployment!r}: no response headers {within}", deployment=deployment)
 
 
 async def _open(
@@ -96,7 +99,7 @@ async def _open(
                 up.method, up.url, data=up.body, headers=up.headers, timeout=_timeout(t, True)
             )
     except (TimeoutError, aiohttp.ServerTimeoutError) as err:
-        raise _headers_timeout(t, deployment) from err
+        raise _headers_timeout(t, deployment, up.stream) from err
     except aiohttp.ClientError as err:
         raise UpstreamError(
             f"deployment {deployment!r}: cannot reach upstream: {err}", status=502, deployment=deployment
