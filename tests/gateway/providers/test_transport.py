@@ -40,24 +40,22 @@ async def held_server() -> AsyncIterator[str]:
     await runner.cleanup()
 
 
-async def test_a_stream_past_the_total_timeout_names_the_total_timeout(held_server: str) -> None:
-    t = TimeoutConfig(connect=5, first_byte=5, between_chunks=60, total=0.3)
+@pytest.mark.parametrize(
+    ("between_chunks", "total", "message"),
+    [
+        (60, 0.3, r"total timeout of 0\.3s"),  # cut by the total timeout: named as such
+        (0.3, 60, r"no stream data for 0\.3s \(timeout between_chunks\)"),  # a gap between reads
+    ],
+    ids=["total", "between_chunks"],
+)
+async def test_a_stream_timeout_names_the_timeout_that_fired(
+    held_server: str, between_chunks: float, total: float, message: str
+) -> None:
+    t = TimeoutConfig(connect=5, first_byte=5, between_chunks=between_chunks, total=total)
     up = UpstreamRequest(url=f"{held_server}/text/event-stream", headers={}, body=b"{}", stream=True)
     session = transport.make_session()
     try:
-        with pytest.raises(UpstreamTimeout, match=r"total timeout of 0\.3s"):
-            async for _ in transport.send_stream_reads(session, up, t, openai_chat, "dep"):
-                pass
-    finally:
-        await session.close()
-
-
-async def test_a_stream_gap_names_the_between_chunks_timeout(held_server: str) -> None:
-    t = TimeoutConfig(connect=5, first_byte=5, between_chunks=0.3, total=60)
-    up = UpstreamRequest(url=f"{held_server}/text/event-stream", headers={}, body=b"{}", stream=True)
-    session = transport.make_session()
-    try:
-        with pytest.raises(UpstreamTimeout, match=r"no stream data for 0\.3s \(timeout between_chunks\)"):
+        with pytest.raises(UpstreamTimeout, match=message):
             async for _ in transport.send_stream_reads(session, up, t, openai_chat, "dep"):
                 pass
     finally:
