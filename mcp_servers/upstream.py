@@ -8,9 +8,11 @@ one task, as anyio requires):
 * every ``health_interval_s`` re-read the tool list (a health check that also notices a changed
   list; ``ping`` is gone from protocol 2026-07-28);
 * when the connection dies (a stdio child exits: ``MCPError(CONNECTION_CLOSED)`` at once; an HTTP
-  client that lost its connection stays dead for good in mcp 2.3) or a health check fails, leave
-  the ``Client`` (the SDK closes stdin, waits 2 s, then kills the child's process tree: no child
-  outlives it) and build a new one after a backoff that doubles up to ``backoff_max_s``.
+  client that lost its connection stays dead for good in mcp 2.3), the stdio transport judges it
+  broken (:mod:`mcp_servers.stdio_transport`: junk on stdout, a refused oversize message it
+  cannot attribute) or a health check fails, leave the ``Client`` (the stdio server and every
+  descendant of it are ended) and build a new one after a backoff that doubles up to
+  ``backoff_max_s``.
 
 While an upstream is not ``ready`` its tools are withdrawn from the registry and a call fails at
 once with :class:`UpstreamUnavailable` naming the server; other upstreams are untouched.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import sys
@@ -74,6 +77,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_servers.config import WORKSPACE_PLACEHOLDER, HttpTransport, McpServerSpec, StdioTransport
 from mcp_servers.relay import CURRENT, Channel, upstream_meta
+from mcp_servers.stdio_transport import WireStats, stdio_transport, wire_fault
 
 log = structlog.get_logger("turnstile.mcp.upstream")
 
@@ -204,6 +208,7 @@ class Upstream:
         self._connect_timeout_s = spec.connect_timeout_s or connect_timeout_s
         self.state: State = "disabled" if not spec.enabled else "starting"
         self.last_error: str | None = None
+        self.wire = WireStats()
         self.restarts = 0
         self.since = time.time()
         self.protocol_version: str | None = None
@@ -293,8 +298,19 @@ class Upstream:
             self.restarts += 1
 
     async def _connect_and_serve(self) -> None:
+        if not self._stopping:
+            self._dead.clear()  # before connecting: the transport may judge this connection lost at once
         async with AsyncExitStack() as stack:
             target = build_target(self.spec, self._read_env, stack, self._workspace_roots)
+            if isinstance(target, StdioServerParameters) and sys.platform != "win32":
+                target = stdio_transport(
+                    target,
+                    server_id=self.id,
+                    max_message_bytes=self.spec.max_message_bytes,
+                    max_junk_lines=self.spec.max_junk_lines,
+                    stats=self.wire,
+                    on_lost=self._connection_lost,
+                )
             client = Client(
                 target,
                 mode=self.spec.protocol,
@@ -316,8 +332,9 @@ class Upstream:
                     await self._subscribe_legacy(client, uri, True)
             self.protocol_version = client.protocol_version
             self.server_info = client.server_info
+            if self._dead.is_set() and not self._stopping:
+                raise UpstreamCallFailed(self.id, self.last_error or "connection lost")
             self._client = client
-            self._dead.clear()
             self.tool_count = len(tools)
             self._on_tools(self.id, tools)
             self._set_state("ready")
@@ -544,10 +561,7 @@ class Upstream:
         except TimeoutError:
             raise UpstreamCallFailed(self.id, f"tool {name!r} did not answer within {limit:g} s") from None
         except MCPError as err:
-            if err.code != CONNECTION_CLOSED:
-                raise
-            self._connection_lost(f"connection closed during tools/call {name!r}")
-            raise UpstreamCallFailed(self.id, f"the server's connection closed during tool {name!r}") from err
+            raise self._call_error(f"tool {name!r}", f"tools/call {name!r}", err) from err
         except (asyncio.CancelledError, RuntimeError):
             raise
         except Exception as err:  # transport failure (HTTP connection dropped, broken pipe)
@@ -579,12 +593,26 @@ class Upstream:
         except TimeoutError:
             raise UpstreamCallFailed(self.id, f"{what} did not answer within {limit:g} s") from None
         except MCPError as err:
-            if err.code != CONNECTION_CLOSED:
-                raise
-            self._connection_lost(f"connection closed during {what}")
-            raise UpstreamCallFailed(self.id, f"the server's connection closed during {what}") from err
+            raise self._call_error(what, what, err) from err
+
+    def _call_error(self, what: str, method: str, err: MCPError) -> Exception:
+        """What a request that ended with ``err`` raises: the error itself when the upstream
+        answered with it; :class:`UpstreamCallFailed` when the transport refused the answer
+        (:func:`mcp_servers.stdio_transport.wire_fault`) or the connection closed (then the
+        supervisor restarts it)."""
+        if wire_fault(err) is not None:
+            return UpstreamCallFailed(self.id, f"{what} {err.message}")
+        if err.code != CONNECTION_CLOSED:
+            return err
+        known = self._dead.is_set() and self.state == "restarting" and self.last_error
+        self._connection_lost(f"connection closed during {method}")
+        why = f": {self.last_error}" if known else ""
+        return UpstreamCallFailed(self.id, f"the server's connection closed during {what}{why}")
 
     def _connection_lost(self, why: str) -> None:
+        """The connection is gone or judged broken: restart it (an earlier reason is kept)."""
+        if self._dead.is_set() and self.state == "restarting":
+            return
         self.last_error = why
         self._client = None
         self._set_state("restarting", why)
@@ -592,8 +620,9 @@ class Upstream:
 
     def status(self) -> dict[str, Any]:
         """``{id, transport, enabled, state, tools, restarts, last_error, since, protocol_version,
-        server_name}`` for ``GET /health`` and ``turnstile mcp status``."""
-        return {
+        server_name}`` and, for stdio, ``wire: {junk_lines, oversize_messages, last_fault}``, for
+        ``GET /health`` and ``turnstile mcp status``."""
+        out: dict[str, Any] = {
             "id": self.id,
             "transport": self.spec.transport.type,
             "enabled": self.spec.enabled,
@@ -605,6 +634,9 @@ class Upstream:
             "protocol_version": self.protocol_version,
             "server_name": self.server_info.name if self.server_info else None,
         }
+        if isinstance(self.spec.transport, StdioTransport):
+            out["wire"] = dataclasses.asdict(self.wire)
+        return out
 
 
 def _describe(err: BaseException) -> str:
