@@ -192,6 +192,8 @@ class McpConfig(BaseModel):
     * ``restart_backoff_s`` / ``restart_backoff_max_s``: first and largest delay between
       restarts of a failed upstream (doubling); ``health_interval_s``: how often a ready
       upstream's tool list is re-read (a dead one is found and restarted).
+    * ``probe_timeout_s``: after a call timed out, the upstream is ``degraded`` and its tool list
+      is read within this bound; no answer and it is restarted (a wedged connection).
     * ``page_size``: items per page of ``/mcp`` lists (tools, resources, templates, prompts).
     * ``clients``: when set, ``/mcp`` and ``/v1/mcp/tools`` require one of these clients' keys
       and show each client only its tools (:class:`McpClient`); empty (the default) leaves both
@@ -208,6 +210,7 @@ class McpConfig(BaseModel):
     restart_backoff_max_s: float = Field(default=30.0, gt=0)
     health_interval_s: float = Field(default=10.0, gt=0)
     connect_timeout_s: float = Field(default=30.0, gt=0)
+    probe_timeout_s: float = Field(default=5.0, gt=0, le=600)
     page_size: int = Field(default=100, ge=1, le=10_000, description="items per /mcp list page")
     servers: list[McpServerSpec] = Field(default_factory=list)
     clients: list[McpClient] = Field(default_factory=list)

@@ -28,7 +28,7 @@ MAX_JUNK_LINES = 5
 
 @pytest.fixture(scope="module")
 def hgw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpGateway]:
-    """A gateway with the hostile server (5 s call timeout)."""
+    """A gateway with the hostile server (5 s call timeout, 1 s liveness probe)."""
     spec = {
         "id": "hostile",
         "transport": {"type": "stdio", "command": sys.executable, "args": [str(HOSTILE)]},
@@ -36,7 +36,7 @@ def hgw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpGateway]:
         "max_junk_lines": MAX_JUNK_LINES,
         "trust": dict.fromkeys(TOOLS, "allow"),
     }
-    yield from start_gateway(tmp_path_factory.mktemp("hostile"), [spec])
+    yield from start_gateway(tmp_path_factory.mktemp("hostile"), [spec], probe_timeout_s=1.0)
 
 
 def _text(result: Any) -> str:
@@ -101,3 +101,24 @@ async def test_a_flood_of_junk_restarts_the_connection_and_the_call_fails_naming
     _ready_again(hgw)
     assert await _call(hgw, "echo", {"text": "new connection"}) == (False, "new connection")
     assert (await _status(hgw))["restarts"] > before["restarts"]
+
+
+async def test_a_server_that_stops_answering_is_found_wedged_and_restarted(hgw: McpGateway) -> None:
+    before = await _status(hgw)
+    _, old_pid = await _call(hgw, "pid")
+    failed, text = await _call(hgw, "freeze")
+    assert failed and "'hostile'" in text and "did not answer within 5 s" in text
+    status = await _status(hgw)  # never "ready" on the wedged connection
+    assert status["state"] != "ready" or status["restarts"] > before["restarts"]
+    if status["state"] == "degraded":
+        assert "freeze" in status["reason"] and status["consecutive_failures"] >= 1
+    # the next call waits for the probe's verdict: it fails at once naming the server, or runs on
+    # a new connection; it never waits out its own timeout on the wedged one
+    failed, text = await _call(hgw, "pid")
+    assert (failed and "'hostile' is unavailable" in text) or (not failed and text != old_pid), text
+    _ready_again(hgw)
+    failed, new_pid = await _call(hgw, "pid")
+    assert not failed and new_pid != old_pid
+    after = await _status(hgw)
+    assert after["restarts"] > before["restarts"] and "tools/list did not answer" in after["last_error"]
+    assert after["last_ok"] >= status["since"]
