@@ -125,8 +125,16 @@ def descendants(root: int) -> dict[int, str]:
 def _signal(pid: int, start: str, sig: int) -> None:
     try:
         fd = os.pidfd_open(pid)
-    except OSError:
+    except ProcessLookupError:
         return  # gone already
+    except OSError:  # no pidfd (Linux < 5.3): check the start time, then signal by pid
+        now = _stat(pid)
+        if now is not None and now[2] == start:
+            try:  # noqa: SIM105 (contextlib would add imports to the launcher's start)
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        return
     try:
         now = _stat(pid)
         if now is not None and now[2] == start:  # the process read from /proc, not a reuse of its pid
@@ -217,11 +225,10 @@ def main(args: list[str]) -> int:
     if os.getppid() != parent:
         return 1  # the gateway died before the parent-death signal was armed
     signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
+    me = os.getpid()
     server = os.fork()
     if server == 0:
-        _exec_server(argv, libc, parent if libc is None else os.getppid())
-    launcher_pid = os.getpid()
-    assert launcher_pid != server
+        _exec_server(argv, libc, me)
     # The launcher holds no end of the MCP stream: the server's exit alone closes it.
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -234,7 +241,8 @@ def main(args: list[str]) -> int:
             break
         status = _reap(server)
     final = end_tree(server, grace_s)
-    status = status if status is not None else final
+    last = _reap(server)  # zombies reparented here while the tree was ended: leave none behind
+    status = status if status is not None else final if final is not None else last
     if status is None:
         return 1
     code = os.waitstatus_to_exitcode(status)
