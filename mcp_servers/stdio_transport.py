@@ -155,14 +155,16 @@ async def stdio_transport(
         message, junk = parse_line(frame)
         if junk is not None:
             stats.junk_lines += 1
-            stats.last_fault = f"junk on stdout: {junk.preview!r}"
+            # the content goes to the operator's log only: /health is read by anyone
+            stats.last_fault = f"a line of {junk.size:,} bytes on stdout that is not JSON-RPC"
             if junk_run[0] == 0:
                 log.warning("mcp_stdio_junk", server=server_id, bytes=junk.size, line=junk.preview)
             junk_run[0] = 0 if message is not None else junk_run[0] + 1
             if junk_run[0] > max_junk_lines:
+                log.warning("mcp_stdio_junk", server=server_id, bytes=junk.size, line=junk.preview)
                 lost(
                     f"it wrote {junk_run[0]} lines in a row on stdout that are not JSON-RPC messages "
-                    f"(max_junk_lines {max_junk_lines}); the last: {junk.preview!r}"
+                    f"(max_junk_lines {max_junk_lines})"
                 )
                 return None
         else:
