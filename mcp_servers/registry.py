@@ -113,6 +113,7 @@ class McpRegistry:
             backoff_max_s=self.config.restart_backoff_max_s,
             health_interval_s=self.config.health_interval_s,
             connect_timeout_s=self.config.connect_timeout_s,
+            probe_timeout_s=self.config.probe_timeout_s,
             workspace_roots=self.config.resolved_workspace_roots(),
             on_lists_changed=self._on_lists_changed,
             on_resource_updated=self._on_resource_updated,

@@ -1,7 +1,8 @@
 """A stdio MCP server for the gateway's tests, built on the ``mcp`` SDK's ``MCPServer``.
 
 Run as ``python tests/mcp_servers/fixture_server.py [--name NAME] [--search-param query|jql]
-[--http-port PORT]`` (stdio by default).
+[--http-port PORT] [--family PIDFILE]`` (stdio by default). With ``--family`` the server first
+starts descendants that try to outlive it (see :func:`spawn_family`).
 Its tools cover the faults and edge cases the registry must handle:
 
 * ``search`` (read-only): its one argument is ``query`` or ``jql`` (``--search-param``), so
@@ -161,6 +162,41 @@ def build(name: str, search_param: str, extra_resources: int = 0) -> MCPServer:
     return server
 
 
+FAMILY = """
+import os, sys, time
+path = sys.argv[1]
+def note(role):
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.write(fd, f"{role} {os.getpid()}\\n".encode())
+    os.close(fd)
+middle = os.fork()
+if middle == 0:  # double fork in a session of its own: a daemon no process group reaches
+    os.setsid()
+    if os.fork() == 0:
+        note("daemon")
+        while True:
+            time.sleep(3600)
+    os._exit(0)
+os.waitpid(middle, 0)
+note("grandchild")
+while True:
+    time.sleep(3600)
+"""
+
+
+def spawn_family(pidfile: str) -> None:
+    """Start a child (``grandchild`` of the gateway, in the server's process group) that
+    double-forks a ``daemon`` in a session of its own, both inheriting stdin/stdout and
+    sleeping forever. Each appends ``<role> <pid>`` to ``pidfile``; the server adds
+    ``server <pid>``."""
+    import subprocess
+
+    subprocess.Popen([sys.executable, "-c", FAMILY, pidfile])
+    fd = os.open(pidfile, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.write(fd, f"server {os.getpid()}\n".encode())
+    os.close(fd)
+
+
 def main() -> None:
     """Parse the arguments and serve on stdio."""
     parser = argparse.ArgumentParser()
@@ -170,7 +206,10 @@ def main() -> None:
     parser.add_argument(
         "--http-port", type=int, default=0, help="serve streamable HTTP on 127.0.0.1:PORT/mcp"
     )
+    parser.add_argument("--family", default="", help="start descendants, append their pids here")
     args = parser.parse_args()
+    if args.family:
+        spawn_family(args.family)
     server = build(args.name, args.search_param, args.resources)
     if args.http_port:
         server.run("streamable-http", host="127.0.0.1", port=args.http_port)

@@ -103,14 +103,17 @@ async def test_unknown_tool_is_a_protocol_error(gw: McpGateway) -> None:
 
 
 async def test_hung_tool_times_out_with_an_error_naming_the_server(gw: McpGateway) -> None:
+    up = gw.registry.upstream("enterprise-knowledge-base-prod")
+    restarts = up.restarts
     async with Client(gw.mcp_url) as client:
         result = await client.call_tool("enterprise-knowledge-base-prod__hang", {})
         assert (
             result.is_error and "'enterprise-knowledge-base-prod'" in _text(result) and "1 s" in _text(result)
         )
-        # the upstream stays usable after a timeout
+        # the upstream stays usable after a timeout: its liveness probe answered, no restart
         echo = await client.call_tool("enterprise-knowledge-base-prod__echo", {"text": "still here"})
         assert _text(echo) == "still here"
+    assert up.state == "ready" and up.restarts == restarts and up.consecutive_failures == 0
 
 
 async def test_tool_without_annotations_counts_as_worst_case(gw: McpGateway) -> None:
