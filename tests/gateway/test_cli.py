@@ -13,6 +13,15 @@ from gateway.transcript import TranscriptWriter, TurnRecord
 runner = CliRunner()
 
 
+@pytest.fixture(autouse=True)
+def _serve_environment_is_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve`` hands its choices to the app factory through the environment; monkeypatch
+    restores it after each test."""
+    for var in ("TURNSTILE_CONFIG", "TURNSTILE_HOST", "TURNSTILE_ALLOW_ANONYMOUS", "TURNSTILE_LOG_LEVEL"):
+        monkeypatch.setenv(var, "")  # recorded, so that undo restores it (or its absence)
+        monkeypatch.delenv(var)
+
+
 def test_serve_help_explains_every_option() -> None:
     result = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
@@ -90,3 +99,95 @@ def test_logs_shows_recent_turns_as_a_table(tmp_path: Path) -> None:
 def test_logs_without_a_transcript_says_so(tmp_path: Path) -> None:
     result = runner.invoke(app, ["logs", "--db", str(tmp_path / "none.db")])
     assert result.exit_code == 0 and "no transcript" in result.output
+
+
+def _demo_config(tmp_path: Path, **server: object) -> Path:
+    path = tmp_path / "gateway.yaml"
+    lines = [f"  db_path: {tmp_path / 't.db'}", *(f"  {k}: {str(v).lower()}" for k, v in server.items())]
+    path.write_text(
+        "server:\n" + "\n".join(lines) + "\n"
+        "deployments:\n  - {name: demo, api: demo, model: turnstile-demo, price: {input: 0, output: 0}}\n"
+    )
+    return path
+
+
+def _fake_uvicorn(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
+    """uvicorn.run replaced: records its arguments and builds the app as uvicorn's factory
+    call would (no arguments: the factory reads what serve put in the environment)."""
+    import uvicorn
+
+    from gateway.server import create_app
+
+    calls: list[dict[str, object]] = []
+
+    def run(*args: object, **kwargs: object) -> None:
+        calls.append(kwargs)
+        create_app()
+
+    monkeypatch.setattr(uvicorn, "run", run)
+    monkeypatch.setattr(logs, "configure", lambda *a, **kw: None)  # keeps the test's stderr
+    return calls
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "gateway.example.com"])
+def test_serve_refuses_a_non_loopback_host_without_client_authentication(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str
+) -> None:
+    calls = _fake_uvicorn(monkeypatch)
+    result = runner.invoke(app, ["serve", "--config", str(_demo_config(tmp_path)), "--host", host])
+    assert result.exit_code == 2 and calls == []
+    line = result.stderr.strip()
+    assert "\n" not in line, "one line"
+    assert line.startswith(f"turnstile: refusing to serve on {host}: it is not a loopback address")
+    assert "provider keys" in line and "127.0.0.1" in line and "--allow-anonymous" in line
+
+
+def test_serve_refuses_a_public_host_from_the_config_or_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _fake_uvicorn(monkeypatch)
+    in_config = runner.invoke(app, ["serve", "--config", str(_demo_config(tmp_path, host="0.0.0.0"))])
+    monkeypatch.setenv("TURNSTILE_HOST", "::")
+    in_env = runner.invoke(app, ["serve", "--config", str(_demo_config(tmp_path))])
+    assert (in_config.exit_code, in_env.exit_code) == (2, 2) and calls == []
+    assert "refusing to serve on 0.0.0.0" in in_config.stderr and "refusing to serve on ::" in in_env.stderr
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
+def test_serve_on_a_loopback_host_needs_no_permission(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str
+) -> None:
+    calls = _fake_uvicorn(monkeypatch)
+    result = runner.invoke(app, ["serve", "--config", str(_demo_config(tmp_path)), "--host", host])
+    assert result.exit_code == 0, result.output
+    assert calls[0]["host"] == host
+
+
+@pytest.mark.parametrize("how", ["flag", "environment", "config"])
+def test_allow_anonymous_serves_a_public_host_and_warns_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    import structlog
+    from structlog.testing import capture_logs
+
+    from gateway import exposure
+
+    monkeypatch.setattr(exposure, "log", structlog.get_logger("turnstile.exposure"))  # not cached yet
+    calls = _fake_uvicorn(monkeypatch)
+    config = _demo_config(tmp_path, **({"allow_anonymous": True} if how == "config" else {}))
+    args = ["serve", "--config", str(config), "--host", "0.0.0.0"]
+    if how == "flag":
+        args.append("--allow-anonymous")
+    if how == "environment":
+        monkeypatch.setenv("TURNSTILE_ALLOW_ANONYMOUS", "1")
+    with capture_logs() as logged:
+        result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert calls[0]["host"] == "0.0.0.0"
+    warned = [e for e in logged if e["event"] == "serving_anonymous_clients"]
+    assert len(warned) == 1 and warned[0]["log_level"] == "warning" and warned[0]["host"] == "0.0.0.0"
+
+
+def test_serve_help_says_it_runs_until_stopped_and_names_allow_anonymous() -> None:
+    result = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "200"})
+    assert "until Ctrl-C" in result.output and "--allow-anonymous" in result.output
