@@ -320,6 +320,7 @@ async def health(request: Request) -> Response:
             "status": "ok",
             "deployments": sorted(gw.table.deployments),
             "disabled": gw.table.disabled,
+            "disabled_aliases": gw.table.disabled_aliases,
             "aliases": gw.table.aliases,
             "transcript_rows_written": gw.transcript.written if gw.transcript else 0,
             "mcp": mcp.registry.status() if (mcp := getattr(request.app.state, "mcp", None)) else None,
