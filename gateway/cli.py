@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from gateway.config import Settings, default_config_path, load_config
 from gateway.errors import ConfigError
@@ -148,39 +146,9 @@ def logs(
         for row in rows:
             typer.echo(orjson.dumps(row).decode())
         return
-    table = Table(title=f"recent turns in {db}")
-    for col in (
-        "time (UTC)",
-        "request id",
-        "dialect",
-        "model",
-        "deployment",
-        "status",
-        "stop",
-        "in/out tok",
-        "cost USD",
-        "ms",
-        "guards",
-    ):
-        table.add_column(col)
-    for row in rows:
-        tokens = f"{row['input_tokens'] or 0}/{row['output_tokens'] or 0}"
-        if row["usage_estimated"]:
-            tokens += " (est.)"
-        table.add_row(
-            datetime.fromtimestamp(row["ts"], UTC).strftime("%Y-%m-%d %H:%M:%S"),
-            row["request_id"][:12],
-            row["client_dialect"],
-            row["requested_model"] or "",
-            row["deployment"] or "",
-            str(row["status"]),
-            row["stop"] or (row["error"] or "")[:40],
-            tokens,
-            "" if row["cost_usd"] is None else f"{row['cost_usd']:.6f}",
-            f"{row['latency_ms']:.1f}" if row["latency_ms"] is not None else "",
-            row["guard_outcome"],
-        )
-    console.print(table)
+    from gateway.turns_table import render_turns
+
+    console.print(render_turns(rows, str(db), console))
 
 
 from gateway.sessions.cli import app as _sessions_app  # noqa: E402

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,77 @@ def test_logs_shows_recent_turns_as_a_table(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "abc123def456" in result.output and "anthropic_messages" in result.output
     assert "12/7 (est.)" in result.output and "0.000123" in result.output
+
+
+def _write_turns(db: Path, *records: TurnRecord) -> None:
+    async def write() -> None:
+        writer = TranscriptWriter(db)
+        await writer.start()
+        for record in records:
+            await writer.append(record)
+        await writer.close()
+
+    asyncio.run(write())
+
+
+LONG_TURN = TurnRecord(
+    request_id="abc123def456xyz0011223344556677",
+    ts=1_700_000_000.0,
+    client_dialect="anthropic_messages",
+    requested_model="claude-sonnet-4-5",
+    stream=True,
+    status=200,
+    deployment="anthropic-claude-sonnet-4-5",
+    stop_reason="tool_use",
+    usage={"input_tokens": 123_456, "output_tokens": 7_890, "estimated": True},
+    cost_usd=0.123456,
+    latency_ms=12_345.6,
+)
+FAILED_TURN = TurnRecord(
+    request_id="ffff23def456xyz0011223344556677",
+    ts=1_700_000_100.0,
+    client_dialect="openai_chat",
+    requested_model="gpt-4.1",
+    stream=False,
+    status=404,
+    deployment=None,
+    usage={"input_tokens": 0, "output_tokens": 0},
+    error="model 'gpt-4.1' is disabled: set OPENAI_API_KEY in the gateway's environment and restart it",
+)
+
+
+def test_logs_at_80_columns_fits_and_cuts_nothing_important(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    _write_turns(db, LONG_TURN, FAILED_TURN)
+    result = runner.invoke(app, ["logs", "--db", str(db)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(len(line) for line in lines) <= 80, result.output
+    assert "…" not in result.output, result.output
+    for whole in ("abc123de", "anthropic-claude-sonnet-4-5", "tool_use", "123k/7.9k*", "0.1235", "12346"):
+        assert whole in result.output, (whole, result.output)
+    assert "2023-11-14" in result.output  # one day: the date is in the title
+    assert "404 ↓" in result.output  # the failure, with its message in full under the table
+    assert FAILED_TURN.error in " ".join(result.output.split())
+
+
+def test_logs_at_80_columns_folds_long_names_instead_of_cutting_them(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    repaired = dataclasses.replace(
+        LONG_TURN, request_id="0123456789abcdef", guard_outcome="repaired", ts=1_700_086_400.0
+    )
+    _write_turns(db, LONG_TURN, repaired)
+    result = runner.invoke(app, ["logs", "--db", str(db)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80, result.output
+    assert "…" not in result.output and "repair" in result.output
+    assert "11-14 22:13" in result.output and "11-15 22:13" in result.output  # two days: dates per row
+    lines = result.output.splitlines()
+    folded = [i for i, line in enumerate(lines) if "anthropic-claude-" in line]
+    assert len(folded) == 2, result.output
+    for i in folded:  # the name's rest continues on the next line, in the same column
+        at = lines[i].index("anthropic-claude-")
+        assert lines[i][at:].split(" ")[0] + lines[i + 1][at:].split(" ")[0] == "anthropic-claude-sonnet-4-5"
 
 
 def test_logs_without_a_transcript_says_so(tmp_path: Path) -> None:
