@@ -2,13 +2,13 @@
 
 A terminal wide enough for every column in full (about 180 columns for typical rows) gets
 them all. A narrower one (80 columns is the reference) gets a compact table with one-space
-gaps: the date goes to the title when every turn is from one day, request ids are cut to
-:data:`SHORT_ID` characters (enough to find the turn in ``turnstile logs --json``), the client
-dialect is left out, the model and the deployment that served it share one column
-(``default→demo``; just the deployment when its name contains the model's), the stop reason
-and the status share one (``tool_use``, or ``404 ↓`` for a failure), token counts and costs
-are written compactly, and the guards column appears only when a guard repaired or rejected
-something.
+gaps: the title on a line of its own, the date in it when every turn is from one day, request
+ids cut to :data:`SHORT_ID` characters (enough to find the turn in ``turnstile logs --json``;
+a tool-loop step keeps its ``.stepN`` suffix), no client dialect, the model and the deployment
+that served it in one column (``default→demo``; just the deployment when its name contains the
+model's), the stop reason and the status in one (``tool_use``, or ``404 ↓`` for a failure),
+token counts and costs written compactly, and the guards column only when a guard repaired or
+rejected something.
 
 In both, nothing is cut: a name longer than its column folds onto the next line, and an error
 message, which no column could hold, is listed in full under the table, keyed by request id.
@@ -75,12 +75,25 @@ def render_turns(rows: list[dict[str, Any]], source: str, console: Console) -> R
     wide = natural <= console.width
     if not wide:
         table = _compact(rows, source)
+    parts: list[RenderableType] = [table]
+    if not wide:  # the title on a line of its own: a narrow table would fold it
+        parts.insert(0, Text(str(table.title), style="italic"))
+        table.title = None
     errors = [r for r in rows if r["error"] and not r["stop"]]
-    if not errors:
-        return table
-    keep = 12 if wide else SHORT_ID
-    notes = [Text(f"{(r['request_id'] or '')[:keep]} {r['status']}: {r['error']}") for r in errors]
-    return Group(table, Text("errors (↓ in the table):", style="bold"), *notes)
+    if errors:
+        keep = 12 if wide else SHORT_ID
+        parts.append(Text("errors (↓ in the table):", style="bold"))
+        parts += [Text(f"{short_id(r['request_id'], keep)} {r['status']}: {r['error']}") for r in errors]
+    return parts[0] if len(parts) == 1 else Group(*parts)
+
+
+def short_id(request_id: str | None, keep: int) -> str:
+    """The first ``keep`` characters of a request id, and its suffix after a ``.`` if any (the
+    rows the server-side tool loop writes per step: ``c86065ec.step1``), so that the rows of one
+    turn do not look like duplicates."""
+    rid = request_id or ""
+    head, dot, suffix = rid.partition(".")
+    return head[:keep] + dot + suffix
 
 
 def outcome(row: dict[str, Any]) -> str:
@@ -109,7 +122,7 @@ def _wide(rows: list[dict[str, Any]], source: str) -> Table:
             tokens += " (est.)"
         table.add_row(
             datetime.fromtimestamp(row["ts"], UTC).strftime("%Y-%m-%d %H:%M:%S"),
-            (row["request_id"] or "")[:12],
+            short_id(row["request_id"], 12),
             row["client_dialect"] or "",
             row["requested_model"] or "",
             row["deployment"] or "",
@@ -131,14 +144,14 @@ def _compact(rows: list[dict[str, Any]], source: str) -> Table:
     guards = any((r["guard_outcome"] or "ok") != "ok" for r in rows)
     table = Table(
         title=title + ", newest first)",
-        caption="tokens in/out, * estimated",
+        caption="model→deployment that served it; tokens in/out, * estimated",
         box=box.SIMPLE_HEAD,
         padding=(0, 0),
         show_edge=False,
     )
     table.add_column("time", no_wrap=True)
     table.add_column("id", no_wrap=True)
-    table.add_column("model→deployment", overflow="fold", ratio=1)
+    table.add_column("model", overflow="fold", ratio=1)
     table.add_column("outcome", overflow="fold", max_width=14)
     table.add_column("tokens", no_wrap=True)
     table.add_column("USD", no_wrap=True, justify="right")
@@ -150,7 +163,7 @@ def _compact(rows: list[dict[str, Any]], source: str) -> Table:
         latency = row["latency_ms"]
         cells = [
             when.strftime("%H:%M:%S" if one_day else "%m-%d %H:%M"),
-            (row["request_id"] or "")[:SHORT_ID],
+            short_id(row["request_id"], SHORT_ID),
             model_and_deployment(row["requested_model"] or "", row["deployment"] or ""),
             outcome(row),
             tokens + ("*" if row["usage_estimated"] else ""),

@@ -142,8 +142,9 @@ def test_logs_at_80_columns_fits_and_cuts_nothing_important(tmp_path: Path) -> N
     lines = result.output.splitlines()
     assert max(len(line) for line in lines) <= 80, result.output
     assert "…" not in result.output, result.output
-    for whole in ("abc123de", "anthropic-claude-sonnet-4-5", "tool_use", "123k/7.9k*", "0.1235", "12346"):
+    for whole in ("abc123de ", "anthropic-claude-sonnet-4-5", "tool_use", "123k/7.9k*", "0.1235", "12346"):
         assert whole in result.output, (whole, result.output)
+    assert f"recent turns in {db} (UTC 2023-11-14, newest first)" in " ".join(result.output.split())
     assert "2023-11-14" in result.output  # one day: the date is in the title
     assert "404 ↓" in result.output  # the failure, with its message in full under the table
     assert FAILED_TURN.error in " ".join(result.output.split())
@@ -154,18 +155,24 @@ def test_logs_at_80_columns_folds_long_names_instead_of_cutting_them(tmp_path: P
     repaired = dataclasses.replace(
         LONG_TURN, request_id="0123456789abcdef", guard_outcome="repaired", ts=1_700_086_400.0
     )
-    _write_turns(db, LONG_TURN, repaired)
+    step = dataclasses.replace(LONG_TURN, request_id=LONG_TURN.request_id + ".step1", ts=1_699_999_999.0)
+    _write_turns(db, LONG_TURN, repaired, step)
     result = runner.invoke(app, ["logs", "--db", str(db)], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     assert max(len(line) for line in result.output.splitlines()) <= 80, result.output
     assert "…" not in result.output and "repair" in result.output
     assert "11-14 22:13" in result.output and "11-15 22:13" in result.output  # two days: dates per row
     lines = result.output.splitlines()
-    folded = [i for i, line in enumerate(lines) if "anthropic-claude-" in line]
-    assert len(folded) == 2, result.output
-    for i in folded:  # the name's rest continues on the next line, in the same column
-        at = lines[i].index("anthropic-claude-")
-        assert lines[i][at:].split(" ")[0] + lines[i + 1][at:].split(" ")[0] == "anthropic-claude-sonnet-4-5"
+    assert "abc123de.step1" in result.output  # a tool-loop step does not look like a duplicate
+    starts = [i for i, line in enumerate(lines) if "anthropic-" in line]
+    assert len(starts) == 3, result.output
+    for i in starts:  # the name continues on the next lines, in the same column
+        at, name = lines[i].index("anthropic-"), lines[i][lines[i].index("anthropic-") :].split(" ")[0]
+        for line in lines[i + 1 :]:
+            if line[:at].strip() or not line[at:].strip():
+                break
+            name += line[at:].split(" ")[0]
+        assert name == "anthropic-claude-sonnet-4-5", result.output
 
 
 def test_logs_without_a_transcript_says_so(tmp_path: Path) -> None:
