@@ -38,6 +38,19 @@ class ConfigError(TurnstileError):
     kind = "api_error"
 
 
+class AnonymousExposure(ConfigError):
+    """Serving on a non-loopback address with no client authentication and without the
+    operator's explicit permission (``--allow-anonymous``); see :mod:`gateway.exposure`."""
+
+
+class AnonymousRefused(TurnstileError):
+    """A request arrived on a non-loopback local address of a gateway that serves anonymous
+    clients only on loopback addresses (:class:`gateway.exposure.LoopbackOnly`)."""
+
+    status = 403
+    kind = "permission"
+
+
 class InvalidRequest(TurnstileError):
     """The client's request is malformed; ``param`` names the offending field."""
 

@@ -32,12 +32,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from gateway import exposure
 from gateway.coalesce import coalesce
 from gateway.config import GatewayConfig, Settings, default_config_path, load_config
 from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import openai_chat as openai_edge
-from gateway.errors import InvalidRequest, PayloadTooLarge, RouteNotFound, TurnstileError
+from gateway.errors import AnonymousRefused, InvalidRequest, PayloadTooLarge, RouteNotFound, TurnstileError
 from gateway.logs import access_log
 from gateway.pipeline import Gateway, Pipeline, TurnContext
 from gateway.providers.registry import make_providers
@@ -319,6 +320,7 @@ async def health(request: Request) -> Response:
             "status": "ok",
             "deployments": sorted(gw.table.deployments),
             "disabled": gw.table.disabled,
+            "disabled_aliases": gw.table.disabled_aliases,
             "aliases": gw.table.aliases,
             "transcript_rows_written": gw.transcript.written if gw.transcript else 0,
             "mcp": mcp.registry.status() if (mcp := getattr(request.app.state, "mcp", None)) else None,
@@ -357,6 +359,18 @@ async def model(request: Request) -> Response:
     return await not_found(request, KeyError(wanted))
 
 
+def _refuse_anonymous(path: str, address: str) -> tuple[int, bytes]:
+    """The 403 (status, body) in the path's dialect for a request that arrived on the
+    non-loopback local ``address`` of a gateway serving anonymous clients on loopback only."""
+    err = AnonymousRefused(
+        f"this gateway serves clients without authentication only on loopback addresses, and this "
+        f"request arrived on {address}; its operator can serve on 127.0.0.1 or start it with "
+        f"{exposure.ALLOW_FLAG}"
+    )
+    status, body = _edge_for_path(path).render_error(err)
+    return status, orjson.dumps(body)
+
+
 def create_app(
     config: GatewayConfig | None = None,
     *,
@@ -380,6 +394,12 @@ def create_app(
         config = config.model_copy(
             update={"server": config.server.model_copy(update={"db_path": str(settings.db_path)})}
         )
+    if settings.host is not None:  # the address `turnstile serve` listens on (its --host)
+        config = config.model_copy(
+            update={"server": config.server.model_copy(update={"host": settings.host})}
+        )
+    if exposure.check_listen_address(config.server.host, config, settings):  # raises AnonymousExposure
+        exposure.warn_anonymous(config.server.host)
     table = DeploymentTable.build(config, settings)
 
     @asynccontextmanager
@@ -463,4 +483,6 @@ def create_app(
             "/v1/messages": _anthropic_turn,
         },
     )
+    if not (exposure.client_auth_configured(config) or exposure.anonymous_allowed(config, settings)):
+        app.add_middleware(exposure.LoopbackOnly, refuse=_refuse_anonymous)  # for hosts not seen here
     return app
