@@ -144,7 +144,7 @@ class McpRegistry:
         self._baselines: dict[str, str] = {}  # server -> transport fingerprint of its registration
         self._accepted: dict[str, dict[str, str]] = {}  # server -> tool -> accepted fingerprint
         self._lists: dict[str, list[Tool]] = {}  # server -> its last tool list
-        self._announced: set[tuple[str, str, str]] = set()  # pending (server, tool, fingerprint) audited
+        self._announced: dict[tuple[str, str], str] = {}  # (server, tool) -> last pending fingerprint audited
         self._blocked: dict[str, list[str]] = {}  # admin server -> why the policy keeps it stopped
         self._last_write: asyncio.Task[None] | None = None
 
@@ -278,6 +278,8 @@ class McpRegistry:
             self._lists.pop(server_id, None)
             self._baselines.pop(server_id, None)
             self._accepted.pop(server_id, None)
+            for key in [k for k in self._announced if k[0] == server_id]:
+                del self._announced[key]
             await self.store.forget_baseline(server_id)  # adding it again is a new registration
             self._changed()
             return True
@@ -381,8 +383,8 @@ class McpRegistry:
             self._tools[exposed] = t
             if first:
                 self._audit_tool(t, "registered", "in the server's first tool list: accepted at registration")
-            elif review is not None and (server_id, tool.name, fp) not in self._announced:
-                self._announced.add((server_id, tool.name, fp))
+            elif review is not None and self._announced.get((server_id, tool.name)) != fp:
+                self._announced[(server_id, tool.name)] = fp
                 self._audit_tool(t, f"{review}_pending_review", trust.reason)
         self._problems[server_id] = problems
         self._changed()
