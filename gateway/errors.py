@@ -65,6 +65,22 @@ class PayloadTooLarge(InvalidRequest):
     kind = "payload_too_large"
 
 
+class AuthenticationRequired(TurnstileError):
+    """The request needs a client credential it did not present (or presented one that matches
+    no configured client): e.g. it attaches MCP servers while ``mcp.clients`` is configured."""
+
+    status = 401
+    kind = "authentication"
+
+
+class PermissionDenied(TurnstileError):
+    """The caller is known but may not use what it asked for (e.g. an MCP server none of whose
+    tools its ``mcp.clients`` entry may see); ``param`` names the field."""
+
+    status = 403
+    kind = "permission"
+
+
 class ModelNotFound(TurnstileError):
     """No alias or deployment has the requested model name."""
 

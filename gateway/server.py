@@ -47,6 +47,7 @@ from gateway.sessions import api as session_api
 from gateway.sessions import turns as session_turns
 from gateway.sse_response import EventStream
 from gateway.transcript import TranscriptWriter
+from mcp_servers import clients as mcp_clients
 from mcp_servers import http_api as mcp_api
 
 log = structlog.get_logger("turnstile.server")
@@ -228,7 +229,10 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
         else:
             turn_request = edge.parse_request(body)
         ctx = TurnContext(request_id=rid, dialect=edge.DIALECT, request=turn_request)
-        ctx.session_id = session_turns.session_id_for(Headers(scope=scope), turn_request)
+        headers = Headers(scope=scope)
+        ctx.session_id = session_turns.session_id_for(headers, turn_request)
+        if gw.config.mcp.clients:  # which MCP tools the caller's key may see in the tool loop
+            ctx.mcp_visibility = mcp_clients.caller(gw.config.mcp, gw.mcp.read_env, headers)
         in_pipeline = True
         if turn_request.stream:
             turn = await pipeline.open_stream(ctx)

@@ -3,7 +3,8 @@
 ``turnstile mcp status`` asks a running gateway (``GET /health``) for the state of every
 registered MCP server and prints one row per server: state and why (``degraded: tool 'x' did not
 answer within 60 s``), tools exposed/available, restarts, when it last answered, failures in a
-row, what its stdout did wrong (junk lines, refused messages) and the last error. Exit code 0
+row, what its stdout did wrong (junk lines, refused messages) and the last error, then a line per
+server with tools pending an admin's review. Exit code 0
 when every enabled server is ready, 1 when one is not, 2 when the gateway cannot be reached.
 """
 
@@ -93,6 +94,21 @@ def render_status(servers: list[dict[str, Any]], now: float | None = None) -> Ta
     return table
 
 
+def pending_lines(servers: list[dict[str, Any]]) -> list[str]:
+    """One line per server with tools awaiting an admin's review (``/health``'s
+    ``pending_tools``), and how to accept them."""
+    out = []
+    for s in servers:
+        pending = s.get("pending_tools") or []
+        if pending:
+            names = ", ".join(f"{p['tool']} ({p['change']})" for p in pending)
+            out.append(
+                f"{s['id']}: pending admin review, asked before every call: {names}; accept with "
+                f"POST /admin/mcp/servers/{s['id']}/tools/accept"
+            )
+    return out
+
+
 @app.command()
 def status(
     url: Annotated[
@@ -118,6 +134,8 @@ def status(
         console.print("no MCP servers registered")
         raise typer.Exit(0)
     console.print(render_status(servers))
+    for line in pending_lines(servers):
+        console.print(line)
     bad = [s["id"] for s in servers if s.get("enabled", True) and s["state"] != "ready"]
     if bad:
         console.print(f"[yellow]not ready:[/yellow] {', '.join(bad)}")

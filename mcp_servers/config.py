@@ -68,6 +68,11 @@ class StdioTransport(BaseModel):
         default_factory=list, description="names of gateway environment variables the child may see"
     )
     env: dict[str, str] = Field(default_factory=dict, description="fixed, non-secret values")
+    relative_paths_base: str | None = Field(
+        default=None,
+        description="the directory this server resolves relative path arguments against, when that is "
+        "not its cwd (server-filesystem: its first allowed directory); ${workspace} expanded",
+    )
 
     @field_validator("env_passthrough")
     @classmethod
@@ -179,6 +184,39 @@ class McpClient(BaseModel):
         return v
 
 
+class AdminServerPolicy(BaseModel):
+    """What a server registered through ``POST /admin/mcp/servers`` may use (servers of the
+    configuration file are not limited). Each list is explicit; the default allows nothing.
+
+    * ``env``: environment variable names an admin server may name at all: passed to its child
+      (``env_passthrough``), sent as a header value (``headers_env``) or set (``env``; a set
+      variable such as ``LD_PRELOAD`` or ``NODE_OPTIONS`` could run code in the child).
+    * ``url_hosts``: hosts a streamable HTTP server's ``url`` may point at: ``host`` (any
+      port), ``host:port``, ``[v6-address]:port``, or a glob (``*.corp.example``). Matched on
+      the URL's host name as written: a name that resolves to an internal address is allowed
+      if it is listed, so list names whose DNS you control.
+    * ``commands``: stdio commands an admin server may run, as written in the spec or as the
+      same resolved executable. A stdio server is code running as the gateway's user (it could
+      read the gateway's own environment from ``/proc``), so the default, none, means the admin
+      API cannot start processes; an interpreter (``python``, ``node``, ``npx``, ``sh``) on
+      this list lets an admin run anything.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    env: list[str] = Field(default_factory=list)
+    url_hosts: list[str] = Field(default_factory=list)
+    commands: list[str] = Field(default_factory=list)
+
+    @field_validator("env")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        bad = [n for n in v if not _ENV_NAME.match(n)]
+        if bad:
+            raise ValueError(f"not environment variable names: {bad}")
+        return v
+
+
 class McpConfig(BaseModel):
     """The ``mcp`` section.
 
@@ -198,6 +236,8 @@ class McpConfig(BaseModel):
     * ``clients``: when set, ``/mcp`` and ``/v1/mcp/tools`` require one of these clients' keys
       and show each client only its tools (:class:`McpClient`); empty (the default) leaves both
       open to anyone who can reach the gateway, with every tool.
+    * ``admin_servers``: what servers added through the admin API may use
+      (:class:`AdminServerPolicy`; default: no environment variable, no URL host, no command).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -214,6 +254,7 @@ class McpConfig(BaseModel):
     page_size: int = Field(default=100, ge=1, le=10_000, description="items per /mcp list page")
     servers: list[McpServerSpec] = Field(default_factory=list)
     clients: list[McpClient] = Field(default_factory=list)
+    admin_servers: AdminServerPolicy = Field(default_factory=AdminServerPolicy)
 
     def resolved_workspace_roots(self) -> list[str]:
         """``workspace_roots`` as absolute paths (symlinks resolved), in order."""

@@ -16,7 +16,12 @@ Its tools cover the faults and edge cases the registry must handle:
 * ``weird.name/with.dots`` and a name over 64 characters (read-only);
 * ``untagged``: no annotations at all (must count as the worst case);
 * ``delete_file`` (destructive), ``write_note`` (writes, not destructive, closed world, takes a
-  ``path``).
+  ``path``);
+* ``save_file`` (like ``write_note``, but really writes ``text`` to ``path``, resolved from the
+  server's own working directory);
+* ``reset(mode, target)`` (destructive): its schema declares ``mode`` one of ``soft``/``hard``
+  and no other keys, yet it accepts anything, and records every call it receives; ``received``
+  (read-only) returns those calls as JSON (to show a call never reached the server).
 
 Resources ``note://<name>/readme`` and ``note://<name>/extra-N`` (``--resources N``), the template
 ``note://<name>/items/{item}``, the prompt ``summarize(topic)``; ``grow`` (read-only) adds one
@@ -29,6 +34,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Annotated, Any
 
 import anyio
 from mcp.server import MCPServer
@@ -36,6 +42,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.resources import FunctionResource
 from mcp.types import ToolAnnotations
+from pydantic import Field
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 LONG_NAME = "a_tool_name_that_is_deliberately_much_longer_than_sixty_four_characters_in_total"
@@ -158,6 +165,29 @@ def build(name: str, search_param: str, extra_resources: int = 0) -> MCPServer:
     )
     def write_note(path: str, text: str) -> str:
         return f"wrote {len(text)} characters to {path}"
+
+    @server.tool(
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    )
+    def save_file(path: str, text: str) -> str:
+        with open(path, "w") as f:
+            f.write(text)
+        return f"saved {os.path.realpath(path)}"
+
+    received: list[dict[str, Any]] = []
+
+    @server.tool(
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+    )
+    def reset(
+        mode: Annotated[str, Field(json_schema_extra={"enum": ["soft", "hard"]})], target: str = "HEAD"
+    ) -> str:
+        received.append({"tool": "reset", "mode": mode, "target": target})
+        return f"reset --{mode} {target}"
+
+    @server.tool(annotations=READ_ONLY)
+    def received_calls() -> str:
+        return json.dumps(received)
 
     return server
 
