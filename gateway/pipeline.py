@@ -530,10 +530,11 @@ class Pipeline:
     async def record_refused(self, request_id: str, dialect: str, error: TurnstileError) -> None:
         """One transcript row for a request refused before it became a turn (malformed body,
         a missing field, a body over the size limit, a bad session id): status and error, no
-        request (it could not be read)."""
+        request (it could not be read). Returns once the row is committed (bounded, as every
+        turn's row: the error answer is released after it)."""
         if self.gw.transcript is None:
             return
-        await self.gw.transcript.append(
+        await self.gw.transcript.commit(
             TurnRecord(
                 request_id=request_id,
                 ts=time.time(),
@@ -603,8 +604,11 @@ class Pipeline:
             request=turn_part(ctx.request),
             response=resp,
         )
-        if not self.gw.transcript.try_append(record):
-            await self.gw.transcript.append(record)
+        # Committed before the answer is released (the caller sends it after this returns): a
+        # turn a client received is on disk even after kill -9. Bounded: see TranscriptWriter.
+        transcript = self.gw.transcript
+        committed = transcript.try_commit(record)
+        await (committed if committed is not None else transcript.commit(record))
 
 
 HISTORY_OMITTED_KEY = "turnstile.history_omitted"

@@ -235,6 +235,7 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
 
             async def frames() -> AsyncIterator[bytes]:
                 render = renderer.render
+                last: list[bytes] = []  # the frames that end the answer, sent after its row commits
                 async for batch in turn.batches:  # one batch: the events ready at one instant
                     out: list[bytes] = []
                     for event in batch:
@@ -242,9 +243,13 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
                             out.append(edge.tool_progress_frame(event.name, event.is_error))
                         else:
                             out += render(event)
-                    if out:
+                    if renderer.closed:  # the batch that ended the answer (its end or an error)
+                        last += out
+                    elif out:
                         yield out[0] if len(out) == 1 else b"".join(out)
-                yield b"".join(renderer.finish())
+                # The turn's row is committed once the pipeline's stream has ended (it records
+                # the turn last): only now do the answer's last bytes go out.
+                yield b"".join(last + renderer.finish())
 
             return EventStream(
                 coalesce(frames()),  # frames ready at one instant go out in one write
@@ -321,6 +326,7 @@ async def health(request: Request) -> Response:
             "disabled": gw.table.disabled,
             "aliases": gw.table.aliases,
             "transcript_rows_written": gw.transcript.written if gw.transcript else 0,
+            "transcript_rows_dropped": gw.transcript.dropped if gw.transcript else 0,
             "mcp": mcp.registry.status() if (mcp := getattr(request.app.state, "mcp", None)) else None,
             "routing": gw.routing.health.snapshot() if gw.routing is not None else {},
         }
@@ -387,7 +393,11 @@ def create_app(
         from gateway.providers.transport import make_session
 
         session = make_session()
-        transcript = TranscriptWriter(config.server.db_path, maxsize=config.server.transcript_queue)
+        transcript = TranscriptWriter(
+            config.server.db_path,
+            maxsize=config.server.transcript_queue,
+            commit_timeout_s=config.server.transcript_commit_timeout_s,
+        )
         await transcript.start()
         gw = Gateway(
             config=config,
