@@ -277,6 +277,12 @@ class ServerConfig(BaseModel):
         description="longest wait (s) for a turn's transcript row to commit before its answer is "
         "released anyway (logged as an error); rows are never released uncommitted otherwise",
     )
+    shutdown_timeout_s: int = Field(
+        default=30,
+        ge=0,
+        description="longest graceful shutdown (whole seconds, as uvicorn takes it): open turns "
+        "still running then are cut and recorded as aborted",
+    )
 
 
 class TimeoutConfig(BaseModel):

@@ -44,6 +44,7 @@ from gateway.providers.registry import make_providers
 from gateway.schema import ToolProgress
 from gateway.sessions import api as session_api
 from gateway.sessions import turns as session_turns
+from gateway.shutdown import OpenTurns, answer_cut
 from gateway.sse_response import EventStream
 from gateway.transcript import TranscriptWriter
 from mcp_servers import http_api as mcp_api
@@ -105,12 +106,14 @@ class Front:
     Response``) goes straight to its handler, past Starlette's router and exception middleware
     (a few percent of a request's CPU each); the handlers answer every error themselves, so
     nothing the skipped layers would do applies to them. Every other request takes the normal
-    route.
+    route. A turn is counted in ``open_turns`` until its answer was sent (or cut) and its row
+    recorded: the shutdown waits for those rows before closing the transcript.
     """
 
-    def __init__(self, app: ASGIApp, routes: dict[str, Any]) -> None:
+    def __init__(self, app: ASGIApp, routes: dict[str, Any], open_turns: OpenTurns | None = None) -> None:
         self.app = app
         self.routes = routes
+        self.open_turns = open_turns or OpenTurns()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -132,6 +135,9 @@ class Front:
         status = 0
         deployment: str | None = None
         handler = self.routes.get(scope["path"]) if scope["method"] == "POST" else None
+        turns = self.open_turns if handler is not None else None
+        if turns is not None:
+            turns.count += 1
         try:
             if handler is not None:
                 response = await handler(scope, receive)
@@ -160,6 +166,8 @@ class Front:
 
             await self.app(scope, receive, send_wrapper)
         finally:
+            if turns is not None:
+                turns.leave()
             access_log(
                 rid,
                 scope["method"],
@@ -271,6 +279,14 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
     except Exception:
         log.exception("internal_error", request_id=rid)
         return _error_response(edge, TurnstileError("internal error in the gateway; see its log"), rid)
+    except asyncio.CancelledError as exc:  # cut by the shutdown bound before its answer began
+        cut = answer_cut(exc)  # a 503 in the client's dialect, not the server's plain-text 500
+        if cut is None:
+            raise
+        log.warning("turn_cut_by_shutdown", request_id=rid)
+        if not in_pipeline:
+            await pipeline.record_refused(rid, edge.DIALECT, cut)
+        return _error_response(edge, cut, rid)
 
 
 async def _openai_turn(scope: Scope, receive: Receive) -> Response:
@@ -387,6 +403,7 @@ def create_app(
             update={"server": config.server.model_copy(update={"db_path": str(settings.db_path)})}
         )
     table = DeploymentTable.build(config, settings)
+    open_turns = OpenTurns()  # shared by the front middleware and the lifespan's shutdown
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -410,6 +427,7 @@ def create_app(
         gw.sessions = await open_store(config.sessions.url or str(config.server.db_path))
         app.state.gateway = gw
         app.state.pipeline = Pipeline(gw)
+        app.state.open_turns = open_turns
         mcp_stack = AsyncExitStack()
         app.state.mcp = await mcp_stack.enter_async_context(
             mcp_api.open_mcp(
@@ -444,6 +462,10 @@ def create_app(
         try:
             yield
         finally:
+            # Turns cut by the shutdown bound record their rows as they unwind: wait for them
+            # (bounded) so that those rows are written before the transcript closes.
+            if not await open_turns.drained(config.server.transcript_commit_timeout_s):
+                log.error("shutdown_turns_still_open", turns=open_turns.count)
             await mcp_stack.aclose()
             await transcript.close()
             await gw.sessions.close()
@@ -472,5 +494,6 @@ def create_app(
             "/chat/completions": _openai_turn,
             "/v1/messages": _anthropic_turn,
         },
+        open_turns=open_turns,
     )
     return app
