@@ -105,6 +105,8 @@ def serve(
         access_log=False,
         log_level=level,
         lifespan="on",
+        # SIGTERM: open turns get this long, then are cut (recorded as aborted; gateway.shutdown)
+        timeout_graceful_shutdown=cfg.server.shutdown_timeout_s,
     )
 
 

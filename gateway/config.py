@@ -280,6 +280,18 @@ class ServerConfig(BaseModel):
     max_body_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
     db_path: str = "turnstile.db"
     transcript_queue: int = Field(default=2_000, ge=1)
+    transcript_commit_timeout_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="longest wait (s) for a turn's transcript row to commit before its answer is "
+        "released anyway (logged as an error); rows are never released uncommitted otherwise",
+    )
+    shutdown_timeout_s: int = Field(
+        default=30,
+        ge=0,
+        description="longest graceful shutdown (whole seconds, as uvicorn takes it): open turns "
+        "still running then are cut and recorded as aborted",
+    )
 
 
 class TimeoutConfig(BaseModel):

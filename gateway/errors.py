@@ -194,3 +194,17 @@ class UpstreamProtocolError(UpstreamError):
 
 class UnknownStopReason(UpstreamProtocolError):
     """An upstream stop reason that the adapter does not know."""
+
+
+class TurnCutByShutdown(TurnstileError):
+    """The gateway shut down before the turn finished: its graceful-shutdown bound
+    (``server.shutdown_timeout_s``) passed and the turn was cut (:mod:`gateway.shutdown`)."""
+
+    status = 503
+    kind = "overloaded"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "cut by shutdown: the gateway shut down before this turn finished "
+            "(its graceful-shutdown bound, server.shutdown_timeout_s, passed)"
+        )

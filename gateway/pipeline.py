@@ -22,10 +22,10 @@ from typing import Any
 
 import structlog
 
-from gateway import accounting, invariants, route_step, signers, tool_loop
+from gateway import accounting, invariants, route_step, shutdown, signers, tool_loop
 from gateway.config import Deployment, GatewayConfig
 from gateway.deployments import DeploymentTable, provenance_of
-from gateway.errors import CapabilityError, GuardViolation, TurnstileError, UpstreamError
+from gateway.errors import CapabilityError, GuardViolation, TurnCutByShutdown, TurnstileError, UpstreamError
 from gateway.providers.base import Provider
 from gateway.schema import (
     AssistantMessage,
@@ -298,6 +298,9 @@ class Pipeline:
         except Exception as exc:
             error = TurnstileError(f"internal error: {type(exc).__name__}: {exc}")
             raise
+        except asyncio.CancelledError:  # no client watch on whole answers: the server cut it
+            error = TurnCutByShutdown()
+            raise
         finally:
             await self._record(ctx, response, error)
 
@@ -401,6 +404,9 @@ class Pipeline:
         except TurnstileError as err:
             await self._record(ctx, None, err, stream=True)
             raise
+        except asyncio.CancelledError:  # before the first byte no client watch runs: the server cut it
+            await self._record(ctx, None, TurnCutByShutdown(), stream=True)
+            raise
         return StreamingTurn(batches=self._relay(ctx, target_req, dep, first, source), headers=ctx.headers())
 
     async def _start_stream(
@@ -463,13 +469,16 @@ class Pipeline:
         truncation guard (tool calls held until the stop reason is known), the final usage
         priced, every event kept for the transcript; yields the non-empty batches of events
         to forward. The very first event goes on alone (time to first byte). Failures end
-        the stream with a ``StreamError`` event; the turn is recorded when the stream ends,
-        however it ends (status 499 when the client went away first)."""
+        the stream with a ``StreamError`` event, and so does the gateway's shutdown bound
+        (:mod:`gateway.shutdown`); the turn is recorded when the stream ends, however it ends
+        (status 499 when the client went away first, 503 when the shutdown bound cut it: both
+        with what was delivered, stop reason ``aborted``)."""
         guard = invariants.StreamTruncationGuard()
         feed = guard.feed
         held = guard.held_parts
         collected: list[StreamEvent] = []
         error: TurnstileError | None = None
+        cut: TurnstileError | None = None  # set when the server cut the stream (shutdown)
         final: Response | None = None
         status = 200
         unsent: list[StreamEvent] = []  # guarded events not yet handed on (nor collected)
@@ -524,12 +533,22 @@ class Pipeline:
             collected += unsent
             collected.append(ev)
             yield [*unsent, ev]
+        except asyncio.CancelledError as exc:
+            cut = shutdown.answer_cut(exc)  # the shutdown bound: end with an error event, as above
+            if cut is None:
+                raise  # the client went away: nobody to tell
+            log.warning("turn_cut_by_shutdown", request_id=ctx.request_id, deployment=dep.name)
+            ev = StreamError(kind=cut.kind, message=cut.message, status=cut.status)
+            collected += unsent
+            collected.append(ev)
+            yield [*unsent, ev]
         finally:
             final = _collect_quietly(collected)
             if final is not None:
                 self.gw.signers.remember(final)
-            if final is None and error is None and status == 200:
-                status = 499  # the client went away before the end
+            elif cut is not None or (error is None and status == 200):
+                # cut by the shutdown bound, or the client went away before the end
+                error, status = (cut, cut.status) if cut is not None else (None, 499)
                 final = _collect_partial(collected)
             await self._record(ctx, final, error, stream=True, status=status)
 
@@ -538,10 +557,11 @@ class Pipeline:
     async def record_refused(self, request_id: str, dialect: str, error: TurnstileError) -> None:
         """One transcript row for a request refused before it became a turn (malformed body,
         a missing field, a body over the size limit, a bad session id): status and error, no
-        request (it could not be read)."""
+        request (it could not be read). Returns once the row is committed (bounded, as every
+        turn's row: the error answer is released after it)."""
         if self.gw.transcript is None:
             return
-        await self.gw.transcript.append(
+        await self.gw.transcript.commit(
             TurnRecord(
                 request_id=request_id,
                 ts=time.time(),
@@ -611,8 +631,11 @@ class Pipeline:
             request=turn_part(ctx.request),
             response=resp,
         )
-        if not self.gw.transcript.try_append(record):
-            await self.gw.transcript.append(record)
+        # Committed before the answer is released (the caller sends it after this returns): a
+        # turn a client received is on disk even after kill -9. Bounded: see TranscriptWriter.
+        transcript = self.gw.transcript
+        committed = transcript.try_commit(record)
+        await (committed if committed is not None else transcript.commit(record))
 
 
 HISTORY_OMITTED_KEY = "turnstile.history_omitted"

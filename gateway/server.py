@@ -45,6 +45,7 @@ from gateway.providers.registry import make_providers
 from gateway.schema import ToolProgress
 from gateway.sessions import api as session_api
 from gateway.sessions import turns as session_turns
+from gateway.shutdown import OpenTurns, answer_cut
 from gateway.sse_response import EventStream
 from gateway.transcript import TranscriptWriter
 from mcp_servers import clients as mcp_clients
@@ -107,12 +108,14 @@ class Front:
     Response``) goes straight to its handler, past Starlette's router and exception middleware
     (a few percent of a request's CPU each); the handlers answer every error themselves, so
     nothing the skipped layers would do applies to them. Every other request takes the normal
-    route.
+    route. A turn is counted in ``open_turns`` until its answer was sent (or cut) and its row
+    recorded: the shutdown waits for those rows before closing the transcript.
     """
 
-    def __init__(self, app: ASGIApp, routes: dict[str, Any]) -> None:
+    def __init__(self, app: ASGIApp, routes: dict[str, Any], open_turns: OpenTurns | None = None) -> None:
         self.app = app
         self.routes = routes
+        self.open_turns = open_turns or OpenTurns()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -134,6 +137,9 @@ class Front:
         status = 0
         deployment: str | None = None
         handler = self.routes.get(scope["path"]) if scope["method"] == "POST" else None
+        turns = self.open_turns if handler is not None else None
+        if turns is not None:
+            turns.count += 1
         try:
             if handler is not None:
                 response = await handler(scope, receive)
@@ -162,6 +168,8 @@ class Front:
 
             await self.app(scope, receive, send_wrapper)
         finally:
+            if turns is not None:
+                turns.leave()
             access_log(
                 rid,
                 scope["method"],
@@ -240,6 +248,7 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
 
             async def frames() -> AsyncIterator[bytes]:
                 render = renderer.render
+                last: list[bytes] = []  # the frames that end the answer, sent after its row commits
                 async for batch in turn.batches:  # one batch: the events ready at one instant
                     out: list[bytes] = []
                     for event in batch:
@@ -247,9 +256,13 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
                             out.append(edge.tool_progress_frame(event.name, event.is_error))
                         else:
                             out += render(event)
-                    if out:
+                    if renderer.closed:  # the batch that ended the answer (its end or an error)
+                        last += out
+                    elif out:
                         yield out[0] if len(out) == 1 else b"".join(out)
-                yield b"".join(renderer.finish())
+                # The turn's row is committed once the pipeline's stream has ended (it records
+                # the turn last): only now do the answer's last bytes go out.
+                yield b"".join(last + renderer.finish())
 
             return EventStream(
                 coalesce(frames()),  # frames ready at one instant go out in one write
@@ -271,6 +284,14 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
     except Exception:
         log.exception("internal_error", request_id=rid)
         return _error_response(edge, TurnstileError("internal error in the gateway; see its log"), rid)
+    except asyncio.CancelledError as exc:  # cut by the shutdown bound before its answer began
+        cut = answer_cut(exc)  # a 503 in the client's dialect, not the server's plain-text 500
+        if cut is None:
+            raise
+        log.warning("turn_cut_by_shutdown", request_id=rid)
+        if not in_pipeline:
+            await pipeline.record_refused(rid, edge.DIALECT, cut)
+        return _error_response(edge, cut, rid)
 
 
 async def _openai_turn(scope: Scope, receive: Receive) -> Response:
@@ -327,6 +348,7 @@ async def health(request: Request) -> Response:
             "disabled_aliases": gw.table.disabled_aliases,
             "aliases": gw.table.aliases,
             "transcript_rows_written": gw.transcript.written if gw.transcript else 0,
+            "transcript_rows_dropped": gw.transcript.dropped if gw.transcript else 0,
             "mcp": mcp.registry.status() if (mcp := getattr(request.app.state, "mcp", None)) else None,
             "routing": gw.routing.health.snapshot() if gw.routing is not None else {},
         }
@@ -405,13 +427,18 @@ def create_app(
     if exposure.check_listen_address(config.server.host, config, settings):  # raises AnonymousExposure
         exposure.warn_anonymous(config.server.host)
     table = DeploymentTable.build(config, settings)
+    open_turns = OpenTurns()  # shared by the front middleware and the lifespan's shutdown
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         from gateway.providers.transport import make_session
 
         session = make_session()
-        transcript = TranscriptWriter(config.server.db_path, maxsize=config.server.transcript_queue)
+        transcript = TranscriptWriter(
+            config.server.db_path,
+            maxsize=config.server.transcript_queue,
+            commit_timeout_s=config.server.transcript_commit_timeout_s,
+        )
         await transcript.start()
         gw = Gateway(
             config=config,
@@ -424,6 +451,7 @@ def create_app(
         gw.sessions = await open_store(config.sessions.url or str(config.server.db_path))
         app.state.gateway = gw
         app.state.pipeline = Pipeline(gw)
+        app.state.open_turns = open_turns
         mcp_stack = AsyncExitStack()
         app.state.mcp = await mcp_stack.enter_async_context(
             mcp_api.open_mcp(
@@ -458,6 +486,10 @@ def create_app(
         try:
             yield
         finally:
+            # Turns cut by the shutdown bound record their rows as they unwind: wait for them
+            # (bounded) so that those rows are written before the transcript closes.
+            if not await open_turns.drained(config.server.transcript_commit_timeout_s):
+                log.error("shutdown_turns_still_open", turns=open_turns.count)
             await mcp_stack.aclose()
             await transcript.close()
             await gw.sessions.close()
@@ -486,6 +518,7 @@ def create_app(
             "/chat/completions": _openai_turn,
             "/v1/messages": _anthropic_turn,
         },
+        open_turns=open_turns,
     )
     if not (exposure.client_auth_configured(config) or exposure.anonymous_allowed(config, settings)):
         app.add_middleware(exposure.LoopbackOnly, refuse=_refuse_anonymous)  # for hosts not seen here

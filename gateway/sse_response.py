@@ -9,7 +9,9 @@ keeps the behaviour with plain asyncio: the body is sent from the request's own 
 helper task waits for ``http.disconnect`` and, if the client goes away first, cancels the
 request's task; that cancellation is absorbed here, as the task group absorbed it, so the
 request ends normally. The body iterator sees the same ``CancelledError`` at the point where it
-was waiting, and its ``finally`` blocks run (the pipeline records the turn as 499). One
+was waiting (with the message :data:`gateway.shutdown.CLIENT_GONE`), and its ``finally`` blocks
+run (the pipeline records the turn as 499; any other cancellation is the server's graceful-shutdown
+bound cutting the turn, recorded as such). One
 difference, on purpose: the cancellation is delivered once, so awaits in those ``finally``
 blocks complete (anyio cancels every await again until the scope is left).
 
@@ -24,6 +26,8 @@ import asyncio
 
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
+
+from gateway.shutdown import CLIENT_GONE
 
 
 class EventStream(StreamingResponse):
@@ -49,7 +53,7 @@ class EventStream(StreamingResponse):
             except Exception as exc:  # handed to the request's task, as the task group would
                 failure.append(exc)
             gone = True
-            task.cancel()
+            task.cancel(CLIENT_GONE)  # the pipeline records such a turn as 499 (gateway.shutdown)
 
         watcher = asyncio.get_running_loop().create_task(watch())
         try:

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from gateway import invariants
+from gateway import invariants, shutdown
 from gateway.errors import TurnstileError
 from gateway.schema import (
+    AssistantMessage,
     Message,
     MessageEnd,
     MessageStart,
@@ -183,9 +184,22 @@ async def run_stream(
         error, status = TurnstileError(f"internal error: {type(exc).__name__}: {exc}"), 500
         log.exception("tool_loop_stream_internal_error", step=n)
         yield StreamError(kind=error.kind, message="internal error in the gateway; see its log", status=500)
+    except asyncio.CancelledError as exc:  # the shutdown bound cut the turn, or the client went away
+        error = shutdown.answer_cut(exc)
+        if error is None:
+            raise  # the client went away: nobody to tell
+        log.warning("tool_loop_stream_cut_by_shutdown", step=n)
+        yield StreamError(kind=error.kind, message=error.message, status=error.status)
     finally:
-        if final is None and error is None and status == 200:
-            status = 499  # the client went away before the end
+        if final is None and status == 200:  # the client went away (499), or shutdown cut it
+            status = 499 if error is None else error.status
+            final = Response(  # aborted, with the usage of the steps so far
+                id="aborted",
+                model=request.model,
+                message=AssistantMessage(),
+                stop_reason="aborted",
+                usage=loop.usage,
+            )
         await finish(final, error, status)
 
 

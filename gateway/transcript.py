@@ -1,9 +1,11 @@
 """The transcript: every turn appended to the embedded SQLite store, in the internal schema.
 
-Writes are off the request path: :class:`TranscriptWriter` puts records on a bounded queue
-and one background task writes them in batches, each batch in one transaction (a turn is one
-row, so no turn is ever half-written). A full queue makes callers wait (back-pressure) rather
-than drop turns; ``close()`` drains the queue before returning, so nothing is lost on shutdown.
+Writes are off the event loop: :class:`TranscriptWriter` puts records on a bounded queue and
+one background task writes them in batches, each batch in one transaction (a turn is one row,
+so no turn is ever half-written). A turn's answer is released only once its row is committed
+(group commit: :meth:`TranscriptWriter.try_commit`), so a turn a client received survives
+``kill -9``. A full queue makes callers wait (back-pressure), bounded in time;
+``close()`` drains the queue before returning, so nothing is lost on shutdown.
 
 What is stored is the internal schema (``gateway.schema``) as JSON, never provider JSON.
 """
@@ -11,8 +13,11 @@ What is stored is the internal schema (``gateway.schema``) as JSON, never provid
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import queue
 import sqlite3
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import chain
@@ -199,56 +204,237 @@ def connect(path: Path | str) -> sqlite3.Connection:
     return conn
 
 
-class TranscriptWriter:
-    """Batched, bounded, lossless writer of :class:`TurnRecord` rows.
+def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    if not future.done():  # the awaiting task may have been cancelled meanwhile
+        if error is None:
+            future.set_result(value)
+        else:
+            future.set_exception(error)
 
-    ``maxsize`` bounds the queue (records); ``batch`` is the most rows per transaction. The
-    queue is a plain deque and the writer task is woken only when it waits for work, so
-    queueing a turn costs a few bytecodes on the request path.
+
+class _StoreThread:
+    """One thread that runs the store's blocking calls (SQLite), in order, and hands each outcome
+    back to the event loop. Costs the loop a queue put and one callback per call, where
+    ``asyncio.to_thread`` costs a thread-pool submission, a semaphore and two chained futures
+    (about 600 bytecodes a call, ``bench.inproc --opcodes``) — once per writer cycle, and with
+    group commit a lone turn is a cycle."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._jobs: queue.SimpleQueue[tuple[Any, tuple[Any, ...], asyncio.Future[Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        threading.Thread(target=self._main, name="transcript-store", daemon=True).start()
+
+    def run(self, fn: Any, *args: Any) -> asyncio.Future[Any]:
+        """``fn(*args)`` in the thread; the future gets its result or exception."""
+        future = self._loop.create_future()
+        self._jobs.put((fn, args, future))
+        return future
+
+    def stop(self) -> None:
+        """End the thread once the calls already handed to it have run."""
+        self._jobs.put(None)
+
+    def _main(self) -> None:
+        hand_back = self._loop.call_soon_threadsafe
+        while (job := self._jobs.get()) is not None:
+            fn, args, future = job
+            outcome: tuple[Any, BaseException | None]
+            try:
+                outcome = (fn(*args), None)
+            except BaseException as exc:  # handed to the awaiting task, which decides
+                outcome = (None, exc)
+            try:
+                hand_back(_settle, future, *outcome)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                return
+
+
+@dataclass(eq=False, slots=True)
+class _Group:
+    """The records queued between two writer cycles (one transaction), and the futures of those
+    whose callers wait for the commit. ``created`` is ``time.monotonic()`` seconds."""
+
+    created: float
+    records: list[TurnRecord] = field(default_factory=list)
+    waiters: list[asyncio.Future[bool]] = field(default_factory=list)
+
+
+class TranscriptWriter:
+    """Group-committing, bounded, lossless writer of :class:`TurnRecord` rows.
+
+    Group commit: a caller that must not answer before its row is on disk queues the row with
+    :meth:`try_commit` (or :meth:`commit`) and awaits the future it gets; every time the writer
+    wakes it takes *everything* queued and writes it in one transaction (one multi-row
+    ``INSERT`` per :data:`MAX_ROWS_PER_STATEMENT` rows), then resolves those futures. Nothing
+    waits for a batch to fill: a lone turn is written at once, and under load the rows queued
+    while one write is in flight form the next batch, so the number of transactions follows
+    the load, not the turn rate. Batches commit in queue order, so when a row's future resolves
+    every row queued before it is committed too (a turn's tool-loop step rows before its own).
+    A commit in WAL mode with ``synchronous=NORMAL`` survives a process kill (``kill -9``); an
+    operating-system crash may lose the last transactions, which only ``synchronous=FULL``
+    (an fsync per commit) would keep.
+
+    Bounded waits: a commit that has not happened ``commit_timeout_s`` seconds after its row was
+    queued (the store failing: disk full, locked by another process) resolves the waiters'
+    futures with False and is logged as an error (``transcript_commit_overdue``, with the
+    request ids) — the answer is then released without its row committed; the rows stay queued
+    and the writer keeps retrying them. When the queue is full (``maxsize`` records: the store has
+    not kept up), callers wait for room at most ``commit_timeout_s`` seconds; after that the row
+    is dropped and logged (``transcript_row_dropped``) and counted in :attr:`dropped`, so memory
+    stays bounded however long the store is down.
     """
 
-    def __init__(self, path: Path | str, maxsize: int = 10_000, batch: int = 256) -> None:
+    def __init__(self, path: Path | str, maxsize: int = 10_000, commit_timeout_s: float = 5.0) -> None:
         self.path = path
         self._maxsize = maxsize
-        self._batch = batch
-        self._items: deque[TurnRecord] = deque()
+        self.commit_timeout_s = commit_timeout_s
+        self._queue: deque[_Group] = deque()  # oldest first; the last may be _open
+        self._open: _Group | None = None  # the group new records join
+        self._flight: list[_Group] = []  # the groups being written
+        self._size = 0  # records queued (not yet taken by the writer)
         self._conn: sqlite3.Connection | None = None
+        self._store: _StoreThread | None = None  # runs the SQLite calls
         self._lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._watch: asyncio.TimerHandle | None = None  # the overdue-commit check, when armed
         self._wake = asyncio.Event()  # set to wake the writer parked on an empty queue
         self._room = asyncio.Event()  # set when the writer has made room (back-pressure)
         self._idle = asyncio.Event()  # set after each written batch (flush)
         self._parked = False
         self._in_flight = False
         self._closing = False
-        self.linger_s = 0.01  # seconds the writer waits after a first record for more to batch
+        self._closed = False
         self.written = 0
+        self.dropped = 0  # rows never queued: the queue stayed full past commit_timeout_s
 
     async def start(self) -> None:
         """Open the store and start the background writer task."""
-        self._conn = await asyncio.to_thread(connect, self.path)
+        self._loop = asyncio.get_running_loop()
+        self._store = _StoreThread(self._loop)
+        self._conn = await self._store.run(connect, self.path)
         self._task = asyncio.create_task(self._run(), name="transcript-writer")
 
+    def _group(self) -> _Group:
+        """The open group, or a new one (which arms the overdue check)."""
+        group = self._open = _Group(time.monotonic())
+        self._queue.append(group)
+        if self._watch is None:
+            loop = self._loop or asyncio.get_running_loop()
+            self._watch = loop.call_later(self.commit_timeout_s, self._check_overdue)
+        return group
+
     def try_append(self, record: TurnRecord) -> bool:
-        """Queue one turn without waiting; False when the queue is full (then :meth:`append`
-        waits for room)."""
-        if len(self._items) >= self._maxsize:
+        """Queue one turn without waiting (nor waiting for its commit); False when the queue
+        is full (then :meth:`append` waits for room)."""
+        if self._size >= self._maxsize or self._closed:
             return False
-        self._items.append(record)
+        (self._open or self._group()).records.append(record)
+        self._size += 1
         if self._parked:
             self._parked = False
             self._wake.set()
         return True
 
+    def try_commit(self, record: TurnRecord) -> asyncio.Future[bool] | None:
+        """Queue one turn without waiting; the future resolves True once the transaction
+        holding its row has committed (a row that can never be stored, e.g. a duplicate
+        request id, is logged and skipped: True too), or False when that did not happen
+        within ``commit_timeout_s`` (logged). None when the queue is
+        full or the writer closed (then :meth:`commit` waits for room, or drops the row and
+        logs it). Cancelling the future abandons the wait,
+        not the row."""
+        if self._size >= self._maxsize or self._closed:
+            return None
+        group = self._open or self._group()
+        group.records.append(record)
+        self._size += 1
+        waiter = (self._loop or asyncio.get_running_loop()).create_future()
+        group.waiters.append(waiter)
+        if self._parked:
+            self._parked = False
+            self._wake.set()
+        return waiter
+
     async def append(self, record: TurnRecord) -> None:
-        """Queue one turn; waits only when the queue is full."""
-        while not self.try_append(record):
+        """Queue one turn; waits only when the queue is full, at most ``commit_timeout_s``
+        seconds (then the row is dropped and logged, see the class docstring)."""
+        if not self.try_append(record):
+            await self._when_room(record, False)
+
+    async def commit(self, record: TurnRecord) -> bool:
+        """Queue one turn and wait until its row is committed: :meth:`try_commit`, waiting
+        for room when the queue is full. True when committed; False when a bound passed
+        (logged): the queue stayed full (row dropped) or the commit is overdue (row kept)."""
+        waiter = self.try_commit(record)
+        if waiter is None:
+            waiter = await self._when_room(record, True)
+            if waiter is None:
+                return False
+        return await waiter
+
+    async def _when_room(self, record: TurnRecord, commit: bool) -> asyncio.Future[bool] | None:
+        """Queue ``record`` once the queue has room, waiting at most ``commit_timeout_s``;
+        None (row dropped, logged) when it stayed full."""
+        deadline = time.monotonic() + self.commit_timeout_s
+        while True:
+            if commit:
+                waiter = self.try_commit(record)
+                if waiter is not None:
+                    return waiter
+            elif self.try_append(record):
+                return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self._task is None or self._task.done():
+                self.dropped += 1
+                log.error(
+                    "transcript_row_dropped",
+                    request_id=record.request_id,
+                    reason="the transcript is closed (the gateway is shutting down)"
+                    if self._closed or self._task is None
+                    else f"the transcript queue ({self._maxsize} rows) stayed full for "
+                    f"{self.commit_timeout_s} s: the store is not accepting writes",
+                )
+                return None
             self._room.clear()
-            await self._room.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._room.wait(), remaining)
+
+    def _check_overdue(self) -> None:
+        """Resolve, with False, the waiters of every group queued ``commit_timeout_s`` ago or
+        more and still not committed (logged once per group); re-arm for the next one."""
+        self._watch = None
+        now = time.monotonic()
+        bound = self.commit_timeout_s
+        next_due: float | None = None
+        for group in (*self._flight, *self._queue):
+            pending = [w for w in group.waiters if not w.done()]
+            if not pending:
+                continue
+            if now - group.created < bound:
+                due = group.created + bound
+                next_due = due if next_due is None else min(next_due, due)
+                continue
+            for w in pending:
+                w.set_result(False)
+            if self._open is group:
+                self._open = None  # later records get a bound of their own
+            log.error(
+                "transcript_commit_overdue",
+                rows=len(group.records),
+                waited_s=round(now - group.created, 3),
+                request_ids=[r.request_id for r in group.records[:50]],
+                consequence="answers released before their transcript rows were committed; "
+                "the rows stay queued and are written when the store accepts writes again",
+            )
+        if next_due is not None and self._loop is not None and not self._closed:
+            self._watch = self._loop.call_later(max(0.0, next_due - now), self._check_overdue)
 
     async def flush(self) -> None:
         """Wait until every queued record is written (used by tests and shutdown)."""
-        while self._items or self._in_flight:
+        while self._queue or self._in_flight:
             if self._task is None or self._task.done():
                 return  # no writer: nothing will be written (see close)
             self._idle.clear()
@@ -262,9 +448,16 @@ class TranscriptWriter:
             self._wake.set()
             await self._task
             self._task = None
+        self._closed = True
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._store is not None:
+            self._store.stop()
+            self._store = None
 
     def _write(self, statements: list[tuple[str, list[Any]]]) -> None:
         """Run the ``(sql, parameters)`` inserts of :func:`insert_statements` in one
@@ -310,7 +503,8 @@ class TranscriptWriter:
         delay = 0.05
         while True:
             try:
-                await asyncio.to_thread(self._write, statements)
+                assert self._store is not None
+                await self._store.run(self._write, statements)
                 self.written += len(records)
                 return
             except (sqlite3.IntegrityError, OverflowError, sqlite3.InterfaceError) as err:
@@ -330,27 +524,37 @@ class TranscriptWriter:
                 delay = min(delay * 2, 5.0)
 
     async def _run(self) -> None:
-        items = self._items
+        queue = self._queue
         while True:
-            if not items:
+            if not queue:
                 if self._closing:
                     return
                 self._parked = True
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            if len(items) < self._batch and not self._closing:
-                # Gather a batch: one thread hand-off and one transaction per batch, not per turn.
-                await asyncio.sleep(self.linger_s)
-            records = [items.popleft() for _ in range(min(self._batch, len(items)))]
+            # Everything queued now is one batch: no waiting for more (group commit).
+            groups = list(queue)
+            queue.clear()
+            self._open = None
+            self._size = 0
+            records = groups[0].records if len(groups) == 1 else [r for g in groups for r in g.records]
             self._room.set()
+            self._flight = groups
             self._in_flight = True
+            committed = False
             try:
                 await self._write_until_done(records)
+                committed = True
             except Exception:  # a bug, not a storage failure (those are retried): keep writing
                 log.exception("transcript_batch_lost", rows=len(records))
             finally:
                 self._in_flight = False
+                self._flight = []
+                for group in groups:
+                    for waiter in group.waiters:
+                        if not waiter.done():
+                            waiter.set_result(committed)
                 self._idle.set()
 
 

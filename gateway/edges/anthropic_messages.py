@@ -7,7 +7,8 @@ The verbs the server and pipeline call:
 * ``render_response(resp, request) -> dict``, ``render_error(err) -> (status, body)``,
   ``render_count_tokens(n) -> dict`` (:mod:`gateway.edges.anthropic_messages_render`),
   ``render_models(entries) -> dict`` (one body both SDKs read, shared with OpenAI);
-* ``StreamRenderer(request)`` with ``render(event) -> list[bytes]`` and ``finish()``, and
+* ``StreamRenderer(request)`` with ``render(event) -> list[bytes]``, ``finish()`` and
+  ``closed`` (True once the answer's end or an error was rendered), and
   ``ping_frame() -> bytes`` (:mod:`gateway.edges.anthropic_messages_stream`).
 """
 

@@ -81,7 +81,8 @@ class StreamRenderer:
 
     ``render(event)`` returns the complete SSE frames (bytes) the event produces;
     ``finish()`` returns nothing after ``message_stop`` or an error, else an error event
-    (the stream ended before the answer was complete).
+    (the stream ended before the answer was complete). ``closed`` is True once a
+    ``MessageEnd`` or ``StreamError`` was rendered (the frames that end the answer).
     """
 
     def __init__(self, request: Request) -> None:

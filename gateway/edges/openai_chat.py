@@ -5,7 +5,8 @@ The verbs the server and pipeline call:
 * ``parse_request(body: bytes) -> Request`` (:mod:`gateway.edges.openai_chat_parse`);
 * ``render_response(resp, request) -> dict``, ``render_error(err) -> (status, body)``,
   ``render_models(entries) -> dict`` (:mod:`gateway.edges.openai_chat_render`);
-* ``StreamRenderer(request)`` with ``render(event) -> list[bytes]`` and ``finish()``, and
+* ``StreamRenderer(request)`` with ``render(event) -> list[bytes]``, ``finish()`` and
+  ``closed`` (True once the answer's end or an error was rendered), and
   ``ping_frame() -> bytes`` (:mod:`gateway.edges.openai_chat_stream`).
 """
 

@@ -78,7 +78,8 @@ class StreamRenderer:
 
     ``render(event)`` returns the complete SSE frames (bytes) the event produces;
     ``finish()`` the closing frames (an error frame if the stream ended without a
-    ``MessageEnd`` or ``StreamError``, then ``data: [DONE]``).
+    ``MessageEnd`` or ``StreamError``, then ``data: [DONE]``). ``closed`` is True once a
+    ``MessageEnd`` or ``StreamError`` was rendered (the frames that end the answer).
     """
 
     def __init__(self, request: Request) -> None:

@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from gateway import transcript
 from gateway.transcript import TranscriptWriter, TurnRecord, recent
@@ -27,7 +30,7 @@ def _record(i: int) -> TurnRecord:
 
 async def test_every_appended_turn_is_written_before_close_returns(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
-    writer = TranscriptWriter(db, maxsize=8, batch=3)
+    writer = TranscriptWriter(db, maxsize=8)
     await writer.start()
     for i in range(50):
         await writer.append(_record(i))
@@ -100,7 +103,7 @@ async def test_a_batch_longer_than_one_statement_is_written_whole_in_one_transac
 ) -> None:
     monkeypatch.setattr(transcript, "MAX_ROWS_PER_STATEMENT", 3)
     db = tmp_path / "t.db"
-    writer = TranscriptWriter(db, batch=64)
+    writer = TranscriptWriter(db)
     await writer.start()
     for i in range(7):
         assert writer.try_append(_record(i))
@@ -113,7 +116,7 @@ async def test_a_batch_longer_than_one_statement_is_written_whole_in_one_transac
 
 async def test_a_duplicate_request_id_skips_that_row_and_keeps_the_rest_of_its_batch(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
-    writer = TranscriptWriter(db, batch=64)
+    writer = TranscriptWriter(db)
     await writer.start()
     for i in (0, 1, 1, 2):
         assert writer.try_append(_record(i))
@@ -145,7 +148,7 @@ def test_insert_statements_split_rows_and_keep_column_order() -> None:
 
 async def test_a_row_sqlite_cannot_hold_is_skipped_and_the_writer_keeps_writing(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
-    writer = TranscriptWriter(db, batch=64)
+    writer = TranscriptWriter(db)
     await writer.start()
     too_big = _record(1)
     too_big.usage = {"input_tokens": 2**64, "output_tokens": 4}  # past SQLite's 64-bit INTEGER
@@ -158,3 +161,118 @@ async def test_a_row_sqlite_cannot_hold_is_skipped_and_the_writer_keeps_writing(
     await asyncio.wait_for(writer.close(), 10)
     ids = [r[0] for r in sqlite3.connect(db).execute("SELECT request_id FROM turns ORDER BY ts")]
     assert ids == ["r0", "r2", "r4"]
+
+
+# ---------------------------------------------------------------------------- group commit
+
+
+def _stored(db: Path) -> list[str]:
+    """Request ids committed in ``db``, read through a connection of its own."""
+    conn = sqlite3.connect(db)
+    try:
+        return [r[0] for r in conn.execute("SELECT request_id FROM turns ORDER BY ts")]
+    finally:
+        conn.close()
+
+
+class _Store:
+    """Wraps a writer's ``_write`` (it runs in the writer's thread): counts the rows of each
+    transaction, can hold a write until released, and can fail writes as a locked file does."""
+
+    def __init__(self, writer: TranscriptWriter) -> None:
+        self.write = writer._write
+        self.rows: list[int] = []  # rows per committed transaction
+        self.hold = threading.Event()
+        self.hold.set()
+        self.entered = threading.Event()
+        self.locked = False
+        writer._write = self  # type: ignore[method-assign]
+
+    def __call__(self, statements: list[tuple[str, list[Any]]]) -> None:
+        self.entered.set()
+        assert self.hold.wait(10)
+        if self.locked:
+            raise sqlite3.OperationalError("database is locked")
+        self.write(statements)
+        self.rows.append(sum(len(p) for _, p in statements) // len(transcript.COLUMNS))
+
+
+async def test_a_commit_resolves_once_its_row_is_visible_to_another_connection(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    writer = TranscriptWriter(db)
+    await writer.start()
+    for i in range(3):
+        assert await asyncio.wait_for(writer.commit(_record(i)), 10) is True
+        assert _stored(db)[-1] == f"r{i}"
+    await writer.close()
+
+
+async def test_rows_queued_while_a_write_is_in_flight_are_committed_together_in_the_next_transaction(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "t.db"
+    writer = TranscriptWriter(db)
+    await writer.start()
+    store = _Store(writer)
+    store.hold.clear()
+    first = writer.try_commit(_record(0))
+    assert first is not None
+    assert await asyncio.to_thread(store.entered.wait, 10)  # r0's transaction is in flight
+    later = [writer.try_commit(_record(i)) for i in range(1, 10)]
+    store.hold.set()
+    assert await asyncio.wait_for(asyncio.gather(first, *later), 10) == [True] * 10  # type: ignore[arg-type]
+    assert store.rows == [1, 9]  # no waiting for a batch to fill, and one transaction per cycle
+    await writer.close()
+
+
+async def test_when_a_row_commits_every_row_queued_before_it_is_committed_too(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    writer = TranscriptWriter(db)
+    await writer.start()
+    store = _Store(writer)
+    store.hold.clear()
+    assert writer.try_append(_record(0))
+    assert await asyncio.to_thread(store.entered.wait, 10)
+    assert writer.try_append(_record(1)) and writer.try_append(_record(2))  # e.g. tool-loop step rows
+    turn = writer.try_commit(_record(3))
+    assert turn is not None
+    store.hold.set()
+    assert await asyncio.wait_for(turn, 10) is True
+    assert _stored(db) == ["r0", "r1", "r2", "r3"]
+    await writer.close()
+
+
+async def test_a_store_that_cannot_commit_releases_the_waiter_after_the_bound_and_writes_the_row_later(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "t.db"
+    writer = TranscriptWriter(db, commit_timeout_s=0.2)
+    await writer.start()
+    store = _Store(writer)
+    store.locked = True
+    with capture_logs() as logs:
+        assert await asyncio.wait_for(writer.commit(_record(0)), 10) is False
+    overdue = [e for e in logs if e["event"] == "transcript_commit_overdue"]
+    assert overdue and overdue[0]["log_level"] == "error" and overdue[0]["request_ids"] == ["r0"]
+    store.locked = False  # the store recovers: the kept row is written by the retries
+    await asyncio.wait_for(writer.flush(), 10)
+    assert _stored(db) == ["r0"]
+    await writer.close()
+
+
+async def test_a_queue_that_stays_full_drops_the_row_after_the_bound_and_counts_it(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    writer = TranscriptWriter(db, maxsize=1, commit_timeout_s=0.2)
+    await writer.start()
+    store = _Store(writer)
+    store.locked = True
+    assert writer.try_append(_record(0))
+    assert await asyncio.to_thread(store.entered.wait, 10)  # r0 taken: retried while locked
+    assert writer.try_append(_record(1))  # the queue is full now
+    with capture_logs() as logs:
+        await asyncio.wait_for(writer.append(_record(2)), 10)
+    assert writer.dropped == 1
+    assert [e["request_id"] for e in logs if e["event"] == "transcript_row_dropped"] == ["r2"]
+    store.locked = False
+    await asyncio.wait_for(writer.close(), 10)
+    assert _stored(db) == ["r0", "r1"]
