@@ -262,13 +262,27 @@ class ToolLoopConfig(BaseModel):
 
 
 class ServerConfig(BaseModel):
-    """Listening address and request limits (bytes, seconds)."""
+    """Listening address and request limits (bytes, seconds).
+
+    Request bounds, checked right after a body's JSON is decoded (:mod:`gateway.edges._bounds`):
+
+    * ``max_request_messages`` (413 past it): 5× the longest conversation recorded in the
+      corpus (a Pi coding-agent session of 1,011 messages sent whole, 1.8 MB).
+    * ``max_request_parts`` (413): content parts and tool calls of all messages together, five
+      per message at the message limit (the corpus averages 1.3).
+    * ``max_json_depth`` (400): levels of JSON nesting, the body being level 1; recorded
+      requests reach 12, real tool schemas a few more. Everything accepted stays well inside
+      what the encoders can write back (orjson stops at 254 levels).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     host: str = "127.0.0.1"
     port: int = Field(default=4000, ge=1, le=65535)
     max_body_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
+    max_request_messages: int = Field(default=5_000, gt=0)
+    max_request_parts: int = Field(default=25_000, gt=0)
+    max_json_depth: int = Field(default=64, ge=16, le=200)
     db_path: str = "turnstile.db"
     transcript_queue: int = Field(default=2_000, ge=1)
 

@@ -46,7 +46,8 @@ class InvalidRequest(TurnstileError):
 
 
 class PayloadTooLarge(InvalidRequest):
-    """The request body exceeds ``server.max_body_bytes``."""
+    """The request exceeds a size limit: its body ``server.max_body_bytes``, or its messages or
+    content parts ``server.max_request_messages`` / ``server.max_request_parts``."""
 
     status = 413
     kind = "payload_too_large"

@@ -221,11 +221,12 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
     rid: str = scope["state"]["request_id"]
     in_pipeline = False  # from there on the pipeline records every outcome itself
     try:
-        body = await _read_body(scope, receive, gw.config.server.max_body_bytes)
+        limits = gw.config.server
+        body = await _read_body(scope, receive, limits.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:  # parse off the event loop: keeps other requests moving
-            turn_request = await asyncio.to_thread(edge.parse_request, body)
+            turn_request = await asyncio.to_thread(edge.parse_request, body, limits)
         else:
-            turn_request = edge.parse_request(body)
+            turn_request = edge.parse_request(body, limits)
         ctx = TurnContext(request_id=rid, dialect=edge.DIALECT, request=turn_request)
         ctx.session_id = session_turns.session_id_for(Headers(scope=scope), turn_request)
         in_pipeline = True
@@ -292,17 +293,28 @@ async def count_tokens(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     rid: str = request.scope["state"]["request_id"]
     try:
-        body = await _read_body(request.scope, request.receive, gw.config.server.max_body_bytes)
-        turn_request = anthropic_edge.parse_count_tokens(body)
+        limits = gw.config.server
+        body = await _read_body(request.scope, request.receive, limits.max_body_bytes)
+        if len(body) > LARGE_BODY_BYTES:
+            turn_request = await asyncio.to_thread(anthropic_edge.parse_count_tokens, body, limits)
+        else:
+            turn_request = anthropic_edge.parse_count_tokens(body, limits)
         dep = gw.table.candidates(turn_request.model)[0]
         from gateway.providers.catalog import count_tokens as count
 
-        return _json(anthropic_edge.render_count_tokens(count(turn_request, dep.model)))
-    except TurnstileError as err:
+        # In a worker thread: tokenizing grows with the request, and the first call imports litellm.
+        tokens = await asyncio.to_thread(count, turn_request, dep.model)
+        return _json(anthropic_edge.render_count_tokens(tokens))
+    except TurnstileError as err:  # refused: one transcript row, as for a turn
+        await request.app.state.pipeline.record_refused(rid, anthropic_edge.DIALECT, err)
         return _error_response(anthropic_edge, err, rid)
     except ClientDisconnect:  # gone while the body was read: as a turn, not an ASGI error
         log.info("client_disconnected", request_id=rid)
         return Response(status_code=499)
+    except Exception:  # a JSON error in the dialect, never Starlette's plain-text 500
+        log.exception("internal_error", request_id=rid)
+        internal = TurnstileError("internal error in the gateway; see its log")
+        return _error_response(anthropic_edge, internal, rid)
 
 
 async def models(request: Request) -> Response:
