@@ -39,6 +39,7 @@ from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import openai_chat as openai_edge
 from gateway.errors import InvalidRequest, PayloadTooLarge, RouteNotFound, TurnstileError
 from gateway.logs import access_log
+from gateway.memory import MemoryReturn
 from gateway.pipeline import Gateway, Pipeline, TurnContext
 from gateway.providers.registry import make_providers
 from gateway.schema import ToolProgress
@@ -220,10 +221,12 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
     pipeline: Pipeline = state.pipeline
     rid: str = scope["state"]["request_id"]
     in_pipeline = False  # from there on the pipeline records every outcome itself
+    large = False  # a large body: give the memory it took back to the OS afterwards
     try:
         limits = gw.config.server
         body = await _read_body(scope, receive, limits.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:  # parse off the event loop: keeps other requests moving
+            large = True
             turn_request = await asyncio.to_thread(edge.parse_request, body, limits)
         else:
             turn_request = edge.parse_request(body, limits)
@@ -254,6 +257,7 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
             )
         result = await pipeline.complete(ctx)
         body = orjson.dumps(edge.render_response(result.response, turn_request))
+        large = large or len(body) > LARGE_BODY_BYTES
         return JsonResponse(body, 200, result.headers)
     except TurnstileError as err:
         if err.status >= 500:
@@ -267,6 +271,9 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
     except Exception:
         log.exception("internal_error", request_id=rid)
         return _error_response(edge, TurnstileError("internal error in the gateway; see its log"), rid)
+    finally:
+        if large:
+            state.memory.note()
 
 
 async def _openai_turn(scope: Scope, receive: Receive) -> Response:
@@ -399,6 +406,7 @@ def create_app(
         from gateway.providers.transport import make_session
 
         session = make_session()
+        app.state.memory = MemoryReturn()
         transcript = TranscriptWriter(config.server.db_path, maxsize=config.server.transcript_queue)
         await transcript.start()
         gw = Gateway(
@@ -446,6 +454,7 @@ def create_app(
         try:
             yield
         finally:
+            app.state.memory.close()
             await mcp_stack.aclose()
             await transcript.close()
             await gw.sessions.close()
