@@ -98,6 +98,8 @@ class Deployment(BaseModel):
     timeouts_s: dict[Literal["connect", "first_byte", "between_chunks", "total"], float] = Field(
         default_factory=dict
     )
+    max_response_bytes: int | None = Field(default=None, ge=64 * 1024)
+    """Overrides ``server.max_response_bytes`` for this deployment (bytes)."""
     description: str | None = None
 
     @model_validator(mode="after")
@@ -273,6 +275,19 @@ class ServerConfig(BaseModel):
     * ``max_json_depth`` (400): levels of JSON nesting, the body being level 1; recorded
       requests reach 12, real tool schemas a few more. Everything accepted stays well inside
       what the encoders can write back (orjson stops at 254 levels).
+
+    Answer bounds:
+
+    * ``max_response_bytes``: bytes one upstream answer may have (a whole body, or all of a
+      stream's SSE bytes), counted while they are read, decompressed; past it the answer is a
+      502 naming the cap and the deployment (a stream already started ends with the dialect's
+      error event) and the rest is never read. 8 MiB holds the longest answers models give:
+      32k output tokens streamed by OpenAI at ~230 bytes of SSE per token is 7.5 MB; Anthropic
+      and Gemini streams and whole bodies carry 4-40 bytes per token. A deployment answering
+      more (images, 128k-token outputs) sets its own ``max_response_bytes``.
+    * ``transcript_max_json_bytes``: bytes of request and of response JSON one transcript row
+      keeps; a longer one is stored with its longest strings shortened and a
+      ``"turnstile.cut"`` entry giving its original size.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -283,8 +298,10 @@ class ServerConfig(BaseModel):
     max_request_messages: int = Field(default=5_000, gt=0)
     max_request_parts: int = Field(default=25_000, gt=0)
     max_json_depth: int = Field(default=64, ge=16, le=200)
+    max_response_bytes: int = Field(default=8 * 1024 * 1024, ge=64 * 1024)
     db_path: str = "turnstile.db"
     transcript_queue: int = Field(default=2_000, ge=1)
+    transcript_max_json_bytes: int = Field(default=1024 * 1024, ge=4096)
 
 
 class TimeoutConfig(BaseModel):

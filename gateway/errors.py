@@ -164,5 +164,17 @@ class UpstreamProtocolError(UpstreamError):
         self.kind = "upstream"
 
 
+class UpstreamTooLarge(UpstreamError):
+    """An upstream answer grew past its byte cap (``server.max_response_bytes``, or the
+    deployment's ``max_response_bytes``) while it was read; the rest was not read.
+    ``limit_bytes`` is the cap, ``read_bytes`` what had arrived (or was declared)."""
+
+    def __init__(self, message: str, *, deployment: str | None, limit_bytes: int, read_bytes: int) -> None:
+        super().__init__(message, status=502, deployment=deployment)
+        self.kind = "upstream"
+        self.limit_bytes = limit_bytes
+        self.read_bytes = read_bytes
+
+
 class UnknownStopReason(UpstreamProtocolError):
     """An upstream stop reason that the adapter does not know."""

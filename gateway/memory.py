@@ -8,7 +8,8 @@ hundreds of MB larger than it needs (measured: a 20 MB request of 590,000 messag
 1.1 GB larger; 16 answers cut at a few MB each, several hundred MB).
 
 :class:`MemoryReturn` calls glibc's ``malloc_trim(0)``, which releases the free pages of every
-heap, once after a quiet moment that follows work over a size threshold: it is requested with
+heap, after a quiet moment that follows work over a size threshold (and once more a little
+later): it is requested with
 :meth:`MemoryReturn.note` (cheap: a flag and, at most once per delay, a timer), and runs in a
 worker thread so the event loop does not wait for it. Off glibc (musl, macOS) it does nothing.
 """
@@ -18,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
+import gc
+import os
 from collections.abc import Callable
 
 import structlog
@@ -40,17 +43,30 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return trim  # type: ignore[no-any-return]
 
 
+def resident_mb() -> float | None:
+    """This process's resident memory (MB, from ``/proc/self/statm``), None off Linux."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            pages = int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return round(pages * os.sysconf("SC_PAGE_SIZE") / 1e6, 1)
+
+
 class MemoryReturn:
     """Debounced ``malloc_trim(0)`` after large work (one per process, on ``app.state``).
 
-    ``delay_s``: seconds after the last :meth:`note` before the trim runs (the objects of the
-    request that asked are freed by then: its answer sent, its transcript row written)."""
+    ``delay_s``: seconds after the last :meth:`note` before the trim runs (the request that
+    asked has usually finished by then); ``again_s``: seconds after that for one more trim, for
+    what is freed later (its transcript row, written in a batch)."""
 
-    def __init__(self, delay_s: float = 1.0) -> None:
+    def __init__(self, delay_s: float = 1.0, again_s: float = 5.0) -> None:
         self.delay_s = delay_s
+        self.again_s = again_s
         self._trim = _malloc_trim()
         self._timer: asyncio.TimerHandle | None = None
         self._running = False
+        self._again = False
         self.trims = 0
 
     @property
@@ -65,6 +81,7 @@ class MemoryReturn:
         loop = asyncio.get_running_loop()
         if self._timer is not None:
             self._timer.cancel()
+        self._again = True
         self._timer = loop.call_later(self.delay_s, self._start)
 
     def _start(self) -> None:
@@ -77,12 +94,23 @@ class MemoryReturn:
     async def _run(self) -> None:
         try:
             assert self._trim is not None
+            before = resident_mb()
+            # What a failed turn held can sit in a reference cycle (an exception's traceback ->
+            # its frames -> their locals, e.g. the chunks of an answer cut at the cap): the
+            # young-generation threshold is high (gateway.server.GC_YOUNG_THRESHOLD) and such
+            # cycles wait for a full collection. One now (milliseconds, once per burst), then
+            # the C heap.
+            gc.collect()
             await asyncio.to_thread(self._trim, 0)
             self.trims += 1
+            log.info("memory_returned", rss_mb_before=before, rss_mb_after=resident_mb())
         except Exception:  # never fatal: memory is only not given back
             log.exception("malloc_trim_failed")
         finally:
             self._running = False
+        if self._again and self._timer is None:  # once more, for what is freed later (transcript rows)
+            self._again = False
+            self._timer = asyncio.get_running_loop().call_later(self.again_s, self._start)
 
     def close(self) -> None:
         """Cancel a pending trim (shutdown)."""

@@ -25,7 +25,7 @@ import structlog
 from gateway import accounting, invariants, route_step, signers, tool_loop
 from gateway.config import Deployment, GatewayConfig
 from gateway.deployments import DeploymentTable, provenance_of
-from gateway.errors import CapabilityError, GuardViolation, TurnstileError, UpstreamError
+from gateway.errors import CapabilityError, GuardViolation, TurnstileError, UpstreamError, UpstreamTooLarge
 from gateway.providers.base import Provider
 from gateway.schema import (
     AssistantMessage,
@@ -523,6 +523,8 @@ class Pipeline:
             if final is None and error is None and status == 200:
                 status = 499  # the client went away before the end
                 final = _collect_partial(collected)
+            elif final is None and isinstance(error, UpstreamTooLarge):
+                final = _collect_partial(collected)  # what the client got before the cap (stored cut)
             await self._record(ctx, final, error, stream=True, status=status)
 
     # ------------------------------------------------------------------ bookkeeping

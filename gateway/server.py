@@ -407,12 +407,20 @@ def create_app(
 
         session = make_session()
         app.state.memory = MemoryReturn()
-        transcript = TranscriptWriter(config.server.db_path, maxsize=config.server.transcript_queue)
+        transcript = TranscriptWriter(
+            config.server.db_path,
+            maxsize=config.server.transcript_queue,
+            max_json_bytes=config.server.transcript_max_json_bytes,
+        )
         await transcript.start()
         gw = Gateway(
             config=config,
             table=table,
-            providers=providers if providers is not None else make_providers(session, config.timeouts),
+            providers=providers
+            if providers is not None
+            else make_providers(
+                session, config.timeouts, config.server.max_response_bytes, on_large=app.state.memory.note
+            ),
             transcript=transcript,
         )
         from gateway.sessions.store import open_store

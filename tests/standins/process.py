@@ -123,6 +123,7 @@ class GatewayProcess:
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
+                self.stop()
                 raise TimeoutError(f"gateway did not start within {timeout_s}s:\n{self.log()}")
             time.sleep(0.1)
 
