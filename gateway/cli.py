@@ -8,6 +8,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
+import structlog
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -78,6 +79,10 @@ def serve(
     configure(level, json=settings.log_json)
     os.environ["TURNSTILE_CONFIG"] = str(path)
     os.environ["TURNSTILE_LOG_LEVEL"] = level  # the app factory (in each worker) logs at this level
+    from gateway.serving import raise_fd_limit, uvicorn_options
+
+    soft, hard = raise_fd_limit()  # every client connection, upstream call and store holds one
+    structlog.get_logger("turnstile.cli").info("fd_limit", soft=soft, hard=hard)
     uvicorn.run(
         "gateway.server:create_app",
         factory=True,
@@ -87,6 +92,7 @@ def serve(
         access_log=False,
         log_level=level,
         lifespan="on",
+        **uvicorn_options(cfg.server),
     )
 
 

@@ -288,6 +288,19 @@ class ServerConfig(BaseModel):
     * ``transcript_max_json_bytes``: bytes of request and of response JSON one transcript row
       keeps; a longer one is stored with its longest strings shortened and a
       ``"turnstile.cut"`` entry giving its original size.
+
+    Client connections (:mod:`gateway.serving`):
+
+    * ``keep_alive_timeout_s``: an idle kept-alive connection is closed after this; longer than
+      the idle expiry of the SDKs' pools (httpx 5 s, aiohttp 15 s, undici 4 s), so the client,
+      not the server, ends it and no request meets a connection closing under it.
+    * ``header_timeout_s``: a connection must send its request line and headers within this of
+      opening (or of the first byte of its next request), else 408 and closed.
+    * ``body_timeout_s``: the longest wait between two reads of a request body (408).
+    * ``max_connections``: client connections per process; unset, half of the file
+      descriptors left after a reserve (the other half for upstream connections). Past it a
+      new connection closes the one that has waited longest for a request; with none waiting,
+      it gets 503.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -302,6 +315,10 @@ class ServerConfig(BaseModel):
     db_path: str = "turnstile.db"
     transcript_queue: int = Field(default=2_000, ge=1)
     transcript_max_json_bytes: int = Field(default=1024 * 1024, ge=4096)
+    keep_alive_timeout_s: float = Field(default=30.0, gt=0)
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    max_connections: int | None = Field(default=None, ge=1)
 
 
 class TimeoutConfig(BaseModel):

@@ -43,6 +43,8 @@ from gateway.memory import MemoryReturn
 from gateway.pipeline import Gateway, Pipeline, TurnContext
 from gateway.providers.registry import make_providers
 from gateway.schema import ToolProgress
+from gateway.serving import STATE_KEY as CONNECTIONS_KEY
+from gateway.serving import make_guard
 from gateway.sessions import api as session_api
 from gateway.sessions import turns as session_turns
 from gateway.sse_response import EventStream
@@ -342,6 +344,9 @@ async def health(request: Request) -> Response:
             "transcript_rows_written": gw.transcript.written if gw.transcript else 0,
             "mcp": mcp.registry.status() if (mcp := getattr(request.app.state, "mcp", None)) else None,
             "routing": gw.routing.health.snapshot() if gw.routing is not None else {},
+            "connections": conns.snapshot()
+            if (conns := getattr(request.app.state, "connections", None))
+            else None,
         }
     )
 
@@ -402,7 +407,7 @@ def create_app(
     table = DeploymentTable.build(config, settings)
 
     @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         from gateway.providers.transport import make_session
 
         session = make_session()
@@ -459,8 +464,11 @@ def create_app(
         # the default young-generation threshold (700) they are scanned, often twice, while
         # still alive. A larger one lets nearly all of them die by reference count first.
         gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)
+        app.state.connections = make_guard(config.server)
         try:
-            yield
+            yield {
+                CONNECTIONS_KEY: app.state.connections
+            }  # the lifespan state: uvicorn hands it to each connection
         finally:
             app.state.memory.close()
             await mcp_stack.aclose()

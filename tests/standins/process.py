@@ -54,15 +54,15 @@ def open_fds(pid: int) -> int:
 class GatewayProcess:
     """``turnstile serve`` in a child process on 127.0.0.1 at a free port.
 
-    ``nofile`` (when set) is the child's soft and hard ``RLIMIT_NOFILE``: a small fd budget, so
-    a test needs few sockets to reach it. ``env`` adds environment variables."""
+    ``nofile`` (when set) is the child's ``RLIMIT_NOFILE``, ``(soft, hard)``: a small fd
+    budget, so a test needs few sockets to reach it. ``env`` adds environment variables."""
 
     def __init__(
         self,
         config: GatewayConfig,
         tmp: Path,
         *,
-        nofile: int | None = None,
+        nofile: tuple[int, int] | None = None,
         env: dict[str, str] | None = None,
     ) -> None:
         self.port = free_port()
@@ -92,7 +92,7 @@ class GatewayProcess:
 
         def limit_fds() -> None:
             if nofile is not None:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+                resource.setrlimit(resource.RLIMIT_NOFILE, nofile)
 
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
