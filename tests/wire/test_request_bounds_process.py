@@ -1,12 +1,15 @@
-"""Large requests against the real gateway process: a body of hundreds of thousands of tiny
+"""Request bounds against the real gateway process: a body of hundreds of thousands of tiny
 messages is refused naming the limit; a large request within the limits keeps the server
-answering others while it is worked on; afterwards the process gives the memory back.
+answering others while it is worked on; afterwards the process gives the memory back; JSON
+nested past the limit on ``count_tokens`` is one 400 and one log line.
 
 Before the limits, one 18 MB request of 590,000 messages held the event loop for tens of
-seconds (``/health`` unanswered for 8-27 s) and left the process about 1.1 GB larger."""
+seconds (``/health`` unanswered for 8-27 s) and left the process about 1.1 GB larger; deep JSON
+on ``count_tokens`` was a plain-text 500 and about 2,950 lines of log."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -147,3 +150,25 @@ def test_a_large_request_within_the_limits_keeps_health_answering_while_it_is_wo
     assert answered_in_flight >= 1, "/health was not answered while the large request was worked on"
     rss = _rss_settles_below(gateway, baseline + RSS_SLACK_KB)
     assert rss <= baseline + RSS_SLACK_KB, f"RSS {rss // 1024} MB after, {baseline // 1024} MB before"
+
+
+def test_deep_json_on_count_tokens_is_one_400_in_its_dialect_and_one_log_line(
+    gateway: GatewayProcess,
+) -> None:
+    deep: dict[str, Any] = {}
+    for _ in range(299):
+        deep = {"a": deep}
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "metadata": deep}
+    resp = httpx.post(
+        f"{gateway.url}/v1/messages/count_tokens",
+        content=json.dumps(body).encode(),  # the stdlib encoder writes any depth
+        headers={"content-type": "application/json"},
+        timeout=60,
+    )
+
+    assert resp.status_code == 400
+    assert resp.json()["type"] == "error" and resp.json()["error"]["type"] == "invalid_request_error"
+    rid = resp.headers["x-turnstile-request-id"]
+    lines = [line for line in gateway.log().splitlines() if rid in line]
+    assert len(lines) == 1 and '"status":400' in lines[0], lines
+    assert "Traceback" not in gateway.log()
