@@ -156,9 +156,16 @@ def test_deep_json_on_count_tokens_is_one_400_in_its_dialect_and_one_log_line(
     gateway: GatewayProcess,
 ) -> None:
     deep: dict[str, Any] = {}
-    for _ in range(299):
+    for _ in range(700):
         deep = {"a": deep}
-    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "metadata": deep}
+    use = {"type": "tool_use", "id": "t1", "name": "f", "input": deep}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [result]},
+    ]
+    body = {"model": MODEL, "messages": messages}
     resp = httpx.post(
         f"{gateway.url}/v1/messages/count_tokens",
         content=json.dumps(body).encode(),  # the stdlib encoder writes any depth
