@@ -140,9 +140,9 @@ class HttpProvider(Provider):
             request = request.model_copy(update={"stream": False})
         up, ctx = self.wire.build_request(request, deployment, api_key)
         timeouts = effective_timeouts(self.timeouts, deployment) if deployment.timeouts_s else self.timeouts
-        cap = deployment.max_response_bytes or self.max_response_bytes
+        cap, cap_name = self._cap(deployment)
         body = await transport.send(
-            self.session, up, timeouts, self.wire, deployment.name, cap, self.on_large
+            self.session, up, timeouts, self.wire, deployment.name, cap, self.on_large, cap_name=cap_name
         )
         return self.wire.parse_response(body, ctx)
 
@@ -169,14 +169,16 @@ class HttpProvider(Provider):
         parser = self.wire.new_stream_parser(ctx)
         feed = parser.feed
         first = True
+        cap, cap_name = self._cap(deployment)
         async for reads in transport.send_stream_reads(
             self.session,
             up,
             self._timeouts(deployment),
             self.wire,
             deployment.name,
-            deployment.max_response_bytes or self.max_response_bytes,
+            cap,
             self.on_large,
+            cap_name=cap_name,
         ):
             out: list[StreamEvent] = []
             try:
@@ -201,3 +203,9 @@ class HttpProvider(Provider):
 
     def _timeouts(self, deployment: Deployment) -> TimeoutConfig:
         return effective_timeouts(self.timeouts, deployment)
+
+    def _cap(self, deployment: Deployment) -> tuple[int, str]:
+        """The answer cap for ``deployment`` (bytes) and the setting it comes from."""
+        if deployment.max_response_bytes is None:
+            return self.max_response_bytes, transport.SERVER_CAP
+        return deployment.max_response_bytes, f"max_response_bytes of deployment {deployment.name!r}"

@@ -123,23 +123,29 @@ async def _open(
         ) from err
 
 
-def _too_large(deployment: str, limit: int, size: int, *, declared: bool = False) -> UpstreamTooLarge:
+SERVER_CAP = "server.max_response_bytes"
+"""The setting a cap comes from, as named in the error (a deployment may set its own)."""
+
+
+def _too_large(
+    deployment: str, limit: int, size: int, setting: str, *, declared: bool = False
+) -> UpstreamTooLarge:
     what = f"declares {size} bytes (content-length)" if declared else f"passed {limit} bytes"
     return UpstreamTooLarge(
         f"deployment {deployment!r}: answer {what}, over the cap of {limit} bytes "
-        "(server.max_response_bytes); the rest was not read",
+        f"({setting}); the rest was not read",
         deployment=deployment,
         limit_bytes=limit,
         read_bytes=size,
     )
 
 
-async def _read_capped(resp: aiohttp.ClientResponse, limit: int, deployment: str) -> bytes:
+async def _read_capped(resp: aiohttp.ClientResponse, limit: int, deployment: str, setting: str) -> bytes:
     """The whole body of ``resp``, read in chunks with a running count; raises
     :class:`UpstreamTooLarge` past ``limit`` bytes (or when it declares more)."""
     declared = resp.content_length
     if declared is not None and declared > limit:
-        raise _too_large(deployment, limit, declared, declared=True)
+        raise _too_large(deployment, limit, declared, setting, declared=True)
     content = resp.content
     chunks: list[bytes] = []
     size = 0
@@ -150,7 +156,7 @@ async def _read_capped(resp: aiohttp.ClientResponse, limit: int, deployment: str
         size += len(chunk)
         if size > limit:
             chunks.clear()  # not kept alive by the traceback's frame
-            raise _too_large(deployment, limit, size)
+            raise _too_large(deployment, limit, size, setting)
         chunks.append(chunk)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
@@ -190,8 +196,11 @@ async def send(
     deployment: str,
     max_bytes: int = DEFAULT_MAX_BYTES,
     on_large: Callable[[], None] | None = None,
+    *,
+    cap_name: str = SERVER_CAP,
 ) -> bytes:
-    """POST ``up`` and return the whole response body (bytes, at most ``max_bytes``).
+    """POST ``up`` and return the whole response body (bytes, at most ``max_bytes``, the cap
+    the setting ``cap_name`` gives).
 
     Raises :class:`UpstreamError` for a status >= 400 (with ``retry_after_s``),
     :class:`UpstreamTimeout` for any timeout, :class:`UpstreamProtocolError` for a body cut
@@ -200,7 +209,7 @@ async def send(
     async with resp:
         await _raise_for_status(resp, wire, deployment)
         try:
-            body = await _read_capped(resp, max_bytes, deployment)
+            body = await _read_capped(resp, max_bytes, deployment, cap_name)
         except UpstreamTooLarge:
             if on_large is not None:
                 on_large()
@@ -252,6 +261,8 @@ async def send_stream_reads(
     deployment: str,
     max_bytes: int = DEFAULT_MAX_BYTES,
     on_large: Callable[[], None] | None = None,
+    *,
+    cap_name: str = SERVER_CAP,
 ) -> AsyncIterator[list[tuple[str | None, bytes]]]:
     """:func:`send_stream` one network read at a time: yields the non-empty list of
     ``(event_name, data_bytes)`` pairs each read completed, the moment it arrives (one
@@ -285,7 +296,7 @@ async def send_stream_reads(
                     break
                 size += len(chunk)
                 if size > max_bytes:
-                    raise _too_large(deployment, max_bytes, size)
+                    raise _too_large(deployment, max_bytes, size, cap_name)
                 events = decoder.feed(chunk)
                 if events:
                     yield events

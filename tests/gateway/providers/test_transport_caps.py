@@ -29,13 +29,15 @@ async def big_server() -> AsyncIterator[tuple[str, dict[str, int]]]:
     sent: dict[str, int] = {}
 
     async def answer(request: web.Request) -> web.StreamResponse:
-        kind = request.match_info["kind"]
+        kind = request.match_info["kind"].rsplit("/", 1)[-1]  # a wire module's path: chunked
         sent[kind] = 0
         if kind == "gzip":
             body = gzip.compress(b'{"x":"' + CHUNK * TOTAL_CHUNKS + b'"}')
             return web.Response(
                 body=body, headers={"content-type": "application/json", "content-encoding": "gzip"}
             )
+        kind = kind if kind in ("declared", "stream", "error") else "chunked"
+        sent[kind] = 0
         status = 500 if kind == "error" else 200
         ctype = "text/event-stream" if kind == "stream" else "application/json"
         resp = web.StreamResponse(status=status, headers={"content-type": ctype})
@@ -56,7 +58,7 @@ async def big_server() -> AsyncIterator[tuple[str, dict[str, int]]]:
         return resp
 
     app = web.Application()
-    app.router.add_post("/{kind}", answer)
+    app.router.add_post("/{kind:.+}", answer)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -140,3 +142,29 @@ async def test_an_answer_under_the_cap_is_returned_whole(
         await session.close()
     assert body == CHUNK * TOTAL_CHUNKS
     assert large == [1]  # 10 MiB is large: the memory it took is given back afterwards
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+async def test_a_deployment_cap_wins_over_the_server_cap_and_is_named(
+    big_server: tuple[str, dict[str, int]], stream: bool
+) -> None:
+    from gateway.config import Deployment
+    from gateway.providers.base import HttpProvider
+    from gateway.schema import Request, TextPart, UserMessage
+
+    url, _ = big_server
+    dep = Deployment(name="small", api="openai_chat", model="m", base_url=f"{url}/v1", max_response_bytes=CAP)
+    request = Request(model="m", messages=[UserMessage(content=[TextPart(text="hi")])], stream=stream)
+    session = transport.make_session()
+    provider = HttpProvider(openai_chat, session, T, max_response_bytes=64 * 1024 * 1024)
+    try:
+        with pytest.raises(UpstreamTooLarge) as exc:
+            if stream:
+                async for _ in provider.stream_batches(request, dep, "key"):
+                    pass
+            else:
+                await provider.complete(request, dep, "key")
+    finally:
+        await session.close()
+    assert exc.value.limit_bytes == CAP
+    assert f"over the cap of {CAP} bytes (max_response_bytes of deployment 'small')" in exc.value.message
