@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -11,7 +10,6 @@ from typing import Annotated
 import structlog
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from gateway.config import Settings, default_config_path, load_config
 from gateway.errors import ConfigError
@@ -60,10 +58,21 @@ def serve(
         LogLevel | None,
         typer.Option(help="How much the server logs. Default: TURNSTILE_LOG_LEVEL, else info."),
     ] = None,
+    allow_anonymous: Annotated[
+        bool,
+        typer.Option(
+            "--allow-anonymous",
+            help="Serve on a non-loopback --host although no client authentication is configured: "
+            "anyone who can reach it spends the provider keys. Also server.allow_anonymous, "
+            "TURNSTILE_ALLOW_ANONYMOUS.",
+        ),
+    ] = False,
 ) -> None:
-    """Run the gateway (OpenAI /v1/chat/completions, Anthropic /v1/messages, /v1/models)."""
+    """Run the gateway (OpenAI /v1/chat/completions, Anthropic /v1/messages, /v1/models).
+    Runs in the foreground until Ctrl-C (or SIGTERM) stops it."""
     import uvicorn
 
+    from gateway import exposure
     from gateway.logs import configure
 
     settings = Settings()
@@ -73,12 +82,21 @@ def serve(
     except ConfigError as err:
         console.print(f"[red]configuration error[/red]\n{err.message}")
         raise typer.Exit(2) from err
+    bind = host or settings.host or cfg.server.host
+    try:
+        exposure.check_listen_address(bind, cfg, settings, flag=allow_anonymous)
+    except ConfigError as err:
+        typer.echo(f"turnstile: {err.message}", err=True)
+        raise typer.Exit(2) from err
     level = log_level.value if log_level is not None else settings.log_level.lower()
     if level not in LogLevel.__members__:
         level = LogLevel.info.value
     configure(level, json=settings.log_json)
     os.environ["TURNSTILE_CONFIG"] = str(path)
     os.environ["TURNSTILE_LOG_LEVEL"] = level  # the app factory (in each worker) logs at this level
+    os.environ["TURNSTILE_HOST"] = bind  # the factory judges (and tells MCP) the address served
+    if allow_anonymous:
+        os.environ["TURNSTILE_ALLOW_ANONYMOUS"] = "1"
     from gateway.serving import raise_fd_limit, uvicorn_options
 
     soft, hard = raise_fd_limit()  # every client connection, upstream call and store holds one
@@ -86,7 +104,7 @@ def serve(
     uvicorn.run(
         "gateway.server:create_app",
         factory=True,
-        host=host or settings.host or cfg.server.host,
+        host=bind,
         port=port or settings.port or cfg.server.port,
         workers=workers,
         access_log=False,
@@ -134,39 +152,9 @@ def logs(
         for row in rows:
             typer.echo(orjson.dumps(row).decode())
         return
-    table = Table(title=f"recent turns in {db}")
-    for col in (
-        "time (UTC)",
-        "request id",
-        "dialect",
-        "model",
-        "deployment",
-        "status",
-        "stop",
-        "in/out tok",
-        "cost USD",
-        "ms",
-        "guards",
-    ):
-        table.add_column(col)
-    for row in rows:
-        tokens = f"{row['input_tokens'] or 0}/{row['output_tokens'] or 0}"
-        if row["usage_estimated"]:
-            tokens += " (est.)"
-        table.add_row(
-            datetime.fromtimestamp(row["ts"], UTC).strftime("%Y-%m-%d %H:%M:%S"),
-            row["request_id"][:12],
-            row["client_dialect"],
-            row["requested_model"] or "",
-            row["deployment"] or "",
-            str(row["status"]),
-            row["stop"] or (row["error"] or "")[:40],
-            tokens,
-            "" if row["cost_usd"] is None else f"{row['cost_usd']:.6f}",
-            f"{row['latency_ms']:.1f}" if row["latency_ms"] is not None else "",
-            row["guard_outcome"],
-        )
-    console.print(table)
+    from gateway.turns_table import render_turns
+
+    console.print(render_turns(rows, str(db), console))
 
 
 from gateway.sessions.cli import app as _sessions_app  # noqa: E402

@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     db_path: Path | None = None
     log_level: str = "info"
     log_json: bool = True
+    allow_anonymous: bool = False
+    """TURNSTILE_ALLOW_ANONYMOUS: serve anonymous clients on a non-loopback address (see
+    :mod:`gateway.exposure`); as ``--allow-anonymous`` and ``server.allow_anonymous``."""
 
     def read_key(self, name: str) -> str | None:
         """The value of environment variable ``name`` (an API key), or None when unset/empty."""
@@ -266,6 +269,10 @@ class ToolLoopConfig(BaseModel):
 class ServerConfig(BaseModel):
     """Listening address and request limits (bytes, seconds).
 
+    ``allow_anonymous``: serve on a non-loopback ``host`` although no client authentication is
+    configured (anyone who can reach it spends the provider keys); without it such a host is
+    refused at start (:mod:`gateway.exposure`).
+
     Request bounds, checked right after a body's JSON is decoded (:mod:`gateway.edges._bounds`):
 
     * ``max_request_messages`` (413 past it): 5× the longest conversation recorded in the
@@ -306,6 +313,7 @@ class ServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     host: str = "127.0.0.1"
+    allow_anonymous: bool = False
     port: int = Field(default=4000, ge=1, le=65535)
     max_body_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
     max_request_messages: int = Field(default=5_000, gt=0)

@@ -21,7 +21,11 @@ class DeploymentTable:
     """Enabled deployments by name, aliases to ordered deployment lists, keys and prices.
 
     ``disabled`` maps a configured-but-disabled deployment to the reason (e.g. the missing
-    key variable), for ``GET /v1/models`` and ``/health``.
+    key variable), for ``GET /v1/models`` and ``/health``; ``disabled_aliases`` an alias none
+    of whose deployments is enabled to what would enable it (``"set OPENAI_API_KEY"``).
+    ``remedies`` maps every name a client may send for something disabled (alias, deployment
+    name, upstream model id) to that remedy, so a request for it is told what to set instead
+    of that the model does not exist.
     """
 
     deployments: dict[str, Deployment] = field(default_factory=dict)
@@ -29,6 +33,8 @@ class DeploymentTable:
     keys: dict[str, str | None] = field(default_factory=dict)
     prices: dict[str, Price] = field(default_factory=dict)
     disabled: dict[str, str] = field(default_factory=dict)
+    disabled_aliases: dict[str, str] = field(default_factory=dict)
+    remedies: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -37,10 +43,14 @@ class DeploymentTable:
         """Enable each configured deployment whose key is present; resolve its price from
         the bundled litellm table plus overrides (USD per million tokens)."""
         table = cls()
+        missing: dict[str, list[str]] = {}  # deployment name or upstream model id -> key variables
         for dep in config.deployments:
             key = settings.read_key(dep.api_key_env) if dep.api_key_env else None
             if dep.api_key_env and key is None and dep.api != "demo":
                 table.disabled[dep.name] = f"environment variable {dep.api_key_env} is not set"
+                for name in (dep.name, dep.model):
+                    if dep.api_key_env not in missing.setdefault(name, []):
+                        missing[name].append(dep.api_key_env)
                 continue
             table.deployments[dep.name] = dep
             table.keys[dep.name] = key
@@ -54,14 +64,26 @@ class DeploymentTable:
             enabled = [d for d in alias.deployments if d in table.deployments]
             if enabled:
                 table.aliases[alias.name] = enabled
+            else:
+                variables = list(dict.fromkeys(v for d in alias.deployments for v in missing.get(d, [])))
+                table.disabled_aliases[alias.name] = (
+                    f"set {' or '.join(variables)}"
+                    if variables
+                    else f"none of its deployments ({', '.join(alias.deployments)}) is enabled"
+                )
+        for name, variables in missing.items():
+            table.remedies.setdefault(name, f"set {' or '.join(variables)}")
+        table.remedies.update(table.disabled_aliases)  # an alias's name wins over a model id
         return table
 
     def candidates(self, model: str) -> list[Deployment]:
         """Deployments that may serve ``model``, primary first.
 
         ``model`` may be an alias, a deployment name, or the upstream model id of exactly one
-        enabled deployment. Raises :class:`ModelNotFound` (param ``model``) otherwise, listing
-        the names that would work.
+        enabled deployment. Raises :class:`ModelNotFound` (HTTP 404, param ``model``)
+        otherwise: for a disabled one naming the key variable(s) that would enable it
+        (``model 'gpt-4.1' is disabled: set OPENAI_API_KEY …``), else listing the names that
+        would work.
         """
         if model in self.aliases:
             return [self.deployments[d] for d in self.aliases[model]]
@@ -70,6 +92,11 @@ class DeploymentTable:
         by_model = [d for d in self.deployments.values() if d.model == model]
         if by_model:
             return by_model
+        remedy = self.remedies.get(model)
+        if remedy is not None:
+            if remedy.startswith("set "):
+                remedy += " in the gateway's environment and restart it"
+            raise ModelNotFound(f"model {model!r} is disabled: {remedy}", param="model")
         if model in self.disabled:
             raise ModelNotFound(
                 f"model {model!r} is configured but disabled: {self.disabled[model]}", param="model"

@@ -38,6 +38,19 @@ class ConfigError(TurnstileError):
     kind = "api_error"
 
 
+class AnonymousExposure(ConfigError):
+    """Serving on a non-loopback address with no client authentication and without the
+    operator's explicit permission (``--allow-anonymous``); see :mod:`gateway.exposure`."""
+
+
+class AnonymousRefused(TurnstileError):
+    """A request arrived on a non-loopback local address of a gateway that serves anonymous
+    clients only on loopback addresses (:class:`gateway.exposure.LoopbackOnly`)."""
+
+    status = 403
+    kind = "permission"
+
+
 class InvalidRequest(TurnstileError):
     """The client's request is malformed; ``param`` names the offending field."""
 
@@ -51,6 +64,22 @@ class PayloadTooLarge(InvalidRequest):
 
     status = 413
     kind = "payload_too_large"
+
+
+class AuthenticationRequired(TurnstileError):
+    """The request needs a client credential it did not present (or presented one that matches
+    no configured client): e.g. it attaches MCP servers while ``mcp.clients`` is configured."""
+
+    status = 401
+    kind = "authentication"
+
+
+class PermissionDenied(TurnstileError):
+    """The caller is known but may not use what it asked for (e.g. an MCP server none of whose
+    tools its ``mcp.clients`` entry may see); ``param`` names the field."""
+
+    status = 403
+    kind = "permission"
 
 
 class ModelNotFound(TurnstileError):

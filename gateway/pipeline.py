@@ -48,6 +48,7 @@ from gateway.sessions import turns as session_turns
 from gateway.signers import SignerMemory
 from gateway.transcript import TranscriptWriter, TurnRecord
 from gateway.validation import validate_request
+from mcp_servers.clients import EVERYTHING, Visibility
 
 log = structlog.get_logger("turnstile.pipeline")
 
@@ -84,6 +85,8 @@ class TurnContext:
     guard_outcome: str = "ok"
     session_id: str | None = None  # set by the server from x-turnstile-session / metadata / user
     route: dict[str, Any] | None = None  # the routing decision (gateway.route_step.route)
+    mcp_visibility: Visibility = EVERYTHING  # the caller's MCP tools (set by the server from its key)
+    loop_tools: frozenset[str] | None = None  # the tool loop's MCP tools (gateway.tool_loop.offer)
 
     def headers(self) -> dict[str, str]:
         """Response headers known before the answer: request id and serving deployment."""
@@ -210,16 +213,20 @@ class Pipeline:
 
     async def _guard_off_loop(self, ctx: TurnContext) -> tuple[Request, list[Deployment]]:
         """:meth:`_guard` in a worker thread for long conversations, so one huge request does
-        not stall every other request on the event loop."""
+        not stall every other request on the event loop. The tool loop's MCP tools are
+        attached first, on the event loop (the registry is not shared with threads)."""
+        offered = tool_loop.offer(self.gw, ctx)
         if len(ctx.request.messages) > LARGE_REQUEST_MESSAGES:
-            return await asyncio.to_thread(self._guard, ctx)
-        return self._guard(ctx)
+            return await asyncio.to_thread(self._guard, ctx, offered)
+        return self._guard(ctx, offered)
 
-    def _guard(self, ctx: TurnContext) -> tuple[Request, list[Deployment]]:
+    def _guard(self, ctx: TurnContext, request: Request) -> tuple[Request, list[Deployment]]:
+        """Validation, pairing and ordering over ``request`` (``ctx.request`` with the tool
+        loop's MCP tools attached: :func:`gateway.tool_loop.offer`), then routing."""
         candidates = self.gw.table.candidates(ctx.request.model)
-        validate_request(ctx.request)
+        validate_request(request)
         try:
-            outcome = invariants.check_request(ctx.request, self.policy)
+            outcome = invariants.check_request(request, self.policy)
         except GuardViolation as err:
             ctx.guard_outcome = "rejected"
             log.warning(
@@ -273,13 +280,14 @@ class Pipeline:
         response: Response | None = None
         error: TurnstileError | None = None
         try:
+            offered = tool_loop.offer(self.gw, ctx)
             if len(ctx.request.messages) > LARGE_REQUEST_MESSAGES:
-                request, candidates = await asyncio.to_thread(self._guard, ctx)
+                request, candidates = await asyncio.to_thread(self._guard, ctx, offered)
             else:  # no coroutine for the common case
-                request, candidates = self._guard(ctx)
+                request, candidates = self._guard(ctx, offered)
             if ctx.session_id:  # the session hooks are no-ops for an unbound turn
                 await session_turns.prepare_turn(self.gw, ctx, request)
-            if tool_loop.active(self.gw, request):
+            if ctx.loop_tools is not None:
                 response = await tool_loop.complete(self, ctx, request, candidates)
             else:
                 response = await self._complete_with_fallback(ctx, request, candidates)
@@ -385,7 +393,7 @@ class Pipeline:
         try:
             request, candidates = await self._guard_off_loop(ctx)
             await session_turns.prepare_turn(self.gw, ctx, request)
-            if tool_loop.active(self.gw, request):
+            if ctx.loop_tools is not None:
                 from gateway import tool_loop_stream
 
                 return await tool_loop_stream.open_stream(self, ctx, request, candidates)

@@ -5,8 +5,9 @@ Small functions the pipeline calls at fixed points, so that its fallback loop st
 * :func:`route` — once per turn: features, fit, policy, stickiness -> the ordered deployments;
   the decision goes in the transcript (first entry of ``attempts``, ``kind: route``) and in
   the ``x-turnstile-route`` header (``<deployment>; <reason>``).
-* :func:`may_attempt` — before each attempt: a fallback needs a token from the retry budget;
-  after a context overflow only deployments with a larger known window are tried.
+* :func:`may_attempt` — before each attempt: a fallback onto a deployment that is itself
+  failing needs a token from the retry budget (a failover to one that is not failing does
+  not); after a context overflow only deployments with a larger known window are tried.
 * :func:`succeeded` / :func:`failed` — after each attempt: health (cooldown honouring
   ``retry-after``, circuit breaker, latency) and whether the next deployment may be tried
   (retryable status, or a context overflow).
@@ -80,9 +81,11 @@ def route(gw: Any, ctx: Any, request: Request, candidates: list[Deployment]) -> 
 
 
 def may_attempt(gw: Any, ctx: Any, dep: Deployment, index: int) -> bool:
-    """Whether attempt number ``index`` (0 = first) may go to ``dep``: fallbacks spend the
-    retry budget; after a context overflow, a deployment whose window is known and not larger
-    than the one that overflowed is skipped. Marks the attempt's start for the breaker."""
+    """Whether attempt number ``index`` (0 = first) may go to ``dep``: a fallback onto a
+    deployment that is itself failing (:meth:`routers.health.HealthBoard.failing`) spends the
+    retry budget, a failover to one that is not failing does not; after a context overflow, a
+    deployment whose window is known and not larger than the one that overflowed is skipped.
+    Marks the attempt's start for the breaker."""
     eng = engine(gw)
     route_info = getattr(ctx, "route", None) or {}
     floor = route_info.get("overflow_window")
@@ -91,7 +94,12 @@ def may_attempt(gw: Any, ctx: Any, dep: Deployment, index: int) -> bool:
         if window is not None and window <= floor:
             ctx.attempts.append({"deployment": dep.name, "skipped": f"window {window} <= {floor}"})
             return False
-    if index > 0 and not route_info.get("escalating") and not eng.health.budget.try_spend():
+    if (
+        index > 0
+        and not route_info.get("escalating")
+        and eng.health.failing(dep.name)
+        and not eng.health.budget.try_spend()
+    ):
         ctx.attempts.append({"deployment": dep.name, "skipped": "retry budget exhausted"})
         log.warning("retry_budget_exhausted", request_id=ctx.request_id, deployment=dep.name)
         return False

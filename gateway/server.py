@@ -32,12 +32,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from gateway import exposure
 from gateway.coalesce import coalesce
 from gateway.config import GatewayConfig, Settings, default_config_path, load_config
 from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import openai_chat as openai_edge
-from gateway.errors import InvalidRequest, PayloadTooLarge, RouteNotFound, TurnstileError
+from gateway.errors import AnonymousRefused, InvalidRequest, PayloadTooLarge, RouteNotFound, TurnstileError
 from gateway.logs import access_log
 from gateway.memory import MemoryReturn
 from gateway.pipeline import Gateway, Pipeline, TurnContext
@@ -49,6 +50,7 @@ from gateway.sessions import api as session_api
 from gateway.sessions import turns as session_turns
 from gateway.sse_response import EventStream
 from gateway.transcript import TranscriptWriter
+from mcp_servers import clients as mcp_clients
 from mcp_servers import http_api as mcp_api
 
 log = structlog.get_logger("turnstile.server")
@@ -233,7 +235,10 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
         else:
             turn_request = edge.parse_request(body, limits)
         ctx = TurnContext(request_id=rid, dialect=edge.DIALECT, request=turn_request)
-        ctx.session_id = session_turns.session_id_for(Headers(scope=scope), turn_request)
+        headers = Headers(scope=scope)
+        ctx.session_id = session_turns.session_id_for(headers, turn_request)
+        if gw.config.mcp.clients:  # which MCP tools the caller's key may see in the tool loop
+            ctx.mcp_visibility = mcp_clients.caller(gw.config.mcp, gw.mcp.read_env, headers)
         in_pipeline = True
         if turn_request.stream:
             turn = await pipeline.open_stream(ctx)
@@ -340,6 +345,7 @@ async def health(request: Request) -> Response:
             "status": "ok",
             "deployments": sorted(gw.table.deployments),
             "disabled": gw.table.disabled,
+            "disabled_aliases": gw.table.disabled_aliases,
             "aliases": gw.table.aliases,
             "transcript_rows_written": gw.transcript.written if gw.transcript else 0,
             "mcp": mcp.registry.status() if (mcp := getattr(request.app.state, "mcp", None)) else None,
@@ -381,6 +387,18 @@ async def model(request: Request) -> Response:
     return await not_found(request, KeyError(wanted))
 
 
+def _refuse_anonymous(path: str, address: str) -> tuple[int, bytes]:
+    """The 403 (status, body) in the path's dialect for a request that arrived on the
+    non-loopback local ``address`` of a gateway serving anonymous clients on loopback only."""
+    err = AnonymousRefused(
+        f"this gateway serves clients without authentication only on loopback addresses, and this "
+        f"request arrived on {address}; its operator can serve on 127.0.0.1 or start it with "
+        f"{exposure.ALLOW_FLAG}"
+    )
+    status, body = _edge_for_path(path).render_error(err)
+    return status, orjson.dumps(body)
+
+
 def create_app(
     config: GatewayConfig | None = None,
     *,
@@ -404,6 +422,12 @@ def create_app(
         config = config.model_copy(
             update={"server": config.server.model_copy(update={"db_path": str(settings.db_path)})}
         )
+    if settings.host is not None:  # the address `turnstile serve` listens on (its --host)
+        config = config.model_copy(
+            update={"server": config.server.model_copy(update={"host": settings.host})}
+        )
+    if exposure.check_listen_address(config.server.host, config, settings):  # raises AnonymousExposure
+        exposure.warn_anonymous(config.server.host)
     table = DeploymentTable.build(config, settings)
 
     @asynccontextmanager
@@ -500,4 +524,6 @@ def create_app(
             "/v1/messages": _anthropic_turn,
         },
     )
+    if not (exposure.client_auth_configured(config) or exposure.anonymous_allowed(config, settings)):
+        app.add_middleware(exposure.LoopbackOnly, refuse=_refuse_anonymous)  # for hosts not seen here
     return app

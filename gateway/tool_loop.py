@@ -34,6 +34,14 @@ Decisions (each one a rule, documented here):
   client's request and the final answer, with usage summed over all steps.
 * **Confirmation.** A chat request has no channel to ask a person, so a ``confirm``-tier call
   becomes an error result naming the exact action and how to pre-approve it.
+* **Who may run what.** With ``mcp.clients`` configured, the caller's key (read by the server,
+  :func:`mcp_servers.clients.caller`) decides which tools are offered and may run, exactly as
+  on ``/mcp``: no matching key is a 401, a server the caller may see none of is a 403 naming
+  it, and a call of a tool the caller may not see is answered like an unknown tool.
+* **Offered tools.** The attached tools are added before validation (:func:`offer`), so a
+  ``tool_choice`` naming one of them, or ``required`` with only MCP tools, is valid. A forced
+  choice (``required`` or a named tool) applies to the first model request; later ones use
+  ``auto``, since the gateway has run the forced call (else the model could never answer).
 
 Streaming lives in :mod:`gateway.tool_loop_stream`.
 """
@@ -49,7 +57,13 @@ import structlog
 
 from gateway import accounting, invariants
 from gateway.config import GuardPolicy
-from gateway.errors import GuardViolation, InvalidRequest, ToolLoopGuardViolation
+from gateway.errors import (
+    AuthenticationRequired,
+    GuardViolation,
+    InvalidRequest,
+    PermissionDenied,
+    ToolLoopGuardViolation,
+)
 from gateway.schema import (
     AssistantMessage,
     Message,
@@ -71,6 +85,7 @@ from gateway.tool_exec import (
     in_call_order,
     mcp_runner,
 )
+from mcp_servers.clients import EVERYTHING, Visibility
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
@@ -126,27 +141,52 @@ def active(gw: Any, request: Request) -> bool:
     return bool(servers_for(gw, request))
 
 
-def attach_tools(gw: Any, request: Request) -> tuple[Request, frozenset[str]]:
-    """``request`` with the available tools of its MCP servers added (exposed names), and the
-    set of those names. Raises :class:`InvalidRequest` (``param="tools"``) for a server that is
-    not registered, when the MCP registry is not running, or when an exposed name clashes with
-    a tool the client defined."""
+def attach_tools(
+    gw: Any, request: Request, visibility: Visibility = EVERYTHING
+) -> tuple[Request, frozenset[str]]:
+    """``request`` with the available tools of its MCP servers that ``visibility`` (the caller's
+    ``mcp.clients`` entry) may see added (exposed names), and the set of those names.
+
+    Raises :class:`AuthenticationRequired` (401) when clients are configured and the caller's
+    key matches none; :class:`PermissionDenied` (403, naming the server) for a server none of
+    whose known tools the caller may see; :class:`InvalidRequest` (``param="tools"``) for a
+    server that is not registered (the message lists the registered servers the caller may
+    see), when the MCP registry is not running, or when an exposed name clashes with a tool the
+    client defined."""
     ids = servers_for(gw, request)
     runtime = getattr(gw, "mcp", None)
     if runtime is None:
         raise InvalidRequest(
             "tools: MCP servers were named, and this gateway's MCP registry is not running", param="tools"
         )
+    if not visibility.authenticated:
+        raise AuthenticationRequired(
+            f"this request attaches MCP servers ({', '.join(ids)}), and this gateway shows MCP tools only "
+            "to its configured clients: send a client key (Authorization: Bearer <key>, x-api-key or "
+            "x-goog-api-key)",
+            param="tools",
+        )
     registry = runtime.registry
+    known = registry.tools(include_unavailable=True)
     defs: list[ToolDefinition] = []
     for sid in ids:
         if registry.spec(sid) is None:
-            known = ", ".join(s["spec"]["id"] for s in registry.servers()) or "none"
+            seen = sorted({t.server for t in known if visibility.allows(t.exposed)})
+            if visibility.client is None:
+                seen = registry.server_ids()
             raise InvalidRequest(
-                f"tools: MCP server {sid!r} is not registered (registered: {known})", param="tools"
+                f"tools: MCP server {sid!r} is not registered (registered: {', '.join(seen) or 'none'})",
+                param="tools",
             )
-        for t in registry.tools():
-            if t.server == sid:
+        mine = [t for t in known if t.server == sid]
+        if mine and not any(visibility.allows(t.exposed) for t in mine):
+            raise PermissionDenied(
+                f"tools: MCP server {sid!r} is not available to client {visibility.client!r}: its key may "
+                "see none of that server's tools",
+                param="tools",
+            )
+        for t in mine:
+            if t.available and visibility.allows(t.exposed):
                 defs.append(
                     ToolDefinition(
                         name=t.exposed, description=t.tool.description, parameters=dict(t.tool.input_schema)
@@ -160,6 +200,19 @@ def attach_tools(gw: Any, request: Request) -> tuple[Request, frozenset[str]]:
         )
     names = frozenset(d.name for d in defs)
     return request.model_copy(update={"tools": [*request.tools, *defs]}), names
+
+
+def offer(gw: Any, ctx: TurnContext) -> Request:
+    """The turn's request as the guards and the model see it: for a turn with MCP servers
+    attached, ``ctx.request`` with their tools added (:func:`attach_tools`, for the caller's
+    ``ctx.mcp_visibility``) and ``ctx.loop_tools`` set to their names, so that validation (a
+    ``tool_choice`` naming an MCP tool) counts them as offered; any other turn's request as it
+    is (``ctx.loop_tools`` stays None). Raises as :func:`attach_tools`."""
+    request = ctx.request
+    if not request.mcp_servers and request.model not in _alias_servers(gw.config):
+        return request
+    prepared, ctx.loop_tools = attach_tools(gw, request, ctx.mcp_visibility)
+    return prepared
 
 
 # ---------------------------------------------------------------------------- one step
@@ -270,8 +323,11 @@ class ToolLoop:
         """The request of model step ``step`` (1-based) over ``messages``; the last allowed step
         asks for a final answer (tool choice ``none``). Asserts pairing before returning."""
         update: dict[str, Any] = {"messages": list(messages)}
+        choice = request.tool_choice
         if step == self.max_steps and step > 1:
             update["tool_choice"] = ToolChoice(mode="none")
+        elif step > 1 and choice is not None and choice.mode in ("required", "tool"):
+            update["tool_choice"] = choice.model_copy(update={"mode": "auto", "name": None})
         req = request.model_copy(update=update)
         assert_paired(req)
         return req
@@ -330,15 +386,20 @@ class ToolLoop:
 def build(
     pipeline: Pipeline, ctx: TurnContext, request: Request, **overrides: Any
 ) -> tuple[ToolLoop, Request]:
-    """The :class:`ToolLoop` of a turn over the gateway's MCP registry, and the request with
-    the MCP tools attached. ``overrides`` replace :class:`ToolLoop` arguments (tests)."""
+    """The :class:`ToolLoop` of a turn over the gateway's MCP registry, and its request.
+    ``request`` already carries the MCP tools :func:`offer` attached (names in
+    ``ctx.loop_tools``); calls run with the caller's ``ctx.mcp_visibility``. ``overrides``
+    replace :class:`ToolLoop` arguments (tests)."""
     gw = pipeline.gw
-    prepared, names = attach_tools(gw, request)
+    prepared = request
+    if ctx.loop_tools is None:  # not offered yet (a caller that skipped the guards)
+        prepared, ctx.loop_tools = attach_tools(gw, request, ctx.mcp_visibility)
+    names = ctx.loop_tools
     cfg = gw.config.tool_loop
     kwargs: dict[str, Any] = {
         "loop_tools": names,
-        "client_tools": frozenset(t.name for t in request.tools),
-        "runner": mcp_runner(gw.mcp.endpoint),
+        "client_tools": frozenset(t.name for t in prepared.tools) - names,
+        "runner": mcp_runner(gw.mcp.endpoint, visibility=ctx.mcp_visibility),
         "max_steps": cfg.max_steps,
         "timeout_s": cfg.call_timeout_s,
         "record": recorder(pipeline, ctx),

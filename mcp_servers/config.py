@@ -42,6 +42,8 @@ DEFAULT_OUTPUT_CAP_BYTES = 128 * 1024
 # The mcp client refuses one SSE event over 1 MiB (mcp 2.3 ``max_sse_event_size``): a capped
 # result must stay well below that to reach HTTP clients at all.
 MAX_OUTPUT_CAP_BYTES = 768 * 1024
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_JUNK_LINES = 20
 
 
 WORKSPACE_PLACEHOLDER = "${workspace}"
@@ -66,6 +68,11 @@ class StdioTransport(BaseModel):
         default_factory=list, description="names of gateway environment variables the child may see"
     )
     env: dict[str, str] = Field(default_factory=dict, description="fixed, non-secret values")
+    relative_paths_base: str | None = Field(
+        default=None,
+        description="the directory this server resolves relative path arguments against, when that is "
+        "not its cwd (server-filesystem: its first allowed directory); ${workspace} expanded",
+    )
 
     @field_validator("env_passthrough")
     @classmethod
@@ -110,6 +117,10 @@ class McpServerSpec(BaseModel):
     * ``output_cap_bytes``: UTF-8 bytes kept of one result (default 128 KiB, max 768 KiB);
       ``output_cap_mode`` ``truncate`` (head + tail + marker) or ``error``.
     * ``protocol``: ``auto`` (2026-07-28 when offered) or ``legacy`` (the initialize handshake).
+    * ``max_message_bytes`` (stdio): the largest message read from the server's stdout (default
+      16 MiB); a larger one is refused while it is read and the call it answers fails.
+    * ``max_junk_lines`` (stdio): lines that are not JSON-RPC tolerated in a row on stdout
+      (default 20; each is counted and dropped); one more and the connection is restarted.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -127,6 +138,8 @@ class McpServerSpec(BaseModel):
     )
     output_cap_bytes: int = Field(default=DEFAULT_OUTPUT_CAP_BYTES, ge=256, le=MAX_OUTPUT_CAP_BYTES)
     output_cap_mode: Literal["truncate", "error"] = "truncate"
+    max_message_bytes: int = Field(default=DEFAULT_MAX_MESSAGE_BYTES, ge=1024 * 1024, le=1024**3)
+    max_junk_lines: int = Field(default=DEFAULT_MAX_JUNK_LINES, ge=0, le=1_000_000)
     protocol: Literal["auto", "legacy"] = Field(
         default="auto",
         description="auto: MCP 2026-07-28 when the server speaks it, else the initialize handshake; "
@@ -171,6 +184,39 @@ class McpClient(BaseModel):
         return v
 
 
+class AdminServerPolicy(BaseModel):
+    """What a server registered through ``POST /admin/mcp/servers`` may use (servers of the
+    configuration file are not limited). Each list is explicit; the default allows nothing.
+
+    * ``env``: environment variable names an admin server may name at all: passed to its child
+      (``env_passthrough``), sent as a header value (``headers_env``) or set (``env``; a set
+      variable such as ``LD_PRELOAD`` or ``NODE_OPTIONS`` could run code in the child).
+    * ``url_hosts``: hosts a streamable HTTP server's ``url`` may point at: ``host`` (any
+      port), ``host:port``, ``[v6-address]:port``, or a glob (``*.corp.example``). Matched on
+      the URL's host name as written: a name that resolves to an internal address is allowed
+      if it is listed, so list names whose DNS you control.
+    * ``commands``: stdio commands an admin server may run, as written in the spec or as the
+      same resolved executable. A stdio server is code running as the gateway's user (it could
+      read the gateway's own environment from ``/proc``), so the default, none, means the admin
+      API cannot start processes; an interpreter (``python``, ``node``, ``npx``, ``sh``) on
+      this list lets an admin run anything.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    env: list[str] = Field(default_factory=list)
+    url_hosts: list[str] = Field(default_factory=list)
+    commands: list[str] = Field(default_factory=list)
+
+    @field_validator("env")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        bad = [n for n in v if not _ENV_NAME.match(n)]
+        if bad:
+            raise ValueError(f"not environment variable names: {bad}")
+        return v
+
+
 class McpConfig(BaseModel):
     """The ``mcp`` section.
 
@@ -184,10 +230,14 @@ class McpConfig(BaseModel):
     * ``restart_backoff_s`` / ``restart_backoff_max_s``: first and largest delay between
       restarts of a failed upstream (doubling); ``health_interval_s``: how often a ready
       upstream's tool list is re-read (a dead one is found and restarted).
+    * ``probe_timeout_s``: after a call timed out, the upstream is ``degraded`` and its tool list
+      is read within this bound; no answer and it is restarted (a wedged connection).
     * ``page_size``: items per page of ``/mcp`` lists (tools, resources, templates, prompts).
     * ``clients``: when set, ``/mcp`` and ``/v1/mcp/tools`` require one of these clients' keys
       and show each client only its tools (:class:`McpClient`); empty (the default) leaves both
       open to anyone who can reach the gateway, with every tool.
+    * ``admin_servers``: what servers added through the admin API may use
+      (:class:`AdminServerPolicy`; default: no environment variable, no URL host, no command).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -200,9 +250,11 @@ class McpConfig(BaseModel):
     restart_backoff_max_s: float = Field(default=30.0, gt=0)
     health_interval_s: float = Field(default=10.0, gt=0)
     connect_timeout_s: float = Field(default=30.0, gt=0)
+    probe_timeout_s: float = Field(default=5.0, gt=0, le=600)
     page_size: int = Field(default=100, ge=1, le=10_000, description="items per /mcp list page")
     servers: list[McpServerSpec] = Field(default_factory=list)
     clients: list[McpClient] = Field(default_factory=list)
+    admin_servers: AdminServerPolicy = Field(default_factory=AdminServerPolicy)
 
     def resolved_workspace_roots(self) -> list[str]:
         """``workspace_roots`` as absolute paths (symlinks resolved), in order."""

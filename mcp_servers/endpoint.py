@@ -3,11 +3,15 @@
 * ``tools/list``: every available registered tool under its exposed name (``<server>__<tool>``),
   with the upstream's description, schemas and annotations, and ``_meta["io.turnstile/origin"]``
   naming the server, the original name and the trust tier.
-* ``tools/call``: looked up by exposed name only (never by bare tool name), checked against the
-  tool's trust tier (:mod:`mcp_servers.trust`; ``confirm`` asks the client through elicitation,
-  showing the exact action), every decision written to the audit log, routed to
-  (server, original name), the result capped (:func:`mcp_servers.output_cap.cap_text`), marked as
-  external untrusted data, and the upstream's ``serverInfo`` stamp replaced by the gateway's.
+* ``tools/call``: looked up by exposed name only (never by bare tool name) among the tools the
+  caller may see (:mod:`mcp_servers.clients`), its arguments checked against the tool's input
+  schema (:mod:`mcp_servers.arguments`; a mismatch is an ``is_error`` result and the upstream
+  never sees the call), checked against the tool's trust tier (:mod:`mcp_servers.trust`;
+  ``confirm`` asks the client through elicitation, showing the exact action; a 2026-07-28
+  approval travels in a single-use sealed state, :mod:`mcp_servers.request_state`), every
+  decision written to the audit log with the caller's client name, routed to (server, original
+  name), the result capped (:func:`mcp_servers.output_cap.cap_text`), marked as external
+  untrusted data, and the upstream's ``serverInfo`` stamp replaced by the gateway's.
 * Upstream credentials are the gateway's own (config); nothing from the client's HTTP request
   (``Authorization`` included) is forwarded upstream: a call carries only name and arguments.
 
@@ -17,11 +21,6 @@ an unknown tool name is a JSON-RPC ``-32602`` error.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import os
-import time
 import warnings
 import weakref
 from typing import Any
@@ -55,17 +54,18 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_servers.aggregate import Aggregator, decode_cursor, encode_cursor
-from mcp_servers.clients import from_request
+from mcp_servers.arguments import argument_errors, invalid_arguments_text
+from mcp_servers.clients import EVERYTHING, Visibility, from_request
 from mcp_servers.output_cap import cap_text
 from mcp_servers.registry import McpRegistry, RegisteredTool
 from mcp_servers.relay import LEVELS, UPSTREAM_KEY_PREFIX, Channel
+from mcp_servers.request_state import STATE_TTL_S, SealedStates, binding
 from mcp_servers.trust import CallDecision, confirmation_message, decide, preapproval_hint
 from mcp_servers.upstream import UpstreamCallFailed, UpstreamUnavailable
 
 log = structlog.get_logger("turnstile.mcp.endpoint")
 
 ORIGIN_META_KEY = "io.turnstile/origin"
-STATE_TTL_S = 600
 CONFIRM_KEY = "turnstile_confirm"
 _CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -209,7 +209,7 @@ class McpEndpoint:
         self.name = name
         self.version = version
         self.workspace_roots = list(workspace_roots or [])
-        self._secret = os.urandom(32)
+        self.states = SealedStates(ttl_s=STATE_TTL_S)
         self.aggregate = Aggregator(registry, name=name, version=version, page_size=registry.config.page_size)
         with warnings.catch_warnings():  # logging/setLevel is deprecated in 2026-07-28, still served
             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -277,24 +277,55 @@ class McpEndpoint:
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
         self.aggregate.track(ctx)
+        visible = from_request(self.registry.config, ctx.request)
         t = self.registry.lookup(params.name)
-        if t is None or not from_request(self.registry.config, ctx.request).allows(t.exposed):
+        if t is None or not visible.allows(t.exposed):
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}: not exposed by this gateway")
         if not t.available:
             return self._unavailable(t)
         args = dict(params.arguments or {})
+        invalid = await self._check_arguments(t, args, visible)
+        if invalid is not None:
+            return invalid
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        state = self._unseal(params) if modern else None
-        decision = decide(t.server, t.name, t.trust, args, self.workspace_roots)
+        bound = binding(params.name, params.arguments, visible.client)
+        state = self.states.unseal(bound, params.request_state) if modern else None  # single-use
+        decision = decide(t.server, t.name, t.trust, args, self.workspace_roots, t.path_base)
         if decision.outcome == "refuse":
-            return await self._refused(t, decision)
+            return await self._refused(t, decision, visible)
         if decision.outcome == "ask" and not (state or {}).get("c"):
-            answer = await self._confirm(ctx, params, t, decision, state)
+            answer = await self._confirm(ctx, params, t, decision, visible, state)
             if answer is not None:
                 return answer
         elif decision.outcome != "ask":
-            await self._audit(t, decision, "allowed")
-        return await self._forward(ctx, params, t, args, state)
+            await self._audit(t, decision, "allowed", visible)
+        return await self._forward(ctx, params, t, args, state, visible)
+
+    async def _check_arguments(
+        self, t: RegisteredTool, args: dict[str, Any], visible: Visibility
+    ) -> CallToolResult | None:
+        """None when ``args`` match the tool's input schema; else the ``is_error`` result naming
+        each mismatch (audited, logged; the upstream never sees the call)."""
+        if t.validator is None:
+            return None
+        errors = argument_errors(t.validator, args)
+        if not errors:
+            return None
+        text = invalid_arguments_text(t.server, t.name, errors)
+        log.info("mcp_invalid_arguments", server=t.server, tool=t.name, errors=errors[:10])
+        await self._audit_entry(
+            {
+                "server": t.server,
+                "tool": t.name,
+                "exposed": t.exposed,
+                "tier": t.trust.tier,
+                "outcome": "invalid_arguments",
+                "reason": "; ".join(errors[:10]),
+                "action": "not run",
+                "client": visible.client,
+            }
+        )
+        return _text_result(text, is_error=True)
 
     def _unavailable(self, t: RegisteredTool) -> CallToolResult:
         up = self.registry.upstream(t.server)
@@ -305,8 +336,10 @@ class McpEndpoint:
             is_error=True,
         )
 
-    async def _refused(self, t: RegisteredTool, decision: CallDecision) -> CallToolResult:
-        await self._audit(t, decision, "refused")
+    async def _refused(
+        self, t: RegisteredTool, decision: CallDecision, visible: Visibility
+    ) -> CallToolResult:
+        await self._audit(t, decision, "refused", visible)
         return _text_result(
             f"refused by the gateway: {decision.action} is denied ({decision.reason})", is_error=True
         )
@@ -318,41 +351,50 @@ class McpEndpoint:
         *,
         confirm: Any = None,
         timeout_s: float | None = None,
+        visibility: Visibility | None = None,
     ) -> CallToolResult:
         """One call from the gateway's own tool loop (:mod:`gateway.tool_loop`), through the same
-        trust decision, audit log, routing and output cap as ``tools/call``. Never raises for a
-        tool fault: an unknown or unavailable tool, a refusal, a ``confirm`` tier without a way
-        to ask (``confirm`` None: the error names the exact action and how to pre-approve it), a
-        declined confirmation, a timeout (``timeout_s``, else the server's ``call_timeout_s``) and
-        an upstream failure all become ``is_error`` results.
+        visibility, argument check, trust decision, audit log, routing and output cap as
+        ``tools/call``. Never raises for a tool fault: an unknown tool or one ``visibility`` (the
+        chat caller's; None: every tool) may not see (answered alike), an unavailable tool,
+        arguments that do not match its input schema (the upstream never sees the call), a
+        refusal, a ``confirm`` tier without a way to ask (``confirm`` None: the error names the
+        exact action and how to pre-approve it), a declined confirmation, a timeout
+        (``timeout_s``, else the server's ``call_timeout_s``) and an upstream failure all become
+        ``is_error`` results.
 
-        ``confirm`` is ``async (message: str) -> bool``, shown the confirmation text.
+        ``confirm`` is ``async (message: str) -> bool``, shown the confirmation text; it is asked
+        once per call, and its answer covers only that call.
         """
+        visible = visibility or EVERYTHING
         t = self.registry.lookup(exposed)
-        if t is None:
+        if t is None or not visible.allows(t.exposed):
             return _text_result(f"unknown tool {exposed!r}: not exposed by this gateway", is_error=True)
         if not t.available:
             return self._unavailable(t)
-        decision = decide(t.server, t.name, t.trust, arguments, self.workspace_roots)
+        invalid = await self._check_arguments(t, arguments, visible)
+        if invalid is not None:
+            return invalid
+        decision = decide(t.server, t.name, t.trust, arguments, self.workspace_roots, t.path_base)
         if decision.outcome == "refuse":
-            return await self._refused(t, decision)
+            return await self._refused(t, decision, visible)
         if decision.outcome == "ask":
             message = confirmation_message(decision)
             if confirm is None:
-                await self._audit(t, decision, "needs_approval_no_confirmer")
+                await self._audit(t, decision, "needs_approval_no_confirmer", visible)
                 return _text_result(
                     f"approval needed: {message} The gateway ran this call for a chat request and had "
                     f"no way to ask anyone. {preapproval_hint(t.server, t.name)}",
                     is_error=True,
                 )
             approved = (await confirm(message)) is True
-            await self._audit(t, decision, "approved" if approved else "declined")
+            await self._audit(t, decision, "approved" if approved else "declined", visible)
             if not approved:
                 return _text_result(
                     f"not run: the user did not approve. The request was: {decision.action}.", is_error=True
                 )
         else:
-            await self._audit(t, decision, "allowed")
+            await self._audit(t, decision, "allowed", visible)
         return await self.forward(t, arguments, timeout_s=timeout_s)
 
     async def _forward(
@@ -362,10 +404,12 @@ class McpEndpoint:
         t: RegisteredTool,
         args: dict[str, Any],
         state: dict[str, Any] | None,
+        visible: Visibility,
     ) -> CallToolResult | InputRequiredResult:
         """Forward an approved call with a way back to the caller. A 2026-07-28 caller gets the
         upstream's ``InputRequiredResult`` (keys prefixed, the upstream's state sealed in the
-        gateway's own, approval remembered) and its retry's answers are passed upstream."""
+        gateway's own, approval remembered for the next round only) and its retry's answers are
+        passed upstream."""
 
         async def progress(p: float, total: float | None, message: str | None) -> None:
             await ctx.session.report_progress(p, total, message)
@@ -392,7 +436,8 @@ class McpEndpoint:
         if not isinstance(result, InputRequiredResult):
             return result
         requests = {UPSTREAM_KEY_PREFIX + k: v for k, v in (result.input_requests or {}).items()}
-        sealed = self._seal(params, {"c": True, "u": result.request_state or ""})
+        bound = binding(params.name, params.arguments, visible.client)
+        sealed = self.states.seal(bound, {"c": True, "u": result.request_state or ""})
         return InputRequiredResult(input_requests=requests or None, request_state=sealed)
 
     async def forward(
@@ -435,51 +480,24 @@ class McpEndpoint:
 
     # ------------------------------------------------------------------ confirmation
 
-    def _binding(self, params: CallToolRequestParams) -> str:
-        body = orjson.dumps({"n": params.name, "a": params.arguments or {}}, option=orjson.OPT_SORT_KEYS)
-        return hashlib.sha256(body).hexdigest()
-
-    def _seal(self, params: CallToolRequestParams, payload: dict[str, Any]) -> str:
-        """The gateway's ``request_state`` for a 2026-07-28 round: ``payload`` (``q``: the
-        confirmation was asked; ``c``: approved; ``u``: the upstream's own state) bound to this
-        tool and these arguments, signed, valid for :data:`STATE_TTL_S`."""
-        body = orjson.dumps({"p": payload, "b": self._binding(params), "t": int(time.time())})
-        text = base64.urlsafe_b64encode(body).decode()
-        mac = hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
-        return f"{text}.{mac}"
-
-    def _unseal(self, params: CallToolRequestParams) -> dict[str, Any] | None:
-        """The payload of a ``request_state`` this gateway sealed for this very call, or None
-        (absent, forged, for another call, or expired)."""
-        token = params.request_state or ""
-        text, _, mac = token.rpartition(".")
-        want = hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
-        if not text or not hmac.compare_digest(mac, want):
-            return None
-        try:
-            body = orjson.loads(base64.urlsafe_b64decode(text))
-        except (ValueError, orjson.JSONDecodeError):
-            return None
-        if body.get("b") != self._binding(params) or time.time() - body.get("t", 0) > STATE_TTL_S:
-            return None
-        payload = body.get("p")
-        return payload if isinstance(payload, dict) else None
-
     async def _confirm(
         self,
         ctx: ServerRequestContext[Any],
         params: CallToolRequestParams,
         t: RegisteredTool,
         d: CallDecision,
+        visible: Visibility,
         state: dict[str, Any] | None = None,
     ) -> CallToolResult | InputRequiredResult | None:
         """None when the call is approved; otherwise the result to return (a question for a
-        2026-07-28 client, a refusal, or the error for a client that cannot be asked)."""
+        2026-07-28 client, a refusal, or the error for a client that cannot be asked). A
+        2026-07-28 answer counts only with the state its question was sealed in, once: a
+        replayed approval gets a fresh question."""
         message = confirmation_message(d)
         caps = ctx.session.client_capabilities
         can_elicit = caps is not None and caps.elicitation is not None
         if not can_elicit:
-            await self._audit(t, d, "needs_approval_no_elicitation")
+            await self._audit(t, d, "needs_approval_no_elicitation", visible)
             return _text_result(
                 f"approval needed: {message} This client cannot be asked (it does not support MCP "
                 f"elicitation). {preapproval_hint(t.server, t.name)}",
@@ -491,10 +509,9 @@ class McpEndpoint:
                 request = ElicitRequest(
                     params=ElicitRequestFormParams(message=message, requested_schema=_CONFIRM_SCHEMA)
                 )
-                await self._audit(t, d, "asked")
-                return InputRequiredResult(
-                    input_requests={CONFIRM_KEY: request}, request_state=self._seal(params, {"q": True})
-                )
+                await self._audit(t, d, "asked", visible)
+                sealed = self.states.seal(binding(params.name, params.arguments, visible.client), {"q": True})
+                return InputRequiredResult(input_requests={CONFIRM_KEY: request}, request_state=sealed)
             answer = ElicitResult.model_validate(
                 responses[CONFIRM_KEY]
                 if isinstance(responses[CONFIRM_KEY], dict)
@@ -506,7 +523,7 @@ class McpEndpoint:
                     message, _CONFIRM_SCHEMA, related_request_id=ctx.request_id
                 )
             except NoBackChannelError:
-                await self._audit(t, d, "needs_approval_no_elicitation")
+                await self._audit(t, d, "needs_approval_no_elicitation", visible)
                 return _text_result(
                     f"approval needed: {message} This connection cannot carry a question. "
                     f"{preapproval_hint(t.server, t.name)}",
@@ -514,12 +531,12 @@ class McpEndpoint:
                 )
         # Only a real JSON true approves: "false", "no", 1 … are not a yes (the schema asks for a boolean).
         approved = answer.action == "accept" and (answer.content or {}).get("approve") is True
-        await self._audit(t, d, "approved" if approved else f"declined ({answer.action})")
+        await self._audit(t, d, "approved" if approved else f"declined ({answer.action})", visible)
         if approved:
             return None
         return _text_result(f"not run: the user did not approve. The request was: {d.action}.", is_error=True)
 
-    async def _audit(self, t: RegisteredTool, d: CallDecision, outcome: str) -> None:
+    async def _audit(self, t: RegisteredTool, d: CallDecision, outcome: str, visible: Visibility) -> None:
         entry = {
             "server": t.server,
             "tool": t.name,
@@ -528,8 +545,12 @@ class McpEndpoint:
             "outcome": outcome,
             "reason": d.reason,
             "action": d.action,
+            "client": visible.client,
         }
         log.info("mcp_trust_decision", **entry)
+        await self._audit_entry(entry)
+
+    async def _audit_entry(self, entry: dict[str, Any]) -> None:
         try:
             await self.registry.store.audit(entry)
         except Exception:

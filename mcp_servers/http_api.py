@@ -6,8 +6,13 @@ Routes
   clients (:mod:`mcp_servers.endpoint`).
 * ``POST /admin/mcp/servers``: add or replace a server (body: a ``McpServerSpec`` as JSON;
   ``?wait_s=N`` waits up to N s, at most 60, for it to be ready). 201 created, 200 replaced,
-  400 invalid (each error with its key path), 409 when the id is defined in the config file.
-* ``GET /admin/mcp/servers`` and ``GET /admin/mcp/servers/{id}``: specs, source and status.
+  400 invalid (each error with its key path) or using what ``mcp.admin_servers`` does not
+  allow (each field and value named), 409 when the id is defined in the config file.
+* ``GET /admin/mcp/servers`` and ``GET /admin/mcp/servers/{id}``: specs, source and status
+  (with ``pending_tools``: tools that appeared or changed after registration, awaiting review).
+* ``POST /admin/mcp/servers/{id}/tools/accept``: accept pending tools (body ``{"tools":
+  [names]}``; no body, or no names: all of them). 200 with the accepted tools, 400 naming
+  tools that are not pending, 404 unknown server.
 * ``DELETE /admin/mcp/servers/{id}``: 204, 404 unknown, 409 defined in the config file.
 * ``GET /v1/mcp/tools?format=openai|anthropic|gemini``: the available registered tools in that
   provider's tool format (:mod:`gateway.providers.tool_formats`), under their exposed names;
@@ -38,6 +43,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from mcp_servers.admin_policy import AdminPolicyViolation
 from mcp_servers.clients import STATE_KEY, authenticate
 from mcp_servers.config import McpConfig, McpServerSpec
 from mcp_servers.endpoint import McpEndpoint
@@ -167,6 +173,9 @@ async def post_server(request: Request) -> Response:
         replaced = await runtime.registry.put_server(spec)
     except RegistryConflict as err:
         return _error(str(err), 409, "conflict")
+    except AdminPolicyViolation as err:
+        details = [{"loc": v.field, "value": v.value, "msg": v.message} for v in err.violations]
+        return _error(str(err), 400, "invalid_request", details)
     wait = request.query_params.get("wait_s")
     if wait:
         try:
@@ -200,6 +209,35 @@ async def get_server(request: Request) -> Response:
         if entry["spec"]["id"] == sid:
             return _json(entry)
     return _error(f"no MCP server {sid!r}", 404, "not_found")
+
+
+async def accept_tools(request: Request) -> Response:
+    """Accept tools of one server that await review (see the module docstring)."""
+    runtime, denied = _admin(request)
+    if runtime is None:
+        assert denied is not None
+        return denied
+    sid = request.path_params["server_id"]
+    body = await request.body()
+    names: list[str] | None = None
+    if body.strip():
+        try:
+            parsed = orjson.loads(body)
+        except orjson.JSONDecodeError as err:
+            return _error(f"the body is not JSON: {err}", 400, "invalid_request")
+        raw = parsed.get("tools") if isinstance(parsed, dict) else None
+        if raw is not None and not (isinstance(raw, list) and all(isinstance(n, str) for n in raw)):
+            return _error("tools: expected a list of tool names", 400, "invalid_request")
+        if not isinstance(parsed, dict) or set(parsed) - {"tools"}:
+            return _error('the body must be {"tools": [names]} (no other field)', 400, "invalid_request")
+        names = raw
+    try:
+        accepted = await runtime.registry.accept_tools(sid, names)
+    except KeyError:
+        return _error(f"no MCP server {sid!r}", 404, "not_found")
+    except ValueError as err:
+        return _error(str(err), 400, "invalid_request")
+    return _json({"server": sid, "accepted": accepted, "status": runtime.registry.server_status(sid)})
 
 
 async def delete_server(request: Request) -> Response:
@@ -251,5 +289,6 @@ def routes() -> list[BaseRoute]:
         Route("/admin/mcp/servers", list_servers, methods=["GET"]),
         Route("/admin/mcp/servers/{server_id}", get_server, methods=["GET"]),
         Route("/admin/mcp/servers/{server_id}", delete_server, methods=["DELETE"]),
+        Route("/admin/mcp/servers/{server_id}/tools/accept", accept_tools, methods=["POST"]),
         Route("/v1/mcp/tools", model_tools, methods=["GET"]),
     ]

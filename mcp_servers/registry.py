@@ -8,38 +8,69 @@ servers' sessions are not touched (hot reload).
 Every tool an upstream lists is registered under its exposed name
 (:class:`mcp_servers.naming.ToolNameTable`: ``<server>__<tool>``, within
 ``^[a-zA-Z0-9_-]{1,64}$``, deterministic, injective) with its trust classification
-(:mod:`mcp_servers.trust`), decided here, at registration. Tools filtered out by the server's
-allow/deny lists or classified ``deny`` are never exposed. While an upstream is down its tools
-stay known but are marked unavailable: they leave ``tools/list`` and a call names the server.
+(:mod:`mcp_servers.trust`) and a compiled validator of its input schema
+(:mod:`mcp_servers.arguments`), both made here, at registration. Tools filtered out by the
+server's allow/deny lists, classified ``deny`` or whose input schema is not a valid JSON Schema
+are never exposed (the last two are reported as the server's problems). While an upstream is
+down its tools stay known but are marked unavailable: they leave ``tools/list`` and a call
+names the server.
+
+Review of tools that appear later. A server's first tool list is accepted when the server is
+registered: each tool's definition (name, title, description, schemas, annotations) is
+fingerprinted and persisted (:class:`mcp_servers.store.McpStore`). A tool that a later list
+adds, or whose definition changed since it was accepted (a list change, a reconnect, a restart
+of the gateway with a new version of the server behind it), is classified from the worst case
+(``confirm``, :func:`mcp_servers.trust.pending`) whatever it declares, until an admin accepts it
+(:meth:`McpRegistry.accept_tools`, ``POST /admin/mcp/servers/{id}/tools/accept``); the
+server's ``trust`` override still wins. A server whose transport (what runs) changed is a new
+registration. Every registration, addition, change and acceptance is an audit row.
+
+Servers added through the admin API may use only what ``mcp.admin_servers`` allows
+(:mod:`mcp_servers.admin_policy`): refused when posted, and not started at boot when a row
+persisted earlier no longer fits (state ``blocked``, the reasons in its problems).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import dataclasses
+import hashlib
+import os
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 import structlog
+from jsonschema.protocols import Validator
 from mcp.types import Tool
 
 from gateway.errors import ConfigError
-from mcp_servers.config import McpConfig, McpServerSpec
+from mcp_servers.admin_policy import AdminPolicyViolation, violations
+from mcp_servers.arguments import InvalidSchema, compile_schema
+from mcp_servers.config import McpConfig, McpServerSpec, StdioTransport
 from mcp_servers.naming import ToolNameTable
 from mcp_servers.store import McpStore
-from mcp_servers.trust import Classification, classify
-from mcp_servers.upstream import EnvReader, Upstream
+from mcp_servers.trust import Classification, classify, pending
+from mcp_servers.upstream import EnvReader, Upstream, expand_workspace
 
 log = structlog.get_logger("turnstile.mcp.registry")
 
 Source = Literal["config", "admin"]
 
 
+Review = Literal["added", "changed"]
+
+
 @dataclass(frozen=True)
 class RegisteredTool:
     """One exposed tool: its upstream ``server`` and original ``name``, the ``exposed`` name,
-    the upstream definition and its trust classification."""
+    the upstream definition and its trust classification; ``validator`` checks call arguments
+    against its input schema; ``path_base`` is where its server resolves relative paths (None:
+    unknown); ``review`` is ``added``/``changed`` while it awaits an admin's acceptance;
+    ``fingerprint`` identifies its definition (:func:`fingerprint`)."""
 
     server: str
     name: str
@@ -47,6 +78,39 @@ class RegisteredTool:
     tool: Tool
     trust: Classification
     available: bool = True
+    validator: Validator | None = None
+    path_base: str | None = None
+    review: Review | None = None
+    fingerprint: str = ""
+
+
+def fingerprint(tool: Tool) -> str:
+    """sha256 (hex) of a tool's definition as listed: everything but ``_meta``, key-sorted."""
+    body = tool.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"meta"})
+    return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def transport_fingerprint(spec: McpServerSpec) -> str:
+    """sha256 (hex) of what runs for ``spec`` (its transport): a change is a new registration."""
+    body = spec.transport.model_dump(mode="json")
+    return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def path_base(spec: McpServerSpec, workspace_roots: list[str]) -> str | None:
+    """The absolute directory ``spec``'s server resolves relative path arguments against: its
+    ``relative_paths_base``, else its configured ``cwd`` (``${workspace}`` expanded; a relative
+    one from the gateway's working directory, as the child is started); None for a stdio server
+    without either (it runs wherever the gateway runs) and for every HTTP server."""
+    t = spec.transport
+    if not isinstance(t, StdioTransport):
+        return None
+    chosen = t.relative_paths_base or t.cwd
+    if not chosen:
+        return None
+    try:
+        return os.path.realpath(expand_workspace(chosen, workspace_roots))
+    except ValueError:
+        return None
 
 
 class RegistryConflict(Exception):
@@ -77,6 +141,12 @@ class McpRegistry:
         self._list_listeners: list[Callable[[str], None]] = []
         self._updated_listeners: list[Callable[[str, str], None]] = []
         self._lock = asyncio.Lock()
+        self._baselines: dict[str, str] = {}  # server -> transport fingerprint of its registration
+        self._accepted: dict[str, dict[str, str]] = {}  # server -> tool -> accepted fingerprint
+        self._lists: dict[str, list[Tool]] = {}  # server -> its last tool list
+        self._announced: dict[tuple[str, str], str] = {}  # (server, tool) -> last pending fingerprint audited
+        self._blocked: dict[str, list[str]] = {}  # admin server -> why the policy keeps it stopped
+        self._last_write: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -87,6 +157,7 @@ class McpRegistry:
         if self.config.create_workspace:
             for root in self.config.resolved_workspace_roots():
                 Path(root).mkdir(parents=True, exist_ok=True)
+        self._baselines, self._accepted = await self.store.load_baselines()
         for spec in self.config.servers:
             self._specs[spec.id] = (spec, "config")
         for spec in await self.store.load_servers():
@@ -94,15 +165,45 @@ class McpRegistry:
                 log.warning("mcp_admin_server_shadowed", server=spec.id)
                 continue
             self._specs[spec.id] = (spec, "admin")
+            found = violations(spec, self.config.admin_servers)
+            if found:
+                self._blocked[spec.id] = [f"not started: {v.message}" for v in found]
+                log.error("mcp_admin_server_blocked", server=spec.id, problems=[v.message for v in found])
         for spec, _ in self._specs.values():
-            self._start_upstream(spec)
+            if spec.id not in self._blocked:
+                self._start_upstream(spec)
 
     async def close(self) -> None:
-        """Stop every upstream (children terminated and reaped) and close the store."""
+        """Stop every upstream (children terminated and reaped), finish pending store writes
+        and close the store."""
         ups = list(self._upstreams.values())
         self._upstreams.clear()
         await asyncio.gather(*(u.stop() for u in ups), return_exceptions=True)
+        if self._last_write is not None:
+            with contextlib.suppress(Exception):
+                await self._last_write
         self.store.close()
+
+    def _persist(self, write: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None] | None:
+        """Run the store write ``write()`` after the ones before it (in order, off the caller's
+        path); a failure is logged, never raised to the caller."""
+        before = self._last_write
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+
+        async def run() -> None:
+            if before is not None:
+                with contextlib.suppress(Exception):
+                    await before
+            try:
+                await write()
+            except Exception:
+                log.exception("mcp_store_write_failed")
+
+        self._last_write = loop.create_task(run())
+        return self._last_write
 
     def _start_upstream(self, spec: McpServerSpec) -> None:
         up = self._factory(
@@ -113,6 +214,7 @@ class McpRegistry:
             backoff_max_s=self.config.restart_backoff_max_s,
             health_interval_s=self.config.health_interval_s,
             connect_timeout_s=self.config.connect_timeout_s,
+            probe_timeout_s=self.config.probe_timeout_s,
             workspace_roots=self.config.resolved_workspace_roots(),
             on_lists_changed=self._on_lists_changed,
             on_resource_updated=self._on_resource_updated,
@@ -131,18 +233,26 @@ class McpRegistry:
     async def put_server(self, spec: McpServerSpec) -> bool:
         """Add or replace an admin server: persisted, then its upstream (re)started; the other
         upstreams keep running. Returns True when it replaced one. Raises
-        :class:`RegistryConflict` for an id defined in the configuration file."""
+        :class:`RegistryConflict` for an id defined in the configuration file and
+        :class:`~mcp_servers.admin_policy.AdminPolicyViolation` for a spec that uses what
+        ``mcp.admin_servers`` does not allow (nothing is changed then). Replacing a server by
+        one with the same transport keeps what was accepted of its tools; another transport is
+        a new registration (its first tool list is accepted)."""
         async with self._lock:
             current = self._specs.get(spec.id)
             if current is not None and current[1] == "config":
                 raise RegistryConflict(
                     f"MCP server {spec.id!r} is defined in the configuration file; change it there"
                 )
+            found = violations(spec, self.config.admin_servers)
+            if found:
+                raise AdminPolicyViolation(spec.id, found)
             await self.store.save_server(spec)
             old = self._upstreams.pop(spec.id, None)
             if old is not None:
                 await old.stop()
             self._drop_tools(spec.id)
+            self._blocked.pop(spec.id, None)
             self._specs[spec.id] = (spec, "admin")
             self._start_upstream(spec)
             self._changed()
@@ -165,6 +275,13 @@ class McpRegistry:
             if up is not None:
                 await up.stop()
             self._drop_tools(server_id)
+            self._blocked.pop(server_id, None)
+            self._lists.pop(server_id, None)
+            self._baselines.pop(server_id, None)
+            self._accepted.pop(server_id, None)
+            for key in [k for k in self._announced if k[0] == server_id]:
+                del self._announced[key]
+            await self.store.forget_baseline(server_id)  # adding it again is a new registration
             self._changed()
             return True
 
@@ -178,16 +295,26 @@ class McpRegistry:
         return out
 
     def server_status(self, server_id: str) -> dict[str, Any]:
-        """Status of one server (state, tool counts, restarts, last error, problems)."""
+        """Status of one server (state, tool counts, restarts, last error, problems, tools
+        pending review). An admin server the policy keeps stopped is in state ``blocked``."""
         up = self._upstreams.get(server_id)
         spec = self._specs[server_id][0]
         status = (
             up.status() if up is not None else {"id": server_id, "state": "stopped", "enabled": spec.enabled}
         )
+        if server_id in self._blocked:
+            status.update(
+                state="blocked", transport=spec.transport.type, last_error=self._blocked[server_id][0]
+            )
         mine = [t for t in self._tools.values() if t.server == server_id]
         status["exposed_tools"] = len(mine)
         status["available_tools"] = sum(t.available for t in mine)
-        status["problems"] = list(self._problems.get(server_id, []))
+        status["problems"] = [*self._blocked.get(server_id, []), *self._problems.get(server_id, [])]
+        status["pending_tools"] = [
+            {"tool": t.name, "exposed": t.exposed, "change": t.review, "fingerprint": t.fingerprint}
+            for t in sorted(mine, key=lambda t: t.name)
+            if t.review is not None
+        ]
         return status
 
     def status(self) -> dict[str, Any]:
@@ -200,24 +327,52 @@ class McpRegistry:
     # ------------------------------------------------------------------ tools
 
     def _on_tools(self, server_id: str, tools: list[Tool] | None) -> None:
-        """Upstream callback: a fresh tool list (re-register, re-classify) or None (down)."""
+        """Upstream callback: a fresh tool list (re-register, re-classify) or None (down). The
+        first list of a server not registered before (or whose transport changed) is accepted
+        as its baseline."""
         entry = self._specs.get(server_id)
         if entry is None:
             return
         if tools is None:
             for name, t in list(self._tools.items()):
                 if t.server == server_id and t.available:
-                    self._tools[name] = RegisteredTool(t.server, t.name, t.exposed, t.tool, t.trust, False)
+                    self._tools[name] = dataclasses.replace(t, available=False)
             self._changed()
             return
         spec = entry[0]
+        self._lists[server_id] = list(tools)
+        transport = transport_fingerprint(spec)
+        first = self._baselines.get(server_id) != transport
+        if first:
+            accepted = {t.name: fingerprint(t) for t in tools}
+            self._baselines[server_id] = transport
+            self._accepted[server_id] = accepted
+            self._persist(lambda: self.store.save_baseline(server_id, transport, accepted))
+        self._register(spec, tools, first=first)
+
+    def _register(self, spec: McpServerSpec, tools: list[Tool], *, first: bool) -> None:
+        """(Re)register every tool of ``tools`` for ``spec``: filter, classify (worst case
+        while pending review), compile the input schema, name; audit what is new."""
+        server_id = spec.id
         self._drop_tools(server_id)
         problems: list[str] = []
+        base = path_base(spec, self.config.resolved_workspace_roots())
+        accepted = self._accepted.get(server_id, {})
         for tool in tools:
             if not spec.tool_allowed(tool.name):
                 continue
-            trust = classify(tool, spec.trust.get(tool.name))
+            override = spec.trust.get(tool.name)
+            fp = fingerprint(tool)
+            known = accepted.get(tool.name)
+            review: Review | None = None if known == fp else "added" if known is None else "changed"
+            trust = classify(tool, override) if review is None else pending(tool, review, override)
             if trust.tier == "deny":
+                continue
+            try:
+                validator = compile_schema(dict(tool.input_schema or {}))
+            except InvalidSchema as err:
+                problems.append(f"tool {tool.name!r} is not exposed: its input schema is invalid: {err}")
+                log.error("mcp_tool_schema_invalid", server=server_id, tool=tool.name, error=str(err))
                 continue
             try:
                 exposed = self._names.register(server_id, tool.name)
@@ -225,9 +380,64 @@ class McpRegistry:
                 problems.append(err.message)
                 log.error("mcp_tool_not_registered", server=server_id, tool=tool.name, error=err.message)
                 continue
-            self._tools[exposed] = RegisteredTool(server_id, tool.name, exposed, tool, trust)
+            t = RegisteredTool(server_id, tool.name, exposed, tool, trust, True, validator, base, review, fp)
+            self._tools[exposed] = t
+            if first:
+                self._audit_tool(t, "registered", "in the server's first tool list: accepted at registration")
+            elif review is not None and self._announced.get((server_id, tool.name)) != fp:
+                self._announced[(server_id, tool.name)] = fp
+                self._audit_tool(t, f"{review}_pending_review", trust.reason)
         self._problems[server_id] = problems
         self._changed()
+
+    def _audit_tool(self, t: RegisteredTool, outcome: str, reason: str, client: str | None = None) -> None:
+        entry = {
+            "server": t.server,
+            "tool": t.name,
+            "exposed": t.exposed,
+            "tier": t.trust.tier,
+            "outcome": outcome,
+            "reason": reason,
+            "action": f"tool definition sha256:{t.fingerprint}",
+            "client": client,
+        }
+        log.info("mcp_tool_review", **entry)
+        self._persist(lambda: self.store.audit(entry))
+
+    async def accept_tools(self, server_id: str, names: list[str] | None = None) -> list[dict[str, Any]]:
+        """An admin accepts tools of ``server_id`` pending review (``names``: original tool
+        names; None or empty: all of them): their current definitions are persisted as
+        accepted, audited, and the tools re-classified from their own annotations (the
+        server's ``trust`` overrides still win). Returns the accepted ``{tool, exposed,
+        change, fingerprint}``. Raises ``KeyError`` for an unknown server and ``ValueError``
+        naming tools that are not pending review."""
+        async with self._lock:
+            entry = self._specs.get(server_id)
+            if entry is None:
+                raise KeyError(server_id)
+            pending_now = {p["tool"]: p for p in self.server_status(server_id)["pending_tools"]}
+            if names:
+                unknown = [n for n in names if n not in pending_now]
+                if unknown:
+                    raise ValueError(
+                        f"not pending review on MCP server {server_id!r}: {', '.join(map(repr, unknown))} "
+                        f"(pending: {', '.join(sorted(pending_now)) or 'none'})"
+                    )
+            chosen = [pending_now[n] for n in dict.fromkeys(names)] if names else list(pending_now.values())
+            if not chosen:
+                return []
+            fps = {p["tool"]: p["fingerprint"] for p in chosen}
+            self._accepted.setdefault(server_id, {}).update(fps)
+            self._persist(lambda: self.store.save_accepted(server_id, fps))
+            self._register(entry[0], self._lists.get(server_id, []), first=False)
+            for p in chosen:
+                t = self._tools.get(p["exposed"])
+                if t is not None:
+                    why = f"accepted by an admin ({p['change']} after registration)"
+                    self._audit_tool(t, "accepted", why, "admin")
+            if self._last_write is not None:  # persisted and audited before the admin is answered
+                await self._last_write
+            return chosen
 
     def _drop_tools(self, server_id: str) -> None:
         self._names.unregister_server(server_id)

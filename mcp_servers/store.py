@@ -3,7 +3,15 @@
 
 * ``mcp_servers(id PRIMARY KEY, spec JSON, updated_at)``: servers added through the admin API.
 * ``mcp_audit(ts, server, tool, exposed, tier, outcome, reason, action, client)``: every trust
-  decision taken on a ``tools/call`` (run, asked and approved/declined, refused).
+  decision taken on a ``tools/call`` (run, asked and approved/declined, refused, invalid
+  arguments) and every change to a server's tools (registered, added or changed pending
+  review, accepted by an admin).
+* ``mcp_tool_baselines(server PRIMARY KEY, transport, accepted_at)``: servers whose first tool
+  list was accepted, with a fingerprint of what runs (the transport): a server whose transport
+  changed is registered afresh.
+* ``mcp_accepted_tools(server, tool, fingerprint, accepted_at)``: the accepted definition of
+  each tool (sha256 of its definition): one that appears or changes later is pending review
+  until an admin accepts it, across restarts.
 
 Writes are small and run in a worker thread (``asyncio.to_thread``) so they never block the
 event loop; WAL mode lets the transcript writer use the same file.
@@ -37,11 +45,23 @@ CREATE TABLE IF NOT EXISTS mcp_audit (
     action TEXT NOT NULL,
     client TEXT
 );
+CREATE TABLE IF NOT EXISTS mcp_tool_baselines (
+    server TEXT PRIMARY KEY,
+    transport TEXT NOT NULL,
+    accepted_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS mcp_accepted_tools (
+    server TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    accepted_at REAL NOT NULL,
+    PRIMARY KEY (server, tool)
+);
 """
 
 
 class McpStore:
-    """The two tables above in the SQLite file at ``path`` (created if missing)."""
+    """The tables above in the SQLite file at ``path`` (created if missing)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
@@ -88,6 +108,66 @@ class McpStore:
     async def delete_server(self, server_id: str) -> None:
         """Forget the persisted server ``server_id`` (no error if absent)."""
         await asyncio.to_thread(self._run, "DELETE FROM mcp_servers WHERE id = ?", (server_id,))
+
+    async def load_baselines(self) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+        """``(server -> transport fingerprint, server -> {tool -> accepted fingerprint})``."""
+        return await asyncio.to_thread(self._read_baselines)
+
+    def _read_baselines(self) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+        with self._lock:
+            db = self._db()
+            baselines = dict(db.execute("SELECT server, transport FROM mcp_tool_baselines").fetchall())
+            accepted: dict[str, dict[str, str]] = {}
+            for server, tool, fp in db.execute("SELECT server, tool, fingerprint FROM mcp_accepted_tools"):
+                accepted.setdefault(server, {})[tool] = fp
+        return baselines, accepted
+
+    def _write_baseline(self, server: str, transport: str, tools: dict[str, str]) -> None:
+        now = time.time()
+        with self._lock:
+            db = self._db()
+            db.execute("DELETE FROM mcp_accepted_tools WHERE server = ?", (server,))
+            db.execute(
+                "INSERT OR REPLACE INTO mcp_tool_baselines (server, transport, accepted_at) VALUES (?, ?, ?)",
+                (server, transport, now),
+            )
+            db.executemany(
+                "INSERT INTO mcp_accepted_tools (server, tool, fingerprint, accepted_at) VALUES (?, ?, ?, ?)",
+                [(server, tool, fp, now) for tool, fp in tools.items()],
+            )
+            db.commit()
+
+    async def save_baseline(self, server: str, transport: str, tools: dict[str, str]) -> None:
+        """A server registered afresh: its transport fingerprint and its first tool list
+        (tool -> fingerprint), replacing whatever was accepted for it before (one transaction)."""
+        await asyncio.to_thread(self._write_baseline, server, transport, tools)
+
+    def _write_accepted(self, server: str, tools: dict[str, str]) -> None:
+        now = time.time()
+        with self._lock:
+            db = self._db()
+            db.executemany(
+                "INSERT OR REPLACE INTO mcp_accepted_tools (server, tool, fingerprint, accepted_at) "
+                "VALUES (?, ?, ?, ?)",
+                [(server, tool, fp, now) for tool, fp in tools.items()],
+            )
+            db.commit()
+
+    async def save_accepted(self, server: str, tools: dict[str, str]) -> None:
+        """Accepted definitions (tool -> fingerprint) of ``server``, added or replaced."""
+        await asyncio.to_thread(self._write_accepted, server, tools)
+
+    async def forget_baseline(self, server: str) -> None:
+        """Forget what was accepted for ``server`` (it was removed or re-registered)."""
+
+        def forget() -> None:
+            with self._lock:
+                db = self._db()
+                db.execute("DELETE FROM mcp_accepted_tools WHERE server = ?", (server,))
+                db.execute("DELETE FROM mcp_tool_baselines WHERE server = ?", (server,))
+                db.commit()
+
+        await asyncio.to_thread(forget)
 
     async def audit(self, entry: dict[str, Any]) -> None:
         """Append one trust decision: keys ``server, tool, exposed, tier, outcome, reason, action,

@@ -108,16 +108,32 @@ class CallDecision:
     outside: list[str] = field(default_factory=list)
 
 
-def _inside(path: str, roots: list[Path]) -> bool:
+PENDING_ADDED = "appeared after registration; pending admin review"
+PENDING_CHANGED = "changed after registration; pending admin review"
+
+
+def pending(
+    tool: Tool, change: Literal["added", "changed"], override: TrustTier | None = None
+) -> Classification:
+    """The tier of a tool its server listed after registration (``added``) or whose
+    definition changed since it was accepted (``changed``): the worst case, ``confirm``, until
+    an admin accepts it, whatever it declares; an admin ``override`` still wins."""
+    if override is not None:
+        return classify(tool, override)
+    reason = PENDING_ADDED if change == "added" else PENDING_CHANGED
+    return Classification("confirm", reason, path_arguments(tool.input_schema or {}), False, True, True)
+
+
+def _inside(path: str, roots: list[Path], base: str | None) -> bool:
     # Many servers expand "~" and "$VAR" themselves (the filesystem server expands "~"): such a
     # path may point anywhere, so it never counts as inside the workspace (the call asks).
     if path.startswith("~") or "$" in path:
         return False
     p = Path(path)
     if not p.is_absolute():
-        if not roots:
+        if base is None:  # where the server resolves it is unknown: never assumed inside
             return False
-        p = roots[0] / p
+        p = Path(base) / p
     real = Path(os.path.realpath(p))
     return any(real == r or r in real.parents for r in roots)
 
@@ -141,13 +157,22 @@ def render_action(server: str, tool: str, arguments: dict[str, Any]) -> str:
 
 
 def decide(
-    server: str, tool: str, cls: Classification, arguments: dict[str, Any], workspace_roots: list[str]
+    server: str,
+    tool: str,
+    cls: Classification,
+    arguments: dict[str, Any],
+    workspace_roots: list[str],
+    path_base: str | None = None,
 ) -> CallDecision:
     """The decision for one call of a classified tool.
 
     ``allow_in_workspace`` runs when every path-like argument present resolves (symlinks
-    followed; relative paths taken from the first root) inside one of ``workspace_roots``;
-    otherwise it asks, naming the paths outside.
+    followed) inside one of ``workspace_roots``; otherwise it asks, naming the paths outside.
+    A relative path is resolved the way the server will: against ``path_base`` (absolute; the
+    stdio server's working directory or its declared ``relative_paths_base``:
+    :func:`mcp_servers.registry.path_base`); with no ``path_base`` (a stdio server without a
+    configured ``cwd`` runs in the gateway's own directory; an HTTP server on another machine)
+    a relative path never counts as inside, and the call asks.
     """
     action = render_action(server, tool, arguments)
     if cls.tier == "deny":
@@ -161,15 +186,21 @@ def decide(
     for name in cls.path_args:
         value = arguments.get(name)
         values = value if isinstance(value, list) else [value] if value is not None else []
-        outside += [str(v) for v in values if not isinstance(v, str) or not _inside(v, roots)]
+        outside += [str(v) for v in values if not isinstance(v, str) or not _inside(v, roots, path_base)]
     if not roots:
         return CallDecision("ask", cls.tier, "writes, and no workspace root is configured", action)
     if outside:
         where = ", ".join(str(r) for r in roots)
+        unplaced = path_base is None and any(not Path(v).is_absolute() and v[:1] not in "~$" for v in outside)
+        why = (
+            "; a relative path is resolved where the server runs, which is not known to be in the workspace"
+            if unplaced
+            else ""
+        )
         return CallDecision(
             "ask",
             cls.tier,
-            f"writes outside the workspace ({', '.join(outside)} not under {where})",
+            f"writes outside the workspace ({', '.join(outside)} not under {where}{why})",
             action,
             outside=outside,
         )
@@ -186,6 +217,12 @@ def _because(reason: str) -> str:
         return "is marked confirm by the gateway's configuration"
     if reason.startswith("writes"):
         return reason
+    if reason in (PENDING_ADDED, PENDING_CHANGED):
+        what = "was added to" if reason == PENDING_ADDED else "changed its definition on"
+        return (
+            f"{what} its MCP server after the server was registered, and an administrator has not "
+            "reviewed it yet"
+        )
     if reason.startswith("no "):  # "no destructiveHint: counted as destructive"
         hint, _, verdict = reason[3:].partition(": counted as ")
         return f"declares no {hint}, so it counts as {verdict}"

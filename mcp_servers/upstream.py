@@ -8,9 +8,16 @@ one task, as anyio requires):
 * every ``health_interval_s`` re-read the tool list (a health check that also notices a changed
   list; ``ping`` is gone from protocol 2026-07-28);
 * when the connection dies (a stdio child exits: ``MCPError(CONNECTION_CLOSED)`` at once; an HTTP
-  client that lost its connection stays dead for good in mcp 2.3) or a health check fails, leave
-  the ``Client`` (the SDK closes stdin, waits 2 s, then kills the child's process tree: no child
-  outlives it) and build a new one after a backoff that doubles up to ``backoff_max_s``.
+  client that lost its connection stays dead for good in mcp 2.3), the stdio transport judges it
+  broken (:mod:`mcp_servers.stdio_transport`: junk on stdout, a refused oversize message it
+  cannot attribute) or a health check fails, leave the ``Client`` (the stdio server and every
+  descendant of it are ended) and build a new one after a backoff that doubles up to
+  ``backoff_max_s``;
+* when a call times out the connection may be wedged (a server that stopped reading, a stuck
+  transport): the upstream turns ``degraded`` and its tool list is read within
+  ``probe_timeout_s``; an answer makes it ``ready`` again, none restarts it. A call arriving
+  while it is ``degraded`` waits for that verdict (at most ``probe_timeout_s``), so it either
+  runs on a live connection or fails fast naming the server.
 
 While an upstream is not ``ready`` its tools are withdrawn from the registry and a call fails at
 once with :class:`UpstreamUnavailable` naming the server; other upstreams are untouched.
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import sys
@@ -74,12 +82,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_servers.config import WORKSPACE_PLACEHOLDER, HttpTransport, McpServerSpec, StdioTransport
 from mcp_servers.relay import CURRENT, Channel, upstream_meta
+from mcp_servers.stdio_transport import WireStats, stdio_transport, wire_fault
 
 log = structlog.get_logger("turnstile.mcp.upstream")
 
-State = Literal["starting", "ready", "restarting", "unavailable", "stopped", "disabled"]
+State = Literal["starting", "ready", "degraded", "restarting", "unavailable", "stopped", "disabled"]
 """``unavailable``: the server cannot be launched here (its command is missing); it is retried
-with the largest backoff, in case the command is installed later."""
+with the largest backoff, in case the command is installed later. ``degraded``: a call timed
+out and a liveness probe is deciding between ``ready`` and ``restarting``."""
 _MAX_PAGES = 100
 
 
@@ -183,6 +193,7 @@ class Upstream:
         backoff_max_s: float = 30.0,
         health_interval_s: float = 30.0,
         connect_timeout_s: float = 30.0,
+        probe_timeout_s: float = 5.0,
         workspace_roots: list[str] | None = None,
         on_lists_changed: ListsCallback | None = None,
         on_resource_updated: UpdatedCallback | None = None,
@@ -202,8 +213,16 @@ class Upstream:
         self._backoff_max_s = backoff_max_s
         self._health_interval_s = health_interval_s
         self._connect_timeout_s = spec.connect_timeout_s or connect_timeout_s
+        self._probe_timeout_s = probe_timeout_s
         self.state: State = "disabled" if not spec.enabled else "starting"
+        self.reason: str | None = None
+        """Why the upstream is in its state (None when ``ready``)."""
         self.last_error: str | None = None
+        self.last_ok: float | None = None
+        """When the upstream last answered anything (epoch seconds)."""
+        self.consecutive_failures = 0
+        """Calls and probes that failed (timeout, transport, refused message) since the last answer."""
+        self.wire = WireStats()
         self.restarts = 0
         self.since = time.time()
         self.protocol_version: str | None = None
@@ -214,6 +233,8 @@ class Upstream:
         self._stopping = False
         self._stop_requested = asyncio.Event()
         self._relist = asyncio.Event()
+        self._probe = asyncio.Event()
+        self._state_changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
 
@@ -254,9 +275,13 @@ class Upstream:
         if state != self.state:
             log.info("mcp_upstream_state", server=self.id, state=state, error=error)
             self.since = time.time()
+            self._state_changed.set()
+            self._state_changed = asyncio.Event()
         self.state = state
         if error is not None:
             self.last_error = error
+        healthy = state in ("ready", "stopped", "disabled")
+        self.reason = None if healthy else (error or self.last_error)
         if state == "ready":
             self._ready.set()
         else:
@@ -293,8 +318,19 @@ class Upstream:
             self.restarts += 1
 
     async def _connect_and_serve(self) -> None:
+        if not self._stopping:
+            self._dead.clear()  # before connecting: the transport may judge this connection lost at once
         async with AsyncExitStack() as stack:
             target = build_target(self.spec, self._read_env, stack, self._workspace_roots)
+            if isinstance(target, StdioServerParameters) and sys.platform != "win32":
+                target = stdio_transport(
+                    target,
+                    server_id=self.id,
+                    max_message_bytes=self.spec.max_message_bytes,
+                    max_junk_lines=self.spec.max_junk_lines,
+                    stats=self.wire,
+                    on_lost=self._connection_lost,
+                )
             client = Client(
                 target,
                 mode=self.spec.protocol,
@@ -316,31 +352,74 @@ class Upstream:
                     await self._subscribe_legacy(client, uri, True)
             self.protocol_version = client.protocol_version
             self.server_info = client.server_info
+            if self._dead.is_set() and not self._stopping:
+                raise UpstreamCallFailed(self.id, self.last_error or "connection lost")
             self._client = client
-            self._dead.clear()
             self.tool_count = len(tools)
             self._on_tools(self.id, tools)
+            self._answered()
             self._set_state("ready")
             while not self._stopping:
-                dead = asyncio.ensure_future(self._dead.wait())
-                relist = asyncio.ensure_future(self._relist.wait())
-                await asyncio.wait(
-                    {dead, relist}, timeout=self._health_interval_s, return_when="FIRST_COMPLETED"
-                )
-                dead.cancel()
-                relist.cancel()
+                waits = [asyncio.ensure_future(e.wait()) for e in (self._dead, self._relist, self._probe)]
+                await asyncio.wait(waits, timeout=self._health_interval_s, return_when="FIRST_COMPLETED")
+                for w in waits:
+                    w.cancel()
                 if self._dead.is_set():
                     if not self._stopping:
                         raise UpstreamCallFailed(self.id, self.last_error or "connection lost")
                     break
-                self._relist.clear()
-                async with asyncio.timeout(self._connect_timeout_s):
-                    fresh = await self._list_tools(client)
+                fresh = await self._check(client)
                 if [t.model_dump() for t in fresh] != [t.model_dump() for t in tools]:
                     tools = fresh
                     self.tool_count = len(tools)
                     self._on_tools(self.id, tools)
             self._client = None
+
+    async def _check(self, client: Client) -> list[Tool]:
+        """Re-read the tool list: a health check (``connect_timeout_s``), or after a call timed
+        out a liveness probe (``probe_timeout_s``). Raises :class:`UpstreamCallFailed` when it
+        gets no answer in time; an answer makes a ``degraded`` upstream ``ready`` again."""
+        probing = self._probe.is_set() or self.state == "degraded"
+        self._relist.clear()
+        self._probe.clear()
+        limit = self._probe_timeout_s if probing else self._connect_timeout_s
+        try:
+            async with asyncio.timeout(limit):
+                tools = await self._list_tools(client)
+        except TimeoutError:
+            self.consecutive_failures += 1
+            after = f" after {self.reason}" if probing and self.reason else ""
+            why = f"tools/list did not answer within {limit:g} s{after}: the connection is wedged"
+            self._connection_lost(why)  # restarting from now, not once the old server is stopped
+            raise UpstreamCallFailed(self.id, why) from None
+        self._answered()
+        return tools
+
+    def _answered(self) -> None:
+        """The upstream answered (a result or an error of its own): it is alive."""
+        self.last_ok = time.time()
+        self.consecutive_failures = 0
+        if self.state == "degraded":
+            self._set_state("ready")
+
+    def _suspect(self, why: str) -> None:
+        """A call got no answer: mark the upstream ``degraded`` and have it probed."""
+        self.consecutive_failures += 1
+        if self.state == "ready":
+            self._set_state("degraded", why)
+        self._probe.set()
+
+    async def _connected(self) -> Client:
+        """The client to send a request on. While ``degraded``, wait for the probe's verdict
+        (bounded); raises :class:`UpstreamUnavailable` unless the upstream is ``ready``."""
+        if self.state == "degraded":
+            changed = self._state_changed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), self._probe_timeout_s + 1.0)
+        client = self._client
+        if client is None or self.state != "ready":
+            raise UpstreamUnavailable(self.id, self.state, self.reason or self.last_error)
+        return client
 
     async def _on_message(self, message: Any) -> None:
         """Change notifications of a handshake-era upstream (2026-07-28 ones come through
@@ -519,9 +598,7 @@ class Upstream:
         the connection died mid-call (the supervisor restarts it). An ``MCPError`` the upstream
         answered with (bad arguments, unknown tool, a refused input request) propagates unchanged.
         """
-        client = self._client
-        if client is None or self.state != "ready":
-            raise UpstreamUnavailable(self.id, self.state, self.last_error)
+        client = await self._connected()
         limit = timeout_s if timeout_s is not None else self.spec.call_timeout_s
         self._call_seq += 1
         key = self._call_seq
@@ -531,7 +608,7 @@ class Upstream:
         try:
             async with asyncio.timeout(limit):
                 if pass_input_required:
-                    return await client.session.call_tool(
+                    answer: CallToolResult | InputRequiredResult = await client.session.call_tool(
                         name,
                         arguments,
                         progress_callback=progress_callback,
@@ -540,19 +617,24 @@ class Upstream:
                         meta=meta,
                         allow_input_required=True,
                     )
-                return await client.call_tool(name, arguments, progress_callback=progress_callback, meta=meta)
+                else:
+                    answer = await client.call_tool(
+                        name, arguments, progress_callback=progress_callback, meta=meta
+                    )
         except TimeoutError:
+            self._suspect(f"tool {name!r} did not answer within {limit:g} s")
             raise UpstreamCallFailed(self.id, f"tool {name!r} did not answer within {limit:g} s") from None
         except MCPError as err:
-            if err.code != CONNECTION_CLOSED:
-                raise
-            self._connection_lost(f"connection closed during tools/call {name!r}")
-            raise UpstreamCallFailed(self.id, f"the server's connection closed during tool {name!r}") from err
+            raise self._call_error(f"tool {name!r}", f"tools/call {name!r}", err) from err
         except (asyncio.CancelledError, RuntimeError):
             raise
         except Exception as err:  # transport failure (HTTP connection dropped, broken pipe)
+            self.consecutive_failures += 1
             self._connection_lost(_describe(err))
             raise UpstreamCallFailed(self.id, f"tool {name!r} failed in transport: {_describe(err)}") from err
+        else:
+            self._answered()
+            return answer
         finally:
             CURRENT.reset(token)
             del self._inflight[key]
@@ -569,42 +651,68 @@ class Upstream:
     ) -> T:
         """Run ``call(client)`` (a resources/prompts request; ``what`` names it in errors) with
         the server's call timeout. Raises like :meth:`call_tool`."""
-        client = self._client
-        if client is None or self.state != "ready":
-            raise UpstreamUnavailable(self.id, self.state, self.last_error)
+        client = await self._connected()
         limit = timeout_s if timeout_s is not None else self.spec.call_timeout_s
         try:
             async with asyncio.timeout(limit):
-                return await call(client)
+                answer = await call(client)
         except TimeoutError:
+            self._suspect(f"{what} did not answer within {limit:g} s")
             raise UpstreamCallFailed(self.id, f"{what} did not answer within {limit:g} s") from None
         except MCPError as err:
-            if err.code != CONNECTION_CLOSED:
-                raise
-            self._connection_lost(f"connection closed during {what}")
-            raise UpstreamCallFailed(self.id, f"the server's connection closed during {what}") from err
+            raise self._call_error(what, what, err) from err
+        self._answered()
+        return answer
+
+    def _call_error(self, what: str, method: str, err: MCPError) -> Exception:
+        """What a request that ended with ``err`` raises: the error itself when the upstream
+        answered with it; :class:`UpstreamCallFailed` when the transport refused the answer
+        (:func:`mcp_servers.stdio_transport.wire_fault`) or the connection closed (then the
+        supervisor restarts it)."""
+        if wire_fault(err) is not None:
+            self.consecutive_failures += 1
+            return UpstreamCallFailed(self.id, f"{what} {err.message}")
+        if err.code != CONNECTION_CLOSED:
+            self._answered()
+            return err
+        self.consecutive_failures += 1
+        known = self._dead.is_set() and self.reason
+        self._connection_lost(f"connection closed during {method}")
+        why = f": {self.reason}" if known else ""
+        return UpstreamCallFailed(self.id, f"the server's connection closed during {what}{why}")
 
     def _connection_lost(self, why: str) -> None:
+        """The connection is gone or judged broken: restart it (an earlier reason is kept)."""
+        if self._dead.is_set() and self.state == "restarting":
+            return
         self.last_error = why
         self._client = None
         self._set_state("restarting", why)
         self._dead.set()
 
     def status(self) -> dict[str, Any]:
-        """``{id, transport, enabled, state, tools, restarts, last_error, since, protocol_version,
-        server_name}`` for ``GET /health`` and ``turnstile mcp status``."""
-        return {
+        """``{id, transport, enabled, state, reason, tools, restarts, last_error, since, last_ok,
+        consecutive_failures, protocol_version, server_name}`` (times in epoch seconds) and, for
+        stdio, ``wire: {junk_lines, oversize_messages, last_fault}``, for ``GET /health`` and
+        ``turnstile mcp status``. ``reason`` says why the state is not ``ready``."""
+        out: dict[str, Any] = {
             "id": self.id,
             "transport": self.spec.transport.type,
             "enabled": self.spec.enabled,
             "state": self.state,
+            "reason": self.reason,
             "tools": self.tool_count,
             "restarts": self.restarts,
             "last_error": self.last_error,
             "since": round(self.since, 3),
+            "last_ok": round(self.last_ok, 3) if self.last_ok is not None else None,
+            "consecutive_failures": self.consecutive_failures,
             "protocol_version": self.protocol_version,
             "server_name": self.server_info.name if self.server_info else None,
         }
+        if isinstance(self.spec.transport, StdioTransport):
+            out["wire"] = dataclasses.asdict(self.wire)
+        return out
 
 
 def _describe(err: BaseException) -> str:

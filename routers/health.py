@@ -13,9 +13,15 @@ monotonic) so tests need no sleeps.
 * **Latency**: an exponentially weighted moving average of successful call latency (ms),
   used to order deployments of the same tier and price.
 * **Retry budget** (:class:`RetryBudget`): a token bucket; each turn deposits ``ratio``
-  tokens (up to ``cap``), each fallback attempt withdraws one, so under a wide outage
-  fallbacks cannot multiply load beyond ``1 + ratio`` (the scheme of Finagle/Envoy retry
-  budgets). A turn always gets its first attempt.
+  tokens (up to ``cap``), each fallback attempt onto a deployment that is itself failing
+  (:meth:`HealthBoard.failing`) withdraws one, so under a wide outage fallbacks cannot multiply
+  load beyond ``1 + ratio`` (the scheme of Finagle/Envoy retry budgets). A turn always gets its
+  first attempt. A fallback to a deployment that has not failed is a failover, not a retry: it
+  takes no token (as Envoy's priority failover is outside its retry budget), so a burst routed
+  to a failing primary before its first failure was known still reaches a healthy fallback.
+  Each deployment is asked at most once per turn, so even a burst against an alias whose every
+  deployment fails asks each at most once per turn, and once they have failed, fallbacks are
+  held to the budget again.
 """
 
 from __future__ import annotations
@@ -125,6 +131,13 @@ class HealthBoard:
             h.state = "half_open"
             h.probing = False
         return h.state
+
+    def failing(self, name: str) -> bool:
+        """True when ``name``'s last outcome was a failure (consecutive failures, a cooldown
+        or a circuit that is not closed): a fallback onto it is a retry and spends the retry
+        budget. A deployment never called, or whose last call succeeded, is not failing."""
+        h = self.entries.get(name)
+        return h is not None and (h.consecutive_failures > 0 or h.state != "closed")
 
     def unavailable(self, name: str) -> str | None:
         """Why ``name`` should not be tried now (``"cooldown 3.2s"``, ``"circuit open"``,

@@ -10,7 +10,6 @@ from typing import Annotated, Any
 import orjson
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 
@@ -180,6 +179,12 @@ def print_routing(r: dict[str, Any] | None, console: Console) -> None:
     )
 
 
+def stdout_is_terminal() -> bool:
+    """Whether standard output is a terminal (then the progress bar shows; else progress lines
+    go to stderr)."""
+    return sys.stdout.isatty()
+
+
 def replay(
     paths: Annotated[
         list[Path],
@@ -205,49 +210,45 @@ def replay(
     no_routing: Annotated[bool, typer.Option("--no-routing", help="Skip the routing estimate.")] = False,
 ) -> None:
     """Replay recorded conversations and provider traffic through the whole pipeline and report
-    what the guards catch, what conversions lose and what it would cost. Exit status 1 only
-    when Turnstile itself crashed or lost information."""
-    from gateway.errors import ConfigError
-    from gateway.replay.discover import DEFAULT_EXCLUDE
-    from gateway.replay.routing import DEFAULT_ROUTING_PATH, load_routing
-    from gateway.replay.runner import run
-
+    what the guards catch, what conversions lose and what it would cost. Progress shows from
+    the start: a bar on a terminal, else a line on stderr every few seconds ("errors": crashes
+    and losses so far). Exit status 1 only when Turnstile itself crashed or lost information."""
     for p in paths:
         if not p.exists():
             typer.echo(f"no such file or directory: {p}", err=True)
             raise typer.Exit(2)
-    if not no_routing:
-        try:
-            load_routing(routing_config)
-        except ConfigError as err:
-            typer.echo(str(err), err=True)
-            raise typer.Exit(2) from err
-    console = Console(stderr=json)
+    from gateway.replay.progress import make_progress
+
+    tty = stdout_is_terminal()
+    console = Console(stderr=json, force_terminal=True if tty and not json else None)
     started = time.perf_counter()
-    excl = tuple(exclude) if exclude else DEFAULT_EXCLUDE
-    with Progress(
-        TextColumn("replay"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.description}"),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as progress:
-        task = progress.add_task("", total=None)
+    progress = make_progress(tty and console.is_terminal, console, sys.stderr)  # shown from the start
+    try:
+        progress.phase("starting: loading the pipeline")
+        from gateway.errors import ConfigError
+        from gateway.replay.discover import DEFAULT_EXCLUDE
+        from gateway.replay.routing import DEFAULT_ROUTING_PATH, load_routing
+        from gateway.replay.runner import run
 
-        def on_file(source: str, done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total, description=source[-60:])
-
+        if not no_routing:
+            try:
+                load_routing(routing_config)
+            except ConfigError as err:
+                progress.close()
+                typer.echo(str(err), err=True)
+                raise typer.Exit(2) from err
+        progress.phase("finding files")
         report = run(
             paths,
             jobs=jobs,
-            exclude=excl,
-            on_file=on_file,
+            exclude=tuple(exclude) if exclude else DEFAULT_EXCLUDE,
+            on_start=progress.start,
+            on_file=progress.file_done,
             routing_config=routing_config,
             route=not no_routing,
         )
+    finally:
+        progress.close()
     data = report.as_dict()
     data["routing"]["config"] = None if no_routing else str(routing_config or DEFAULT_ROUTING_PATH)
     seconds = time.perf_counter() - started

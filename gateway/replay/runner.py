@@ -115,13 +115,16 @@ def run(
     *,
     jobs: int | None = None,
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
-    on_file: Callable[[str, int, int], None] | None = None,
+    on_file: Callable[[str, int, int, int], None] | None = None,
     db_dir: str | None = None,
     routing_config: Path | None = None,
     route: bool = True,
+    on_start: Callable[[int], None] | None = None,
 ) -> Report:
     """Replay every file under ``paths`` with ``jobs`` worker processes (default: CPU count;
-    1 runs in this process). ``on_file(source, done, total)`` is called as each file ends.
+    1 runs in this process). ``on_start(total)`` is called once the files are found (before
+    the price catalog loads), ``on_file(source, done, total, errors)`` as each file ends
+    (``errors``: crashes and losses so far).
     Unless ``route`` is False, every turn is also routed with the replay routing configuration
     at ``routing_config`` (default :data:`gateway.replay.routing.DEFAULT_ROUTING_PATH`; raises
     :class:`gateway.errors.ConfigError` when it does not validate). Returns the merged
@@ -130,6 +133,8 @@ def run(
     files = sorted(iter_files(paths, exclude), key=lambda p: -_size(p))
     sources = [_source(p, paths) for p in files]
     total = len(files)
+    if on_start:
+        on_start(total)
     report = Report()
     jobs = jobs or os.cpu_count() or 1
     quiet_logs()
@@ -140,7 +145,7 @@ def run(
             for n, (p, s) in enumerate(zip(files, sources, strict=True), 1):
                 report.merge(replay_file(str(p), s, where, routing))
                 if on_file:
-                    on_file(s, n, total)
+                    on_file(s, n, total, len(report.crashes) + len(report.losses))
             return report
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = {
@@ -150,5 +155,5 @@ def run(
             for n, fut in enumerate(as_completed(futures), 1):
                 report.merge(fut.result())
                 if on_file:
-                    on_file(futures[fut], n, total)
+                    on_file(futures[fut], n, total, len(report.crashes) + len(report.losses))
     return report

@@ -41,9 +41,56 @@ def test_unknown_model_names_what_is_available(monkeypatch: pytest.MonkeyPatch) 
     assert err.value.param == "model" and "gpt-9" in err.value.message and "demo" in err.value.message
 
 
-def test_a_disabled_deployment_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(ModelNotFound, match="OPENAI_API_KEY is not set"):
+def test_a_disabled_deployment_says_which_variable_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ModelNotFound, match=r"model 'openai-gpt-4\.1' is disabled: set OPENAI_API_KEY"):
         _table(monkeypatch).candidates("openai-gpt-4.1")
+
+
+@pytest.mark.parametrize(
+    ("model", "variable"),
+    [
+        ("gpt-4.1", "OPENAI_API_KEY"),
+        ("claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+        ("gemini-2.5-pro", "GEMINI_API_KEY"),
+    ],
+)
+def test_an_alias_whose_deployments_all_lack_keys_says_which_variable_to_set(
+    monkeypatch: pytest.MonkeyPatch, model: str, variable: str
+) -> None:
+    with pytest.raises(ModelNotFound) as err:
+        _table(monkeypatch).candidates(model)
+    assert err.value.status == 404 and err.value.param == "model"
+    assert err.value.message.startswith(f"model {model!r} is disabled: set {variable} ")
+    assert "does not exist" not in err.value.message
+
+
+def test_a_disabled_alias_over_several_providers_names_every_variable_that_would_enable_it() -> None:
+    cfg = parse_config(
+        {
+            "deployments": [
+                {"name": "o", "api": "openai_chat", "model": "gpt-x", "api_key_env": "OPENAI_API_KEY"},
+                {"name": "o2", "api": "openai_chat", "model": "gpt-y", "api_key_env": "OPENAI_API_KEY"},
+                {
+                    "name": "a",
+                    "api": "anthropic_messages",
+                    "model": "claude-x",
+                    "api_key_env": "ANTHROPIC_API_KEY",
+                },
+            ],
+            "models": [{"name": "smart", "deployments": ["o", "a", "o2"]}],
+        }
+    )
+    table = DeploymentTable.build(cfg, _NoKeys(), resolve_prices=False)
+    with pytest.raises(ModelNotFound, match="'smart' is disabled: set OPENAI_API_KEY or ANTHROPIC_API_KEY "):
+        table.candidates("smart")
+    with pytest.raises(ModelNotFound, match="'claude-x' is disabled: set ANTHROPIC_API_KEY "):
+        table.candidates("claude-x")  # the upstream model id of a disabled deployment
+    assert table.disabled_aliases == {"smart": "set OPENAI_API_KEY or ANTHROPIC_API_KEY"}
+
+
+class _NoKeys(Settings):
+    def read_key(self, name: str) -> str | None:
+        return None
 
 
 def test_upstream_model_id_resolves_to_its_deployment() -> None:

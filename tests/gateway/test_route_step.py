@@ -215,15 +215,40 @@ async def test_timeouts_and_5xx_fall_back_in_decision_order(tmp_path: Path) -> N
     assert provider.names() == ["mini", "mini-2", "big"] and result.response.message.text == "big"
 
 
-async def test_exhausted_retry_budget_stops_fallbacks(tmp_path: Path) -> None:
+async def test_exhausted_retry_budget_stops_fallbacks_onto_a_failing_deployment(tmp_path: Path) -> None:
     provider = ByDeployment(mini=[UpstreamError("boom", status=500)], **{"mini-2": [ok()]}, big=[ok()])
-    pipe, writer, gw = await _pipe(provider, tmp_path)
+    pipe, writer, gw = await _pipe(provider, tmp_path, cooldown_s=0)
+    for failing in ("mini-2", "big"):  # failed before, not cooling down: still routed to
+        gw.routing.health.failure(failing)
     gw.routing.health.budget.tokens = 0.0
     gw.routing.health.budget.ratio = 0.0
     with pytest.raises(UpstreamError, match="boom"):
         await pipe.complete(_ctx(USER))
     await writer.close()
     assert provider.names() == ["mini"]
+    attempts = orjson.loads(recent(tmp_path / "t.db")[0]["attempts"])
+    assert {"deployment": "mini-2", "skipped": "retry budget exhausted"} in attempts
+    assert {"deployment": "big", "skipped": "retry budget exhausted"} in attempts
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["nonstream", "stream"])
+async def test_a_failover_to_a_deployment_that_has_not_failed_needs_no_retry_budget(
+    tmp_path: Path, stream: bool
+) -> None:
+    provider = ByDeployment(
+        mini=[UpstreamError("slow down", status=429)], **{"mini-2": [ok("two")]}, big=[ok()]
+    )
+    pipe, writer, gw = await _pipe(provider, tmp_path)
+    gw.routing.health.budget.tokens = 0.0
+    gw.routing.health.budget.ratio = 0.0
+    if stream:
+        turn = await pipe.open_stream(_ctx(USER, stream=True))
+        _ = [e async for e in turn.events]
+    else:
+        assert (await pipe.complete(_ctx(USER))).response.message.text == "two"
+    await writer.close()
+    assert provider.names() == ["mini", "mini-2"]
+    assert gw.routing.health.budget.tokens == 0.0, "a failover takes no token"
 
 
 async def test_context_overflow_falls_back_to_a_larger_window_only(tmp_path: Path) -> None:

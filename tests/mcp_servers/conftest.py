@@ -3,10 +3,13 @@
 Upstreams: PyPI ``mcp-server-time`` (stdio), the fixture server as ``github`` (stdio, ``exec``
 pre-approved), as ``jira`` (streamable HTTP, ``jql`` search) and as
 ``enterprise-knowledge-base-prod`` (stdio, handed case C24; 1 s call timeout for the hang test).
+Servers added through the admin API may run the fixture server (this Python) and a command that
+does not exist (the supervision tests); nothing else.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -27,6 +30,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpGateway]:
             fixture_spec("github", trust={"exec": "allow"}),
             {"id": "jira", "transport": {"type": "streamable_http", "url": jira.url}},
         ]
-        yield from start_gateway(tmp_path_factory.mktemp("mcp-gateway"), servers)
+        admin_servers = {"commands": [sys.executable, "/nonexistent/mcp-server"]}
+        yield from start_gateway(tmp_path_factory.mktemp("mcp-gateway"), servers, admin_servers=admin_servers)
     finally:
         jira.stop()

@@ -1,7 +1,8 @@
 """A stdio MCP server for the gateway's tests, built on the ``mcp`` SDK's ``MCPServer``.
 
 Run as ``python tests/mcp_servers/fixture_server.py [--name NAME] [--search-param query|jql]
-[--http-port PORT]`` (stdio by default).
+[--http-port PORT] [--family PIDFILE]`` (stdio by default). With ``--family`` the server first
+starts descendants that try to outlive it (see :func:`spawn_family`).
 Its tools cover the faults and edge cases the registry must handle:
 
 * ``search`` (read-only): its one argument is ``query`` or ``jql`` (``--search-param``), so
@@ -15,7 +16,12 @@ Its tools cover the faults and edge cases the registry must handle:
 * ``weird.name/with.dots`` and a name over 64 characters (read-only);
 * ``untagged``: no annotations at all (must count as the worst case);
 * ``delete_file`` (destructive), ``write_note`` (writes, not destructive, closed world, takes a
-  ``path``).
+  ``path``);
+* ``save_file`` (like ``write_note``, but really writes ``text`` to ``path``, resolved from the
+  server's own working directory);
+* ``reset(mode, target)`` (destructive): its schema declares ``mode`` one of ``soft``/``hard``
+  and no other keys, yet it accepts anything, and records every call it receives; ``received``
+  (read-only) returns those calls as JSON (to show a call never reached the server).
 
 Resources ``note://<name>/readme`` and ``note://<name>/extra-N`` (``--resources N``), the template
 ``note://<name>/items/{item}``, the prompt ``summarize(topic)``; ``grow`` (read-only) adds one
@@ -28,6 +34,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Annotated, Any
 
 import anyio
 from mcp.server import MCPServer
@@ -35,6 +42,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.resources import FunctionResource
 from mcp.types import ToolAnnotations
+from pydantic import Field
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 LONG_NAME = "a_tool_name_that_is_deliberately_much_longer_than_sixty_four_characters_in_total"
@@ -158,7 +166,65 @@ def build(name: str, search_param: str, extra_resources: int = 0) -> MCPServer:
     def write_note(path: str, text: str) -> str:
         return f"wrote {len(text)} characters to {path}"
 
+    @server.tool(
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    )
+    def save_file(path: str, text: str) -> str:
+        with open(path, "w") as f:
+            f.write(text)
+        return f"saved {os.path.realpath(path)}"
+
+    received: list[dict[str, Any]] = []
+
+    @server.tool(
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+    )
+    def reset(
+        mode: Annotated[str, Field(json_schema_extra={"enum": ["soft", "hard"]})], target: str = "HEAD"
+    ) -> str:
+        received.append({"tool": "reset", "mode": mode, "target": target})
+        return f"reset --{mode} {target}"
+
+    @server.tool(annotations=READ_ONLY)
+    def received_calls() -> str:
+        return json.dumps(received)
+
     return server
+
+
+FAMILY = """
+import os, sys, time
+path = sys.argv[1]
+def note(role):
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.write(fd, f"{role} {os.getpid()}\\n".encode())
+    os.close(fd)
+middle = os.fork()
+if middle == 0:  # double fork in a session of its own: a daemon no process group reaches
+    os.setsid()
+    if os.fork() == 0:
+        note("daemon")
+        while True:
+            time.sleep(3600)
+    os._exit(0)
+os.waitpid(middle, 0)
+note("grandchild")
+while True:
+    time.sleep(3600)
+"""
+
+
+def spawn_family(pidfile: str) -> None:
+    """Start a child (``grandchild`` of the gateway, in the server's process group) that
+    double-forks a ``daemon`` in a session of its own, both inheriting stdin/stdout and
+    sleeping forever. Each appends ``<role> <pid>`` to ``pidfile``; the server adds
+    ``server <pid>``."""
+    import subprocess
+
+    subprocess.Popen([sys.executable, "-c", FAMILY, pidfile])
+    fd = os.open(pidfile, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.write(fd, f"server {os.getpid()}\n".encode())
+    os.close(fd)
 
 
 def main() -> None:
@@ -170,7 +236,10 @@ def main() -> None:
     parser.add_argument(
         "--http-port", type=int, default=0, help="serve streamable HTTP on 127.0.0.1:PORT/mcp"
     )
+    parser.add_argument("--family", default="", help="start descendants, append their pids here")
     args = parser.parse_args()
+    if args.family:
+        spawn_family(args.family)
     server = build(args.name, args.search_param, args.resources)
     if args.http_port:
         server.run("streamable-http", host="127.0.0.1", port=args.http_port)

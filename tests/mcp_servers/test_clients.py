@@ -73,12 +73,32 @@ def test_authenticate_matches_keys_and_fails_closed() -> None:
     assert authenticate(McpConfig(), env, {}) is EVERYTHING
 
 
+def test_the_key_is_read_where_each_sdk_sends_it() -> None:
+    cfg = McpConfig.model_validate({"clients": [{"name": "a", "key_env": "K", "tools": ["x__*"]}]})
+    env = {"K": "secret"}.get
+    for headers in ({"x-api-key": "secret"}, {"x-goog-api-key": "secret"}):
+        assert authenticate(cfg, env, headers) == Visibility("a", ("x__*",)), headers
+    # the Anthropic SDK with an auth token sends both: either matching is enough
+    both = {"authorization": "Bearer other", "x-api-key": "secret"}
+    assert authenticate(cfg, env, both) == Visibility("a", ("x__*",))
+    assert authenticate(cfg, env, {"x-api-key": "wrong", "x-goog-api-key": ""}) is None
+
+
+async def test_mcp_endpoint_accepts_the_key_in_x_api_key(keyed_gw: McpGateway) -> None:
+    http = create_mcp_http_client(headers={"x-api-key": BOB})
+    async with Client(streamable_http_client(keyed_gw.mcp_url, http_client=http)) as bob:
+        names = {t.name for t in (await bob.list_tools()).tools}
+    assert names == {"time__get_current_time", "time__convert_time", "docs__headers"}
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_each_client_lists_and_calls_only_its_tools(keyed_gw: McpGateway, mode: str) -> None:
     async with _client(keyed_gw, ALICE, mode=mode) as alice:
         names = {t.name for t in (await alice.list_tools()).tools}
         assert names and all(n.startswith("docs__") for n in names)
         assert _text(await alice.call_tool("docs__echo", {"text": "hi"})) == "hi"
+        row = keyed_gw.registry.store.audit_rows(1)[0]
+        assert (row["exposed"], row["client"]) == ("docs__echo", "alice")  # the audit names the caller
         with pytest.raises(MCPError, match="unknown tool"):
             await alice.call_tool("time__get_current_time", {"timezone": "UTC"})
     async with _client(keyed_gw, BOB, mode=mode) as bob:

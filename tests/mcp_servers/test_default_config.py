@@ -72,6 +72,22 @@ async def test_write_inside_the_workspace_runs_without_asking(default_gw: McpGat
     assert target.read_text() == "hello" and (target.parent / "sub").is_dir()
 
 
+async def test_a_relative_write_lands_in_the_workspace_without_asking(default_gw: McpGateway) -> None:
+    asked: list[str] = []
+
+    async def decline(ctx: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="decline")
+
+    async with Client(default_gw.mcp_url, elicitation_callback=decline) as client:
+        wrote = await client.call_tool("filesystem__write_file", {"path": "rel.txt", "content": "r"})
+        assert not wrote.is_error, _text(wrote)
+        up = await client.call_tool("filesystem__write_file", {"path": "../up.txt", "content": "u"})
+    assert up.is_error and len(asked) == 1 and "../up.txt" in asked[0]
+    assert (default_gw.workspace / "rel.txt").read_text() == "r"
+    assert not (default_gw.workspace.parent / "up.txt").exists()
+
+
 async def test_destructive_call_asks_with_the_exact_action(default_gw: McpGateway) -> None:
     asked: list[str] = []
 

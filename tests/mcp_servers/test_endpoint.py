@@ -6,6 +6,7 @@ fault cases of issue 6 (killed mid-call, hung, odd names, no annotations, destru
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import ElicitResult, TextContent
+from mcp.types import CallToolResult, ElicitResult, InputRequiredResult, TextContent
 from mcp_harness import McpGateway
 
 from mcp_servers.naming import EXPOSED_NAME, exposed_name
@@ -103,14 +104,17 @@ async def test_unknown_tool_is_a_protocol_error(gw: McpGateway) -> None:
 
 
 async def test_hung_tool_times_out_with_an_error_naming_the_server(gw: McpGateway) -> None:
+    up = gw.registry.upstream("enterprise-knowledge-base-prod")
+    restarts = up.restarts
     async with Client(gw.mcp_url) as client:
         result = await client.call_tool("enterprise-knowledge-base-prod__hang", {})
         assert (
             result.is_error and "'enterprise-knowledge-base-prod'" in _text(result) and "1 s" in _text(result)
         )
-        # the upstream stays usable after a timeout
+        # the upstream stays usable after a timeout: its liveness probe answered, no restart
         echo = await client.call_tool("enterprise-knowledge-base-prod__echo", {"text": "still here"})
         assert _text(echo) == "still here"
+    assert up.state == "ready" and up.restarts == restarts and up.consecutive_failures == 0
 
 
 async def test_tool_without_annotations_counts_as_worst_case(gw: McpGateway) -> None:
@@ -143,6 +147,39 @@ async def test_destructive_call_asks_with_the_exact_action(gw: McpGateway, mode:
     assert len(asked) == 1
     assert 'will run tool "delete_file" of MCP server "github" with path="/srv/app/data.db"' in asked[0]
     assert "destructive" in asked[0]
+
+
+async def test_a_replayed_approval_does_not_run_twice(gw: McpGateway) -> None:
+    async def unused(ctx: Any, params: Any) -> ElicitResult:  # declares elicitation; rounds are manual
+        raise AssertionError("a 2026-07-28 client is asked through InputRequiredResult")
+
+    async with Client(gw.mcp_url, mode="auto", elicitation_callback=unused) as client:
+        args = {"path": "/tmp/turnstile-replay-test"}
+        asked = await client.session.call_tool("github__delete_file", args, allow_input_required=True)
+        assert isinstance(asked, InputRequiredResult) and list(asked.input_requests or {}) == [
+            "turnstile_confirm"
+        ]
+        approve: dict[str, Any] = {
+            "turnstile_confirm": ElicitResult(action="accept", content={"approve": True})
+        }
+        runs = [
+            await client.session.call_tool(
+                "github__delete_file",
+                args,
+                input_responses=approve,
+                request_state=asked.request_state,
+                allow_input_required=True,
+            )
+            for _ in range(3)
+        ]
+    ran, *replays = runs
+    assert isinstance(ran, CallToolResult) and _text(ran) == "deleted /tmp/turnstile-replay-test"
+    for replay in replays:  # the same approval again: asked afresh, never run
+        assert isinstance(replay, InputRequiredResult)
+        assert list(replay.input_requests or {}) == ["turnstile_confirm"]
+        assert replay.request_state != asked.request_state
+    rows = [r for r in gw.registry.store.audit_rows(10) if r["tool"] == "delete_file"]
+    assert [r["outcome"] for r in rows[:4]] == ["asked", "asked", "approved", "asked"]
 
 
 async def test_declined_confirmation_does_not_run(gw: McpGateway) -> None:
@@ -196,3 +233,40 @@ async def test_health_reports_every_upstream(gw: McpGateway) -> None:
         body = (await http.get(f"{gw.url}/health")).json()
     states = {s["id"]: s["state"] for s in body["mcp"]["servers"]}
     assert states["time"] == "ready" and states["jira"] == "ready"
+
+
+async def test_mcp_call_with_arguments_outside_the_schema_never_reaches_the_server(gw: McpGateway) -> None:
+    asked: list[str] = []
+
+    async def approve(ctx: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"approve": True})
+
+    async with Client(gw.mcp_url, elicitation_callback=approve) as client:
+        bad = await client.call_tool("github__reset", {"mode": "hardest"})
+        missing = await client.call_tool("github__reset", {"target": "HEAD~1"})
+        wrong_type = await client.call_tool("github__echo", {"text": 3})
+        received = await client.call_tool("github__received_calls", {})
+    assert bad.is_error
+    assert (
+        _text(bad) == 'invalid arguments for tool "reset" of MCP server "github": '
+        "arguments.mode: 'hardest' is not one of ['soft', 'hard']. The tool was not run; call it again "
+        "with arguments that match its input schema."
+    )
+    assert missing.is_error and "arguments: 'mode' is a required property" in _text(missing)
+    assert wrong_type.is_error and "arguments.text: 3 is not of type 'string'" in _text(wrong_type)
+    assert json.loads(_text(received)) == []  # the fixture server never saw a call
+    assert asked == []  # nobody is asked to approve a call that cannot run
+    rows = [r for r in gw.registry.store.audit_rows(20) if r["tool"] == "reset"]
+    assert [r["outcome"] for r in rows[:2]] == ["invalid_arguments"] * 2
+    assert "hardest" in rows[1]["reason"]
+
+
+async def test_both_paths_give_the_same_answer(gw: McpGateway) -> None:
+    endpoint = gw.app.state.mcp.endpoint
+    from_loop = gw.loop.call(endpoint.call_for_loop("github__reset", {"mode": "hardest"}))
+    async with Client(gw.mcp_url, mode="legacy") as client:
+        from_mcp = await client.call_tool("github__reset", {"mode": "hardest"})
+        received = await client.call_tool("github__received_calls", {})
+    assert from_loop.is_error and from_mcp.is_error and _text(from_loop) == _text(from_mcp)
+    assert json.loads(_text(received)) == []

@@ -2,7 +2,9 @@
 
 * PyPI ``mcp-server-git==2026.10.19`` (dev dependency) on a repository inside the workspace:
   ``git_reset`` (destructiveHint) comes out ``confirm``, ``git_add``/``git_commit`` (writes,
-  closed world, ``repo_path`` argument) ``allow_in_workspace``, so they run without asking there.
+  closed world, ``repo_path`` argument) ``allow_in_workspace``, so they run without asking there
+  (``git_add``'s relative ``files`` count as inside because the spec declares that the server
+  resolves them against the repository: ``relative_paths_base``).
 * npm ``@modelcontextprotocol/server-everything@2026.8.31`` over stdio through ``npx`` (fetched
   from the npm registry on first use). Without ``npx`` its tests skip, unless
   ``TURNSTILE_REQUIRE_SERVICES=1``, where they fail.
@@ -50,7 +52,12 @@ def real_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpGateway]:
     servers: list[dict[str, Any]] = [
         {
             "id": "git",
-            "transport": {"type": "stdio", "command": GIT_SERVER, "args": ["--repository", str(repo)]},
+            "transport": {
+                "type": "stdio",
+                "command": GIT_SERVER,
+                "args": ["--repository", str(repo)],
+                "relative_paths_base": str(repo),  # git_add resolves its files against the repository
+            },
         }
     ]
     if NPX is not None:

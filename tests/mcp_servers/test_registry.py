@@ -49,7 +49,9 @@ def _spec(sid: str, **kw: Any) -> McpServerSpec:
 
 
 async def _registry(tmp_path: Path, *specs: McpServerSpec, namespaced: bool = True) -> McpRegistry:
-    cfg = McpConfig(servers=list(specs), namespaced=namespaced)
+    cfg = McpConfig.model_validate(
+        {"servers": list(specs), "namespaced": namespaced, "admin_servers": {"commands": ["x"]}}
+    )
     reg = McpRegistry(
         cfg, store=McpStore(tmp_path / "db.sqlite"), read_env=lambda _: None, upstream_factory=FakeUpstream
     )

@@ -67,10 +67,25 @@ def test_workspace_check_follows_symlinks_and_relative_paths(tmp_path: Path) -> 
     ann = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
     c = classify(_tool(ann, {"path": {"type": "string"}}))
     assert decide("s", "t", c, {"path": str(ws / "a.txt")}, [str(ws)]).outcome == "run"
-    assert decide("s", "t", c, {"path": "sub/a.txt"}, [str(ws)]).outcome == "run"
+    assert decide("s", "t", c, {"path": "sub/a.txt"}, [str(ws)], str(ws)).outcome == "run"
     assert decide("s", "t", c, {"path": str(ws / "escape" / "passwd")}, [str(ws)]).outcome == "ask"
-    assert decide("s", "t", c, {"path": "../outside"}, [str(ws)]).outcome == "ask"
+    assert decide("s", "t", c, {"path": "../outside"}, [str(ws)], str(ws)).outcome == "ask"
+    assert decide("s", "t", c, {"path": "escape/passwd"}, [str(ws)], str(ws)).outcome == "ask"
     assert decide("s", "t", c, {"path": str(ws / "a")}, []).outcome == "ask"
+
+
+def test_a_relative_path_counts_as_inside_only_where_the_server_resolves_it(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ann = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    c = classify(_tool(ann, {"path": {"type": "string"}}))
+    # no known base (a stdio server without cwd runs in the gateway's directory; HTTP elsewhere)
+    unplaced = decide("s", "t", c, {"path": "in2.txt"}, [str(ws)])
+    assert unplaced.outcome == "ask" and unplaced.outside == ["in2.txt"]
+    assert "resolved where the server runs" in unplaced.reason
+    # a base outside the workspace: the same relative path lands outside
+    assert decide("s", "t", c, {"path": "in2.txt"}, [str(ws)], str(tmp_path)).outcome == "ask"
+    assert decide("s", "t", c, {"path": "in2.txt"}, [str(ws)], str(ws)).outcome == "run"
 
 
 def test_home_and_variable_paths_never_count_as_inside_the_workspace(tmp_path: Path) -> None:

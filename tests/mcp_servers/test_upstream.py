@@ -92,3 +92,27 @@ def test_cli_mcp_status_lists_servers_of_a_running_gateway(gw: McpGateway) -> No
     result = CliRunner().invoke(app, ["mcp", "status", "--url", gw.url])
     assert "time" in result.output and "ready" in result.output and "jira" in result.output
     assert result.exit_code in (0, 1)
+
+
+def test_cli_mcp_status_says_why_a_server_is_not_ready_and_when_it_last_answered() -> None:
+    from rich.console import Console
+
+    from mcp_servers.cli import render_status
+
+    wedged = {
+        "id": "hostile",
+        "transport": "stdio",
+        "state": "degraded",
+        "reason": "tool 'freeze' did not answer within 5 s",
+        "restarts": 2,
+        "last_ok": 1_000.0,
+        "consecutive_failures": 3,
+        "wire": {"junk_lines": 7, "oversize_messages": 1, "last_fault": "junk on stdout"},
+    }
+    console = Console(record=True, width=400)
+    console.print(render_status([wedged], now=1_042.0))
+    out = console.export_text()
+    assert "degraded: tool 'freeze' did not answer within 5 s" in out
+    assert "42 s ago" in out and "7 junk, 1 refused" in out
+    row = next(line for line in out.splitlines() if "hostile" in line)
+    assert " 3 " in row  # failures in a row

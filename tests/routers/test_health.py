@@ -66,3 +66,12 @@ def test_context_overflow_messages_are_recognised_only_on_client_errors() -> Non
     )
     assert not is_context_overflow(400, "tools[0].name: invalid")
     assert not is_context_overflow(500, "maximum context length")
+
+
+def test_a_deployment_is_failing_from_its_first_failure_until_its_next_success() -> None:
+    board = HealthBoard(settings=HealthSettings(cooldown_s=0, failure_threshold=3), clock=Clock())
+    assert not board.failing("never-called")
+    board.failure("d")
+    assert board.failing("d") and board.unavailable("d") is None  # no cooldown, still failing
+    board.success("d")
+    assert not board.failing("d")
