@@ -7,6 +7,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
+import structlog
 import typer
 from rich.console import Console
 
@@ -96,6 +97,10 @@ def serve(
     os.environ["TURNSTILE_HOST"] = bind  # the factory judges (and tells MCP) the address served
     if allow_anonymous:
         os.environ["TURNSTILE_ALLOW_ANONYMOUS"] = "1"
+    from gateway.serving import raise_fd_limit, uvicorn_options
+
+    soft, hard = raise_fd_limit()  # every client connection, upstream call and store holds one
+    structlog.get_logger("turnstile.cli").info("fd_limit", soft=soft, hard=hard)
     uvicorn.run(
         "gateway.server:create_app",
         factory=True,
@@ -107,6 +112,7 @@ def serve(
         lifespan="on",
         # SIGTERM: open turns get this long, then are cut (recorded as aborted; gateway.shutdown)
         timeout_graceful_shutdown=cfg.server.shutdown_timeout_s,
+        **uvicorn_options(cfg.server),
     )
 
 

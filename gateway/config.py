@@ -101,6 +101,8 @@ class Deployment(BaseModel):
     timeouts_s: dict[Literal["connect", "first_byte", "between_chunks", "total"], float] = Field(
         default_factory=dict
     )
+    max_response_bytes: int | None = Field(default=None, ge=64 * 1024)
+    """Overrides ``server.max_response_bytes`` for this deployment (bytes)."""
     description: str | None = None
 
     @model_validator(mode="after")
@@ -270,6 +272,42 @@ class ServerConfig(BaseModel):
     ``allow_anonymous``: serve on a non-loopback ``host`` although no client authentication is
     configured (anyone who can reach it spends the provider keys); without it such a host is
     refused at start (:mod:`gateway.exposure`).
+
+    Request bounds, checked right after a body's JSON is decoded (:mod:`gateway.edges._bounds`):
+
+    * ``max_request_messages`` (413 past it): 5× the longest conversation recorded in the
+      corpus (a Pi coding-agent session of 1,011 messages sent whole, 1.8 MB).
+    * ``max_request_parts`` (413): content parts and tool calls of all messages together, five
+      per message at the message limit (the corpus averages 1.3).
+    * ``max_json_depth`` (400): levels of JSON nesting, the body being level 1; recorded
+      requests reach 12, real tool schemas a few more. Everything accepted stays well inside
+      what the encoders can write back (orjson stops at 254 levels).
+
+    Answer bounds:
+
+    * ``max_response_bytes``: bytes one upstream answer may have (a whole body, or all of a
+      stream's SSE bytes), counted while they are read, decompressed; past it the answer is a
+      502 naming the cap and the deployment (a stream already started ends with the dialect's
+      error event) and the rest is never read. 8 MiB holds the longest answers models give:
+      32k output tokens streamed by OpenAI at ~230 bytes of SSE per token is 7.5 MB; Anthropic
+      and Gemini streams and whole bodies carry 4-40 bytes per token. A deployment answering
+      more (images, 128k-token outputs) sets its own ``max_response_bytes``.
+    * ``transcript_max_json_bytes``: bytes of request and of response JSON one transcript row
+      keeps; a longer one is stored with its longest strings shortened and a
+      ``"turnstile.cut"`` entry giving its original size.
+
+    Client connections (:mod:`gateway.serving`):
+
+    * ``keep_alive_timeout_s``: an idle kept-alive connection is closed after this; longer than
+      the idle expiry of the SDKs' pools (httpx 5 s, aiohttp 15 s, undici 4 s), so the client,
+      not the server, ends it and no request meets a connection closing under it.
+    * ``header_timeout_s``: a connection must send its request line and headers within this of
+      opening (or of the first byte of its next request), else 408 and closed.
+    * ``body_timeout_s``: the longest wait between two reads of a request body (408).
+    * ``max_connections``: client connections per process; unset, half of the file
+      descriptors left after a reserve (the other half for upstream connections). Past it a
+      new connection closes the one that has waited longest for a request; with none waiting,
+      it gets 503.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -278,6 +316,10 @@ class ServerConfig(BaseModel):
     allow_anonymous: bool = False
     port: int = Field(default=4000, ge=1, le=65535)
     max_body_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
+    max_request_messages: int = Field(default=5_000, gt=0)
+    max_request_parts: int = Field(default=25_000, gt=0)
+    max_json_depth: int = Field(default=64, ge=16, le=200)
+    max_response_bytes: int = Field(default=8 * 1024 * 1024, ge=64 * 1024)
     db_path: str = "turnstile.db"
     transcript_queue: int = Field(default=2_000, ge=1)
     transcript_commit_timeout_s: float = Field(
@@ -292,6 +334,11 @@ class ServerConfig(BaseModel):
         description="longest graceful shutdown (whole seconds, as uvicorn takes it): open turns "
         "still running then are cut and recorded as aborted",
     )
+    transcript_max_json_bytes: int = Field(default=1024 * 1024, ge=4096)
+    keep_alive_timeout_s: float = Field(default=30.0, gt=0)
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    max_connections: int | None = Field(default=None, ge=1)
 
 
 class TimeoutConfig(BaseModel):

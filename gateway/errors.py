@@ -59,7 +59,8 @@ class InvalidRequest(TurnstileError):
 
 
 class PayloadTooLarge(InvalidRequest):
-    """The request body exceeds ``server.max_body_bytes``."""
+    """The request exceeds a size limit: its body ``server.max_body_bytes``, or its messages or
+    content parts ``server.max_request_messages`` / ``server.max_request_parts``."""
 
     status = 413
     kind = "payload_too_large"
@@ -190,6 +191,18 @@ class UpstreamProtocolError(UpstreamError):
     def __init__(self, message: str, *, deployment: str | None = None, body: str | None = None) -> None:
         super().__init__(message, status=502, deployment=deployment, body=body)
         self.kind = "upstream"
+
+
+class UpstreamTooLarge(UpstreamError):
+    """An upstream answer grew past its byte cap (``server.max_response_bytes``, or the
+    deployment's ``max_response_bytes``) while it was read; the rest was not read.
+    ``limit_bytes`` is the cap, ``read_bytes`` what had arrived (or was declared)."""
+
+    def __init__(self, message: str, *, deployment: str | None, limit_bytes: int, read_bytes: int) -> None:
+        super().__init__(message, status=502, deployment=deployment)
+        self.kind = "upstream"
+        self.limit_bytes = limit_bytes
+        self.read_bytes = read_bytes
 
 
 class UnknownStopReason(UpstreamProtocolError):

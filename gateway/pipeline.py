@@ -25,7 +25,14 @@ import structlog
 from gateway import accounting, invariants, route_step, shutdown, signers, tool_loop
 from gateway.config import Deployment, GatewayConfig
 from gateway.deployments import DeploymentTable, provenance_of
-from gateway.errors import CapabilityError, GuardViolation, TurnCutByShutdown, TurnstileError, UpstreamError
+from gateway.errors import (
+    CapabilityError,
+    GuardViolation,
+    TurnCutByShutdown,
+    TurnstileError,
+    UpstreamError,
+    UpstreamTooLarge,
+)
 from gateway.providers.base import Provider
 from gateway.schema import (
     AssistantMessage,
@@ -550,6 +557,8 @@ class Pipeline:
                 # cut by the shutdown bound, or the client went away before the end
                 error, status = (cut, cut.status) if cut is not None else (None, 499)
                 final = _collect_partial(collected)
+            elif isinstance(error, UpstreamTooLarge):
+                final = _collect_partial(collected)  # what the client got before the cap (stored cut)
             await self._record(ctx, final, error, stream=True, status=status)
 
     # ------------------------------------------------------------------ bookkeeping

@@ -40,9 +40,12 @@ from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import openai_chat as openai_edge
 from gateway.errors import AnonymousRefused, InvalidRequest, PayloadTooLarge, RouteNotFound, TurnstileError
 from gateway.logs import access_log
+from gateway.memory import MemoryReturn
 from gateway.pipeline import Gateway, Pipeline, TurnContext
 from gateway.providers.registry import make_providers
 from gateway.schema import ToolProgress
+from gateway.serving import STATE_KEY as CONNECTIONS_KEY
+from gateway.serving import make_guard
 from gateway.sessions import api as session_api
 from gateway.sessions import turns as session_turns
 from gateway.shutdown import OpenTurns, answer_cut
@@ -230,12 +233,15 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
     pipeline: Pipeline = state.pipeline
     rid: str = scope["state"]["request_id"]
     in_pipeline = False  # from there on the pipeline records every outcome itself
+    large = False  # a large body: give the memory it took back to the OS afterwards
     try:
-        body = await _read_body(scope, receive, gw.config.server.max_body_bytes)
+        limits = gw.config.server
+        body = await _read_body(scope, receive, limits.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:  # parse off the event loop: keeps other requests moving
-            turn_request = await asyncio.to_thread(edge.parse_request, body)
+            large = True
+            turn_request = await asyncio.to_thread(edge.parse_request, body, limits)
         else:
-            turn_request = edge.parse_request(body)
+            turn_request = edge.parse_request(body, limits)
         ctx = TurnContext(request_id=rid, dialect=edge.DIALECT, request=turn_request)
         headers = Headers(scope=scope)
         ctx.session_id = session_turns.session_id_for(headers, turn_request)
@@ -271,6 +277,7 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
             )
         result = await pipeline.complete(ctx)
         body = orjson.dumps(edge.render_response(result.response, turn_request))
+        large = large or len(body) > LARGE_BODY_BYTES
         return JsonResponse(body, 200, result.headers)
     except TurnstileError as err:
         if err.status >= 500:
@@ -292,6 +299,9 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
         if not in_pipeline:
             await pipeline.record_refused(rid, edge.DIALECT, cut)
         return _error_response(edge, cut, rid)
+    finally:
+        if large:
+            state.memory.note()
 
 
 async def _openai_turn(scope: Scope, receive: Receive) -> Response:
@@ -318,17 +328,28 @@ async def count_tokens(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     rid: str = request.scope["state"]["request_id"]
     try:
-        body = await _read_body(request.scope, request.receive, gw.config.server.max_body_bytes)
-        turn_request = anthropic_edge.parse_count_tokens(body)
+        limits = gw.config.server
+        body = await _read_body(request.scope, request.receive, limits.max_body_bytes)
+        if len(body) > LARGE_BODY_BYTES:
+            turn_request = await asyncio.to_thread(anthropic_edge.parse_count_tokens, body, limits)
+        else:
+            turn_request = anthropic_edge.parse_count_tokens(body, limits)
         dep = gw.table.candidates(turn_request.model)[0]
         from gateway.providers.catalog import count_tokens as count
 
-        return _json(anthropic_edge.render_count_tokens(count(turn_request, dep.model)))
-    except TurnstileError as err:
+        # In a worker thread: tokenizing grows with the request, and the first call imports litellm.
+        tokens = await asyncio.to_thread(count, turn_request, dep.model)
+        return _json(anthropic_edge.render_count_tokens(tokens))
+    except TurnstileError as err:  # refused: one transcript row, as for a turn
+        await request.app.state.pipeline.record_refused(rid, anthropic_edge.DIALECT, err)
         return _error_response(anthropic_edge, err, rid)
     except ClientDisconnect:  # gone while the body was read: as a turn, not an ASGI error
         log.info("client_disconnected", request_id=rid)
         return Response(status_code=499)
+    except Exception:  # a JSON error in the dialect, never Starlette's plain-text 500
+        log.exception("internal_error", request_id=rid)
+        internal = TurnstileError("internal error in the gateway; see its log")
+        return _error_response(anthropic_edge, internal, rid)
 
 
 async def models(request: Request) -> Response:
@@ -351,6 +372,9 @@ async def health(request: Request) -> Response:
             "transcript_rows_dropped": gw.transcript.dropped if gw.transcript else 0,
             "mcp": mcp.registry.status() if (mcp := getattr(request.app.state, "mcp", None)) else None,
             "routing": gw.routing.health.snapshot() if gw.routing is not None else {},
+            "connections": conns.snapshot()
+            if (conns := getattr(request.app.state, "connections", None))
+            else None,
         }
     )
 
@@ -430,20 +454,26 @@ def create_app(
     open_turns = OpenTurns()  # shared by the front middleware and the lifespan's shutdown
 
     @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         from gateway.providers.transport import make_session
 
         session = make_session()
+        app.state.memory = MemoryReturn()
         transcript = TranscriptWriter(
             config.server.db_path,
             maxsize=config.server.transcript_queue,
             commit_timeout_s=config.server.transcript_commit_timeout_s,
+            max_json_bytes=config.server.transcript_max_json_bytes,
         )
         await transcript.start()
         gw = Gateway(
             config=config,
             table=table,
-            providers=providers if providers is not None else make_providers(session, config.timeouts),
+            providers=providers
+            if providers is not None
+            else make_providers(
+                session, config.timeouts, config.server.max_response_bytes, on_large=app.state.memory.note
+            ),
             transcript=transcript,
         )
         from gateway.sessions.store import open_store
@@ -483,13 +513,17 @@ def create_app(
         # the default young-generation threshold (700) they are scanned, often twice, while
         # still alive. A larger one lets nearly all of them die by reference count first.
         gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)
+        app.state.connections = make_guard(config.server)
         try:
-            yield
+            yield {
+                CONNECTIONS_KEY: app.state.connections
+            }  # the lifespan state: uvicorn hands it to each connection
         finally:
             # Turns cut by the shutdown bound record their rows as they unwind: wait for them
             # (bounded) so that those rows are written before the transcript closes.
             if not await open_turns.drained(config.server.transcript_commit_timeout_s):
                 log.error("shutdown_turns_still_open", turns=open_turns.count)
+            app.state.memory.close()
             await mcp_stack.aclose()
             await transcript.close()
             await gw.sessions.close()

@@ -28,6 +28,8 @@ import orjson
 import structlog
 from pydantic import BaseModel
 
+from gateway.transcript_cut import bounded, unstorable
+
 log = structlog.get_logger("turnstile.transcript")
 
 SCHEMA_SQL = """
@@ -88,6 +90,9 @@ COLUMNS = (
 )
 
 
+STORED_JSON_BYTES = 1024 * 1024
+"""Default bytes of request and of response JSON one row keeps (``server.transcript_max_json_bytes``)."""
+
 MAX_ROWS_PER_STATEMENT = 256
 """Rows per ``INSERT`` (24 parameters each: well below SQLite's 32,766-parameter limit)."""
 
@@ -139,9 +144,12 @@ class TurnRecord:
     request: dict[str, Any] | BaseModel | None = None
     response: dict[str, Any] | BaseModel | None = None
 
-    def row(self) -> tuple[Any, ...]:
+    def row(self, max_json_bytes: int = STORED_JSON_BYTES) -> tuple[Any, ...]:
         """The record as a row tuple in :data:`COLUMNS` order (models dumped here: the request
-        as JSON without nulls, the response as JSON, usage and withheld calls as Python)."""
+        as JSON without nulls, the response as JSON, usage and withheld calls as Python).
+        Request and response JSON longer than ``max_json_bytes`` are stored cut, and one that
+        cannot be encoded at all as a note saying why (:mod:`gateway.transcript_cut`): the row
+        is always made."""
         # ``type(x) is dict``, not ``isinstance(x, BaseModel)``: the latter is a Python-level
         # ABCMeta check for every model (this runs on the event loop, once per turn).
         usage = self.usage
@@ -154,16 +162,31 @@ class TurnRecord:
             return None if v is None else orjson.dumps(v, default=str).decode()
 
         request = self.request
-        if request is None or type(request) is dict:
-            request_json = js(request)
-        else:
-            to_json = request.__pydantic_serializer__.to_json  # type: ignore[union-attr]
-            request_json = to_json(request, exclude_none=True).decode()
+        request_json: str | None = None
+        try:
+            if request is None:
+                pass
+            elif type(request) is dict:
+                raw = orjson.dumps(request, default=str)
+                request_json = raw.decode() if len(raw) <= max_json_bytes else bounded(raw, max_json_bytes)
+            else:
+                raw = request.__pydantic_serializer__.to_json(request, exclude_none=True)  # type: ignore[union-attr]
+                request_json = raw.decode() if len(raw) <= max_json_bytes else bounded(raw, max_json_bytes)
+        except (ValueError, TypeError, RecursionError) as err:  # orjson and pydantic refuse, e.g. too deep
+            request_json = unstorable(err)
         response = self.response
-        if response is None or type(response) is dict:
-            response_json = js(response)
-        else:
-            response_json = response.__pydantic_serializer__.to_json(response).decode()  # type: ignore[union-attr]
+        response_json: str | None = None
+        try:
+            if response is None:
+                pass
+            elif type(response) is dict:
+                raw = orjson.dumps(response, default=str)
+                response_json = raw.decode() if len(raw) <= max_json_bytes else bounded(raw, max_json_bytes)
+            else:
+                raw = response.__pydantic_serializer__.to_json(response)  # type: ignore[union-attr]
+                response_json = raw.decode() if len(raw) <= max_json_bytes else bounded(raw, max_json_bytes)
+        except (ValueError, TypeError, RecursionError) as err:
+            response_json = unstorable(err)
 
         return (
             self.request_id,
@@ -284,10 +307,19 @@ class TranscriptWriter:
     not kept up), callers wait for room at most ``commit_timeout_s`` seconds; after that the row
     is dropped and logged (``transcript_row_dropped``) and counted in :attr:`dropped`, so memory
     stays bounded however long the store is down.
+
+    ``max_json_bytes`` bounds the request and the response JSON of a row (:meth:`TurnRecord.row`).
     """
 
-    def __init__(self, path: Path | str, maxsize: int = 10_000, commit_timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        maxsize: int = 10_000,
+        commit_timeout_s: float = 5.0,
+        max_json_bytes: int = STORED_JSON_BYTES,
+    ) -> None:
         self.path = path
+        self.max_json_bytes = max_json_bytes
         self._maxsize = maxsize
         self.commit_timeout_s = commit_timeout_s
         self._queue: deque[_Group] = deque()  # oldest first; the last may be _open
@@ -493,7 +525,7 @@ class TranscriptWriter:
         rows = []
         for record in records:
             try:
-                rows.append(record.row())
+                rows.append(record.row(self.max_json_bytes))
             except Exception:
                 log.exception("transcript_row_unwritable", request_id=record.request_id)
                 records = [r for r in records if r is not record]

@@ -2,7 +2,7 @@
 
 The verbs the server and pipeline call:
 
-* ``parse_request(body: bytes) -> Request``, ``parse_count_tokens(body) -> Request``
+* ``parse_request(body: bytes, limits) -> Request``, ``parse_count_tokens(body, limits) -> Request``
   (:mod:`gateway.edges.anthropic_messages_parse`);
 * ``render_response(resp, request) -> dict``, ``render_error(err) -> (status, body)``,
   ``render_count_tokens(n) -> dict`` (:mod:`gateway.edges.anthropic_messages_render`),

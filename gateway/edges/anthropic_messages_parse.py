@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from gateway.edges._bounds import DEFAULT_LIMITS, FieldPattern, InputLimits, check_bounds
 from gateway.edges._common import (
     JSONObj,
     as_obj,
@@ -86,6 +87,20 @@ _FIELD_NAMES = {
     "user": "metadata.user_id",
 }
 """Internal top-level field -> the client's field, for the (unexpected) validation error."""
+
+_FREE_FORM: tuple[FieldPattern, ...] = (
+    ("metadata",),
+    ("thinking",),
+    ("tool_choice",),
+    ("tools", "*", "input_schema"),
+    ("tools", "*", "cache_control"),
+    ("output_config", "format", "schema"),
+    ("system", "*", "cache_control"),
+    ("messages", "*", "content", "*", "input"),
+    ("messages", "*", "content", "*", "cache_control"),
+    ("messages", "*", "content", "*", "content", "*", "cache_control"),
+)
+"""Where a request carries JSON of the client's own shape (named when it nests too deep)."""
 
 
 def _unknown_block(kind: str, path: str, allowed: str) -> InvalidRequest:
@@ -481,8 +496,9 @@ def _response_format(out_cfg: JSONObj) -> JSONObj | None:
     return {"type": "json_schema", "schema": req(fmt, "schema", dict, path)}
 
 
-def _parse(body: bytes, *, count_tokens: bool) -> Request:
+def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     data = load_body(body)
+    check_bounds(data, body, limits, _FREE_FORM, extra_parts="system", inner_parts=True)
     get = data.get
     model = get("model")
     if type(model) is not str:
@@ -544,7 +560,7 @@ def _parse(body: bytes, *, count_tokens: bool) -> Request:
     return validate_request(out, _FIELD_NAMES)
 
 
-def parse_request(body: bytes) -> Request:
+def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     """Parse an Anthropic Messages request body (JSON bytes) into a :class:`Request`.
 
     Messages get ``src`` = ``"messages[i]"`` (``"messages[i].content[j]"`` for a tool result,
@@ -552,12 +568,15 @@ def parse_request(body: bytes) -> Request:
     ``include_usage`` is always True (Anthropic streams always report usage). Raises
     :class:`gateway.errors.InvalidRequest` naming the field for malformed JSON, wrong types,
     missing ``model``/``max_tokens``/``messages``, empty ``messages``, unknown roles or block
-    types, and unsupported features (documents, server tools, MCP connector).
+    types, and unsupported features (documents, server tools, MCP connector), and
+    :class:`gateway.errors.PayloadTooLarge` past the message or part ``limits``
+    (:func:`gateway.edges._bounds.check_bounds`; JSON nested too deep is an InvalidRequest).
     """
-    return _parse(body, count_tokens=False)
+    return _parse(body, limits, count_tokens=False)
 
 
-def parse_count_tokens(body: bytes) -> Request:
+def parse_count_tokens(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     """Parse a ``POST /v1/messages/count_tokens`` body: like :func:`parse_request` but
-    ``max_tokens`` is optional. Raises :class:`gateway.errors.InvalidRequest`."""
-    return _parse(body, count_tokens=True)
+    ``max_tokens`` is optional. Raises :class:`gateway.errors.InvalidRequest` (and
+    :class:`gateway.errors.PayloadTooLarge`) as it does."""
+    return _parse(body, limits, count_tokens=True)

@@ -2,7 +2,7 @@
 
 The verbs the server and pipeline call:
 
-* ``parse_request(body: bytes) -> Request`` (:mod:`gateway.edges.openai_chat_parse`);
+* ``parse_request(body: bytes, limits) -> Request`` (:mod:`gateway.edges.openai_chat_parse`);
 * ``render_response(resp, request) -> dict``, ``render_error(err) -> (status, body)``,
   ``render_models(entries) -> dict`` (:mod:`gateway.edges.openai_chat_render`);
 * ``StreamRenderer(request)`` with ``render(event) -> list[bytes]``, ``finish()`` and

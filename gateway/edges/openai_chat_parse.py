@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from gateway.edges._bounds import DEFAULT_LIMITS, FieldPattern, InputLimits, check_bounds, check_embedded
 from gateway.edges._common import (
     JSONObj,
     as_obj,
@@ -54,6 +55,26 @@ _EFFORTS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "hig
 
 _FIELD_NAMES = {"max_output_tokens": "max_tokens", "thinking": "reasoning_effort", "stop": "stop"}
 """Internal top-level field -> the client's field, for the (unexpected) validation error."""
+
+_FREE_FORM: tuple[FieldPattern, ...] = (
+    ("metadata",),
+    ("stream_options",),
+    ("tools", "*", "function", "parameters"),
+    ("tools", "*", "function", "cache_control"),
+    ("tools", "*", "cache_control"),
+    ("functions", "*", "parameters"),
+    ("response_format", "json_schema", "schema"),
+    ("messages", "*", "tool_calls", "*", "function", "arguments"),
+    ("messages", "*", "function_call", "arguments"),
+    ("messages", "*", "content", "*", "input"),
+    ("messages", "*", "content", "*", "cache_control"),
+    ("messages", "*", "cache_control"),
+)
+"""Where a request carries JSON of the client's own shape (named when it nests too deep)."""
+
+_ARGUMENTS_LEVEL = 6
+"""Levels above a tool call's parsed ``arguments``: body, messages, message, tool_calls, call,
+function."""
 
 _NUMBERS = (("temperature", float), ("top_p", float), ("top_k", int))
 _USER_PARTS = ("text", "image_url")
@@ -163,13 +184,16 @@ def _raw_arguments(fn: JSONObj, path: str) -> str:
 
 
 class _State:
-    """Per-request parse state: names of calls by id and unanswered legacy calls."""
+    """Per-request parse state: names of calls by id, unanswered legacy calls, and the nesting
+    limit (levels) for arguments sent as JSON text."""
 
-    __slots__ = ("legacy_pending", "names")
+    __slots__ = ("depth", "legacy_pending", "names", "short")
 
-    def __init__(self) -> None:
+    def __init__(self, depth: int) -> None:
         self.names: dict[str, str] = {}
         self.legacy_pending: list[tuple[str, str]] = []
+        self.depth = depth
+        self.short = 2 * (depth - _ARGUMENTS_LEVEL)  # arguments text this long cannot nest too deep
 
 
 def _tool_call(id_raw: str, name: str, raw: str, src: str, st: _State) -> JSONObj:
@@ -235,6 +259,9 @@ def _tool_calls(calls: list[Any], path: str, st: _State, content: list[JSONObj])
         if type(arguments) is not str:
             arguments = _raw_arguments(fn, tpath + ".function")
         content.append(_tool_call(call_id, name, arguments, tpath, st))
+        if len(arguments) > st.short:
+            where = tpath + ".function.arguments"
+            check_embedded(content[-1]["arguments"], arguments, st.depth, _ARGUMENTS_LEVEL, where)
 
 
 def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
@@ -283,12 +310,14 @@ def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
         name = req(legacy, "name", str, fpath)
         raw = _raw_arguments(legacy, fpath)
         call_id = legacy_call_id(i, name, raw)
+        arguments = parse_arguments(raw)
+        check_embedded(arguments, raw, st.depth, 4, fpath + ".arguments")  # body, messages, message, call
         content.append(
             {
                 "type": "tool_call",
                 "id": call_id,
                 "name": name,
-                "arguments": parse_arguments(raw),
+                "arguments": arguments,
                 "raw_arguments": raw,
                 "src": fpath,
             }
@@ -480,16 +509,19 @@ def _max_tokens(body: JSONObj) -> int | None:
     return None
 
 
-def parse_request(body: bytes) -> Request:
+def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     """Parse an OpenAI Chat Completions request body (JSON bytes) into a :class:`Request`.
 
     Messages get ``src`` = ``"messages[i]"``; tool calls ``"messages[i].tool_calls[j]"``
     (``...content[j]`` for a ``tool_use`` block, ``...function_call`` for a legacy call).
     Raises :class:`gateway.errors.InvalidRequest` with ``param`` naming the field for
     malformed JSON, wrong types, missing ``model``/``messages``, empty ``messages``, unknown
-    roles or part types, and unsupported features (audio, files, non-function tools, n > 1).
+    roles or part types, and unsupported features (audio, files, non-function tools, n > 1),
+    and :class:`gateway.errors.PayloadTooLarge` past the message or part ``limits``
+    (:func:`gateway.edges._bounds.check_bounds`; JSON nested too deep is an InvalidRequest).
     """
     data = load_body(body)
+    check_bounds(data, body, limits, _FREE_FORM)
     get = data.get
     model = get("model")
     if type(model) is not str:
@@ -504,7 +536,7 @@ def parse_request(body: bytes) -> Request:
     n = get("n")
     if n is not None and check(n, int, "n") != 1:
         raise unsupported("n", "n other than 1")
-    st = _State()
+    st = _State(limits.max_json_depth)
     messages: list[JSONObj] = []
     for i, raw in enumerate(raw_messages):
         path = f"messages[{i}]"

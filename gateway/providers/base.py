@@ -18,7 +18,7 @@ speak HTTP themselves (``litellm``, ``demo``) implement :class:`Provider` direct
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -115,20 +115,35 @@ class WireModule(Protocol):
 
 class HttpProvider(Provider):
     """Runs a :class:`WireModule` over the shared aiohttp session with the configured
-    timeouts. One instance per wire API, made in the app lifespan."""
+    timeouts and answer cap (``max_response_bytes``, bytes; a deployment's own
+    ``max_response_bytes`` wins). ``on_large`` is called after an answer over
+    :data:`gateway.providers.transport.LARGE_ANSWER_BYTES`. One instance per wire API, made in
+    the app lifespan."""
 
-    def __init__(self, wire: WireModule, session: aiohttp.ClientSession, timeouts: TimeoutConfig) -> None:
+    def __init__(
+        self,
+        wire: WireModule,
+        session: aiohttp.ClientSession,
+        timeouts: TimeoutConfig,
+        max_response_bytes: int = transport.DEFAULT_MAX_BYTES,
+        on_large: Callable[[], None] | None = None,
+    ) -> None:
         self.wire = wire
         self.api = wire.API
         self.session = session
         self.timeouts = timeouts
+        self.max_response_bytes = max_response_bytes
+        self.on_large = on_large
 
     async def complete(self, request: Request, deployment: Deployment, api_key: str | None) -> Response:
         if request.stream:
             request = request.model_copy(update={"stream": False})
         up, ctx = self.wire.build_request(request, deployment, api_key)
         timeouts = effective_timeouts(self.timeouts, deployment) if deployment.timeouts_s else self.timeouts
-        body = await transport.send(self.session, up, timeouts, self.wire, deployment.name)
+        cap, cap_name = self._cap(deployment)
+        body = await transport.send(
+            self.session, up, timeouts, self.wire, deployment.name, cap, self.on_large, cap_name=cap_name
+        )
         return self.wire.parse_response(body, ctx)
 
     async def stream(
@@ -154,8 +169,16 @@ class HttpProvider(Provider):
         parser = self.wire.new_stream_parser(ctx)
         feed = parser.feed
         first = True
+        cap, cap_name = self._cap(deployment)
         async for reads in transport.send_stream_reads(
-            self.session, up, self._timeouts(deployment), self.wire, deployment.name
+            self.session,
+            up,
+            self._timeouts(deployment),
+            self.wire,
+            deployment.name,
+            cap,
+            self.on_large,
+            cap_name=cap_name,
         ):
             out: list[StreamEvent] = []
             try:
@@ -180,3 +203,9 @@ class HttpProvider(Provider):
 
     def _timeouts(self, deployment: Deployment) -> TimeoutConfig:
         return effective_timeouts(self.timeouts, deployment)
+
+    def _cap(self, deployment: Deployment) -> tuple[int, str]:
+        """The answer cap for ``deployment`` (bytes) and the setting it comes from."""
+        if deployment.max_response_bytes is None:
+            return self.max_response_bytes, transport.SERVER_CAP
+        return deployment.max_response_bytes, f"max_response_bytes of deployment {deployment.name!r}"

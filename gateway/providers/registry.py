@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gateway.config import TimeoutConfig
@@ -12,17 +13,26 @@ if TYPE_CHECKING:
     import aiohttp
 
 
-def make_providers(session: aiohttp.ClientSession, timeouts: TimeoutConfig) -> dict[str, Provider]:
+def make_providers(
+    session: aiohttp.ClientSession,
+    timeouts: TimeoutConfig,
+    max_response_bytes: int | None = None,
+    on_large: Callable[[], None] | None = None,
+) -> dict[str, Provider]:
     """``{api name: provider}`` for every wire API Turnstile speaks: ``openai_chat``,
-    ``anthropic_messages``, ``gemini`` (native HTTP over ``session``), ``litellm`` (the long
-    tail, through litellm's own clients) and ``demo`` (the local stand-in)."""
+    ``anthropic_messages``, ``gemini`` (native HTTP over ``session``, answers capped at
+    ``max_response_bytes`` bytes while read, ``on_large`` called after a large one),
+    ``litellm`` (the long tail, through litellm's own clients, which read whole answers: not
+    capped) and ``demo`` (the local stand-in)."""
     from gateway.providers import anthropic_messages, gemini, openai_chat
     from gateway.providers.litellm_adapter import LitellmProvider
+    from gateway.providers.transport import DEFAULT_MAX_BYTES
 
+    cap = max_response_bytes or DEFAULT_MAX_BYTES
     return {
-        "openai_chat": HttpProvider(openai_chat, session, timeouts),
-        "anthropic_messages": HttpProvider(anthropic_messages, session, timeouts),
-        "gemini": HttpProvider(gemini, session, timeouts),
+        "openai_chat": HttpProvider(openai_chat, session, timeouts, cap, on_large),
+        "anthropic_messages": HttpProvider(anthropic_messages, session, timeouts, cap, on_large),
+        "gemini": HttpProvider(gemini, session, timeouts, cap, on_large),
         "litellm": LitellmProvider(timeouts),
         "demo": DemoProvider(),
     }

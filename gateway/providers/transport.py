@@ -1,10 +1,17 @@
-"""The upstream HTTP hot path: one pooled aiohttp session, four timeouts, SSE framing.
+"""The upstream HTTP hot path: one pooled aiohttp session, four timeouts, a byte cap, SSE framing.
 
 Timeouts (seconds, from :class:`gateway.config.TimeoutConfig`): ``connect`` (TCP + TLS),
 ``first_byte`` (request sent -> response headers; for a whole-body call also the longest
 stall while the body arrives), ``between_chunks`` (gap between two reads
 of a stream body) and ``total`` (whole call). A cancelled caller (client disconnect) cancels
 the read and releases the connection, which aborts the upstream request.
+
+Size: an answer (a whole body, or every byte of a stream) is counted as it arrives, after
+decompression, and refused with :class:`UpstreamTooLarge` the moment it passes its cap
+(``max_bytes``); a declared ``content-length`` over the cap is refused before reading. Nothing
+past the cap is read or held: the connection is dropped. An error body is read up to
+:data:`ERROR_BODY_BYTES`. ``on_large`` (when given) is called after an answer of more than
+:data:`LARGE_ANSWER_BYTES`, so the memory it took can be given back (:mod:`gateway.memory`).
 """
 
 from __future__ import annotations
@@ -12,17 +19,27 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 import aiohttp
 
 from gateway.config import TimeoutConfig
-from gateway.errors import UpstreamError, UpstreamProtocolError, UpstreamTimeout
+from gateway.errors import UpstreamError, UpstreamProtocolError, UpstreamTimeout, UpstreamTooLarge
 from gateway.providers.sse import SseDecoder
 
 if TYPE_CHECKING:
     from gateway.providers.base import UpstreamRequest, WireModule
+
+
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+"""The default cap on one answer (``server.max_response_bytes``), bytes."""
+
+ERROR_BODY_BYTES = 64 * 1024
+"""Bytes of an upstream error body read for its message (the rest is dropped)."""
+
+LARGE_ANSWER_BYTES = 256 * 1024
+"""Answers larger than this (bytes) call ``on_large``."""
 
 
 def make_session(limit: int = 0) -> aiohttp.ClientSession:
@@ -106,10 +123,61 @@ async def _open(
         ) from err
 
 
+SERVER_CAP = "server.max_response_bytes"
+"""The setting a cap comes from, as named in the error (a deployment may set its own)."""
+
+
+def _too_large(
+    deployment: str, limit: int, size: int, setting: str, *, declared: bool = False
+) -> UpstreamTooLarge:
+    what = f"declares {size} bytes (content-length)" if declared else f"passed {limit} bytes"
+    return UpstreamTooLarge(
+        f"deployment {deployment!r}: answer {what}, over the cap of {limit} bytes "
+        f"({setting}); the rest was not read",
+        deployment=deployment,
+        limit_bytes=limit,
+        read_bytes=size,
+    )
+
+
+async def _read_capped(resp: aiohttp.ClientResponse, limit: int, deployment: str, setting: str) -> bytes:
+    """The whole body of ``resp``, read in chunks with a running count; raises
+    :class:`UpstreamTooLarge` past ``limit`` bytes (or when it declares more)."""
+    declared = resp.content_length
+    if declared is not None and declared > limit:
+        raise _too_large(deployment, limit, declared, setting, declared=True)
+    content = resp.content
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await content.readany()
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > limit:
+            chunks.clear()  # not kept alive by the traceback's frame
+            raise _too_large(deployment, limit, size, setting)
+        chunks.append(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def _read_head(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """At most ``limit`` bytes from the start of the body of ``resp``."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = await resp.content.readany()
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)[:limit]
+
+
 async def _raise_for_status(resp: aiohttp.ClientResponse, wire: WireModule, deployment: str) -> None:
     if resp.status < 400:
         return
-    body = await resp.read()
+    body = await _read_head(resp, ERROR_BODY_BYTES)
     message = wire.error_message(resp.status, body)
     raise UpstreamError(
         f"deployment {deployment!r} answered {resp.status}: {message}",
@@ -121,18 +189,31 @@ async def _raise_for_status(resp: aiohttp.ClientResponse, wire: WireModule, depl
 
 
 async def send(
-    session: aiohttp.ClientSession, up: UpstreamRequest, t: TimeoutConfig, wire: WireModule, deployment: str
+    session: aiohttp.ClientSession,
+    up: UpstreamRequest,
+    t: TimeoutConfig,
+    wire: WireModule,
+    deployment: str,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    on_large: Callable[[], None] | None = None,
+    *,
+    cap_name: str = SERVER_CAP,
 ) -> bytes:
-    """POST ``up`` and return the whole response body (bytes).
+    """POST ``up`` and return the whole response body (bytes, at most ``max_bytes``, the cap
+    the setting ``cap_name`` gives).
 
     Raises :class:`UpstreamError` for a status >= 400 (with ``retry_after_s``),
-    :class:`UpstreamTimeout` for any timeout, and :class:`UpstreamProtocolError` for a body cut
-    off mid-transfer."""
+    :class:`UpstreamTimeout` for any timeout, :class:`UpstreamProtocolError` for a body cut
+    off mid-transfer and :class:`UpstreamTooLarge` for a body past ``max_bytes``."""
     resp = await _open(session, up, t, deployment)
     async with resp:
         await _raise_for_status(resp, wire, deployment)
         try:
-            return await resp.read()
+            body = await _read_capped(resp, max_bytes, deployment, cap_name)
+        except UpstreamTooLarge:
+            if on_large is not None:
+                on_large()
+            raise
         except (TimeoutError, aiohttp.ServerTimeoutError) as err:
             raise UpstreamTimeout(
                 f"deployment {deployment!r}: response body not complete (no data for {t.first_byte:g}s, "
@@ -147,30 +228,48 @@ async def send(
             raise UpstreamError(
                 f"deployment {deployment!r}: connection lost: {err}", status=502, deployment=deployment
             ) from err
+    if on_large is not None and len(body) > LARGE_ANSWER_BYTES:
+        on_large()
+    return body
 
 
 async def send_stream(
-    session: aiohttp.ClientSession, up: UpstreamRequest, t: TimeoutConfig, wire: WireModule, deployment: str
+    session: aiohttp.ClientSession,
+    up: UpstreamRequest,
+    t: TimeoutConfig,
+    wire: WireModule,
+    deployment: str,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> AsyncIterator[tuple[str | None, bytes]]:
     """POST ``up`` and yield its server-sent events as ``(event_name, data_bytes)`` pairs,
     as they arrive (no batching).
 
     Errors as for :func:`send`; a connection reset mid-stream raises
     :class:`UpstreamProtocolError` ("stream cut off"), a gap longer than
-    ``between_chunks`` raises :class:`UpstreamTimeout`."""
-    async for events in send_stream_reads(session, up, t, wire, deployment):
+    ``between_chunks`` raises :class:`UpstreamTimeout`, more than ``max_bytes`` in all raises
+    :class:`UpstreamTooLarge`."""
+    async for events in send_stream_reads(session, up, t, wire, deployment, max_bytes):
         for item in events:
             yield item
 
 
 async def send_stream_reads(
-    session: aiohttp.ClientSession, up: UpstreamRequest, t: TimeoutConfig, wire: WireModule, deployment: str
+    session: aiohttp.ClientSession,
+    up: UpstreamRequest,
+    t: TimeoutConfig,
+    wire: WireModule,
+    deployment: str,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    on_large: Callable[[], None] | None = None,
+    *,
+    cap_name: str = SERVER_CAP,
 ) -> AsyncIterator[list[tuple[str | None, bytes]]]:
     """:func:`send_stream` one network read at a time: yields the non-empty list of
     ``(event_name, data_bytes)`` pairs each read completed, the moment it arrives (one
     suspension per read instead of one per event; nothing is held back). Errors as for
     :func:`send_stream`."""
     resp = await _open(session, up, t, deployment)
+    size = 0
     async with resp:
         await _raise_for_status(resp, wire, deployment)
         decoder = SseDecoder()
@@ -195,6 +294,9 @@ async def send_stream_reads(
                     ) from err
                 if not chunk:
                     break
+                size += len(chunk)
+                if size > max_bytes:
+                    raise _too_large(deployment, max_bytes, size, cap_name)
                 events = decoder.feed(chunk)
                 if events:
                     yield events
@@ -207,6 +309,9 @@ async def send_stream_reads(
             raise UpstreamProtocolError(
                 f"deployment {deployment!r}: stream cut off: {err}", deployment=deployment
             ) from err
+        finally:
+            if on_large is not None and size > LARGE_ANSWER_BYTES:
+                on_large()
         events = decoder.close()
         if events:
             yield events

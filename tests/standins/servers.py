@@ -56,8 +56,11 @@ class GatewayServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+        from gateway.serving import GuardedHttpToolsProtocol
+
         config = uvicorn.Config(
             self.app,
+            http=GuardedHttpToolsProtocol,  # as `turnstile serve` runs it
             lifespan="on",
             log_level="warning",
             access_log=False,

@@ -15,7 +15,7 @@ the API key header (``Authorization: Bearer``, ``x-api-key`` + ``anthropic-versi
 
 A test *scripts* the stand-in with :class:`Answer` objects (see the factory functions
 :func:`replay`, :func:`http_error`, :func:`reset_mid_stream`, :func:`cut_before_stop`,
-:func:`held`): each request takes the first queued answer whose ``api``/``model`` match. A
+:func:`huge`, :func:`held`): each request takes the first queued answer whose ``api``/``model`` match. A
 request with no matching answer gets HTTP 418 naming what was asked, so a missing script fails
 loudly. Every request is recorded (:class:`Received`: parsed JSON body, headers, query) so a
 test can assert what went upstream, and that nothing did.
@@ -80,7 +80,9 @@ class Answer:
     ``exchange`` is what is sent (status, content type, body bytes). ``api``/``model`` restrict
     which request takes it. ``fault`` is None (send everything), ``"reset"`` (send the first
     ``frames`` SSE frames, then abort the TCP connection) or ``"cut"`` (send the first
-    ``frames`` frames, then end the body cleanly). ``gate`` holds the answer before its
+    ``frames`` frames, then end the body cleanly) or ``"huge"`` (``size`` bytes, see
+    :func:`huge`). ``stream``, when set, restricts it to requests that stream (or do not).
+    ``gate`` holds the answer before its
     headers (slow first byte). ``reset_gate`` (with ``"reset"``) holds the reset until the
     test has seen the frames arrive at the client, so the reset cannot overtake them."""
 
@@ -92,9 +94,16 @@ class Answer:
     frames: int = 0
     gate: Gate | None = None
     reset_gate: Gate | None = None
+    size: int = 0
+    declare_length: bool = False
+    stream: bool | None = None
 
-    def matches(self, api: str, model: str) -> bool:
-        return (self.api is None or self.api == api) and (self.model is None or self.model == model)
+    def matches(self, api: str, model: str, stream: bool) -> bool:
+        return (
+            (self.api is None or self.api == api)
+            and (self.model is None or self.model == model)
+            and (self.stream is None or self.stream == stream)
+        )
 
 
 def replay(
@@ -171,6 +180,80 @@ def cut_before_stop(exchange: Exchange, *, api: str | None = None, model: str | 
     """Send a recorded stream up to (not including) its stop frame, then end the body
     cleanly: a stream cut off before the stop event."""
     return Answer(exchange, api=api, model=model, fault="cut", frames=stop_frame_index(exchange))
+
+
+_TEXT_AT: dict[tuple[str, bool], tuple[str | int, ...]] = {
+    ("openai_chat", False): ("choices", 0, "message", "content"),
+    ("openai_chat", True): ("choices", 0, "delta", "content"),
+    ("anthropic_messages", False): ("content", 0, "text"),
+    ("anthropic_messages", True): ("delta", "text"),
+    ("gemini", False): ("candidates", 0, "content", "parts", 0, "text"),
+    ("gemini", True): ("candidates", 0, "content", "parts", 0, "text"),
+}
+"""Where a recorded answer of each wire API carries its text (a stream: in a text chunk)."""
+_MARK = "\x00HUGE\x00"
+
+
+def _has_text(obj: Any, path: tuple[str | int, ...]) -> bool:
+    for key in path:
+        if isinstance(key, int):
+            if not isinstance(obj, list) or len(obj) <= key:
+                return False
+        elif not isinstance(obj, dict) or key not in obj:
+            return False
+        obj = obj[key]
+    return isinstance(obj, str) and bool(obj)
+
+
+def _set_text(obj: Any, path: tuple[str | int, ...]) -> Any:
+    target = obj
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = _MARK
+    return obj
+
+
+def huge(
+    exchange: Exchange, size: int, *, api: str, model: str | None = None, declare_length: bool = False
+) -> Answer:
+    """A recorded text answer blown up to ``size`` bytes: a whole body's text becomes ``size``
+    bytes of ``x`` (sent in 64 KiB writes, chunked, or with ``content-length`` when
+    ``declare_length``); a stream repeats its first text chunk, with 16 KiB of text each, until
+    ``size`` bytes have gone, then ends as recorded. Nothing of the answer is held in memory at
+    once; a client that goes away stops it."""
+    return Answer(
+        exchange,
+        api=api,
+        model=model,
+        fault="huge",
+        size=size,
+        declare_length=declare_length,
+        stream=exchange.stream,
+    )
+
+
+def _huge_parts(ans: Answer) -> tuple[bytes, bytes, bytes]:
+    """``(head, filler, tail)`` of a :func:`huge` answer: the bytes before the text, the unit
+    repeated in the middle (text bytes, or a whole SSE frame), the bytes after."""
+    ex = ans.exchange
+    api = ans.api or ""
+    path = _TEXT_AT[(api, ex.stream)]
+    if not ex.stream:
+        head, _, tail = json.dumps(_set_text(ex.json(), path)).partition(json.dumps(_MARK)[1:-1])
+        return head.encode(), b"x" * 65_536, tail.encode()
+    frames = split_sse(ex.body)
+    for i, frame in enumerate(frames):
+        lines = frame.decode().split("\n")
+        for j, line in enumerate(lines):
+            if not line.startswith("data:") or line[5:].strip() in ("", "[DONE]"):
+                continue
+            obj = json.loads(line[5:])
+            if _has_text(obj, path):
+                lines[j] = "data: " + json.dumps(_set_text(obj, path)).replace(
+                    json.dumps(_MARK)[1:-1], "x" * 16_384
+                )
+                return b"".join(frames[: i + 1]), "\n".join(lines).encode(), b"".join(frames[i + 1 :])
+    raise ValueError(f"{ex.source}: no text chunk to repeat")
 
 
 def held(answer: Answer, gate: Gate) -> Answer:
@@ -331,10 +414,10 @@ class UpstreamStandin:
     def _fail(api: str, status: int, message: str) -> web.Response:
         return web.json_response(_error_body(api, status, message), status=status)
 
-    def _take(self, api: str, model: str) -> Answer | None:
+    def _take(self, api: str, model: str, stream: bool) -> Answer | None:
         with self._lock:
             for i, ans in enumerate(self._queue):
-                if ans.matches(api, model):
+                if ans.matches(api, model, stream):
                     return self._queue.pop(i)
         return None
 
@@ -345,7 +428,7 @@ class UpstreamStandin:
         bad = self._check(rec, body)
         if bad is not None:
             return bad
-        ans = self._take(api, rec.model)
+        ans = self._take(api, rec.model, rec.stream)
         if ans is None:
             return self._fail(
                 api,
@@ -357,6 +440,8 @@ class UpstreamStandin:
             await ans.gate.wait()
         ex = ans.exchange
         headers = {"content-type": ex.content_type, **ans.headers}
+        if ans.fault == "huge":
+            return await self._huge(request, ans, headers)
         if not ex.stream or ex.status >= 400:
             return web.Response(status=ex.status, body=ex.body, headers=headers)
         resp = web.StreamResponse(status=ex.status, headers=headers)
@@ -372,6 +457,24 @@ class UpstreamStandin:
             await self._abort(request)
             return resp
         await resp.write_eof()
+        return resp
+
+    @staticmethod
+    async def _huge(request: web.Request, ans: Answer, headers: dict[str, str]) -> web.StreamResponse:
+        head, filler, tail = _huge_parts(ans)
+        count = max(1, (ans.size - len(head) - len(tail)) // len(filler))
+        resp = web.StreamResponse(status=200, headers=headers)
+        if ans.declare_length:
+            resp.content_length = len(head) + count * len(filler) + len(tail)
+        try:
+            await resp.prepare(request)
+            await resp.write(head)
+            for _ in range(count):
+                await resp.write(filler)
+            await resp.write(tail)
+            await resp.write_eof()
+        except (ConnectionError, RuntimeError):  # the gateway stopped reading: as it should
+            pass
         return resp
 
     @staticmethod

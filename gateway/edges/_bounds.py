@@ -1,0 +1,196 @@
+"""Bounds on what one request may hold, checked right after its JSON is decoded and before
+anything is built from it: how many messages, how many content parts, how deeply its JSON nests.
+
+* **Messages and parts** (``server.max_request_messages``, ``server.max_request_parts``): the
+  work a turn costs (guards, routing features, the upstream body, the transcript row) grows with
+  them, so a body that is small in bytes but holds hundreds of thousands of tiny messages is
+  refused before that work starts, with HTTP 413 naming the limit.
+* **Nesting** (``server.max_json_depth``): levels of objects and arrays, the body itself being
+  level 1. Whatever an edge accepts must be storable and renderable: orjson refuses to encode
+  more than 254 levels, pydantic's serializer not much more, and the stored and upstream bodies
+  wrap a client's value in a few more levels; recursive Python over a schema (Gemini's
+  normaliser, argument validation) stops near 1,000. A deeper body is refused with HTTP 400
+  naming the field where the nesting is.
+
+Every check costs a constant number of bytecodes per request (per nesting level for the
+depth): the counting is done by C iterators (``map``/``filter``/``chain`` over C callables), so
+a long conversation costs no more Python than a short one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from itertools import chain, repeat
+from typing import Any, Protocol
+
+from gateway.config import ServerConfig
+from gateway.edges._common import JSONObj, join
+from gateway.errors import InvalidRequest, PayloadTooLarge
+
+# C callables, so that map/filter over them run no bytecode per item.
+_is_dict: Callable[[Any], bool] = partial(type.__instancecheck__, dict)
+_is_list: Callable[[Any], bool] = partial(type.__instancecheck__, list)
+_values: Callable[[Any], Any] = dict.values
+_get: Callable[[Any, str], Any] = dict.get
+
+FieldPattern = tuple[str, ...]
+"""A field path of a dialect, one segment per level: a key, or ``"*"`` for any array index."""
+
+
+class InputLimits(Protocol):
+    """The request bounds (``gateway.config.ServerConfig`` has them)."""
+
+    @property
+    def max_request_messages(self) -> int:
+        """Messages per request at most."""
+        ...
+
+    @property
+    def max_request_parts(self) -> int:
+        """Content parts per request at most (all messages together)."""
+        ...
+
+    @property
+    def max_json_depth(self) -> int:
+        """Levels of JSON nesting per request body at most (the body is level 1)."""
+        ...
+
+
+DEFAULT_LIMITS: InputLimits = ServerConfig()
+"""The limits of a default configuration (for callers that have none: replay, tests)."""
+
+
+def nesting_exceeds(value: Any, limit: int) -> bool:
+    """True when decoded JSON ``value`` nests more than ``limit`` levels of objects and arrays
+    (``value`` itself, when it is one, is level 1).
+
+    Breadth first, one level at a time: each level's containers are gathered by C iterators, so
+    the Python cost is a few dozen bytecodes per level whatever the width."""
+    dicts = [value] if type(value) is dict else []
+    lists = [value] if type(value) is list else []
+    depth = 0
+    while dicts or lists:
+        depth += 1
+        if depth > limit:
+            return True
+        level = list(chain(chain.from_iterable(map(_values, dicts)), chain.from_iterable(lists)))
+        dicts = list(filter(_is_dict, level))
+        lists = list(filter(_is_list, level))
+    return False
+
+
+def path_past(value: Any, limit: int) -> list[str | int]:
+    """The path (keys and indexes) from ``value`` to a container at level ``limit + 1``, or
+    ``[]`` when there is none. The slow path of an error: depth first, over the whole value."""
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    while stack:
+        node, path = stack.pop()
+        if len(path) >= limit:
+            return path
+        items = node.items() if type(node) is dict else enumerate(node)
+        for key, child in reversed(list(items)):
+            if type(child) is dict or type(child) is list:
+                stack.append((child, [*path, key]))
+    return []
+
+
+def field_of(path: list[str | int], fields: tuple[FieldPattern, ...]) -> str:
+    """The client's field a too-deep ``path`` lies in: the longest of ``fields`` that is a
+    prefix of it (``tools[0].input_schema``), else its first segment."""
+    best: list[str | int] = path[:1]
+    for pattern in fields:
+        if len(best) < len(pattern) <= len(path) and all(
+            p == "*" if isinstance(k, int) else p == k for p, k in zip(pattern, path, strict=False)
+        ):
+            best = path[: len(pattern)]
+    out = ""
+    for key in best:
+        out = join(out, key)
+    return out
+
+
+def too_deep(field: str, limit: int) -> InvalidRequest:
+    """The error for JSON at ``field`` nested past ``limit`` levels."""
+    return InvalidRequest(
+        f"{field}: JSON nested more than {limit} levels deep (limit server.max_json_depth, counted from "
+        "the request body); flatten it",
+        param=field,
+    )
+
+
+def _count_parts(messages: list[Any], extra: Any) -> tuple[int, list[Any]]:
+    """Top-level content parts and tool calls of ``messages`` (plus a list ``extra``, e.g.
+    Anthropic's ``system`` blocks), and the part objects, for :func:`_count_inner`. A message
+    that is not an object counts nothing (the edge names it)."""
+    contents = list(filter(_is_list, map(_get, messages, repeat("content"))))
+    calls = list(filter(_is_list, map(_get, messages, repeat("tool_calls"))))
+    if type(extra) is list:
+        contents.append(extra)
+    return sum(map(len, chain(contents, calls))), contents
+
+
+def _count_inner(contents: list[list[Any]]) -> int:
+    """Parts inside the parts of ``contents`` (an Anthropic ``tool_result``'s content list)."""
+    blocks = filter(_is_dict, chain.from_iterable(contents))
+    return sum(map(len, filter(_is_list, map(_get, blocks, repeat("content")))))
+
+
+def check_bounds(
+    data: JSONObj,
+    body: bytes,
+    limits: InputLimits,
+    fields: tuple[FieldPattern, ...],
+    *,
+    extra_parts: str = "",
+    inner_parts: bool = False,
+) -> None:
+    """Refuse decoded request ``data`` (from the JSON ``body``) past ``limits``: more messages
+    than ``max_request_messages`` or parts than ``max_request_parts`` (content parts and tool
+    calls of every message, the list at top-level key ``extra_parts`` when given, and with
+    ``inner_parts`` the parts inside parts: Anthropic tool results) raise
+    :class:`PayloadTooLarge` (413) naming the limit; nesting deeper than ``max_json_depth``
+    raises :class:`InvalidRequest` (400) naming the field (one of the dialect's ``fields``, see
+    :func:`field_of`). Values that are not of the expected type are left for the edge to name."""
+    messages = data.get("messages")
+    if type(messages) is list:
+        n = len(messages)
+        if n > limits.max_request_messages:
+            raise PayloadTooLarge(
+                f"messages: {n} messages; at most {limits.max_request_messages} are accepted per request "
+                "(limit server.max_request_messages)",
+                param="messages",
+            )
+        # Each part takes at least two bytes of JSON (``0,``): a smaller body needs no count.
+        if len(body) >= 2 * limits.max_request_parts:
+            _check_parts(messages, data.get(extra_parts) if extra_parts else None, inner_parts, limits)
+    limit = limits.max_json_depth
+    # Each level needs an opening bracket: a body with few of them needs no walk at all.
+    if body.count(b"{") + body.count(b"[") > limit and nesting_exceeds(data, limit):
+        raise too_deep(field_of(path_past(data, limit), fields), limit)
+
+
+def _check_parts(messages: list[Any], extra: Any, inner: bool, limits: InputLimits) -> None:
+    """:func:`check_bounds` for the parts."""
+    try:
+        parts, contents = _count_parts(messages, extra)
+        if inner and parts <= limits.max_request_parts:
+            parts += _count_inner(contents)
+    except TypeError:  # a message that is not an object: the edge names it
+        return
+    if parts > limits.max_request_parts:
+        raise PayloadTooLarge(
+            f"messages: {parts} content parts; at most {limits.max_request_parts} are accepted per "
+            "request (limit server.max_request_parts)",
+            param="messages",
+        )
+
+
+def check_embedded(value: Any, raw: str, limit: int, above: int, field: str) -> None:
+    """Refuse ``value``, decoded from the JSON text ``raw`` that a client sent inside a string
+    field at ``field`` (OpenAI tool-call ``arguments``) ``above`` levels below the body, when
+    it would nest past ``limit`` levels had it been sent inline. Cheap when ``raw`` is too
+    short or has too few brackets to be that deep."""
+    room = limit - above
+    if len(raw) > 2 * room and raw.count("{") + raw.count("[") > room and nesting_exceeds(value, room):
+        raise too_deep(field, limit)

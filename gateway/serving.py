@@ -1,0 +1,229 @@
+"""Client connections under load: what one process may hold open, and for how long a
+connection may take to send its request.
+
+uvicorn (0.54, httptools) bounds only the wait between two requests on a kept-alive
+connection (``timeout_keep_alive``). A connection that never sends a byte, or sends its
+headers a byte at a time, or stops in the middle of a body, is held forever; 1,100 of them
+exhausted the process's file descriptors and every other request failed. This module adds,
+in a subclass of uvicorn's httptools protocol (:class:`GuardedHttpToolsProtocol`):
+
+* **a header deadline** (``server.header_timeout_s``): the request line and headers must be in
+  within that time of the connection opening (or, on a kept-alive connection, of the first
+  byte of the next request), however slowly they trickle;
+* **a body gap** (``server.body_timeout_s``): the longest wait between two reads of a request
+  body;
+* **a connection cap** (``server.max_connections``; by default half of the file descriptors
+  left after a reserve, the other half being for the upstream connections of the turns in
+  flight): past it, a new connection closes the connection that has been waiting longest for a
+  request (kept alive between requests, or not yet through its headers); with none waiting,
+  the new one gets ``503`` and is closed. uvicorn's own ``limit_concurrency`` is not used: it
+  counts waiting connections too, so idle ones would turn every real request into a 503.
+
+A timed-out connection gets ``408`` and is closed. The cost on the request path is a few
+attribute writes and dict operations per request; one timer per connection, armed when it
+opens (and again only for a later request that does not arrive in one read).
+
+:func:`raise_fd_limit` lifts the process's soft ``RLIMIT_NOFILE`` to its hard limit at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import resource
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+log = structlog.get_logger("turnstile.serving")
+
+STATE_KEY = "turnstile.connections"
+"""Key of the :class:`ConnectionGuard` in the ASGI lifespan state (uvicorn hands that state
+to every connection's protocol)."""
+
+FD_RESERVE = 128
+"""File descriptors kept back from client connections: the transcript and session stores,
+logs, MCP servers and their pipes."""
+
+_IDLE, _HEADERS, _BODY, _APP = 0, 1, 2, 3
+_REFUSED = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nretry-after: 1\r\nconnection: close\r\n\r\n"
+)
+_TIMED_OUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+
+
+def raise_fd_limit() -> tuple[int, int]:
+    """Raise the soft ``RLIMIT_NOFILE`` to the hard limit where the system allows it;
+    ``(soft, hard)`` afterwards (an unlimited hard limit is taken as 1,048,576)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    if soft < target:
+        with contextlib.suppress(ValueError, OSError):  # not allowed here: keep what there is
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+def default_max_connections() -> int:
+    """Client connections one process holds at most when ``server.max_connections`` is unset:
+    half of (soft fd limit - :data:`FD_RESERVE`), at least 16."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(16, (soft - FD_RESERVE) // 2)
+
+
+@dataclass
+class ConnectionGuard:
+    """The bounds shared by the connections of one server process (seconds, connections) and
+    the connections waiting for a request, oldest first (the ones to close at the cap)."""
+
+    header_timeout_s: float
+    body_timeout_s: float
+    max_connections: int
+    idle: dict[Any, None] = field(default_factory=dict)
+    open: int = 0
+    evicted: int = 0
+    refused: int = 0
+    timed_out: int = 0
+
+    def snapshot(self) -> dict[str, int]:
+        """Counts for ``/health``: connections open now and the cap; since start, how many were
+        closed to make room (``evicted``), refused with 503 and timed out with 408."""
+        return {
+            "open": self.open,
+            "max": self.max_connections,
+            "waiting": len(self.idle),
+            "evicted": self.evicted,
+            "refused": self.refused,
+            "timed_out": self.timed_out,
+        }
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the header deadline, body gap and connection cap of
+    the :class:`ConnectionGuard` found in the lifespan state (without one: plain uvicorn)."""
+
+    _guard: ConnectionGuard | None = None
+    _phase = _IDLE
+    _deadline = 0.0
+    _last = 0.0
+    _timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        guard = self.app_state.get(STATE_KEY)
+        if guard is None:
+            return
+        self._guard = guard
+        guard.open += 1
+        if guard.open > guard.max_connections and not self._make_room(guard):
+            guard.refused += 1
+            transport.write(_REFUSED)
+            transport.close()
+            return
+        guard.idle[self] = None
+        self._start_headers(guard)
+        self._timer = self.loop.call_later(guard.header_timeout_s, self._check)  # it may send nothing
+
+    def _make_room(self, guard: ConnectionGuard) -> bool:
+        """Close the connection that has waited longest for a request; False when none waits."""
+        for victim in guard.idle:
+            del guard.idle[victim]
+            guard.evicted += 1
+            victim.transport.close()
+            return True
+        return False
+
+    def _start_headers(self, guard: ConnectionGuard) -> None:
+        self._phase = _HEADERS
+        self._deadline = self.loop.time() + guard.header_timeout_s
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        # A request not read whole in this one read is timed: the common one is, and costs no timer.
+        phase = self._phase
+        if phase in (_HEADERS, _BODY) and self._timer is None and self._guard is not None:
+            delay = self._deadline - self.loop.time() if phase == _HEADERS else self._guard.body_timeout_s
+            self._timer = self.loop.call_later(max(0.0, delay), self._check)
+
+    def _check(self) -> None:
+        """The timer: close a connection past its header deadline or body gap, else wait on."""
+        self._timer = None
+        guard = self._guard
+        if guard is None or self.transport.is_closing():
+            return
+        now = self.loop.time()
+        if self._phase == _HEADERS:
+            due = self._deadline
+        elif self._phase == _BODY:
+            due = self._last + guard.body_timeout_s
+        else:
+            return
+        if now < due:
+            self._timer = self.loop.call_later(due - now, self._check)
+            return
+        guard.timed_out += 1
+        guard.idle.pop(self, None)
+        self.transport.write(_TIMED_OUT)
+        self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        guard = self._guard
+        if guard is not None:
+            guard.open -= 1
+            guard.idle.pop(self, None)
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        guard = self._guard
+        if guard is not None and self._phase == _IDLE:  # the next request on a kept-alive connection
+            self._start_headers(guard)
+
+    def on_headers_complete(self) -> None:
+        guard = self._guard
+        if guard is not None:
+            guard.idle.pop(self, None)
+            self._phase = _BODY
+            self._last = self.loop.time()
+        super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if self._phase == _BODY:
+            self._last = self.loop.time()
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        self._phase = _APP
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        guard = self._guard
+        if guard is not None and not self.transport.is_closing():
+            self._phase = _IDLE
+            guard.idle[self] = None  # waits for its next request: first to go at the cap
+        super().on_response_complete()
+
+
+def uvicorn_options(server: Any) -> dict[str, Any]:
+    """The ``uvicorn.run`` options for ``server`` (:class:`gateway.config.ServerConfig`): the
+    guarded protocol and the keep-alive timeout (seconds)."""
+    return {"http": GuardedHttpToolsProtocol, "timeout_keep_alive": server.keep_alive_timeout_s}
+
+
+def make_guard(server: Any) -> ConnectionGuard:
+    """The :class:`ConnectionGuard` for ``server`` (:class:`gateway.config.ServerConfig`), made
+    in the lifespan of each worker process (its fd limit is the process's)."""
+    cap = server.max_connections or default_max_connections()
+    log.info(
+        "connection_limits",
+        max_connections=cap,
+        fd_limit=resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+        header_timeout_s=server.header_timeout_s,
+        body_timeout_s=server.body_timeout_s,
+        keep_alive_timeout_s=server.keep_alive_timeout_s,
+    )
+    return ConnectionGuard(server.header_timeout_s, server.body_timeout_s, cap)
