@@ -26,6 +26,7 @@ from gateway import accounting, invariants, route_step, signers, tool_loop
 from gateway.config import Deployment, GatewayConfig
 from gateway.deployments import DeploymentTable, provenance_of
 from gateway.errors import CapabilityError, GuardViolation, TurnstileError, UpstreamError
+from gateway.http_headers import header_list, header_value
 from gateway.providers.base import Provider
 from gateway.schema import (
     AssistantMessage,
@@ -86,12 +87,13 @@ class TurnContext:
     route: dict[str, Any] | None = None  # the routing decision (gateway.route_step.route)
 
     def headers(self) -> dict[str, str]:
-        """Response headers known before the answer: request id and serving deployment."""
+        """Response headers known before the answer: request id and serving deployment (values
+        made safe by :func:`gateway.http_headers.header_value`)."""
         h = {"x-turnstile-request-id": self.request_id}
         if self.deployment is not None:
-            h["x-turnstile-deployment"] = self.deployment.name
+            h["x-turnstile-deployment"] = header_value(self.deployment.name)
         if self.route is not None:
-            h["x-turnstile-route"] = self.route["header"]
+            h["x-turnstile-route"] = header_value(self.route["header"])
         return h
 
 
@@ -563,7 +565,7 @@ class Pipeline:
         if resp.usage.cost_usd is not None:
             h["x-turnstile-cost-usd"] = f"{resp.usage.cost_usd:.9f}"
         if resp.withheld_tool_calls:
-            h["x-turnstile-withheld-tool-calls"] = ",".join(w.id for w in resp.withheld_tool_calls)
+            h["x-turnstile-withheld-tool-calls"] = header_list(w.id for w in resp.withheld_tool_calls)
         if ctx.repairs:
             h["x-turnstile-repairs"] = str(len(ctx.repairs))
         return h
