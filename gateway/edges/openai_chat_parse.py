@@ -46,6 +46,7 @@ from gateway.edges._common import (
     validate_request,
     wrong_type,
 )
+from gateway.edges.call_ids import refusal, unusable_call_id
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
 from gateway.schema import Request
@@ -163,13 +164,22 @@ def _raw_arguments(fn: JSONObj, path: str) -> str:
 
 
 class _State:
-    """Per-request parse state: names of calls by id and unanswered legacy calls."""
+    """Per-request parse state: names of calls by id, unanswered legacy calls, and the
+    tool-call ids no upstream accepts (``(location, id, reason)``, refused after the messages
+    are read: :mod:`gateway.edges.call_ids`)."""
 
-    __slots__ = ("legacy_pending", "names")
+    __slots__ = ("bad_ids", "legacy_pending", "names")
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
         self.legacy_pending: list[tuple[str, str]] = []
+        self.bad_ids: list[tuple[str, str, str]] = []
+
+    def check_id(self, call_id: str, location: str) -> None:
+        """Note ``call_id`` (at ``location``) when no upstream accepts it."""
+        reason = unusable_call_id(call_id)
+        if reason is not None:
+            self.bad_ids.append((location, call_id, reason))
 
 
 def _tool_call(id_raw: str, name: str, raw: str, src: str, st: _State) -> JSONObj:
@@ -179,6 +189,7 @@ def _tool_call(id_raw: str, name: str, raw: str, src: str, st: _State) -> JSONOb
         call_id, sig, prov = unwrap_tool_call_id(id_raw)
     else:
         call_id, sig, prov = id_raw, None, None
+    st.check_id(call_id, src + ".id")
     st.names.setdefault(call_id, name)
     return {
         "type": "tool_call",
@@ -330,6 +341,7 @@ def _message(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj | None:
             invalid(msg, "tool_call_id", str, path)
         if ID_SEPARATOR in call_id:
             call_id = unwrap_tool_call_id(call_id)[0]
+        st.check_id(call_id, path + ".tool_call_id")
         content = msg.get("content")
         if type(content) is str:
             parts = [{"type": "text", "text": content}] if content else []
@@ -513,6 +525,8 @@ def parse_request(body: bytes) -> Request:
         m = _message(raw, i, path, st)
         if m is not None:
             messages.append(m)
+    if st.bad_ids:
+        raise refusal(st.bad_ids)
     out: JSONObj = {"model": model, "messages": messages}
     # Optional fields, checked in a fixed order (the first error wins); absent ones are left
     # to the schema's defaults.
