@@ -23,6 +23,9 @@ Decisions (each one a rule, documented here):
   is not valid JSON for any upstream; it stays in that step's transcript row under
   ``withheld``) and gets an error result saying why; then the model is asked again.
 * **Unknown tools** get an error result naming the tools the turn has.
+* **Ids unique per turn.** A call whose id the turn already used (an upstream reusing an id in
+  a later step) is renamed ``<id>_s<step>`` before it enters the history
+  (:mod:`gateway.tool_loop_ids`: the rule and where each id is seen).
 * **Pairing** (invariants 2 and 4). Every call gets exactly one result
   (:mod:`gateway.tool_exec`), placed in call order. Before every model request the pairing
   guard runs with the strict policy as an assertion: a violation is the gateway's bug and
@@ -71,6 +74,7 @@ from gateway.tool_exec import (
     in_call_order,
     mcp_runner,
 )
+from gateway.tool_loop_ids import TurnCallIds
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
@@ -302,10 +306,11 @@ class ToolLoop:
     async def run(self, request: Request, ask: Callable[[Request, int], Awaitable[Response]]) -> Response:
         """Run the loop without streaming; ``ask(step_request, step)`` calls the model."""
         messages: list[Message] = list(request.messages)
+        ids = TurnCallIds(messages)
         for n in range(1, self.max_steps + 1):
             step_req = self.step_request(request, messages, n)
             resp = await ask(step_req, n)
-            step = self.plan(resp, n)
+            step = self.plan(ids.claim_response(resp, n), n)
             if step.kind == "final":
                 if self.record is not None:
                     await self.record(n, step_req, step.response, [])

@@ -38,6 +38,7 @@ from gateway.schema import (
     ToolResultMessage,
 )
 from gateway.tool_loop import Step, ToolLoop, build
+from gateway.tool_loop_ids import TurnCallIds
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
@@ -101,6 +102,7 @@ async def run_stream(
 ) -> AsyncIterator[Out]:
     """The client's event stream of a looping turn; ``first`` is step 1's (already opened)."""
     messages: list[Message] = list(request.messages)
+    ids = TurnCallIds(messages)
     renumber = _Renumber()
     started = False
     final: Response | None = None
@@ -112,10 +114,14 @@ async def run_stream(
     try:
         while True:
             events: list[StreamEvent] = []
+            upstream_events: list[StreamEvent] = []  # as the upstream sent them (the step's row)
             held: list[StreamEvent] = []
             tool_parts: set[int] = set()
             end: MessageEnd | None = None
-            async for ev in source:
+            renamed = ids.renamed
+            async for up in source:
+                upstream_events.append(up)
+                ev = ids.claim_event(up, n)
                 events.append(ev)
                 if isinstance(ev, MessageStart):
                     if not started:
@@ -142,6 +148,8 @@ async def run_stream(
                 raise TurnstileError(f"tool loop step {n}: the upstream stream ended without its end")
             resp = invariants.collect(events)
             step = loop.plan(resp, n)
+            if ids.renamed != renamed:
+                resp = invariants.collect(upstream_events)
             if step.kind == "final":
                 if loop.record is not None:
                     await loop.record(n, step_req, step.response, [])
