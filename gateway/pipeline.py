@@ -336,8 +336,9 @@ class Pipeline:
 
     async def _call_once(self, ctx: TurnContext, request: Request, dep: Deployment) -> Response:
         t0 = time.perf_counter()
-        raw = await self._provider(dep).complete(request, dep, self.gw.table.keys.get(dep.name))
-        resp = invariants.check_truncation(raw)
+        provider = self._provider(dep)
+        raw = await provider.complete(request, dep, self.gw.table.keys.get(dep.name))
+        resp = invariants.check_truncation(raw, provider.output_budget(request, dep))
         self.gw.signers.remember(resp)
         usage = self._finish_usage(resp.usage, dep, request, resp)
         ctx.attempts.append(
@@ -459,7 +460,7 @@ class Pipeline:
         to forward. The very first event goes on alone (time to first byte). Failures end
         the stream with a ``StreamError`` event; the turn is recorded when the stream ends,
         however it ends (status 499 when the client went away first)."""
-        guard = invariants.StreamTruncationGuard()
+        guard = invariants.StreamTruncationGuard(self._provider(dep).output_budget(request, dep))
         feed = guard.feed
         held = guard.held_parts
         collected: list[StreamEvent] = []

@@ -18,7 +18,8 @@ Decisions (each one a rule, documented here):
   returns that message as the answer; the client runs its tools (no call of that message is
   run by the gateway).
 * **Truncated calls** (invariant 3). A call withheld by the truncation guard (the upstream
-  stopped for length, or the arguments are not complete JSON) is never executed: it is put
+  stopped for length or used up its output budget, or the arguments are not complete JSON) is
+  never executed: it is put
   back into the assistant message as a call with empty arguments (``{}``: the cut-off raw text
   is not valid JSON for any upstream; it stays in that step's transcript row under
   ``withheld``) and gets an error result saying why; then the model is asked again.
@@ -182,7 +183,14 @@ class Step:
 
 
 def _blocked_text(w: WithheldToolCall) -> str:
-    if w.reason == invariants.LENGTH_REASON:
+    if w.reason.startswith(invariants.BUDGET_REASON):
+        return (
+            f"not executed: the model used up its output token limit while writing the arguments of "
+            f"{w.name!r} ({w.reason[len(invariants.BUDGET_REASON) :].strip(' ()')}), so they may be cut "
+            "short even though they parse. Call the tool again with complete arguments (shorter if "
+            "needed)."
+        )
+    if invariants.is_length_reason(w.reason):
         return (
             f"not executed: the model stopped for length (its output token limit) while writing the "
             f"arguments of {w.name!r}, so they are incomplete. Call the tool again with complete arguments."

@@ -229,7 +229,7 @@ async def _guarded(
     source: AsyncIterator[StreamEvent],
 ) -> AsyncIterator[StreamEvent]:
     """One step's events through the truncation guard, with the final usage priced."""
-    guard = invariants.StreamTruncationGuard()
+    guard = invariants.StreamTruncationGuard(pipeline._provider(dep).output_budget(request, dep))
     t0 = time.perf_counter()
     ev: StreamEvent | None = first
     while ev is not None:

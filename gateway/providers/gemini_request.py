@@ -247,9 +247,15 @@ def _thinking_config(request: Request, deployment: Deployment) -> dict[str, Any]
     return out
 
 
+def output_budget(request: Request, deployment: Deployment) -> int | None:
+    """The ``generationConfig.maxOutputTokens`` sent (tokens): the request's, else the
+    deployment's, else None (none is sent). Gemini counts thoughts inside it."""
+    return request.max_output_tokens or deployment.max_output_tokens
+
+
 def _generation_config(request: Request, deployment: Deployment) -> dict[str, Any]:
     gen: dict[str, Any] = {}
-    max_tokens = request.max_output_tokens or deployment.max_output_tokens
+    max_tokens = output_budget(request, deployment)
     if max_tokens is not None:
         gen["maxOutputTokens"] = max_tokens
     if request.temperature is not None:

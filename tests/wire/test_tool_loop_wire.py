@@ -332,3 +332,32 @@ def test_an_upstream_reusing_a_tool_call_id_in_the_next_step_does_not_stop_the_l
     assert [p["id"] for p in step2["message"]["content"] if p["type"] == "tool_call"] == ["call_same"], (
         "the step's row keeps what the upstream sent"
     )
+
+
+# ---------------------------------------------------------------------- output budget in the loop
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_a_loop_call_at_the_output_budget_is_not_run_and_the_model_is_told_why(
+    stream: bool, loop_gw: dict[str, Any], standin: UpstreamStandin
+) -> None:
+    api = "openai_chat"
+    call = Call("call_cut", "time__get_current_time", '{"timezone": "Europe/Par"}')
+    standin.script(
+        replay(tool_call_answer(api, [call], stream=stream, output_tokens=40), api=api),
+        replay(text_answer(api, "Sorry, I ran out of room.", stream=stream), api=api),
+    )
+    body: dict[str, Any] = {
+        "model": "oa-time",
+        "max_tokens": 40,
+        "messages": [{"role": "user", "content": "time in Paris?"}],
+    }
+    if stream:
+        body["stream"] = True
+    resp = httpx.post(f"{loop_gw['url']}/v1/chat/completions", json=body, timeout=30)
+
+    assert resp.status_code == 200, resp.text
+    [result] = _tool_results(standin.requests(api)[1].body)
+    text = json.dumps(result["content"])
+    assert "not executed" in text, "the tool never ran: its result is the gateway's error text"
+    assert "output token limit" in text and "40 of 40" in text, text
