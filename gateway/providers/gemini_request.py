@@ -38,7 +38,7 @@ from typing import Any
 from gateway.config import Deployment
 from gateway.errors import CapabilityError, InvalidRequest
 from gateway.providers.gemini_common import SKIP_SIGNATURE_SENTINEL, is_gemini3, is_gemini_signed
-from gateway.providers.gemini_schema import function_parameters, to_gemini_schema
+from gateway.providers.gemini_schema import function_declaration, to_gemini_schema
 from gateway.providers.naming import NameMap
 from gateway.schema import (
     AssistantMessage,
@@ -292,13 +292,9 @@ def build_body(request: Request, deployment: Deployment, names: NameMap) -> dict
     if request.tools:
         decls = []
         for tool in request.tools:
-            decl: dict[str, Any] = {"name": names.to_upstream_name(tool.name)}
-            if tool.description:
-                decl["description"] = tool.description
-            params = function_parameters(tool.parameters)
-            if params is not None:
-                decl["parameters"] = params
-            decls.append(decl)
+            decls.append(
+                function_declaration(names.to_upstream_name(tool.name), tool.description, tool.parameters)
+            )
         body["tools"] = [{"functionDeclarations": decls}]
         choice = request.tool_choice
         if choice is not None:
