@@ -27,6 +27,7 @@ an item boundary) and ends with :data:`CUT_MARK`; whatever a header cuts is in t
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 
 MAX_HEADER_VALUE_CHARS = 2048
@@ -39,6 +40,8 @@ MAX_RETRY_AFTER_S = 86_400
 """The largest ``retry-after`` (seconds, one day) the gateway passes on."""
 
 _PLAIN = frozenset(chr(c) for c in range(0x20, 0x7F)) - {"%"}
+_AS_IS = re.compile(r"[!-$&-~](?:[ -$&-~]*[!-$&-~])?").fullmatch
+"""Not None for text that needs no escape: printable ASCII without ``%``, no space at either end."""
 
 
 def _escape(text: str, separators: str) -> str:
@@ -66,14 +69,8 @@ def header_value(text: str, separators: str = "", limit: int = MAX_HEADER_VALUE_
     """``text`` as a safe header value (see the module docstring): printable ASCII only, at
     most ``limit`` characters, ``%``-escaped where needed, ``separators`` escaped too. Never
     raises."""
-    if (
-        text.isascii()
-        and text.isprintable()
-        and "%" not in text
-        and not (text[:1] == " " or text[-1:] == " ")
-        and not (separators and any(s in text for s in separators))
-    ):
-        escaped = text
+    if _AS_IS(text) is not None and not (separators and any(s in text for s in separators)):
+        escaped = text  # the common case: one C call
     else:
         escaped = _escape(text, separators)
     return escaped if len(escaped) <= limit else _cut(escaped, limit)

@@ -53,13 +53,17 @@ _PLAIN = re.compile(rf"(?=[\x20-\x7e]*[\x21-\x7e])[\x20-\x7e]{{1,{MAX_CALL_ID_CH
 
 _CONTROL = frozenset({"Cc", "Zl", "Zp"})
 
+plain_call_id = _PLAIN.fullmatch
+"""Not None for the common id (printable ASCII, not blank, within the bound), which every
+upstream takes: the one C call the edges make per id before :func:`unusable_call_id`."""
+
 
 def unusable_call_id(value: str) -> str | None:
     """Why ``value`` cannot be a tool-call id for any upstream (a phrase for the error
     message: ``"is empty"``, ``"is whitespace only"``, ``"holds control character U+000A"``,
     ``"is 300 characters long (at most 256)"``), or None when some upstream takes it, possibly
     after its deterministic rewrite."""
-    if _PLAIN.fullmatch(value) is not None:
+    if plain_call_id(value) is not None:
         return None
     if not value:
         return "is empty"
@@ -90,4 +94,4 @@ def refusal(problems: list[tuple[str, str, str]]) -> InvalidRequest:
     return InvalidRequest(message, param=problems[0][0], details=details)
 
 
-__all__ = ["MAX_CALL_ID_CHARS", "refusal", "unusable_call_id"]
+__all__ = ["MAX_CALL_ID_CHARS", "plain_call_id", "refusal", "unusable_call_id"]

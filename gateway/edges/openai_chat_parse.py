@@ -46,7 +46,7 @@ from gateway.edges._common import (
     validate_request,
     wrong_type,
 )
-from gateway.edges.call_ids import refusal, unusable_call_id
+from gateway.edges.call_ids import plain_call_id, refusal, unusable_call_id
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
 from gateway.schema import Request
@@ -176,7 +176,8 @@ class _State:
         self.bad_ids: list[tuple[str, str, str]] = []
 
     def check_id(self, call_id: str, location: str) -> None:
-        """Note ``call_id`` (at ``location``) when no upstream accepts it."""
+        """Note ``call_id`` (at ``location``) when no upstream accepts it (callers test
+        :func:`~gateway.edges.call_ids.plain_call_id` first: the common id needs no call)."""
         reason = unusable_call_id(call_id)
         if reason is not None:
             self.bad_ids.append((location, call_id, reason))
@@ -189,7 +190,8 @@ def _tool_call(id_raw: str, name: str, raw: str, src: str, st: _State) -> JSONOb
         call_id, sig, prov = unwrap_tool_call_id(id_raw)
     else:
         call_id, sig, prov = id_raw, None, None
-    st.check_id(call_id, src + ".id")
+    if plain_call_id(call_id) is None:
+        st.check_id(call_id, src + ".id")
     st.names.setdefault(call_id, name)
     return {
         "type": "tool_call",
@@ -341,7 +343,8 @@ def _message(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj | None:
             invalid(msg, "tool_call_id", str, path)
         if ID_SEPARATOR in call_id:
             call_id = unwrap_tool_call_id(call_id)[0]
-        st.check_id(call_id, path + ".tool_call_id")
+        if plain_call_id(call_id) is None:
+            st.check_id(call_id, path + ".tool_call_id")
         content = msg.get("content")
         if type(content) is str:
             parts = [{"type": "text", "text": content}] if content else []

@@ -155,13 +155,14 @@ def check_truncation(response: Response, max_output_tokens: int | None = None) -
     """
     message = response.message
     stop = response.stop_reason
-    if max_output_tokens is not None:
+    note = None
+    if max_output_tokens is not None and response.usage.output_tokens >= max_output_tokens:
+        note = _budget_note(stop, response.usage, max_output_tokens)
         stop = judged_stop(stop, response.usage, max_output_tokens)
     if not any(type(p) is ToolCallPart for p in message.content):  # exact class: no ABCMeta call
         return (
             response if stop == response.stop_reason else response.model_copy(update=dict(stop_reason=stop))
         )
-    note = _budget_note(response.stop_reason, response.usage, max_output_tokens)
     content = []
     withheld: list[WithheldToolCall] = []
     kept = 0
@@ -274,7 +275,7 @@ class StreamTruncationGuard:
     def _release(self, end: MessageEnd) -> list[StreamEvent]:
         stop = end.stop_reason
         note = None
-        if self._budget is not None:
+        if self._budget is not None and end.usage.output_tokens >= self._budget:  # else nothing to judge
             note = _budget_note(stop, end.usage, self._budget)
             stop = judged_stop(stop, end.usage, self._budget)
             if stop != end.stop_reason:
