@@ -350,7 +350,9 @@ class _Normaliser:
             if values and all(isinstance(v, str) for v in values):
                 out["enum"] = values
                 if types and "string" not in types:
-                    notes.append("type " + " or ".join(types) + ", so no listed value is allowed")
+                    notes.append(
+                        "no value is allowed here (type " + " or ".join(types) + ", the values are strings)"
+                    )
                 types = ["string"]  # the values are strings: only the string type applies
             elif values:
                 notes.append("one of: " + ", ".join(_short(v) for v in values))
@@ -413,7 +415,11 @@ class _Normaliser:
         for key in ("title", "description"):
             value = node.get(key)
             if isinstance(value, str):
-                out[key] = value
+                inlined = out.get(key)  # from the one alternative laid in above: kept after this one
+                if key == "description" and inlined and value:
+                    out[key] = f"{value}\n{inlined}"
+                elif value or not inlined:
+                    out[key] = value
             elif value is not None:
                 notes.append(f"{key}: {_short(value)}")
         if "default" in node:
@@ -508,14 +514,14 @@ class _Normaliser:
         else:
             positional, rest = None, None
         if positional is not None:
-            schemas = [self.node(p, seen) for p in positional]
+            kinds = list(positional)
             if rest is not None and rest is not False and not isinstance(rest, list):
-                schemas.append(self.node(rest, seen))
-            schemas = list({orjson.dumps(s, option=orjson.OPT_SORT_KEYS): s for s in schemas}.values())
-            if len(schemas) == 1:
-                out["items"] = schemas[0]
-            elif schemas:
-                out["items"] = {"anyOf": schemas}
+                kinds.append(rest)
+            unique = list(
+                {orjson.dumps(k, option=orjson.OPT_SORT_KEYS, default=str): k for k in kinds}.values()
+            )
+            if unique:  # any item is one of the positional kinds: the rules of anyOf apply to them
+                out["items"] = self.node(unique[0] if len(unique) == 1 else {"anyOf": unique}, seen)
             if len(positional) > 1 or (positional and rest is False):
                 notes.append(f"items by position: {self._text(positional)}")
             if rest is False and "maxItems" not in node:
