@@ -53,9 +53,10 @@ become):
   (``additionalProperties``, ``patternProperties``, ``propertyNames``, ``dependentRequired``,
   ``exclusiveMinimum``/``exclusiveMaximum``, ``multipleOf``, ``uniqueItems``, ``contains``,
   ``not``, ``if``/``then``/``else``, other formats, tuple positions, ``readOnly`` /
-  ``writeOnly`` / ``deprecated``, unknown keywords, a value of the wrong type for a Gemini
-  field) is written into the node's ``description`` as a sentence the model reads ("Also: a
-  multiple of 5; greater than 0."). Only annotations that say nothing about values are dropped:
+  ``writeOnly`` / ``deprecated``, unknown keywords unless their value is empty, a value of the
+  wrong type for a Gemini field) is written into the node's ``description`` as a sentence the
+  model reads ("Also: a multiple of 5; greater than 0."). Only annotations that say nothing
+  about values are dropped:
   ``$schema``, ``$id``, ``$anchor``, ``$dynamicAnchor``, ``$vocabulary``, ``$comment``, and the
   ``$defs``/``definitions`` maps once inlined.
 
@@ -438,7 +439,7 @@ class _Normaliser:
 
         # every keyword not handled above says what it says in words
         for key, value in node.items():
-            if key not in _HANDLED:
+            if key not in _HANDLED and value not in (None, "", [], {}):  # an empty value says nothing
                 notes.append(f"{key}: {self._text(value)}")
 
         if nullable:
