@@ -15,7 +15,8 @@ Before the upstream call (over a :class:`~gateway.schema.Request`):
 After it (over a :class:`~gateway.schema.Response` or its stream):
 
 * :func:`check_truncation` — invariant 3: tool calls whose arguments were not fully
-  received are withheld, never forwarded as executable.
+  received (stop reason, output usage against the output budget, JSON completeness) are
+  withheld, never forwarded as executable.
 * :class:`StreamTruncationGuard` — the same for a stream: tool-call events are held until
   the stop reason is known.
 * :func:`collect` — a Response from a complete event stream.
@@ -33,17 +34,23 @@ from gateway.guards.thinking import (
     provenance_matches,
 )
 from gateway.guards.truncation import (
+    BUDGET_REASON,
     INCOMPLETE_REASON,
     LENGTH_REASON,
     StreamTruncationGuard,
     arguments_complete,
+    budget_reached,
+    budget_reason,
     check_truncation,
     guard_stream,
+    is_length_reason,
+    judged_stop,
     stop_after_withholding,
     withhold_reason,
 )
 
 __all__ = [
+    "BUDGET_REASON",
     "INCOMPLETE_REASON",
     "LENGTH_REASON",
     "MISSING_RESULT_TEXT",
@@ -54,11 +61,15 @@ __all__ = [
     "StreamTruncationGuard",
     "apply_thinking_policy",
     "arguments_complete",
+    "budget_reached",
+    "budget_reason",
     "call_location",
     "check_request",
     "check_truncation",
     "collect",
     "guard_stream",
+    "is_length_reason",
+    "judged_stop",
     "provenance_matches",
     "result_location",
     "stop_after_withholding",

@@ -33,6 +33,7 @@ from gateway.errors import (
     UpstreamError,
     UpstreamTooLarge,
 )
+from gateway.http_headers import header_list, header_value
 from gateway.providers.base import Provider
 from gateway.schema import (
     AssistantMessage,
@@ -96,12 +97,13 @@ class TurnContext:
     loop_tools: frozenset[str] | None = None  # the tool loop's MCP tools (gateway.tool_loop.offer)
 
     def headers(self) -> dict[str, str]:
-        """Response headers known before the answer: request id and serving deployment."""
+        """Response headers known before the answer: request id and serving deployment (values
+        made safe by :func:`gateway.http_headers.header_value`)."""
         h = {"x-turnstile-request-id": self.request_id}
         if self.deployment is not None:
-            h["x-turnstile-deployment"] = self.deployment.name
+            h["x-turnstile-deployment"] = header_value(self.deployment.name)
         if self.route is not None:
-            h["x-turnstile-route"] = self.route["header"]
+            h["x-turnstile-route"] = header_value(self.route["header"])
         return h
 
 
@@ -352,8 +354,9 @@ class Pipeline:
 
     async def _call_once(self, ctx: TurnContext, request: Request, dep: Deployment) -> Response:
         t0 = time.perf_counter()
-        raw = await self._provider(dep).complete(request, dep, self.gw.table.keys.get(dep.name))
-        resp = invariants.check_truncation(raw)
+        provider = self._provider(dep)
+        raw = await provider.complete(request, dep, self.gw.table.keys.get(dep.name))
+        resp = invariants.check_truncation(raw, provider.output_budget(request, dep))
         self.gw.signers.remember(resp)
         usage = self._finish_usage(resp.usage, dep, request, resp)
         ctx.attempts.append(
@@ -480,7 +483,7 @@ class Pipeline:
         (:mod:`gateway.shutdown`); the turn is recorded when the stream ends, however it ends
         (status 499 when the client went away first, 503 when the shutdown bound cut it: both
         with what was delivered, stop reason ``aborted``)."""
-        guard = invariants.StreamTruncationGuard()
+        guard = invariants.StreamTruncationGuard(self._provider(dep).output_budget(request, dep))
         feed = guard.feed
         held = guard.held_parts
         collected: list[StreamEvent] = []
@@ -600,7 +603,7 @@ class Pipeline:
         if resp.usage.cost_usd is not None:
             h["x-turnstile-cost-usd"] = f"{resp.usage.cost_usd:.9f}"
         if resp.withheld_tool_calls:
-            h["x-turnstile-withheld-tool-calls"] = ",".join(w.id for w in resp.withheld_tool_calls)
+            h["x-turnstile-withheld-tool-calls"] = header_list(w.id for w in resp.withheld_tool_calls)
         if ctx.repairs:
             h["x-turnstile-repairs"] = str(len(ctx.repairs))
         return h

@@ -39,6 +39,7 @@ from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import openai_chat as openai_edge
 from gateway.errors import AnonymousRefused, InvalidRequest, PayloadTooLarge, RouteNotFound, TurnstileError
+from gateway.http_headers import retry_after_value
 from gateway.logs import access_log
 from gateway.memory import MemoryReturn
 from gateway.pipeline import Gateway, Pipeline, TurnContext
@@ -66,7 +67,7 @@ GC_YOUNG_THRESHOLD = 20_000
 class JsonResponse(Response):
     """A JSON response whose body is already encoded: the headers are built in one step, with
     none of Starlette's per-response charset and media-type handling (``headers`` values are
-    ASCII)."""
+    printable ASCII: whatever comes from data is built by :mod:`gateway.http_headers`)."""
 
     media_type = "application/json"
 
@@ -223,7 +224,7 @@ def _error_response(edge: ModuleType, err: TurnstileError, rid: str) -> Response
     headers = {"x-turnstile-request-id": rid}
     retry_after = getattr(err, "retry_after_s", None)
     if retry_after is not None:
-        headers["retry-after"] = str(max(1, round(retry_after)))
+        headers["retry-after"] = retry_after_value(retry_after)
     return _json(body, status, headers)
 
 

@@ -18,11 +18,15 @@ Decisions (each one a rule, documented here):
   returns that message as the answer; the client runs its tools (no call of that message is
   run by the gateway).
 * **Truncated calls** (invariant 3). A call withheld by the truncation guard (the upstream
-  stopped for length, or the arguments are not complete JSON) is never executed: it is put
+  stopped for length or used up its output budget, or the arguments are not complete JSON) is
+  never executed: it is put
   back into the assistant message as a call with empty arguments (``{}``: the cut-off raw text
   is not valid JSON for any upstream; it stays in that step's transcript row under
   ``withheld``) and gets an error result saying why; then the model is asked again.
 * **Unknown tools** get an error result naming the tools the turn has.
+* **Ids unique per turn.** A call whose id the turn already used (an upstream reusing an id in
+  a later step) is renamed ``<id>_s<step>`` before it enters the history
+  (:mod:`gateway.tool_loop_ids`: the rule and where each id is seen).
 * **Pairing** (invariants 2 and 4). Every call gets exactly one result
   (:mod:`gateway.tool_exec`), placed in call order. Before every model request the pairing
   guard runs with the strict policy as an assertion: a violation is the gateway's bug and
@@ -85,6 +89,7 @@ from gateway.tool_exec import (
     in_call_order,
     mcp_runner,
 )
+from gateway.tool_loop_ids import TurnCallIds
 from mcp_servers.clients import EVERYTHING, Visibility
 
 if TYPE_CHECKING:
@@ -231,7 +236,14 @@ class Step:
 
 
 def _blocked_text(w: WithheldToolCall) -> str:
-    if w.reason == invariants.LENGTH_REASON:
+    if w.reason.startswith(invariants.BUDGET_REASON):
+        return (
+            f"not executed: the model used up its output token limit while writing the arguments of "
+            f"{w.name!r} ({w.reason[len(invariants.BUDGET_REASON) :].strip(' ()')}), so they may be cut "
+            "short even though they parse. Call the tool again with complete arguments (shorter if "
+            "needed)."
+        )
+    if invariants.is_length_reason(w.reason):
         return (
             f"not executed: the model stopped for length (its output token limit) while writing the "
             f"arguments of {w.name!r}, so they are incomplete. Call the tool again with complete arguments."
@@ -358,10 +370,11 @@ class ToolLoop:
     async def run(self, request: Request, ask: Callable[[Request, int], Awaitable[Response]]) -> Response:
         """Run the loop without streaming; ``ask(step_request, step)`` calls the model."""
         messages: list[Message] = list(request.messages)
+        ids = TurnCallIds(messages)
         for n in range(1, self.max_steps + 1):
             step_req = self.step_request(request, messages, n)
             resp = await ask(step_req, n)
-            step = self.plan(resp, n)
+            step = self.plan(ids.claim_response(resp, n), n)
             if step.kind == "final":
                 if self.record is not None:
                     await self.record(n, step_req, step.response, [])

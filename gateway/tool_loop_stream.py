@@ -39,6 +39,7 @@ from gateway.schema import (
     ToolResultMessage,
 )
 from gateway.tool_loop import Step, ToolLoop, build
+from gateway.tool_loop_ids import TurnCallIds
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
@@ -102,6 +103,7 @@ async def run_stream(
 ) -> AsyncIterator[Out]:
     """The client's event stream of a looping turn; ``first`` is step 1's (already opened)."""
     messages: list[Message] = list(request.messages)
+    ids = TurnCallIds(messages)
     renumber = _Renumber()
     started = False
     final: Response | None = None
@@ -113,10 +115,14 @@ async def run_stream(
     try:
         while True:
             events: list[StreamEvent] = []
+            upstream_events: list[StreamEvent] = []  # as the upstream sent them (the step's row)
             held: list[StreamEvent] = []
             tool_parts: set[int] = set()
             end: MessageEnd | None = None
-            async for ev in source:
+            renamed = ids.renamed
+            async for up in source:
+                upstream_events.append(up)
+                ev = ids.claim_event(up, n)
                 events.append(ev)
                 if isinstance(ev, MessageStart):
                     if not started:
@@ -143,6 +149,8 @@ async def run_stream(
                 raise TurnstileError(f"tool loop step {n}: the upstream stream ended without its end")
             resp = invariants.collect(events)
             step = loop.plan(resp, n)
+            if ids.renamed != renamed:
+                resp = invariants.collect(upstream_events)
             if step.kind == "final":
                 if loop.record is not None:
                     await loop.record(n, step_req, step.response, [])
@@ -235,7 +243,7 @@ async def _guarded(
     source: AsyncIterator[StreamEvent],
 ) -> AsyncIterator[StreamEvent]:
     """One step's events through the truncation guard, with the final usage priced."""
-    guard = invariants.StreamTruncationGuard()
+    guard = invariants.StreamTruncationGuard(pipeline._provider(dep).output_budget(request, dep))
     t0 = time.perf_counter()
     ev: StreamEvent | None = first
     while ev is not None:

@@ -45,6 +45,7 @@ from gateway.edges._common import (
     validate_request,
     wrong_type,
 )
+from gateway.edges.call_ids import plain_call_id, refusal, unusable_call_id
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
 from gateway.schema import Provenance, Request
@@ -171,10 +172,22 @@ def _text_content(content: Any, path: str) -> list[JSONObj]:
 
 
 class _State:
-    __slots__ = ("names",)
+    """Per-request parse state: names of calls by id, and the tool-call ids no upstream
+    accepts (``(location, id, reason)``, refused after the messages are read:
+    :mod:`gateway.edges.call_ids`)."""
+
+    __slots__ = ("bad_ids", "names")
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
+        self.bad_ids: list[tuple[str, str, str]] = []
+
+    def check_id(self, call_id: str, location: str) -> None:
+        """Note ``call_id`` (at ``location``) when no upstream accepts it (callers test
+        :func:`~gateway.edges.call_ids.plain_call_id` first: the common id needs no call)."""
+        reason = unusable_call_id(call_id)
+        if reason is not None:
+            self.bad_ids.append((location, call_id, reason))
 
 
 def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
@@ -184,6 +197,8 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
         invalid(block, "tool_use_id", str, path)
     if ID_SEPARATOR in call_id:
         call_id = unwrap_tool_call_id(call_id)[0]
+    if plain_call_id(call_id) is None:
+        st.check_id(call_id, path + ".tool_use_id")
     content = block.get("content")
     parts: list[JSONObj] = []
     if type(content) is str:
@@ -285,6 +300,8 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
         raw_input = block.get("input")
         args = as_obj({} if raw_input is None else raw_input, join(bpath, "input"))
         call_id, call_sig, cprov = unwrap_tool_call_id(req(block, "id", str, bpath))
+        if plain_call_id(call_id) is None:
+            st.check_id(call_id, bpath + ".id")
         name = req(block, "name", str, bpath)
         st.names.setdefault(call_id, name)
         return {
@@ -335,6 +352,8 @@ def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
                     and type(args) is dict
                     and ID_SEPARATOR not in call_id
                 ):
+                    if plain_call_id(call_id) is None:
+                        st.check_id(call_id, f"{cpath}[{j}].id")
                     st.names.setdefault(call_id, name)
                     parts.append(
                         {
@@ -402,6 +421,8 @@ def _messages(data: JSONObj) -> list[JSONObj]:
                 f"{join(path, 'role')}: unknown role {role!r} (expected user or assistant)",
                 param=join(path, "role"),
             )
+    if st.bad_ids:
+        raise refusal(st.bad_ids)
     return out
 
 

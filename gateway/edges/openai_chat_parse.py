@@ -47,6 +47,7 @@ from gateway.edges._common import (
     validate_request,
     wrong_type,
 )
+from gateway.edges.call_ids import plain_call_id, refusal, unusable_call_id
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
 from gateway.schema import Request
@@ -184,16 +185,26 @@ def _raw_arguments(fn: JSONObj, path: str) -> str:
 
 
 class _State:
-    """Per-request parse state: names of calls by id, unanswered legacy calls, and the nesting
-    limit (levels) for arguments sent as JSON text."""
+    """Per-request parse state: names of calls by id, unanswered legacy calls, the nesting
+    limit (levels) for arguments sent as JSON text, and the tool-call ids no upstream accepts
+    (``(location, id, reason)``, refused after the messages are read:
+    :mod:`gateway.edges.call_ids`)."""
 
-    __slots__ = ("depth", "legacy_pending", "names", "short")
+    __slots__ = ("bad_ids", "depth", "legacy_pending", "names", "short")
 
     def __init__(self, depth: int) -> None:
         self.names: dict[str, str] = {}
         self.legacy_pending: list[tuple[str, str]] = []
         self.depth = depth
         self.short = 2 * (depth - _ARGUMENTS_LEVEL)  # arguments text this long cannot nest too deep
+        self.bad_ids: list[tuple[str, str, str]] = []
+
+    def check_id(self, call_id: str, location: str) -> None:
+        """Note ``call_id`` (at ``location``) when no upstream accepts it (callers test
+        :func:`~gateway.edges.call_ids.plain_call_id` first: the common id needs no call)."""
+        reason = unusable_call_id(call_id)
+        if reason is not None:
+            self.bad_ids.append((location, call_id, reason))
 
 
 def _tool_call(id_raw: str, name: str, raw: str, src: str, st: _State) -> JSONObj:
@@ -203,6 +214,8 @@ def _tool_call(id_raw: str, name: str, raw: str, src: str, st: _State) -> JSONOb
         call_id, sig, prov = unwrap_tool_call_id(id_raw)
     else:
         call_id, sig, prov = id_raw, None, None
+    if plain_call_id(call_id) is None:
+        st.check_id(call_id, src + ".id")
     st.names.setdefault(call_id, name)
     return {
         "type": "tool_call",
@@ -359,6 +372,8 @@ def _message(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj | None:
             invalid(msg, "tool_call_id", str, path)
         if ID_SEPARATOR in call_id:
             call_id = unwrap_tool_call_id(call_id)[0]
+        if plain_call_id(call_id) is None:
+            st.check_id(call_id, path + ".tool_call_id")
         content = msg.get("content")
         if type(content) is str:
             parts = [{"type": "text", "text": content}] if content else []
@@ -545,6 +560,8 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
         m = _message(raw, i, path, st)
         if m is not None:
             messages.append(m)
+    if st.bad_ids:
+        raise refusal(st.bad_ids)
     out: JSONObj = {"model": model, "messages": messages}
     # Optional fields, checked in a fixed order (the first error wins); absent ones are left
     # to the schema's defaults.

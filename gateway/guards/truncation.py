@@ -1,9 +1,30 @@
 """Invariant 3: arguments not fully received are never executed.
 
+Three signals say whether an answer's tool calls were received whole, and all three are read:
+
+* the **stop reason**: ``length`` (the upstream stopped for its output limit);
+* the **output usage against the request's output budget**: ``usage.output_tokens`` at or above
+  the ``max_output_tokens`` the provider sent (:func:`budget_reached`) means the budget ran out,
+  even when the upstream reports ``tool_use`` / ``tool_calls`` / ``STOP`` (OpenAI-compatible
+  servers and mock function calling do; arguments can then be complete JSON and still cut, a
+  path or a command ending early). Output usage and budget count the same tokens on each API:
+  OpenAI ``max_completion_tokens`` bounds "visible output tokens and reasoning tokens" as
+  ``completion_tokens`` counts them; Anthropic ``max_tokens`` bounds thinking and text as
+  ``output_tokens`` does; Gemini ``maxOutputTokens`` caps thoughts and candidates combined
+  (googleapis/python-genai#2062, #782), and the adapter reports both as output;
+* **argument completeness**: the raw arguments are one complete JSON object.
+
 A tool call is *withheld* (removed from the message, listed in ``withheld_tool_calls``,
-never forwarded as executable) when the upstream stopped for length while the message holds
-tool calls, or when the call's raw arguments are not one complete JSON object. Arguments are
-never repaired: no bracket or quote is ever closed.
+never forwarded as executable) when the upstream stopped for length (or its budget was reached)
+while the message holds tool calls, or when the call's raw arguments are not one complete JSON
+object. Arguments are never repaired: no bracket or quote is ever closed.
+
+When the budget was reached every tool call of the answer is withheld, whatever the stop
+reason, and says so in its reason (:func:`budget_reason`: used and allowed tokens). The client
+is told the cause it can act on: the stop reason becomes ``length`` (a stop, tool use or error
+stop alike, for text answers too; ``content_filter`` and ``aborted`` are kept, a larger budget
+would not cure them). An unknown budget, an upstream that reported no usage, or an estimated
+usage decides nothing.
 
 Stop reason after withholding (a decision, documented here):
 
@@ -36,13 +57,48 @@ from gateway.schema import (
     StreamError,
     StreamEvent,
     ToolCallPart,
+    Usage,
     WithheldToolCall,
 )
 
 LENGTH_REASON = "upstream stopped for length while emitting this tool call"
 INCOMPLETE_REASON = "arguments are not complete JSON"
+BUDGET_REASON = "the output budget (max output tokens) was used up while emitting this tool call"
+"""Prefix of :func:`budget_reason`."""
 
 _KEEP_WHEN_ALL_WITHHELD: frozenset[str] = frozenset({"length", "content_filter", "error", "aborted"})
+_KEPT_AT_BUDGET: frozenset[str] = frozenset({"content_filter", "aborted", "length"})
+
+
+def budget_reached(usage: Usage, max_output_tokens: int | None) -> bool:
+    """True when ``usage`` (as the upstream reported it, not estimated) shows the output budget
+    ``max_output_tokens`` (tokens, as sent upstream) used up: ``output_tokens >= budget``."""
+    return (
+        max_output_tokens is not None
+        and max_output_tokens > 0
+        and usage.output_tokens >= max_output_tokens
+        and not usage.estimated
+    )
+
+
+def budget_reason(used: int, budget: int) -> str:
+    """The withheld reason of a call whose answer used up the output budget:
+    ``BUDGET_REASON + " (<used> of <budget> output tokens)"``."""
+    return f"{BUDGET_REASON} ({used} of {budget} output tokens)"
+
+
+def is_length_reason(reason: str) -> bool:
+    """True when a withheld call's ``reason`` says the output limit cut it (stop reason
+    ``length`` or the budget used up), not that its JSON was incomplete."""
+    return reason == LENGTH_REASON or reason.startswith(BUDGET_REASON)
+
+
+def judged_stop(stop: StopReason, usage: Usage, max_output_tokens: int | None) -> StopReason:
+    """The stop reason after reading the usage: ``length`` when the budget was reached (see
+    the module docstring for the reasons that are kept), else ``stop``."""
+    if stop in _KEPT_AT_BUDGET or not budget_reached(usage, max_output_tokens):
+        return stop
+    return "length"
 
 
 def arguments_complete(raw: str) -> bool:
@@ -57,10 +113,13 @@ def arguments_complete(raw: str) -> bool:
     return isinstance(value, dict)
 
 
-def withhold_reason(stop: StopReason, raw_arguments: str) -> str | None:
+def withhold_reason(stop: StopReason, raw_arguments: str, budget_note: str | None = None) -> str | None:
     """Why a call with ``raw_arguments`` in a message that ended with stop reason ``stop``
-    must be withheld (:data:`LENGTH_REASON` / :data:`INCOMPLETE_REASON`), or None to
-    release it."""
+    must be withheld: ``budget_note`` (given when the output budget was reached and the
+    upstream did not say ``length``: :func:`budget_reason`), :data:`LENGTH_REASON` or
+    :data:`INCOMPLETE_REASON`; None to release it."""
+    if budget_note is not None:
+        return budget_note
     if stop == "length":
         return LENGTH_REASON
     if not arguments_complete(raw_arguments):
@@ -76,23 +135,40 @@ def stop_after_withholding(stop: StopReason, kept: int, withheld: int) -> StopRe
     return "error"
 
 
-def check_truncation(response: Response) -> Response:
-    """Withhold every tool call of ``response`` that must not be executed (invariant 3).
+def _budget_note(stop: StopReason, usage: Usage, budget: int | None) -> str | None:
+    """The withheld reason for the budget when it was reached and the upstream's own stop
+    reason (``stop``) did not already say ``length``."""
+    if stop != "length" and budget is not None and budget_reached(usage, budget):
+        return budget_reason(usage.output_tokens, budget)
+    return None
 
-    Returns ``response`` itself when nothing is withheld, else a new Response whose message
-    lacks the withheld calls (other parts keep their order), whose ``withheld_tool_calls``
-    lists them (after any already listed) with id, name, raw arguments byte-exact and reason,
-    and whose stop reason follows :func:`stop_after_withholding`. Never raises.
+
+def check_truncation(response: Response, max_output_tokens: int | None = None) -> Response:
+    """Withhold every tool call of ``response`` that must not be executed (invariant 3), reading
+    the stop reason, the output usage against ``max_output_tokens`` (the budget sent upstream,
+    tokens; None when unknown) and argument completeness (module docstring).
+
+    Returns ``response`` itself when nothing changes, else a new Response whose message lacks
+    the withheld calls (other parts keep their order), whose ``withheld_tool_calls`` lists them
+    (after any already listed) with id, name, raw arguments byte-exact and reason, and whose
+    stop reason is :func:`judged_stop`'s, then :func:`stop_after_withholding`'s. Never raises.
     """
     message = response.message
+    stop = response.stop_reason
+    note = None
+    if max_output_tokens is not None and response.usage.output_tokens >= max_output_tokens:
+        note = _budget_note(stop, response.usage, max_output_tokens)
+        stop = judged_stop(stop, response.usage, max_output_tokens)
     if not any(type(p) is ToolCallPart for p in message.content):  # exact class: no ABCMeta call
-        return response
+        return (
+            response if stop == response.stop_reason else response.model_copy(update=dict(stop_reason=stop))
+        )
     content = []
     withheld: list[WithheldToolCall] = []
     kept = 0
     for part in message.content:
         if type(part) is ToolCallPart:
-            reason = withhold_reason(response.stop_reason, part.raw_arguments)
+            reason = withhold_reason(stop, part.raw_arguments, note)
             if reason is not None:
                 withheld.append(
                     WithheldToolCall(
@@ -103,12 +179,14 @@ def check_truncation(response: Response) -> Response:
             kept += 1
         content.append(part)
     if not withheld:
-        return response
+        return (
+            response if stop == response.stop_reason else response.model_copy(update=dict(stop_reason=stop))
+        )
     # keyword form: schema field names, written without quotes (see tests/gateway/test_layering.py)
     return response.model_copy(
         update=dict(
             message=message.model_copy(update={"content": content}),
-            stop_reason=stop_after_withholding(response.stop_reason, kept, len(withheld)),
+            stop_reason=stop_after_withholding(stop, kept, len(withheld)),
             withheld_tool_calls=[*response.withheld_tool_calls, *withheld],
         )
     )
@@ -137,9 +215,14 @@ class StreamTruncationGuard:
     Part indices are not renumbered: a withheld call leaves a gap, and released calls come
     after text that followed them; consumers order parts by ``index`` (as
     :func:`gateway.invariants.collect` does) and the edges map indices to their dialect.
+
+    ``max_output_tokens`` is the output budget sent upstream (tokens; None when unknown): the
+    final usage of the :class:`MessageEnd` is judged against it as :func:`check_truncation`
+    judges a whole answer.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_output_tokens: int | None = None) -> None:
+        self._budget = max_output_tokens
         self._held: list[PartStart | PartDelta | PartEnd] = []
         self._calls: dict[int, _HeldCall] = {}
         self._held_bytes = 0
@@ -190,12 +273,19 @@ class StreamTruncationGuard:
         return [event]
 
     def _release(self, end: MessageEnd) -> list[StreamEvent]:
+        stop = end.stop_reason
+        note = None
+        if self._budget is not None and end.usage.output_tokens >= self._budget:  # else nothing to judge
+            note = _budget_note(stop, end.usage, self._budget)
+            stop = judged_stop(stop, end.usage, self._budget)
+            if stop != end.stop_reason:
+                end = end.model_copy(update=dict(stop_reason=stop))
         withheld: list[WithheldToolCall] = []
         blocked: set[int] = set()
         for index in sorted(self._calls):
             call = self._calls[index]
             raw = "".join(call.fragments)
-            reason = withhold_reason(end.stop_reason, raw)
+            reason = withhold_reason(stop, raw, note)
             if reason is not None:
                 blocked.add(index)
                 withheld.append(

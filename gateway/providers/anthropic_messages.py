@@ -321,13 +321,25 @@ def thinking_budget(request: Request) -> int:
     return max(budget or MIN_THINKING_BUDGET, MIN_THINKING_BUDGET)
 
 
+def output_budget(request: Request, deployment: Deployment) -> int:
+    """The ``max_tokens`` sent for ``request`` (tokens; rule in the module docstring: the
+    request's, else the deployment's, else :data:`DEFAULT_MAX_TOKENS`, plus the thinking budget
+    when that would not fit below it). Anthropic counts thinking inside ``max_tokens``."""
+    max_tokens = request.max_output_tokens or deployment.max_output_tokens or DEFAULT_MAX_TOKENS
+    cfg = request.thinking
+    if cfg is not None and deployment.supports_thinking and cfg.enabled:
+        budget = thinking_budget(request)
+        if budget >= max_tokens:
+            return budget + max_tokens
+    return max_tokens
+
+
 def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> dict[str, Any]:
     """The Messages JSON body (a dict) for ``request`` on ``deployment``; fills ``names`` with
     the rewrites applied. Raises :class:`CapabilityError` for images the deployment cannot
     take."""
     system, messages = _messages(request, deployment, names)
-    max_tokens = request.max_output_tokens or deployment.max_output_tokens or DEFAULT_MAX_TOKENS
-    body: dict[str, Any] = {"model": deployment.model, "max_tokens": max_tokens}
+    body: dict[str, Any] = {"model": deployment.model, "max_tokens": output_budget(request, deployment)}
     if system:
         body["system"] = system
     body["messages"] = messages
@@ -346,10 +358,7 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
     cfg = request.thinking
     if cfg is not None and deployment.supports_thinking:
         if cfg.enabled:
-            budget = thinking_budget(request)
-            if budget >= max_tokens:
-                body["max_tokens"] = budget + max_tokens
-            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget(request)}
         else:
             body["thinking"] = {"type": "disabled"}
     if request.temperature is not None:

@@ -10,6 +10,8 @@ A wire module (``openai_chat``, ``anthropic_messages``, ``gemini``) exposes the 
 * ``map_stop_reason(raw) -> StopReason``: raises :class:`UnknownStopReason` on a value it
   does not know; nothing is guessed.
 * ``error_message(status, body) -> str``: the human message inside an upstream error body.
+* ``output_budget(request, deployment) -> int | None``: the output budget (tokens) the built
+  request carries, which the truncation guard compares the output usage with.
 
 :class:`HttpProvider` runs those verbs over the shared aiohttp transport; adapters that do not
 speak HTTP themselves (``litellm``, ``demo``) implement :class:`Provider` directly.
@@ -83,6 +85,11 @@ class Provider(ABC):
         :class:`gateway.errors.UpstreamError`; after it, they end the stream with a
         ``StreamError`` event or raise."""
 
+    def output_budget(self, request: Request, deployment: Deployment) -> int | None:
+        """The output budget (tokens) a call for ``request`` on ``deployment`` carries, None when
+        unknown: by default the request's ``max_output_tokens``, else the deployment's."""
+        return request.max_output_tokens or deployment.max_output_tokens
+
     async def stream_batches(
         self, request: Request, deployment: Deployment, api_key: str | None
     ) -> AsyncIterator[list[StreamEvent]]:
@@ -112,6 +119,8 @@ class WireModule(Protocol):
 
     def error_message(self, status: int, body: bytes) -> str: ...
 
+    def output_budget(self, request: Request, deployment: Deployment) -> int | None: ...
+
 
 class HttpProvider(Provider):
     """Runs a :class:`WireModule` over the shared aiohttp session with the configured
@@ -134,6 +143,10 @@ class HttpProvider(Provider):
         self.timeouts = timeouts
         self.max_response_bytes = max_response_bytes
         self.on_large = on_large
+
+    def output_budget(self, request: Request, deployment: Deployment) -> int | None:
+        """The wire module's ``output_budget`` (what its request body carries)."""
+        return self.wire.output_budget(request, deployment)
 
     async def complete(self, request: Request, deployment: Deployment, api_key: str | None) -> Response:
         if request.stream:

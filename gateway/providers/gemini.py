@@ -32,7 +32,7 @@ from gateway.providers.gemini_common import (
     map_stop_reason,
     model_path,
 )
-from gateway.providers.gemini_request import build_body
+from gateway.providers.gemini_request import build_body, output_budget
 from gateway.providers.gemini_stream import GeminiStreamParser, assemble
 from gateway.schema import Request, Response
 
@@ -45,6 +45,7 @@ __all__ = [
     "error_message",
     "map_stop_reason",
     "new_stream_parser",
+    "output_budget",
     "parse_response",
 ]
 

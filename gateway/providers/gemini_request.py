@@ -38,7 +38,7 @@ from typing import Any
 from gateway.config import Deployment
 from gateway.errors import CapabilityError, InvalidRequest
 from gateway.providers.gemini_common import SKIP_SIGNATURE_SENTINEL, is_gemini3, is_gemini_signed
-from gateway.providers.gemini_schema import function_parameters, to_gemini_schema
+from gateway.providers.gemini_schema import function_declaration, to_gemini_schema
 from gateway.providers.naming import NameMap
 from gateway.schema import (
     AssistantMessage,
@@ -247,9 +247,15 @@ def _thinking_config(request: Request, deployment: Deployment) -> dict[str, Any]
     return out
 
 
+def output_budget(request: Request, deployment: Deployment) -> int | None:
+    """The ``generationConfig.maxOutputTokens`` sent (tokens): the request's, else the
+    deployment's, else None (none is sent). Gemini counts thoughts inside it."""
+    return request.max_output_tokens or deployment.max_output_tokens
+
+
 def _generation_config(request: Request, deployment: Deployment) -> dict[str, Any]:
     gen: dict[str, Any] = {}
-    max_tokens = request.max_output_tokens or deployment.max_output_tokens
+    max_tokens = output_budget(request, deployment)
     if max_tokens is not None:
         gen["maxOutputTokens"] = max_tokens
     if request.temperature is not None:
@@ -286,13 +292,9 @@ def build_body(request: Request, deployment: Deployment, names: NameMap) -> dict
     if request.tools:
         decls = []
         for tool in request.tools:
-            decl: dict[str, Any] = {"name": names.to_upstream_name(tool.name)}
-            if tool.description:
-                decl["description"] = tool.description
-            params = function_parameters(tool.parameters)
-            if params is not None:
-                decl["parameters"] = params
-            decls.append(decl)
+            decls.append(
+                function_declaration(names.to_upstream_name(tool.name), tool.description, tool.parameters)
+            )
         body["tools"] = [{"functionDeclarations": decls}]
         choice = request.tool_choice
         if choice is not None:

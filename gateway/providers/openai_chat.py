@@ -144,6 +144,12 @@ def error_message(status: int, body: bytes) -> str:
 # ---------------------------------------------------------------------------- request
 
 
+def output_budget(request: Request, deployment: Deployment) -> int | None:
+    """The output budget sent upstream (tokens, in ``quirks.max_tokens_field``), or None when
+    the body carries none (the model's own limit applies, which the gateway does not know)."""
+    return request.max_output_tokens
+
+
 def upstream_id(names: NameMap, id_: str) -> str:
     """The tool-call id sent upstream for client id ``id_`` (rewritten only when longer than
     40 characters or empty)."""

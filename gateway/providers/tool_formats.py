@@ -8,7 +8,8 @@ in its provider's shape:
   are supported"; also ``../shared/notes/mcp-sdk-2.md``).
 * ``anthropic`` (Messages): ``{"name", "description", "input_schema"}``.
 * ``gemini``: one ``{"functionDeclarations": [{"name", "description", "parameters"}]}`` entry,
-  parameters in Gemini's schema subset (:mod:`gateway.providers.gemini_schema`).
+  each made by :func:`gateway.providers.gemini_schema.function_declaration`, the function
+  upstream Gemini requests use (parameters in Gemini's ``Schema`` subset).
 
 For OpenAI and Anthropic, ``$ref`` into ``$defs``/``definitions`` is inlined (a recursive
 reference is cut to ``{"type": "object"}``) and the definitions removed; ``required`` is kept.
@@ -21,7 +22,7 @@ import copy
 from typing import Any, Literal
 
 from gateway.errors import InvalidRequest
-from gateway.providers.gemini_schema import function_parameters
+from gateway.providers.gemini_schema import function_declaration
 from gateway.schema import ToolDefinition
 
 ToolFormat = Literal["openai", "anthropic", "gemini"]
@@ -71,15 +72,7 @@ def render_tools(tools: list[ToolDefinition], fmt: str) -> list[dict[str, Any]]:
             param="format",
         )
     if fmt == "gemini":
-        decls = []
-        for t in tools:
-            decl: dict[str, Any] = {"name": t.name}
-            if t.description:
-                decl["description"] = t.description
-            params = function_parameters(t.parameters)
-            if params is not None:
-                decl["parameters"] = params
-            decls.append(decl)
+        decls = [function_declaration(t.name, t.description, t.parameters) for t in tools]
         return [{"functionDeclarations": decls}] if decls else []
     out = []
     for t in tools:

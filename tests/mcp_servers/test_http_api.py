@@ -183,6 +183,18 @@ async def test_model_tools_in_provider_format(gw: McpGateway, fmt: str) -> None:
     assert {"github__search", "jira__search", "time__get_current_time"} <= names
 
 
+async def test_gemini_tool_listing_holds_only_what_gemini_accepts(gw: McpGateway) -> None:
+    from standins.gemini_schema_rule import schema_violations
+
+    async with httpx.AsyncClient(base_url=gw.url) as http:
+        r = await http.get("/v1/mcp/tools", params={"format": "gemini"})
+    decls = r.json()["tools"][0]["functionDeclarations"]
+    assert decls
+    for i, decl in enumerate(decls):
+        if "parameters" in decl:
+            assert schema_violations(decl["parameters"], f"function_declarations[{i}].parameters") == []
+
+
 async def test_model_tools_unknown_format_is_400(gw: McpGateway) -> None:
     async with httpx.AsyncClient(base_url=gw.url) as http:
         r = await http.get("/v1/mcp/tools", params={"format": "cohere"})

@@ -10,8 +10,9 @@ Endpoints (paths exactly as the providers serve them):
 
 What a real provider checks first is checked here too, with the provider's own error shape:
 the API key header (``Authorization: Bearer``, ``x-api-key`` + ``anthropic-version``,
-``x-goog-api-key`` or ``?key=``), a JSON object body, the model, and Anthropic's required
-``max_tokens``.
+``x-goog-api-key`` or ``?key=``), a JSON object body, the model, Anthropic's required
+``max_tokens``, and Gemini's ``Schema`` rule (no unknown member at any depth of a function
+declaration's parameters or the response schema: :mod:`standins.gemini_schema_rule`).
 
 A test *scripts* the stand-in with :class:`Answer` objects (see the factory functions
 :func:`replay`, :func:`http_error`, :func:`reset_mid_stream`, :func:`cut_before_stop`,
@@ -35,6 +36,8 @@ from typing import Any
 
 from aiohttp import web
 
+from .gemini_schema_rule import error_body as schema_error_body
+from .gemini_schema_rule import request_violations
 from .recordings import Exchange, split_sse
 
 OPENAI = "openai_chat"
@@ -408,6 +411,10 @@ class UpstreamStandin:
             return self._fail(rec.api, 400, "max_tokens: Field required")
         if rec.api == GEMINI and not body.get("contents"):
             return self._fail(rec.api, 400, "* GenerateContentRequest.contents: contents is not specified")
+        if rec.api == GEMINI:
+            violations = request_violations(body)
+            if violations:  # Gemini refuses unknown Schema members at any depth (gemini_schema_rule)
+                return web.json_response(schema_error_body(violations), status=400)
         return None
 
     @staticmethod

@@ -17,6 +17,7 @@ import openai
 import pytest
 from standins.recordings import json_exchange, stream_exchange
 from standins.servers import GatewayServer, LoopThread
+from standins.tool_answers import Call, text_answer, tool_call_answer
 from standins.topology import KEY_ENV, KEYS, build_config
 from standins.upstream import OPENAI, UpstreamStandin, replay
 from standins.wirekit import transcript_row
@@ -63,6 +64,7 @@ def loop_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                 "models": [
                     *base.models,
                     ModelAlias(name="oa-time", deployments=["oa"], mcp_servers=["time"]),
+                    ModelAlias(name="an-time", deployments=["an"], mcp_servers=["time"]),
                 ],
             }
         )
@@ -258,3 +260,104 @@ def test_unknown_mcp_server_is_a_400_naming_it(loop_gw: dict[str, Any], standin:
         )
     assert "'nope' is not registered" in str(err.value)
     assert standin.requests(OPENAI) == []
+
+
+# ---------------------------------------------------------------------- ids reused across steps
+
+LOOP_ALIAS = {"openai_chat": "oa-time", "anthropic_messages": "an-time"}
+
+
+def _loop_turn(url: str, dialect: str, alias: str, stream: bool) -> httpx.Response:
+    if dialect == "openai":
+        path, body = (
+            "/v1/chat/completions",
+            {"model": alias, "messages": [{"role": "user", "content": "time?"}]},
+        )
+    else:
+        path = "/v1/messages"
+        body = {"model": alias, "max_tokens": 300, "messages": [{"role": "user", "content": "time?"}]}
+    if stream:
+        body["stream"] = True
+    with httpx.Client(base_url=url, timeout=30) as client:
+        resp = client.post(path, json=body)
+        resp.read()
+        return resp
+
+
+def _history_ids(api: str, body: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(call ids, result ids) of an upstream request body, in order."""
+    calls: list[str] = []
+    results: list[str] = []
+    for m in body["messages"]:
+        if api == "openai_chat":
+            calls += [c["id"] for c in m.get("tool_calls") or []]
+            if m["role"] == "tool":
+                results.append(m["tool_call_id"])
+        elif isinstance(m["content"], list):
+            calls += [b["id"] for b in m["content"] if b["type"] == "tool_use"]
+            results += [b["tool_use_id"] for b in m["content"] if b["type"] == "tool_result"]
+    return calls, results
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("api", ["openai_chat", "anthropic_messages"])
+def test_an_upstream_reusing_a_tool_call_id_in_the_next_step_does_not_stop_the_loop(
+    dialect: str, stream: bool, api: str, loop_gw: dict[str, Any], standin: UpstreamStandin
+) -> None:
+    args = '{"timezone": "UTC"}'
+    standin.script(
+        replay(
+            tool_call_answer(api, [Call("call_same", "time__get_current_time", args)], stream=stream), api=api
+        ),
+        replay(
+            tool_call_answer(api, [Call("call_same", "time__get_current_time", args)], stream=stream), api=api
+        ),
+        replay(text_answer(api, "It is noon.", stream=stream), api=api),
+    )
+
+    resp = _loop_turn(loop_gw["url"], dialect, LOOP_ALIAS[api], stream)
+
+    assert resp.status_code == 200, resp.text
+    assert "It is noon." in resp.text
+    sent = standin.requests(api)
+    assert len(sent) == 3
+    calls, results = _history_ids(api, sent[2].body)
+    assert len(calls) == 2 and len(set(calls)) == 2, calls
+    assert calls[0] == "call_same", "the first use keeps the upstream's id"
+    assert calls[1] == "call_same_s2", "a reused id is renamed by step, deterministically"
+    assert results == calls, "each call has its result, in call order"
+    rid = resp.headers["x-turnstile-request-id"]
+    step2 = json.loads(transcript_row(loop_gw["db_path"], f"{rid}.step2")["response"])
+    assert [p["id"] for p in step2["message"]["content"] if p["type"] == "tool_call"] == ["call_same"], (
+        "the step's row keeps what the upstream sent"
+    )
+
+
+# ---------------------------------------------------------------------- output budget in the loop
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_a_loop_call_at_the_output_budget_is_not_run_and_the_model_is_told_why(
+    stream: bool, loop_gw: dict[str, Any], standin: UpstreamStandin
+) -> None:
+    api = "openai_chat"
+    call = Call("call_cut", "time__get_current_time", '{"timezone": "Europe/Par"}')
+    standin.script(
+        replay(tool_call_answer(api, [call], stream=stream, output_tokens=40), api=api),
+        replay(text_answer(api, "Sorry, I ran out of room.", stream=stream), api=api),
+    )
+    body: dict[str, Any] = {
+        "model": "oa-time",
+        "max_tokens": 40,
+        "messages": [{"role": "user", "content": "time in Paris?"}],
+    }
+    if stream:
+        body["stream"] = True
+    resp = httpx.post(f"{loop_gw['url']}/v1/chat/completions", json=body, timeout=30)
+
+    assert resp.status_code == 200, resp.text
+    [result] = _tool_results(standin.requests(api)[1].body)
+    text = json.dumps(result["content"])
+    assert "not executed" in text, "the tool never ran: its result is the gateway's error text"
+    assert "output token limit" in text and "40 of 40" in text, text

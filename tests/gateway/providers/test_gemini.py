@@ -109,7 +109,11 @@ def test_generation_config_carries_sampling_stop_and_json_schema() -> None:
         "topK": 40,
         "stopSequences": ["END"],
         "responseMimeType": "application/json",
-        "responseSchema": {"type": "object", "properties": {"a": {"type": "string"}}},
+        "responseSchema": {
+            "type": "object",
+            "properties": {"a": {"type": "string"}},
+            "description": "Also: no other properties are allowed.",
+        },
     }
 
 
@@ -125,7 +129,7 @@ def test_thinking_effort_on_gemini3_pro_becomes_a_supported_level() -> None:
     assert gen["thinkingConfig"] == {"includeThoughts": True, "thinkingLevel": "high"}
 
 
-def test_tools_become_function_declarations_with_unsupported_schema_keys_removed() -> None:
+def test_tools_become_function_declarations_with_what_gemini_cannot_check_described() -> None:
     schema = {
         "$schema": "http://json-schema.org/draft-07/schema#",
         "type": "object",
@@ -153,12 +157,17 @@ def test_tools_become_function_declarations_with_unsupported_schema_keys_removed
                     "parameters": {
                         "type": "object",
                         "properties": {
-                            "path": {"type": "string"},
+                            "path": {"type": "string", "title": "Path", "description": 'Also: format "uri".'},
                             "mode": {"type": "string", "enum": ["r"]},
-                            "size": {"type": "integer", "nullable": True},
+                            "size": {
+                                "type": "integer",
+                                "nullable": True,
+                                "description": "Also: greater than 0.",
+                            },
                             "opts": {"type": "object", "properties": {"deep": {"type": "boolean"}}},
                         },
                         "required": ["path"],
+                        "description": 'Also: requires "missing" too; no other properties are allowed.',
                     },
                 }
             ]
@@ -183,7 +192,11 @@ def test_recursive_ref_is_cut_instead_of_looping() -> None:
     params = body_of(user_request(tools=[ToolDefinition(name="t", parameters=schema)]))["tools"][0][
         "functionDeclarations"
     ][0]["parameters"]
-    assert params["properties"]["node"] == {"type": "object", "properties": {"child": {"type": "object"}}}
+    cut = {"type": "object", "description": "The structure of Node repeats here (cut after 2 levels)"}
+    assert params["properties"]["node"] == {
+        "type": "object",
+        "properties": {"child": {"type": "object", "properties": {"child": cut}}},
+    }
 
 
 def test_images_become_inline_data_or_file_data() -> None:
