@@ -209,6 +209,20 @@ class UnknownStopReason(UpstreamProtocolError):
     """An upstream stop reason that the adapter does not know."""
 
 
+class TranscriptUnavailable(TurnstileError):
+    """The transcript store is not accepting writes (queue full or a commit overdue past
+    ``server.transcript_commit_timeout_s``): a new turn is refused before anything goes
+    upstream, since its row could not be kept (:class:`gateway.transcript.TranscriptWriter`,
+    admission control). ``retry_after_s``: seconds the client should wait."""
+
+    status = 503
+    kind = "overloaded"
+
+    def __init__(self, message: str, *, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class TurnCutByShutdown(TurnstileError):
     """The gateway shut down before the turn finished: its graceful-shutdown bound
     (``server.shutdown_timeout_s``) passed and the turn was cut (:mod:`gateway.shutdown`)."""

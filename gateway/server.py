@@ -38,7 +38,14 @@ from gateway.config import GatewayConfig, Settings, default_config_path, load_co
 from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import openai_chat as openai_edge
-from gateway.errors import AnonymousRefused, InvalidRequest, PayloadTooLarge, RouteNotFound, TurnstileError
+from gateway.errors import (
+    AnonymousRefused,
+    InvalidRequest,
+    PayloadTooLarge,
+    RouteNotFound,
+    TranscriptUnavailable,
+    TurnstileError,
+)
 from gateway.http_headers import retry_after_value
 from gateway.logs import access_log
 from gateway.memory import MemoryReturn
@@ -236,6 +243,9 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
     in_pipeline = False  # from there on the pipeline records every outcome itself
     large = False  # a large body: give the memory it took back to the OS afterwards
     try:
+        transcript = gw.transcript
+        if transcript is not None and not transcript.accepting and not await transcript.admit():
+            return _transcript_unavailable(edge, transcript, rid)
         limits = gw.config.server
         body = await _read_body(scope, receive, limits.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:  # parse off the event loop: keeps other requests moving
@@ -305,6 +315,18 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
             state.memory.note()
 
 
+def _transcript_unavailable(edge: ModuleType, transcript: TranscriptWriter, rid: str) -> Response:
+    """The 503 for a turn refused because the transcript store is not accepting writes (no
+    transcript row: the store is what fails; one error log line)."""
+    err = TranscriptUnavailable(
+        "the gateway's transcript store is not accepting writes (queue full or a commit overdue "
+        f"for {transcript.commit_timeout_s:g} s); the turn was not started and nothing went upstream",
+        retry_after_s=transcript.commit_timeout_s,
+    )
+    log.error("turn_refused_transcript_unavailable", request_id=rid)
+    return _error_response(edge, err, rid)
+
+
 async def _openai_turn(scope: Scope, receive: Receive) -> Response:
     return await _handle_turn(scope, receive, openai_edge)
 
@@ -371,6 +393,7 @@ async def health(request: Request) -> Response:
             "aliases": gw.table.aliases,
             "transcript_rows_written": gw.transcript.written if gw.transcript else 0,
             "transcript_rows_dropped": gw.transcript.dropped if gw.transcript else 0,
+            "transcript_accepting": gw.transcript.accepting if gw.transcript else False,
             "mcp": mcp.registry.status() if (mcp := getattr(request.app.state, "mcp", None)) else None,
             "routing": gw.routing.health.snapshot() if gw.routing is not None else {},
             "connections": conns.snapshot()

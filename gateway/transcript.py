@@ -303,10 +303,16 @@ class TranscriptWriter:
     queued (the store failing: disk full, locked by another process) resolves the waiters'
     futures with False and is logged as an error (``transcript_commit_overdue``, with the
     request ids) — the answer is then released without its row committed; the rows stay queued
-    and the writer keeps retrying them. When the queue is full (``maxsize`` records: the store has
-    not kept up), callers wait for room at most ``commit_timeout_s`` seconds; after that the row
-    is dropped and logged (``transcript_row_dropped``) and counted in :attr:`dropped`, so memory
-    stays bounded however long the store is down.
+    and the writer keeps retrying them.
+
+    Admission control, not dropped rows: ``maxsize`` bounds the rows waiting to be written by
+    refusing new *turns*, never the rows of turns already running. :attr:`accepting` is False
+    while ``maxsize`` rows are queued or a commit is overdue; the server then waits for room at
+    most ``commit_timeout_s`` (:meth:`admit`) and answers 503 before anything goes upstream.
+    A turn that was admitted always gets its row queued, so the queue holds at most ``maxsize``
+    rows plus those of the turns in flight (bounded by the connection limit). Only a row that
+    arrives after :meth:`close` is lost (logged as ``transcript_row_dropped``, counted in
+    :attr:`dropped`).
 
     ``max_json_bytes`` bounds the request and the response JSON of a row (:meth:`TurnRecord.row`).
     """
@@ -339,8 +345,9 @@ class TranscriptWriter:
         self._in_flight = False
         self._closing = False
         self._closed = False
+        self._stalled = False  # a commit is overdue: the store is not accepting writes
         self.written = 0
-        self.dropped = 0  # rows never queued: the queue stayed full past commit_timeout_s
+        self.dropped = 0  # rows that arrived after close (shutdown): never written
 
     async def start(self) -> None:
         """Open the store and start the background writer task."""
@@ -358,10 +365,29 @@ class TranscriptWriter:
             self._watch = loop.call_later(self.commit_timeout_s, self._check_overdue)
         return group
 
+    @property
+    def accepting(self) -> bool:
+        """Whether a new turn may start: fewer than ``maxsize`` rows queued and no commit
+        overdue (see the class docstring: admission control)."""
+        return self._size < self._maxsize and not self._stalled
+
+    async def admit(self) -> bool:
+        """Wait until :attr:`accepting`, at most ``commit_timeout_s`` seconds; False when the
+        store did not catch up (the caller refuses the turn before anything goes upstream)."""
+        deadline = time.monotonic() + self.commit_timeout_s
+        while not self.accepting:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self._closed or self._task is None or self._task.done():
+                return False
+            self._room.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._room.wait(), remaining)
+        return True
+
     def try_append(self, record: TurnRecord) -> bool:
-        """Queue one turn without waiting (nor waiting for its commit); False when the queue
-        is full (then :meth:`append` waits for room)."""
-        if self._size >= self._maxsize or self._closed:
+        """Queue one turn without waiting (nor waiting for its commit); False only when the
+        writer is closed. The queue is bounded by admission (:meth:`admit`), not here."""
+        if self._closed:
             return False
         (self._open or self._group()).records.append(record)
         self._size += 1
@@ -374,11 +400,9 @@ class TranscriptWriter:
         """Queue one turn without waiting; the future resolves True once the transaction
         holding its row has committed (a row that can never be stored, e.g. a duplicate
         request id, is logged and skipped: True too), or False when that did not happen
-        within ``commit_timeout_s`` (logged). None when the queue is
-        full or the writer closed (then :meth:`commit` waits for room, or drops the row and
-        logs it). Cancelling the future abandons the wait,
-        not the row."""
-        if self._size >= self._maxsize or self._closed:
+        within ``commit_timeout_s`` (logged). None when the writer is closed. Cancelling the
+        future abandons the wait, not the row."""
+        if self._closed:
             return None
         group = self._open or self._group()
         group.records.append(record)
@@ -391,48 +415,28 @@ class TranscriptWriter:
         return waiter
 
     async def append(self, record: TurnRecord) -> None:
-        """Queue one turn; waits only when the queue is full, at most ``commit_timeout_s``
-        seconds (then the row is dropped and logged, see the class docstring)."""
+        """Queue one turn (its row is written whatever the queue holds: see admission control
+        in the class docstring); a row that arrives after :meth:`close` is logged and lost."""
         if not self.try_append(record):
-            await self._when_room(record, False)
+            self._lost(record)
 
     async def commit(self, record: TurnRecord) -> bool:
-        """Queue one turn and wait until its row is committed: :meth:`try_commit`, waiting
-        for room when the queue is full. True when committed; False when a bound passed
-        (logged): the queue stayed full (row dropped) or the commit is overdue (row kept)."""
+        """Queue one turn and wait until its row is committed (:meth:`try_commit`). True when
+        committed; False when the commit is overdue (logged; the row stays queued) or the
+        writer is closed (logged; the row is lost)."""
         waiter = self.try_commit(record)
         if waiter is None:
-            waiter = await self._when_room(record, True)
-            if waiter is None:
-                return False
+            self._lost(record)
+            return False
         return await waiter
 
-    async def _when_room(self, record: TurnRecord, commit: bool) -> asyncio.Future[bool] | None:
-        """Queue ``record`` once the queue has room, waiting at most ``commit_timeout_s``;
-        None (row dropped, logged) when it stayed full."""
-        deadline = time.monotonic() + self.commit_timeout_s
-        while True:
-            if commit:
-                waiter = self.try_commit(record)
-                if waiter is not None:
-                    return waiter
-            elif self.try_append(record):
-                return None
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._task is None or self._task.done():
-                self.dropped += 1
-                log.error(
-                    "transcript_row_dropped",
-                    request_id=record.request_id,
-                    reason="the transcript is closed (the gateway is shutting down)"
-                    if self._closed or self._task is None
-                    else f"the transcript queue ({self._maxsize} rows) stayed full for "
-                    f"{self.commit_timeout_s} s: the store is not accepting writes",
-                )
-                return None
-            self._room.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._room.wait(), remaining)
+    def _lost(self, record: TurnRecord) -> None:
+        self.dropped += 1
+        log.error(
+            "transcript_row_dropped",
+            request_id=record.request_id,
+            reason="the transcript is closed (the gateway is shutting down)",
+        )
 
     def _check_overdue(self) -> None:
         """Resolve, with False, the waiters of every group queued ``commit_timeout_s`` ago or
@@ -451,6 +455,7 @@ class TranscriptWriter:
                 continue
             for w in pending:
                 w.set_result(False)
+            self._stalled = True  # new turns wait for room, then are refused (admission control)
             if self._open is group:
                 self._open = None  # later records get a bound of their own
             log.error(
@@ -578,6 +583,9 @@ class TranscriptWriter:
             try:
                 await self._write_until_done(records)
                 committed = True
+                if self._stalled:  # the store accepts writes again: admit new turns
+                    self._stalled = False
+                    self._room.set()
             except Exception:  # a bug, not a storage failure (those are retried): keep writing
                 log.exception("transcript_batch_lost", rows=len(records))
             finally:

@@ -108,3 +108,58 @@ async def test_the_last_bytes_of_an_answer_leave_only_after_its_row_is_committed
     committed = next(i for i, (kind, ids) in enumerate(log) if kind == "commit" and rid in ids)
     last = max(i for i, (kind, data) in enumerate(log) if kind == "send" and last_marker in data)
     assert committed < last, log
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages"])
+async def test_a_turn_arriving_while_the_store_cannot_write_is_refused_503_before_anything_goes_upstream(
+    path: str, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    cfg = parse_config(
+        {
+            "server": {"db_path": str(tmp_path / "t.db"), "transcript_commit_timeout_s": 0.2},
+            "deployments": [{"name": "demo", "api": "demo", "model": "turnstile-demo"}],
+        }
+    )
+    app = create_app(cfg, settings=Settings(log_level="warning"))
+    body = orjson.dumps({"model": "demo", "max_tokens": 16, "messages": USER})
+    async with app.router.lifespan_context(app):
+        gw = app.state.gateway
+        writer: TranscriptWriter = gw.transcript
+        locked = True
+        write = writer._write
+
+        def stuck(statements: Any) -> None:
+            if locked:
+                raise sqlite3.OperationalError("database is locked")
+            write(statements)
+
+        writer._write = stuck  # type: ignore[method-assign]
+        demo = gw.providers["demo"]
+        calls = 0
+        complete = demo.complete
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            return await complete(*args, **kwargs)
+
+        demo.complete = counted
+        log: list[tuple[str, Any]] = []
+        first = await _call(app, path, body, log)  # answered once its commit is overdue
+        assert calls == 1 and not writer.accepting
+        log.clear()
+        await _call(app, path, body, log)
+        refused = orjson.loads(b"".join(data for _, data in log))
+        assert calls == 1  # nothing went upstream
+        assert "transcript store is not accepting writes" in orjson.dumps(refused).decode()
+        assert ("type" in refused and refused["type"] == "error") or "error" in refused
+        locked = False
+        await asyncio.wait_for(writer.flush(), 10)  # the retries write the kept rows
+        assert writer.accepting
+        await _call(app, path, body, log)
+        assert calls == 2
+        await writer.flush()
+    stored = sqlite3.connect(tmp_path / "t.db").execute("SELECT request_id FROM turns").fetchall()
+    assert first in {r for (r,) in stored}  # the first turn's row was kept and written later

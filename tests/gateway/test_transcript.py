@@ -260,19 +260,48 @@ async def test_a_store_that_cannot_commit_releases_the_waiter_after_the_bound_an
     await writer.close()
 
 
-async def test_a_queue_that_stays_full_drops_the_row_after_the_bound_and_counts_it(tmp_path: Path) -> None:
+async def test_a_full_queue_refuses_new_turns_after_the_bound_but_never_drops_a_row(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
     writer = TranscriptWriter(db, maxsize=1, commit_timeout_s=0.2)
     await writer.start()
     store = _Store(writer)
     store.locked = True
+    assert writer.accepting
     assert writer.try_append(_record(0))
     assert await asyncio.to_thread(store.entered.wait, 10)  # r0 taken: retried while locked
     assert writer.try_append(_record(1))  # the queue is full now
+    assert not writer.accepting
+    assert await asyncio.wait_for(writer.admit(), 10) is False  # a new turn is refused ...
     with capture_logs() as logs:
-        await asyncio.wait_for(writer.append(_record(2)), 10)
-    assert writer.dropped == 1
-    assert [e["request_id"] for e in logs if e["event"] == "transcript_row_dropped"] == ["r2"]
+        await asyncio.wait_for(writer.append(_record(2)), 10)  # ... a running one keeps its row
+    assert writer.dropped == 0 and not [e for e in logs if e["event"] == "transcript_row_dropped"]
     store.locked = False
+    await asyncio.wait_for(writer.flush(), 10)
+    assert writer.accepting and await writer.admit()
     await asyncio.wait_for(writer.close(), 10)
-    assert _stored(db) == ["r0", "r1"]
+    assert _stored(db) == ["r0", "r1", "r2"]
+
+
+async def test_an_overdue_commit_stops_admitting_turns_until_the_store_writes_again(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    writer = TranscriptWriter(db, commit_timeout_s=0.2)
+    await writer.start()
+    store = _Store(writer)
+    store.locked = True
+    assert await asyncio.wait_for(writer.commit(_record(0)), 10) is False  # overdue
+    assert not writer.accepting
+    store.locked = False
+    assert await asyncio.wait_for(writer.admit(), 10) is True  # admitted once r0 is written
+    assert _stored(db) == ["r0"]
+    await writer.close()
+
+
+async def test_a_row_that_arrives_after_close_is_logged_and_counted(tmp_path: Path) -> None:
+    writer = TranscriptWriter(tmp_path / "t.db")
+    await writer.start()
+    await writer.close()
+    with capture_logs() as logs:
+        await writer.append(_record(0))
+        assert await writer.commit(_record(1)) is False
+    assert writer.dropped == 2
+    assert [e["request_id"] for e in logs if e["event"] == "transcript_row_dropped"] == ["r0", "r1"]
