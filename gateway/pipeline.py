@@ -275,7 +275,7 @@ class Pipeline:
             if resp is not None:
                 out_text = resp.message.text + "".join(t.raw_arguments for t in resp.message.tool_calls)
             usage = Usage(
-                input_tokens=count_tokens(request, dep.model),
+                input_tokens=count_tokens(request, dep.model, wait=False),  # never blocks the loop
                 output_tokens=max(0, len(out_text) // 4),
                 estimated=True,
             )
@@ -416,6 +416,11 @@ class Pipeline:
             raise
         except asyncio.CancelledError:  # before the first byte no client watch runs: the server cut it
             await self._record(ctx, None, TurnCutByShutdown(), stream=True)
+            raise
+        except Exception as exc:  # the gateway's bug: still one row (the server answers a 500 and logs it)
+            await self._record(
+                ctx, None, TurnstileError(f"internal error: {type(exc).__name__}: {exc}"), stream=True
+            )
             raise
         return StreamingTurn(batches=self._relay(ctx, target_req, dep, first, source), headers=ctx.headers())
 

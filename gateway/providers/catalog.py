@@ -43,11 +43,37 @@ _PROVIDER_ALIASES = {
 }
 
 
+_TOKENIZER = {"ready": False, "loading": False}
+"""Whether litellm (the tokenizer) is imported, or being imported by :func:`warm_tokenizer`'s
+thread (process state of the import itself, not configuration)."""
+
+
 def _litellm() -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
+    _TOKENIZER["ready"] = True
     return litellm
+
+
+def warm_tokenizer() -> None:
+    """Import litellm (the tokenizer :func:`count_tokens` uses) in a daemon thread, once. The
+    import takes seconds (12 s seen on a busy 2-core machine) and about 150 MB: done on the
+    event loop it stalls every request, so the loop never waits for it (``wait=False``)."""
+    if _TOKENIZER["ready"] or _TOKENIZER["loading"]:
+        return
+    _TOKENIZER["loading"] = True
+    import threading
+
+    def load() -> None:
+        try:
+            _litellm()
+        except Exception:  # counted by the fallback estimate instead
+            pass
+        finally:
+            _TOKENIZER["loading"] = False
+
+    threading.Thread(target=load, name="tokenizer-import", daemon=True).start()
 
 
 @functools.lru_cache(maxsize=1)
@@ -214,8 +240,12 @@ def _fallback_count(messages: list[dict[str, Any]], tools: list[dict[str, Any]])
     return len(orjson.dumps(messages)) // 4 + (len(orjson.dumps(tools)) // 4 if tools else 0)
 
 
-def count_tokens(request: Request, model: str) -> int:
+def count_tokens(request: Request, model: str, *, wait: bool = True) -> int:
     """An **estimate** of the input tokens of ``request`` for ``model`` (tokens).
+
+    ``wait=False`` (the event loop): while litellm is not imported yet, its import is started
+    in a thread (:func:`warm_tokenizer`) and this call answers the ``len(JSON text) // 4``
+    estimate at once, never blocking on the import.
 
     Messages and tools are rendered as OpenAI-style chat dicts and counted with
     ``litellm.token_counter`` (tiktoken, or litellm's bundled Anthropic/DeepSeek tokenizers;
@@ -224,6 +254,9 @@ def count_tokens(request: Request, model: str) -> int:
     usage, when reported, always wins over this number.
     """
     messages, tools = _render(request)
+    if not wait and not _TOKENIZER["ready"]:
+        warm_tokenizer()
+        return _fallback_count(messages, tools)
     try:
         litellm = _litellm()
         kind_of = getattr(litellm.utils, "huggingface_tokenizer_kind", None)

@@ -309,3 +309,18 @@ async def test_retry_policy_asks_again_only_once_then_withholds(tmp_path: Path) 
     await writer.close()
     assert [c[1].max_output_tokens for c in provider.calls] == [30, 60]
     assert result.response.message.tool_calls == [] and result.response.stop_reason == "length"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_gateway_bug_before_the_answer_still_writes_one_row(tmp_path: Path, stream: bool) -> None:
+    provider = Scripted(RuntimeError("a bug in an adapter"))
+    pipe, writer = await _pipeline(provider, tmp_path)
+    with pytest.raises(RuntimeError, match="a bug in an adapter"):
+        if stream:
+            await pipe.open_stream(_ctx(USER, stream=True))
+        else:
+            await pipe.complete(_ctx(USER))
+    await writer.close()
+    rows = recent(tmp_path / "t.db")
+    assert len(rows) == 1 and rows[0]["status"] == 500
+    assert "internal error: RuntimeError: a bug in an adapter" in rows[0]["error"]

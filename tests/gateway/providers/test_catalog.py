@@ -95,3 +95,34 @@ def test_count_tokens_falls_back_to_length_estimate(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(litellm, "token_counter", boom)
     req = Request(model="m", messages=[UserMessage(content=[TextPart(text="x" * 400)])])
     assert catalog.count_tokens(req, "gpt-4.1-mini") >= 100
+
+
+def test_a_count_on_the_event_loop_never_waits_for_the_tokenizer_import() -> None:
+    """``wait=False`` answers the length estimate at once while litellm is not imported, and
+    starts the import in a thread of its own (a fresh interpreter: this one has litellm)."""
+    import subprocess
+    import sys
+
+    code = """
+import sys, threading
+from gateway.providers import catalog
+from gateway.schema import Request, TextPart, UserMessage
+req = Request(model="m", messages=[UserMessage(content=[TextPart(text="hello " * 50)])])
+n = catalog.count_tokens(req, "gpt-4o", wait=False)
+assert "litellm" not in sys.modules or not catalog._TOKENIZER["ready"], "imported on the caller's thread"
+loader = next(t for t in threading.enumerate() if t.name == "tokenizer-import")
+loader.join(120)
+assert catalog._TOKENIZER["ready"]
+print(n, catalog.count_tokens(req, "gpt-4o", wait=False))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={"LITELLM_LOCAL_MODEL_COST_MAP": "True", "PATH": "/usr/bin:/bin"},
+        cwd=str(__import__("pathlib").Path(__file__).resolve().parents[3]),
+    )
+    assert out.returncode == 0, out.stderr
+    estimate, counted = map(int, out.stdout.split())
+    assert estimate > 0 and counted > 0
