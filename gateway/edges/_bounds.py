@@ -20,18 +20,14 @@ a long conversation costs no more Python than a short one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from itertools import chain, repeat
 from typing import Any, Protocol
 
 from gateway.config import ServerConfig
 from gateway.edges._common import JSONObj, join
 from gateway.errors import InvalidRequest, PayloadTooLarge
+from gateway.json_depth import is_dict, is_list, nesting_exceeds
 
-# C callables, so that map/filter over them run no bytecode per item.
-_is_dict: Callable[[Any], bool] = partial(type.__instancecheck__, dict)
-_is_list: Callable[[Any], bool] = partial(type.__instancecheck__, list)
-_values: Callable[[Any], Any] = dict.values
 _get: Callable[[Any, str], Any] = dict.get
 
 FieldPattern = tuple[str, ...]
@@ -59,25 +55,6 @@ class InputLimits(Protocol):
 
 DEFAULT_LIMITS: InputLimits = ServerConfig()
 """The limits of a default configuration (for callers that have none: replay, tests)."""
-
-
-def nesting_exceeds(value: Any, limit: int) -> bool:
-    """True when decoded JSON ``value`` nests more than ``limit`` levels of objects and arrays
-    (``value`` itself, when it is one, is level 1).
-
-    Breadth first, one level at a time: each level's containers are gathered by C iterators, so
-    the Python cost is a few dozen bytecodes per level whatever the width."""
-    dicts = [value] if type(value) is dict else []
-    lists = [value] if type(value) is list else []
-    depth = 0
-    while dicts or lists:
-        depth += 1
-        if depth > limit:
-            return True
-        level = list(chain(chain.from_iterable(map(_values, dicts)), chain.from_iterable(lists)))
-        dicts = list(filter(_is_dict, level))
-        lists = list(filter(_is_list, level))
-    return False
 
 
 def path_past(value: Any, limit: int) -> list[str | int]:
@@ -123,8 +100,8 @@ def _count_parts(messages: list[Any], extra: Any) -> tuple[int, list[Any]]:
     """Top-level content parts and tool calls of ``messages`` (plus a list ``extra``, e.g.
     Anthropic's ``system`` blocks), and the part objects, for :func:`_count_inner`. A message
     that is not an object counts nothing (the edge names it)."""
-    contents = list(filter(_is_list, map(_get, messages, repeat("content"))))
-    calls = list(filter(_is_list, map(_get, messages, repeat("tool_calls"))))
+    contents = list(filter(is_list, map(_get, messages, repeat("content"))))
+    calls = list(filter(is_list, map(_get, messages, repeat("tool_calls"))))
     if type(extra) is list:
         contents.append(extra)
     return sum(map(len, chain(contents, calls))), contents
@@ -132,8 +109,8 @@ def _count_parts(messages: list[Any], extra: Any) -> tuple[int, list[Any]]:
 
 def _count_inner(contents: list[list[Any]]) -> int:
     """Parts inside the parts of ``contents`` (an Anthropic ``tool_result``'s content list)."""
-    blocks = filter(_is_dict, chain.from_iterable(contents))
-    return sum(map(len, filter(_is_list, map(_get, blocks, repeat("content")))))
+    blocks = filter(is_dict, chain.from_iterable(contents))
+    return sum(map(len, filter(is_list, map(_get, blocks, repeat("content")))))
 
 
 def check_bounds(

@@ -12,7 +12,9 @@ Three signals say whether an answer's tool calls were received whole, and all th
   ``completion_tokens`` counts them; Anthropic ``max_tokens`` bounds thinking and text as
   ``output_tokens`` does; Gemini ``maxOutputTokens`` caps thoughts and candidates combined
   (googleapis/python-genai#2062, #782), and the adapter reports both as output;
-* **argument completeness**: the raw arguments are one complete JSON object.
+* **argument completeness**: the raw arguments are one complete JSON object, nesting at most
+  :data:`MAX_ARGUMENT_DEPTH` levels (deeper arguments could be neither stored nor rendered to
+  the client, and no real tool takes them: an upstream that sends them is judged, not trusted).
 
 A tool call is *withheld* (removed from the message, listed in ``withheld_tool_calls``,
 never forwarded as executable) when the upstream stopped for length (or its budget was reached)
@@ -46,6 +48,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from gateway.json_depth import may_exceed, nesting_exceeds
 from gateway.schema import (
     MessageEnd,
     MessageStart,
@@ -63,6 +66,10 @@ from gateway.schema import (
 
 LENGTH_REASON = "upstream stopped for length while emitting this tool call"
 INCOMPLETE_REASON = "arguments are not complete JSON"
+MAX_ARGUMENT_DEPTH = 64
+"""Levels of objects and arrays a call's arguments may nest (the arguments object is level 1):
+the same default as a client request's ``server.max_json_depth``."""
+DEEP_REASON = f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels of objects and arrays"
 BUDGET_REASON = "the output budget (max output tokens) was used up while emitting this tool call"
 """Prefix of :func:`budget_reason`."""
 
@@ -104,27 +111,35 @@ def judged_stop(stop: StopReason, usage: Usage, max_output_tokens: int | None) -
 def arguments_complete(raw: str) -> bool:
     """True when ``raw`` is exactly one complete JSON object, or empty/whitespace (no
     arguments). A JSON array, string or number is not a complete arguments object."""
+    return _arguments_problem(raw) is None
+
+
+def _arguments_problem(raw: str) -> str | None:
+    """Why ``raw`` cannot be a call's arguments (:data:`INCOMPLETE_REASON`, :data:`DEEP_REASON`),
+    or None when it is one complete JSON object (or empty: no arguments)."""
     if not raw.strip():
-        return True
+        return None
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return False
-    return isinstance(value, dict)
+        return INCOMPLETE_REASON
+    if type(value) is not dict:
+        return INCOMPLETE_REASON
+    if may_exceed(raw, MAX_ARGUMENT_DEPTH) and nesting_exceeds(value, MAX_ARGUMENT_DEPTH):
+        return DEEP_REASON
+    return None
 
 
 def withhold_reason(stop: StopReason, raw_arguments: str, budget_note: str | None = None) -> str | None:
     """Why a call with ``raw_arguments`` in a message that ended with stop reason ``stop``
     must be withheld: ``budget_note`` (given when the output budget was reached and the
-    upstream did not say ``length``: :func:`budget_reason`), :data:`LENGTH_REASON` or
-    :data:`INCOMPLETE_REASON`; None to release it."""
+    upstream did not say ``length``: :func:`budget_reason`), :data:`LENGTH_REASON`,
+    :data:`INCOMPLETE_REASON` or :data:`DEEP_REASON`; None to release it."""
     if budget_note is not None:
         return budget_note
     if stop == "length":
         return LENGTH_REASON
-    if not arguments_complete(raw_arguments):
-        return INCOMPLETE_REASON
-    return None
+    return _arguments_problem(raw_arguments)
 
 
 def stop_after_withholding(stop: StopReason, kept: int, withheld: int) -> StopReason:

@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 
 from gateway.errors import UpstreamError, UpstreamProtocolError
+from gateway.providers import wire_common
 from gateway.providers.base import CallContext
 from gateway.providers.gemini_common import call_id, map_stop_reason, provenance, response_id, usage_from
 from gateway.schema import (
@@ -328,7 +329,7 @@ class GeminiStreamParser:
     ) -> None:
         self._close(events)
         if raw is None:
-            raw = orjson.dumps(args).decode()
+            raw = wire_common.dumps_arguments(args)
         ordinal = self.calls
         self.calls += 1
         if upstream_id:

@@ -53,8 +53,16 @@ def parse_arguments(raw: str) -> dict[str, Any]:
 
 
 def dumps_arguments(value: Any) -> str:
-    """Compact JSON text of an arguments value received as an object (Anthropic ``input``)."""
-    return orjson.dumps(value).decode("utf-8")
+    """Compact JSON text of an arguments value received as an object (Anthropic ``input``).
+    A value orjson cannot encode (nested past its 254 levels: a hostile upstream) is written by
+    the standard library instead, so the truncation guard sees it and withholds the call
+    (:data:`gateway.guards.truncation.DEEP_REASON`) rather than the reader failing."""
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except TypeError:  # orjson.JSONEncodeError ("Recursion limit reached") is a TypeError
+        import json
+
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def split_data_uri(url: str) -> tuple[str, str] | None:
