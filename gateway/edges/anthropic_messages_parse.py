@@ -45,7 +45,7 @@ from gateway.edges._common import (
     validate_request,
     wrong_type,
 )
-from gateway.edges.call_ids import plain_call_id, refusal, unusable_call_id
+from gateway.edges.call_ids import BadIds, plain_call_id, refusal
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
 from gateway.schema import Provenance, Request
@@ -171,23 +171,16 @@ def _text_content(content: Any, path: str) -> list[JSONObj]:
     return out
 
 
-class _State:
+class _State(BadIds):
     """Per-request parse state: names of calls by id, and the tool-call ids no upstream
     accepts (``(location, id, reason)``, refused after the messages are read:
     :mod:`gateway.edges.call_ids`)."""
 
-    __slots__ = ("bad_ids", "names")
+    __slots__ = ("names",)
 
     def __init__(self) -> None:
+        super().__init__()
         self.names: dict[str, str] = {}
-        self.bad_ids: list[tuple[str, str, str]] = []
-
-    def check_id(self, call_id: str, location: str) -> None:
-        """Note ``call_id`` (at ``location``) when no upstream accepts it (callers test
-        :func:`~gateway.edges.call_ids.plain_call_id` first: the common id needs no call)."""
-        reason = unusable_call_id(call_id)
-        if reason is not None:
-            self.bad_ids.append((location, call_id, reason))
 
 
 def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:

@@ -77,6 +77,24 @@ def unusable_call_id(value: str) -> str | None:
     return None
 
 
+class BadIds:
+    """The tool-call ids of one request that no upstream accepts, noted while an edge parses
+    it (``problems``: ``(location, id, reason)`` in request order) and refused together after
+    the messages are read (:func:`refusal`). Each edge's parse state derives from it."""
+
+    __slots__ = ("bad_ids",)
+
+    def __init__(self) -> None:
+        self.bad_ids: list[tuple[str, str, str]] = []
+
+    def check_id(self, call_id: str, location: str) -> None:
+        """Note ``call_id`` (at ``location``) when no upstream accepts it (callers test
+        :func:`plain_call_id` first: the common id needs no call)."""
+        reason = unusable_call_id(call_id)
+        if reason is not None:
+            self.bad_ids.append((location, call_id, reason))
+
+
 def refusal(problems: list[tuple[str, str, str]]) -> InvalidRequest:
     """The HTTP 400 for ``problems``: ``(location, id, reason)`` in request order, e.g.
     ``("messages[1].tool_calls[0].id", "", "is empty")``. The message names every location;
@@ -94,4 +112,4 @@ def refusal(problems: list[tuple[str, str, str]]) -> InvalidRequest:
     return InvalidRequest(message, param=problems[0][0], details=details)
 
 
-__all__ = ["MAX_CALL_ID_CHARS", "plain_call_id", "refusal", "unusable_call_id"]
+__all__ = ["MAX_CALL_ID_CHARS", "BadIds", "plain_call_id", "refusal", "unusable_call_id"]

@@ -47,7 +47,7 @@ from gateway.edges._common import (
     validate_request,
     wrong_type,
 )
-from gateway.edges.call_ids import plain_call_id, refusal, unusable_call_id
+from gateway.edges.call_ids import BadIds, plain_call_id, refusal
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
 from gateway.schema import Request
@@ -184,27 +184,20 @@ def _raw_arguments(fn: JSONObj, path: str) -> str:
     raise wrong_type(join(path, "arguments"), "a string", value)
 
 
-class _State:
+class _State(BadIds):
     """Per-request parse state: names of calls by id, unanswered legacy calls, the nesting
     limit (levels) for arguments sent as JSON text, and the tool-call ids no upstream accepts
     (``(location, id, reason)``, refused after the messages are read:
     :mod:`gateway.edges.call_ids`)."""
 
-    __slots__ = ("bad_ids", "depth", "legacy_pending", "names", "short")
+    __slots__ = ("depth", "legacy_pending", "names", "short")
 
     def __init__(self, depth: int) -> None:
+        super().__init__()
         self.names: dict[str, str] = {}
         self.legacy_pending: list[tuple[str, str]] = []
         self.depth = depth
         self.short = 2 * (depth - _ARGUMENTS_LEVEL)  # arguments text this long cannot nest too deep
-        self.bad_ids: list[tuple[str, str, str]] = []
-
-    def check_id(self, call_id: str, location: str) -> None:
-        """Note ``call_id`` (at ``location``) when no upstream accepts it (callers test
-        :func:`~gateway.edges.call_ids.plain_call_id` first: the common id needs no call)."""
-        reason = unusable_call_id(call_id)
-        if reason is not None:
-            self.bad_ids.append((location, call_id, reason))
 
 
 def _tool_call(id_raw: str, name: str, raw: str, src: str, st: _State) -> JSONObj:
