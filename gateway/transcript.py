@@ -116,6 +116,22 @@ def insert_statements(rows: list[tuple[Any, ...]]) -> list[tuple[str, list[Any]]
     return out
 
 
+def _stored_json(value: Any, max_json_bytes: int, *, exclude_none: bool) -> str | None:
+    """The JSON text a row stores for a request or response ``value`` (a dict, a ``schema``
+    model, or None): cut to ``max_json_bytes`` (:func:`bounded`), or a note when it cannot be
+    encoded at all (:func:`unstorable`: orjson and pydantic refuse, e.g. nesting too deep)."""
+    if value is None:
+        return None
+    try:
+        if type(value) is dict:
+            raw = orjson.dumps(value, default=str)
+        else:
+            raw = value.__pydantic_serializer__.to_json(value, exclude_none=exclude_none)
+    except (ValueError, TypeError, RecursionError) as err:
+        return unstorable(err)
+    return raw.decode() if len(raw) <= max_json_bytes else bounded(raw, max_json_bytes)
+
+
 @dataclass
 class TurnRecord:
     """One turn as stored. ``request``/``response`` are internal-schema dicts, or the
@@ -161,32 +177,8 @@ class TurnRecord:
         def js(v: Any) -> str | None:  # a value that is not JSON-ready is stored as its text
             return None if v is None else orjson.dumps(v, default=str).decode()
 
-        request = self.request
-        request_json: str | None = None
-        try:
-            if request is None:
-                pass
-            elif type(request) is dict:
-                raw = orjson.dumps(request, default=str)
-                request_json = raw.decode() if len(raw) <= max_json_bytes else bounded(raw, max_json_bytes)
-            else:
-                raw = request.__pydantic_serializer__.to_json(request, exclude_none=True)  # type: ignore[union-attr]
-                request_json = raw.decode() if len(raw) <= max_json_bytes else bounded(raw, max_json_bytes)
-        except (ValueError, TypeError, RecursionError) as err:  # orjson and pydantic refuse, e.g. too deep
-            request_json = unstorable(err)
-        response = self.response
-        response_json: str | None = None
-        try:
-            if response is None:
-                pass
-            elif type(response) is dict:
-                raw = orjson.dumps(response, default=str)
-                response_json = raw.decode() if len(raw) <= max_json_bytes else bounded(raw, max_json_bytes)
-            else:
-                raw = response.__pydantic_serializer__.to_json(response)  # type: ignore[union-attr]
-                response_json = raw.decode() if len(raw) <= max_json_bytes else bounded(raw, max_json_bytes)
-        except (ValueError, TypeError, RecursionError) as err:
-            response_json = unstorable(err)
+        request_json = _stored_json(self.request, max_json_bytes, exclude_none=True)
+        response_json = _stored_json(self.response, max_json_bytes, exclude_none=False)
 
         return (
             self.request_id,

@@ -46,6 +46,15 @@ DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_JUNK_LINES = 20
 
 
+def env_names(names: list[str]) -> list[str]:
+    """``names`` unchanged when each is an environment variable name; raises ``ValueError``
+    listing those that are not (a pydantic validator's error)."""
+    bad = [n for n in names if not _ENV_NAME.match(n)]
+    if bad:
+        raise ValueError(f"not environment variable names: {bad}")
+    return names
+
+
 WORKSPACE_PLACEHOLDER = "${workspace}"
 
 
@@ -77,10 +86,7 @@ class StdioTransport(BaseModel):
     @field_validator("env_passthrough")
     @classmethod
     def _names(cls, v: list[str]) -> list[str]:
-        bad = [n for n in v if not _ENV_NAME.match(n)]
-        if bad:
-            raise ValueError(f"not environment variable names: {bad}")
-        return v
+        return env_names(v)
 
 
 class HttpTransport(BaseModel):
@@ -211,10 +217,7 @@ class AdminServerPolicy(BaseModel):
     @field_validator("env")
     @classmethod
     def _names(cls, v: list[str]) -> list[str]:
-        bad = [n for n in v if not _ENV_NAME.match(n)]
-        if bad:
-            raise ValueError(f"not environment variable names: {bad}")
-        return v
+        return env_names(v)
 
 
 class McpConfig(BaseModel):
