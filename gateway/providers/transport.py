@@ -144,8 +144,11 @@ async def _read_capped(resp: aiohttp.ClientResponse, limit: int, deployment: str
     """The whole body of ``resp``, read in chunks with a running count; raises
     :class:`UpstreamTooLarge` past ``limit`` bytes (or when it declares more)."""
     declared = resp.content_length
-    if declared is not None and declared > limit:
-        raise _too_large(deployment, limit, declared, setting, declared=True)
+    if declared is not None:
+        if declared > limit:
+            raise _too_large(deployment, limit, declared, setting, declared=True)
+        if "content-encoding" not in resp.headers:  # exactly ``declared`` bytes follow: one read
+            return await resp.read()
     content = resp.content
     chunks: list[bytes] = []
     size = 0
