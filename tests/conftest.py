@@ -39,3 +39,23 @@ def wire_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
             loop.call(gateway.stop())
             loop.call(standin.stop())
             loop.close()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _loggers_never_cached() -> Iterator[None]:
+    """``gateway.logs.configure`` (run by every ``create_app``) caches each structlog logger on
+    its first use, which is right for a server; in tests a logger cached under one test's
+    configuration would keep writing to stderr past a later test's ``capture_logs`` (the failure
+    depended on test order). Tests therefore configure structlog without that cache."""
+    import structlog
+
+    configure = structlog.configure
+
+    def uncached(*args: object, **kwargs: object) -> None:
+        kwargs["cache_logger_on_first_use"] = False
+        configure(*args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(structlog, "configure", uncached)
+        configure(**{**structlog.get_config(), "cache_logger_on_first_use": False})
+        yield
