@@ -49,7 +49,7 @@ from gateway.errors import (
 from gateway.http_headers import retry_after_value
 from gateway.logs import access_log
 from gateway.memory import MemoryReturn
-from gateway.pipeline import Gateway, Pipeline, TurnContext
+from gateway.pipeline import Gateway, Pipeline, Turn
 from gateway.providers.registry import make_providers
 from gateway.schema import ToolProgress
 from gateway.serving import STATE_KEY as CONNECTIONS_KEY
@@ -59,7 +59,6 @@ from gateway.sessions import turns as session_turns
 from gateway.shutdown import OpenTurns, answer_cut
 from gateway.sse_response import EventStream
 from gateway.transcript import TranscriptWriter
-from mcp_servers import clients as mcp_clients
 from mcp_servers import http_api as mcp_api
 
 log = structlog.get_logger("turnstile.server")
@@ -253,14 +252,18 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
             turn_request = await asyncio.to_thread(edge.parse_request, body, limits)
         else:
             turn_request = edge.parse_request(body, limits)
-        ctx = TurnContext(request_id=rid, dialect=edge.DIALECT, request=turn_request)
         headers = Headers(scope=scope)
-        ctx.session_id = session_turns.session_id_for(headers, turn_request)
-        if gw.config.mcp.clients:  # which MCP tools the caller's key may see in the tool loop
-            ctx.mcp_visibility = mcp_clients.caller(gw.config.mcp, gw.mcp.read_env, headers)
+        session_id = session_turns.session_id_for(headers, turn_request)
+        turn_in = Turn(
+            request_id=rid,
+            dialect=edge.DIALECT,
+            request=turn_request,
+            headers_in=headers,
+            session_id=session_id,
+        )
         in_pipeline = True
         if turn_request.stream:
-            turn = await pipeline.open_stream(ctx)
+            turn = await pipeline.open_stream(turn_in)
             renderer = edge.StreamRenderer(turn_request)
 
             async def frames() -> AsyncIterator[bytes]:
@@ -286,7 +289,7 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
                 media_type="text/event-stream",
                 headers={**turn.headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
             )
-        result = await pipeline.complete(ctx)
+        result = await pipeline.complete(turn_in)
         body = orjson.dumps(edge.render_response(result.response, turn_request))
         large = large or len(body) > LARGE_BODY_BYTES
         return JsonResponse(body, 200, result.headers)

@@ -52,20 +52,16 @@ Streaming lives in :mod:`gateway.tool_loop_stream`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import structlog
 
 from gateway import accounting, invariants
 from gateway.config import GuardPolicy
 from gateway.errors import (
-    AuthenticationRequired,
     GuardViolation,
-    InvalidRequest,
-    PermissionDenied,
     ToolLoopGuardViolation,
 )
 from gateway.schema import (
@@ -75,7 +71,6 @@ from gateway.schema import (
     Response,
     ToolCallPart,
     ToolChoice,
-    ToolDefinition,
     ToolResultMessage,
     Usage,
     WithheldToolCall,
@@ -87,14 +82,8 @@ from gateway.tool_exec import (
     error_result,
     execute_calls,
     in_call_order,
-    mcp_runner,
 )
 from gateway.tool_loop_ids import TurnCallIds
-from mcp_servers.clients import EVERYTHING, Visibility
-
-if TYPE_CHECKING:
-    from gateway.config import Deployment
-    from gateway.pipeline import Pipeline, TurnContext
 
 log = structlog.get_logger("turnstile.tool_loop")
 
@@ -108,116 +97,6 @@ Tamper = Callable[[list[ToolResultMessage]], list[ToolResultMessage]]
 
 StepRecorder = Callable[[int, Request, Response, list[Message]], Awaitable[None]]
 """``(step number, step request, step response, messages appended)``."""
-
-
-# ---------------------------------------------------------------------------- tools of a turn
-
-
-_ALIAS_SERVERS: dict[int, tuple[Any, dict[str, list[str]]]] = {}
-
-
-def _alias_servers(config: Any) -> dict[str, list[str]]:
-    """Alias name -> its MCP server ids (aliases without servers left out), made once per
-    configuration object (kept referenced, so its id cannot be reused while cached)."""
-    hit = _ALIAS_SERVERS.get(id(config))
-    if hit is None or hit[0] is not config:
-        if len(_ALIAS_SERVERS) > 64:  # bounded: one config per gateway; tests make many
-            _ALIAS_SERVERS.clear()
-        by_alias: dict[str, list[str]] = {}
-        for alias in config.models:
-            if alias.mcp_servers:
-                by_alias.setdefault(alias.name, []).extend(alias.mcp_servers)
-        hit = _ALIAS_SERVERS[id(config)] = (config, by_alias)
-    return hit[1]
-
-
-def servers_for(gw: Any, request: Request) -> list[str]:
-    """MCP server ids of a turn: those the request names, then its alias's, without repeats."""
-    extra = _alias_servers(gw.config).get(request.model)
-    if not extra:
-        return list(request.mcp_servers)
-    ids = list(request.mcp_servers)
-    ids += [s for s in dict.fromkeys(extra) if s not in ids]
-    return ids
-
-
-def active(gw: Any, request: Request) -> bool:
-    """Whether the turn runs the server-side tool loop (it has MCP servers attached)."""
-    return bool(servers_for(gw, request))
-
-
-def attach_tools(
-    gw: Any, request: Request, visibility: Visibility = EVERYTHING
-) -> tuple[Request, frozenset[str]]:
-    """``request`` with the available tools of its MCP servers that ``visibility`` (the caller's
-    ``mcp.clients`` entry) may see added (exposed names), and the set of those names.
-
-    Raises :class:`AuthenticationRequired` (401) when clients are configured and the caller's
-    key matches none; :class:`PermissionDenied` (403, naming the server) for a server none of
-    whose known tools the caller may see; :class:`InvalidRequest` (``param="tools"``) for a
-    server that is not registered (the message lists the registered servers the caller may
-    see), when the MCP registry is not running, or when an exposed name clashes with a tool the
-    client defined."""
-    ids = servers_for(gw, request)
-    runtime = getattr(gw, "mcp", None)
-    if runtime is None:
-        raise InvalidRequest(
-            "tools: MCP servers were named, and this gateway's MCP registry is not running", param="tools"
-        )
-    if not visibility.authenticated:
-        raise AuthenticationRequired(
-            f"this request attaches MCP servers ({', '.join(ids)}), and this gateway shows MCP tools only "
-            "to its configured clients: send a client key (Authorization: Bearer <key>, x-api-key or "
-            "x-goog-api-key)",
-            param="tools",
-        )
-    registry = runtime.registry
-    known = registry.tools(include_unavailable=True)
-    defs: list[ToolDefinition] = []
-    for sid in ids:
-        if registry.spec(sid) is None:
-            seen = sorted({t.server for t in known if visibility.allows(t.exposed)})
-            if visibility.client is None:
-                seen = registry.server_ids()
-            raise InvalidRequest(
-                f"tools: MCP server {sid!r} is not registered (registered: {', '.join(seen) or 'none'})",
-                param="tools",
-            )
-        mine = [t for t in known if t.server == sid]
-        if mine and not any(visibility.allows(t.exposed) for t in mine):
-            raise PermissionDenied(
-                f"tools: MCP server {sid!r} is not available to client {visibility.client!r}: its key may "
-                "see none of that server's tools",
-                param="tools",
-            )
-        for t in mine:
-            if t.available and visibility.allows(t.exposed):
-                defs.append(
-                    ToolDefinition(
-                        name=t.exposed, description=t.tool.description, parameters=dict(t.tool.input_schema)
-                    )
-                )
-    client = {t.name for t in request.tools}
-    clash = sorted(client & {d.name for d in defs})
-    if clash:
-        raise InvalidRequest(
-            f"tools: {', '.join(clash)} is both a client tool and an MCP tool of this turn", param="tools"
-        )
-    names = frozenset(d.name for d in defs)
-    return request.model_copy(update={"tools": [*request.tools, *defs]}), names
-
-
-def offer(gw: Any, ctx: TurnContext) -> Request:
-    """The turn's request as the guards and the model see it: for a turn with MCP servers
-    attached, ``ctx.request`` with their tools added (:func:`attach_tools`, for the caller's
-    ``ctx.mcp_visibility``) and ``ctx.loop_tools`` set to their names, so that validation (a
-    ``tool_choice`` naming an MCP tool) counts them as offered; any other turn's request as it
-    is (``ctx.loop_tools`` stays None). Raises as :func:`attach_tools`."""
-    request = ctx.request
-    if not request.mcp_servers and request.model not in _alias_servers(gw.config):
-        return request
-    prepared, ctx.loop_tools = attach_tools(gw, request, ctx.mcp_visibility)
-    return prepared
 
 
 # ---------------------------------------------------------------------------- one step
@@ -391,80 +270,3 @@ class ToolLoop:
             if self.record is not None:
                 await self.record(n, step_req, resp, appended)
         raise AssertionError("unreachable: the last step is always final")  # pragma: no cover
-
-
-# ---------------------------------------------------------------------------- pipeline glue
-
-
-def build(
-    pipeline: Pipeline, ctx: TurnContext, request: Request, **overrides: Any
-) -> tuple[ToolLoop, Request]:
-    """The :class:`ToolLoop` of a turn over the gateway's MCP registry, and its request.
-    ``request`` already carries the MCP tools :func:`offer` attached (names in
-    ``ctx.loop_tools``); calls run with the caller's ``ctx.mcp_visibility``. ``overrides``
-    replace :class:`ToolLoop` arguments (tests)."""
-    gw = pipeline.gw
-    prepared = request
-    if ctx.loop_tools is None:  # not offered yet (a caller that skipped the guards)
-        prepared, ctx.loop_tools = attach_tools(gw, request, ctx.mcp_visibility)
-    names = ctx.loop_tools
-    cfg = gw.config.tool_loop
-    kwargs: dict[str, Any] = {
-        "loop_tools": names,
-        "client_tools": frozenset(t.name for t in prepared.tools) - names,
-        "runner": mcp_runner(gw.mcp.endpoint, visibility=ctx.mcp_visibility),
-        "max_steps": cfg.max_steps,
-        "timeout_s": cfg.call_timeout_s,
-        "record": recorder(pipeline, ctx),
-        **overrides,
-    }
-    return ToolLoop(**kwargs), prepared
-
-
-def recorder(pipeline: Pipeline, ctx: TurnContext) -> StepRecorder:
-    """Appends a step to the bound session (its messages) and to the transcript (a row)."""
-    gw = pipeline.gw
-
-    async def record(n: int, step_req: Request, resp: Response, appended: list[Message]) -> None:
-        if appended and ctx.session_id and gw.sessions is not None:
-            from gateway.sessions.turns import record_messages
-
-            await record_messages(gw, ctx, appended)  # under the turn's own leaf
-        if gw.transcript is None:
-            return
-        from gateway.transcript import TurnRecord
-
-        dep: Deployment | None = ctx.deployment
-        await gw.transcript.append(
-            TurnRecord(
-                request_id=f"{ctx.request_id}.step{n}",
-                ts=time.time(),
-                client_dialect=ctx.dialect,
-                requested_model=ctx.request.model,
-                stream=step_req.stream,
-                status=200,
-                deployment=dep.name if dep else None,
-                api=dep.api if dep else None,
-                stop_reason=resp.stop_reason,
-                usage=resp.usage.model_dump(),
-                cost_usd=resp.usage.cost_usd,
-                withheld=[w.model_dump() for w in resp.withheld_tool_calls],
-                request=step_req.model_dump(mode="json", exclude_none=True),
-                response=resp.model_dump(mode="json"),
-            )
-        )
-
-    return record
-
-
-async def complete(
-    pipeline: Pipeline, ctx: TurnContext, request: Request, candidates: list[Deployment]
-) -> Response:
-    """A non-streaming turn through the loop: every step goes through the pipeline's fallback,
-    session-context and truncation path (``Pipeline._complete_with_fallback``)."""
-    loop, prepared = build(pipeline, ctx, request)
-
-    async def ask(step_req: Request, n: int) -> Response:
-        return await pipeline._complete_with_fallback(ctx, step_req, candidates)
-
-    return await loop.run(prepared, ask)

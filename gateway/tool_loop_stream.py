@@ -15,9 +15,7 @@ is retried after the first byte reached the client).
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING
 
 import structlog
 
@@ -38,12 +36,8 @@ from gateway.schema import (
     ToolProgress,
     ToolResultMessage,
 )
-from gateway.tool_loop import Step, ToolLoop, build
+from gateway.tool_loop import Step, ToolLoop
 from gateway.tool_loop_ids import TurnCallIds
-
-if TYPE_CHECKING:
-    from gateway.config import Deployment
-    from gateway.pipeline import Pipeline, StreamingTurn, TurnContext
 
 log = structlog.get_logger("turnstile.tool_loop")
 
@@ -120,6 +114,7 @@ async def run_stream(
             tool_parts: set[int] = set()
             end: MessageEnd | None = None
             renamed = ids.renamed
+            failed = False
             async for up in source:
                 upstream_events.append(up)
                 ev = ids.claim_event(up, n)
@@ -141,10 +136,12 @@ async def run_stream(
                         yield ev.model_copy(update={"index": renumber.map[(n, ev.index)]})
                 elif isinstance(ev, MessageEnd):
                     end = ev
-                elif isinstance(ev, StreamError):
+                elif isinstance(ev, StreamError):  # the step's producer ended its stream with it
                     status = ev.status
+                    failed = True
                     yield ev
-                    return
+            if failed:  # the step's stream was drained, so its producer finished
+                return
             if end is None:
                 raise TurnstileError(f"tool loop step {n}: the upstream stream ended without its end")
             resp = invariants.collect(events)
@@ -209,50 +206,3 @@ async def run_stream(
                 usage=loop.usage,
             )
         await finish(final, error, status)
-
-
-async def open_stream(
-    pipeline: Pipeline,
-    ctx: TurnContext,
-    request: Request,
-    candidates: list[Deployment],
-) -> StreamingTurn:
-    """Open a looping streaming turn: step 1 is opened here (so a failure before the first
-    byte is still an HTTP error), later steps inside the stream."""
-    from gateway.pipeline import StreamingTurn
-
-    loop, prepared = build(pipeline, ctx, request)
-
-    async def open_step(step_req: Request, n: int) -> AsyncIterator[StreamEvent]:
-        target_req, dep, first, source = await pipeline._start_stream(ctx, step_req, candidates)
-        return _guarded(pipeline, target_req, dep, first, source)
-
-    first = await open_step(loop.step_request(prepared, prepared.messages, 1), 1)
-
-    async def finish(final: Response | None, error: TurnstileError | None, status: int) -> None:
-        await pipeline._record(ctx, final, error, stream=True, status=status)
-
-    return StreamingTurn(events=run_stream(loop, prepared, first, open_step, finish), headers=ctx.headers())
-
-
-async def _guarded(
-    pipeline: Pipeline,
-    request: Request,
-    dep: Deployment,
-    first: StreamEvent,
-    source: AsyncIterator[StreamEvent],
-) -> AsyncIterator[StreamEvent]:
-    """One step's events through the truncation guard, with the final usage priced."""
-    guard = invariants.StreamTruncationGuard(pipeline._provider(dep).output_budget(request, dep))
-    t0 = time.perf_counter()
-    ev: StreamEvent | None = first
-    while ev is not None:
-        for out in guard.feed(ev):
-            if isinstance(out, MessageEnd):
-                out = out.model_copy(update={"usage": pipeline._finish_usage(out.usage, dep, request, None)})
-            yield out
-        try:
-            ev = await anext(source)
-        except StopAsyncIteration:
-            ev = None
-    log.debug("tool_loop_step_streamed", deployment=dep.name, ms=round((time.perf_counter() - t0) * 1000, 3))

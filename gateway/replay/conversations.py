@@ -31,7 +31,7 @@ from gateway.config import Deployment, GuardPolicy
 from gateway.edges import get_dialect
 from gateway.edges.recorded import default_stop
 from gateway.errors import GuardViolation, InvalidRequest, TurnstileError
-from gateway.pipeline import Pipeline, TurnContext
+from gateway.pipeline import Pipeline, Turn
 from gateway.replay import clientview
 from gateway.replay.records import Conversation
 from gateway.replay.report import Report
@@ -180,7 +180,7 @@ class ConversationReplayer:
             stop_reason=stop,  # type: ignore[arg-type]
             usage=usage,
         )
-        ctx = TurnContext(
+        ctx = Turn(
             request_id=uuid.uuid4().hex,
             dialect=conv.dialect,
             request=request.model_copy(update={"model": dep.name}),

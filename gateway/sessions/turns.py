@@ -24,6 +24,7 @@ anything is stored.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -36,6 +37,10 @@ from gateway.sessions.store import LEAF, SessionStore, check_session_id
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
+    from gateway.turn import Gateway
+
+Compactor = Callable[[Budget, str], Awaitable[Entry | None]]
+"""``async (budget, reason) -> the compaction entry appended, or None``."""
 
 log = structlog.get_logger("turnstile.sessions")
 
@@ -153,25 +158,6 @@ async def record_response(
         await append_for_turn(store, session_id, [response.message], parent=leaf, expect=leaf)
 
 
-def _turn_leaf(ctx: Any) -> str | None:
-    """The turn leaf of ``ctx`` (:data:`LEAF` before the turn read the session)."""
-    return getattr(ctx, "_session_leaf", LEAF)
-
-
-async def record_messages(gw: Any, ctx: Any, messages: list[Message]) -> None:
-    """Append ``messages`` of a session-bound turn (e.g. a tool-loop step) under its turn leaf,
-    which then moves to the last of them (no-op when unbound)."""
-    if messages and _bound(gw, ctx):
-        leaf = _turn_leaf(ctx)
-        if leaf == LEAF:  # the turn never read the session (not through prepare_turn)
-            items = [("message", MessagePayload(message=m)) for m in messages]
-            await gw.sessions.append_many(ctx.session_id, items)
-            return
-        ctx._session_leaf = await append_for_turn(
-            gw.sessions, ctx.session_id, messages, parent=leaf, expect=leaf
-        )
-
-
 def window_of(dep: Deployment) -> int | None:
     """Context window of ``dep`` in tokens (config, else the model catalog), or None."""
     from gateway.providers.catalog import context_window
@@ -185,7 +171,7 @@ async def view_for(
     request: Request,
     dep: Deployment,
     *,
-    compactor: Any = None,
+    compactor: Compactor | None = None,
     reason: str = "window",
     leaf: str | None = LEAF,
 ) -> Request:
@@ -239,26 +225,13 @@ async def view_for(
     return request.model_copy(update={"messages": system + ctx.messages})
 
 
-# ---------------------------------------------------------------------------- pipeline hooks
-# ``gw`` is a :class:`gateway.pipeline.Gateway` and ``ctx`` a ``TurnContext`` (typed Any to keep
-# this module below the pipeline in the import graph).
+# ---------------------------------------------------------------------------- a bound turn
 
 
-def _bound(gw: Any, ctx: Any) -> bool:
-    return bool(getattr(ctx, "session_id", None)) and getattr(gw, "sessions", None) is not None
-
-
-async def prepare_turn(gw: Any, ctx: Any, request: Request) -> None:
-    """Record the client's new messages of a session-bound turn (no-op when unbound)."""
-    if _bound(gw, ctx):
-        n, ctx._session_leaf = await record_request(gw.sessions, ctx.session_id, request)
-        log.info("session_recorded", request_id=ctx.request_id, session=ctx.session_id, appended=n)
-
-
-def compactor_for(gw: Any, session_id: str, ctx: Any = None) -> Any:
+def compactor_for(gw: Gateway, session_id: str, binding: SessionBinding | None = None) -> Compactor | None:
     """``async (budget, reason) -> Entry | None`` compacting ``session_id`` with the configured
-    ``sessions.compaction_deployment``, or None when none is configured/enabled. With a turn
-    ``ctx`` it compacts the turn's own leaf and moves that leaf to the compaction entry;
+    ``sessions.compaction_deployment``, or None when none is configured/enabled. With a turn's
+    ``binding`` it compacts the turn's own leaf and moves that leaf to the compaction entry;
     without, the session's leaf."""
     from gateway.compaction import compact, deployment_summarizer
 
@@ -270,7 +243,7 @@ def compactor_for(gw: Any, session_id: str, ctx: Any = None) -> Any:
     summarizer = deployment_summarizer(gw.providers[dep.api], dep, gw.table.keys.get(dep.name))
 
     async def run(budget: Budget, reason: str) -> Entry | None:
-        leaf = _turn_leaf(ctx) if ctx is not None else LEAF
+        leaf = binding.leaf if binding is not None else LEAF
         entry = await compact(
             gw.sessions,
             session_id,
@@ -283,8 +256,8 @@ def compactor_for(gw: Any, session_id: str, ctx: Any = None) -> Any:
             chunk_tokens=cfg.chunk_tokens,
             leaf_id=leaf,
         )
-        if entry is not None and ctx is not None and leaf != LEAF:
-            ctx._session_leaf = entry.id
+        if entry is not None and binding is not None and leaf != LEAF:
+            binding.leaf = entry.id
         log.info(
             "session_compacted",
             session=session_id,
@@ -299,63 +272,96 @@ def compactor_for(gw: Any, session_id: str, ctx: Any = None) -> Any:
     return run
 
 
-async def target_request(
-    gw: Any, ctx: Any, request: Request, dep: Deployment, *, reason: str = "window"
-) -> Request:
-    """The request for ``dep`` with the session's rebuilt context (unchanged when unbound);
-    the pairing guard runs over the rebuilt context before it may go upstream."""
-    if not _bound(gw, ctx):
-        return request
-    from gateway import invariants
+class SessionBinding:
+    """A turn's handle on the session it is bound to (:class:`gateway.turn.SessionHandle`):
+    made by the session layer (:meth:`open` records the client's new messages and reads the
+    turn leaf once); the tool loop appends its steps through :meth:`append`, the window layer
+    asks :meth:`view` for the context of each target, the session layer appends the answer
+    with :meth:`finish`. Every entry goes under the turn's own leaf (``leaf``)."""
 
-    view = await view_for(
-        gw.sessions,
-        ctx.session_id,
-        request,
-        dep,
-        compactor=compactor_for(gw, ctx.session_id, ctx),
-        reason=reason,
-        leaf=_turn_leaf(ctx),
-    )
-    return invariants.check_request(view, gw.config.guards).request
+    def __init__(self, gw: Gateway, session_id: str, request_id: str) -> None:
+        self.gw = gw
+        self.store: SessionStore = gw.sessions
+        self.session_id = session_id
+        self.request_id = request_id
+        self.leaf: str | None = LEAF  # the turn leaf (LEAF until read; None: empty history)
+        self.overflow_retried = False
 
+    @classmethod
+    async def open(cls, gw: Gateway, session_id: str, request_id: str, request: Request) -> SessionBinding:
+        """Bind a turn: append the client's messages the session does not hold yet
+        (:func:`record_request`) and keep the turn leaf."""
+        binding = cls(gw, session_id, request_id)
+        n, binding.leaf = await record_request(binding.store, session_id, request)
+        log.info("session_recorded", request_id=request_id, session=session_id, appended=n)
+        return binding
 
-async def compact_after_overflow(
-    gw: Any, ctx: Any, request: Request, dep: Deployment, err: UpstreamError
-) -> Request | None:
-    """After an upstream context-overflow error on a session-bound turn: compact the session
-    (reason ``overflow``, with half the budget the failed request assumed) and return the
-    request to retry once; None when the error is something else, the turn is unbound, no
-    compaction deployment is configured, or a retry was already made."""
-    if not _bound(gw, ctx) or not is_context_overflow(err) or getattr(ctx, "_overflow_retried", False):
-        return None
-    compactor = compactor_for(gw, ctx.session_id, ctx)
-    if compactor is None:
-        return None
-    ctx._overflow_retried = True
-    window = window_of(dep) or 10**9
-    budget = budget_for(
-        request, window, reserved_output=request.max_output_tokens or dep.max_output_tokens or 4096
-    )
-    await compactor(Budget(window=max(1, budget.available // 2)), "overflow")
-    log.info(
-        "overflow_compacted_retrying", request_id=ctx.request_id, session=ctx.session_id, deployment=dep.name
-    )
-    return await target_request(gw, ctx, request, dep, reason="overflow")
-
-
-async def finish_turn(gw: Any, ctx: Any, response: Response | None) -> None:
-    """Record the answer of a session-bound turn; a store failure is logged, never raised
-    (the client already has its answer)."""
-    if response is None or not _bound(gw, ctx):
-        return
-    try:
-        leaf = _turn_leaf(ctx)
-        if leaf == LEAF:
-            await record_response(gw.sessions, ctx.session_id, response)
-        elif response.message.content:
-            ctx._session_leaf = await append_for_turn(
-                gw.sessions, ctx.session_id, [response.message], parent=leaf, expect=leaf
+    async def append(self, messages: list[Message]) -> None:
+        """Append ``messages`` (e.g. a tool-loop step) under the turn leaf, which then moves to
+        the last of them."""
+        if not messages:
+            return
+        if self.leaf == LEAF:  # never read (a binding made without open)
+            await self.store.append_many(
+                self.session_id, [("message", MessagePayload(message=m)) for m in messages]
             )
-    except Exception:
-        log.exception("session_record_failed", request_id=ctx.request_id, session=ctx.session_id)
+            return
+        self.leaf = await append_for_turn(
+            self.store, self.session_id, messages, parent=self.leaf, expect=self.leaf
+        )
+
+    async def view(self, request: Request, dep: Deployment, *, reason: str = "window") -> Request:
+        """The request for ``dep`` with the session's context rebuilt for its window
+        (:func:`view_for`, compacting when configured); the pairing guard runs over the rebuilt
+        context before it may go upstream (raises :class:`gateway.errors.GuardViolation`)."""
+        from gateway import invariants
+
+        rebuilt = await view_for(
+            self.store,
+            self.session_id,
+            request,
+            dep,
+            compactor=compactor_for(self.gw, self.session_id, self),
+            reason=reason,
+            leaf=self.leaf,
+        )
+        return invariants.check_request(rebuilt, self.gw.config.guards).request
+
+    async def after_overflow(self, request: Request, dep: Deployment, err: UpstreamError) -> Request | None:
+        """After an upstream context-overflow error: compact the session (reason
+        ``overflow``, with half the budget the failed request assumed) and return the request
+        to retry once; None when the error is something else, no compaction deployment is
+        configured, or a retry was already made."""
+        if not is_context_overflow(err) or self.overflow_retried:
+            return None
+        compactor = compactor_for(self.gw, self.session_id, self)
+        if compactor is None:
+            return None
+        self.overflow_retried = True
+        window = window_of(dep) or 10**9
+        budget = budget_for(
+            request, window, reserved_output=request.max_output_tokens or dep.max_output_tokens or 4096
+        )
+        await compactor(Budget(window=max(1, budget.available // 2)), "overflow")
+        log.info(
+            "overflow_compacted_retrying",
+            request_id=self.request_id,
+            session=self.session_id,
+            deployment=dep.name,
+        )
+        return await self.view(request, dep, reason="overflow")
+
+    async def finish(self, response: Response | None) -> None:
+        """Append the turn's answer under its leaf; a store failure is logged, never raised
+        (the client already has its answer)."""
+        if response is None:
+            return
+        try:
+            if self.leaf == LEAF:
+                await record_response(self.store, self.session_id, response)
+            elif response.message.content:
+                self.leaf = await append_for_turn(
+                    self.store, self.session_id, [response.message], parent=self.leaf, expect=self.leaf
+                )
+        except Exception:
+            log.exception("session_record_failed", request_id=self.request_id, session=self.session_id)

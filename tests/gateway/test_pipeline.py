@@ -282,7 +282,7 @@ async def test_stream_holds_tool_calls_until_the_stop_reason_is_known(tmp_path: 
 
 
 def test_transcript_keeps_only_the_new_part_of_each_turn() -> None:
-    from gateway.pipeline import HISTORY_OMITTED_KEY, turn_part
+    from gateway.layers.record import HISTORY_OMITTED_KEY, turn_part
     from gateway.schema import SystemMessage
 
     call = ToolCallPart(id="c1", name="bash", raw_arguments="{}")

@@ -145,7 +145,7 @@ async def test_an_internal_error_mid_batch_comes_after_the_events_before_it(
     def broken(*args: Any) -> Usage:
         raise RuntimeError("pricing broke")
 
-    monkeypatch.setattr(pipe, "_finish_usage", broken)
+    monkeypatch.setattr(pipe.attempt, "priced", broken)
     turn = await pipe.open_stream(_ctx())
     batches = [b async for b in turn.batches]
     await writer.close()

@@ -1,0 +1,77 @@
+"""Guards layer: the request is checked before anything else runs for it.
+
+In order: the model's deployments are looked up (an unknown or disabled model is refused, 404),
+the tool loop's MCP tools are attached (:func:`gateway.mcp_tools.offer`, so validation counts
+them as offered), the request is validated (:func:`gateway.validation.validate_request`), the
+pairing and ordering guards run (:func:`gateway.invariants.check_request`: a repair is kept in
+``turn.repairs``, a rejection raises :class:`GuardViolation`), and thinking signatures are
+resolved for the model's deployments (:func:`gateway.signers.resolve`). Long conversations
+(over :data:`LARGE_REQUEST_MESSAGES` messages) are checked in a worker thread, so one huge
+request does not stall every other request on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import structlog
+
+from gateway import invariants, mcp_tools, signers
+from gateway.errors import GuardViolation
+from gateway.schema import Request, Response
+from gateway.turn import Batches, Gateway, Service, Turn
+from gateway.validation import validate_request
+
+log = structlog.get_logger("turnstile.pipeline")
+
+LARGE_REQUEST_MESSAGES = 2_000
+"""Conversations longer than this (messages) are guarded in a worker thread."""
+
+
+class GuardLayer:
+    """Hands the inner layer the checked (possibly repaired) request."""
+
+    def __init__(self, gw: Gateway, inner: Service) -> None:
+        self.gw = gw
+        self.inner = inner
+        self.policy = gw.config.guards
+
+    async def complete(self, turn: Turn, request: Request) -> Response:
+        """The inner answer to the checked request."""
+        offered = mcp_tools.offer(self.gw, turn)  # on the event loop: the registry is not shared
+        if len(request.messages) > LARGE_REQUEST_MESSAGES:
+            checked = await asyncio.to_thread(self.check, turn, offered)
+        else:  # no coroutine for the common case
+            checked = self.check(turn, offered)
+        return await self.inner.complete(turn, checked)
+
+    async def stream(self, turn: Turn, request: Request) -> Batches:
+        """The inner stream of the checked request."""
+        offered = mcp_tools.offer(self.gw, turn)
+        if len(request.messages) > LARGE_REQUEST_MESSAGES:
+            checked = await asyncio.to_thread(self.check, turn, offered)
+        else:
+            checked = self.check(turn, offered)
+        return await self.inner.stream(turn, checked)
+
+    def check(self, turn: Turn, request: Request) -> Request:
+        """Deployments, validation, pairing and ordering, signatures over ``request`` (the
+        turn's request with the tool loop's MCP tools attached); sets ``turn.candidates``.
+        Raises :class:`gateway.errors.NotFound` for an unknown model,
+        :class:`gateway.errors.InvalidRequest` for an invalid request and
+        :class:`GuardViolation` when the guards reject it."""
+        candidates = turn.candidates = self.gw.table.candidates(turn.request.model)
+        validate_request(request)
+        try:
+            outcome = invariants.check_request(request, self.policy)
+        except GuardViolation as err:
+            turn.guard_outcome = "rejected"
+            log.warning(
+                "guard_rejected", request_id=turn.request_id, problems=[p.message for p in err.problems]
+            )
+            raise
+        if outcome.repairs:
+            turn.guard_outcome = "repaired"
+            turn.add_repairs(outcome.repairs)
+            log.info("guard_repaired", request_id=turn.request_id, repairs=turn.repairs)
+        return signers.resolve(outcome.request, candidates, self.gw.signers)

@@ -1,0 +1,193 @@
+"""Record layer (outermost): every turn, whatever its outcome, is one transcript row.
+
+The row is committed before the answer is released (the server sends the whole answer, or a
+stream's last bytes, after this layer returns): a turn a client received is on disk even
+after kill -9; the wait is bounded (:class:`gateway.transcript.TranscriptWriter`). The rows of
+the tool loop's steps (``turn.steps``) are written just before the turn's own. Exceptions are
+mapped to the row's error: a :class:`TurnstileError` as it is, any other exception as an
+internal error (the server answers 500 and logs it), a cancellation before the answer began
+as :class:`TurnCutByShutdown`; each is re-raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from gateway.errors import TurnCutByShutdown, TurnstileError
+from gateway.schema import AssistantMessage, Request, Response, SystemMessage, Usage
+from gateway.transcript import TranscriptWriter, TurnRecord
+from gateway.turn import Batches, Gateway, Service, Turn
+
+HISTORY_OMITTED_KEY = "turnstile.history_omitted"
+"""Metadata key, in a stored request, of how many earlier messages were left out."""
+
+
+class RecordLayer:
+    """Writes the turn's transcript row (and its tool-loop steps' rows) when it ends."""
+
+    def __init__(self, gw: Gateway, inner: Service) -> None:
+        self.gw = gw
+        self.inner = inner
+
+    async def complete(self, turn: Turn, request: Request) -> Response:
+        """The inner answer, recorded (see the module docstring for the error mapping)."""
+        response: Response | None = None
+        error: TurnstileError | None = None
+        try:
+            response = await self.inner.complete(turn, request)
+            return response
+        except TurnstileError as err:
+            error = err
+            raise
+        except Exception as exc:
+            error = internal_error(exc)
+            raise
+        except asyncio.CancelledError:  # no client watch on whole answers: the server cut it
+            error = TurnCutByShutdown()
+            raise
+        finally:
+            await self.record(turn, response, error, stream=False)
+
+    async def stream(self, turn: Turn, request: Request) -> Batches:
+        """The inner stream; recorded once it ends however it ends (``turn.outcome``), or at
+        once when it could not start."""
+        try:
+            batches = await self.inner.stream(turn, request)
+        except TurnstileError as err:
+            await self.record(turn, None, err, stream=True)
+            raise
+        except asyncio.CancelledError:  # before the first byte no client watch runs: the server cut it
+            await self.record(turn, None, TurnCutByShutdown(), stream=True)
+            raise
+        except Exception as exc:  # the gateway's bug: still one row (the server answers a 500 and logs it)
+            await self.record(turn, None, internal_error(exc), stream=True)
+            raise
+        return self._recorded(turn, batches)
+
+    async def _recorded(self, turn: Turn, batches: Batches) -> Batches:
+        try:
+            async for batch in batches:
+                yield batch
+        finally:
+            outcome = turn.outcome
+            if outcome is None:  # closed before the stream's producer could say how it ended
+                await self.record(turn, None, None, stream=True, status=499)
+            else:
+                await self.record(turn, outcome.response, outcome.error, stream=True, status=outcome.status)
+
+    async def record(
+        self,
+        turn: Turn,
+        resp: Response | None,
+        error: TurnstileError | None,
+        *,
+        stream: bool,
+        status: int | None = None,
+    ) -> None:
+        """Write the rows of ``turn``: its steps' (appended), then its own (committed; returns
+        once it is, or once the commit bound passed)."""
+        transcript = self.gw.transcript
+        if transcript is None:
+            return
+        if turn.steps:
+            await _record_steps(transcript, turn)
+        usage = resp.usage if resp is not None else Usage()
+        dep = turn.deployment
+        record = TurnRecord(
+            request_id=turn.request_id,
+            ts=turn.wall,
+            client_dialect=turn.dialect,
+            requested_model=turn.request.model,
+            stream=stream,
+            status=status if status is not None else (error.status if error is not None else 200),
+            deployment=dep.name if dep else None,
+            api=dep.api if dep else None,
+            stop_reason=resp.stop_reason if resp is not None else None,
+            usage=usage,  # models, dumped by the transcript writer thread (off the request path)
+            cost_usd=usage.cost_usd,
+            latency_ms=round((time.perf_counter() - turn.started) * 1000, 3),
+            guard_outcome=turn.guard_outcome,
+            repairs=turn.repairs,
+            withheld=list(resp.withheld_tool_calls) if resp is not None else [],
+            attempts=turn.attempts,
+            error=error.message if error is not None else None,
+            request=turn_part(turn.request),
+            response=resp,
+        )
+        committed = transcript.try_commit(record)
+        await (committed if committed is not None else transcript.commit(record))
+
+
+async def _record_steps(transcript: TranscriptWriter, turn: Turn) -> None:
+    """The rows ``<request id>.step<n>`` of the tool loop's model requests."""
+    for step in turn.steps:
+        dep = step.deployment
+        resp = step.response
+        await transcript.append(
+            TurnRecord(
+                request_id=f"{turn.request_id}.step{step.step}",
+                ts=time.time(),
+                client_dialect=turn.dialect,
+                requested_model=turn.request.model,
+                stream=step.request.stream,
+                status=200,
+                deployment=dep.name if dep else None,
+                api=dep.api if dep else None,
+                stop_reason=resp.stop_reason,
+                usage=resp.usage.model_dump(),
+                cost_usd=resp.usage.cost_usd,
+                withheld=[w.model_dump() for w in resp.withheld_tool_calls],
+                request=step.request.model_dump(mode="json", exclude_none=True),
+                response=resp.model_dump(mode="json"),
+            )
+        )
+    turn.steps = []
+
+
+async def record_refused(gw: Gateway, request_id: str, dialect: str, error: TurnstileError) -> None:
+    """One transcript row for a request refused before it became a turn (malformed body, a
+    missing field, a body over the size limit, a bad session id): status and error, no request
+    (it could not be read). Returns once the row is committed (bounded, as every turn's row:
+    the error answer is released after it)."""
+    if gw.transcript is None:
+        return
+    await gw.transcript.commit(
+        TurnRecord(
+            request_id=request_id,
+            ts=time.time(),
+            client_dialect=dialect,
+            requested_model=None,
+            stream=False,
+            status=error.status,
+            guard_outcome="invalid_request",
+            error=error.message,
+        )
+    )
+
+
+def internal_error(exc: Exception) -> TurnstileError:
+    """The row's error for an exception that is not a :class:`TurnstileError` (a bug)."""
+    return TurnstileError(f"internal error: {type(exc).__name__}: {exc}")
+
+
+def turn_part(request: Request) -> Request:
+    """The part of ``request`` that is new in this turn, for the transcript: the system
+    messages and every message after the last assistant message (the user's new input or the
+    tool results it sends back). Storing the whole history on every turn would grow the
+    transcript quadratically with conversation length; the earlier messages are already in
+    the rows of the earlier turns (and, when a session is bound, once in its log). The count of
+    left-out messages is kept under ``metadata[HISTORY_OMITTED_KEY]``."""
+    messages = request.messages
+    last = -1
+    for i in range(len(messages) - 1, -1, -1):
+        if type(messages[i]) is AssistantMessage:
+            last = i
+            break
+    if last < 0:
+        return request
+    kept = [m for m in messages[: last + 1] if type(m) is SystemMessage] + list(messages[last + 1 :])
+    omitted = len(messages) - len(kept)
+    return request.model_copy(
+        update={"messages": kept, "metadata": {**request.metadata, HISTORY_OMITTED_KEY: omitted}}
+    )
