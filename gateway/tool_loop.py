@@ -33,16 +33,20 @@ Decisions (each one a rule, documented here):
   raises :class:`gateway.errors.ToolLoopGuardViolation` (HTTP 500) naming the ids, before
   anything goes upstream.
 * **Recording.** Each step's assistant message and its results (call order) are appended to
-  the bound session, and each model request is a transcript row ``<request id>.step<n>``
-  (request = the step's messages, response = the step's answer). The turn's own row holds the
-  client's request and the final answer, with usage summed over all steps.
+  the bound session, and each model request becomes a transcript row ``<request id>.step<n>``
+  (request = the step's messages, response = the step's answer), written by the record layer
+  with the turn's own row, which holds the client's request and the final answer, with usage
+  summed over all steps (the :class:`ToolLoop`'s ``record`` callback; the tool loop layer,
+  :mod:`gateway.layers.tool_loop`, gives it).
 * **Confirmation.** A chat request has no channel to ask a person, so a ``confirm``-tier call
   becomes an error result naming the exact action and how to pre-approve it.
-* **Who may run what.** With ``mcp.clients`` configured, the caller's key (read by the server,
-  :func:`mcp_servers.clients.caller`) decides which tools are offered and may run, exactly as
+* **Who may run what.** With ``mcp.clients`` configured, the caller's key (read
+  :func:`mcp_servers.clients.caller`, in the access layer) decides which tools are offered
+  and may run (:mod:`gateway.mcp_tools`), exactly as
   on ``/mcp``: no matching key is a 401, a server the caller may see none of is a 403 naming
   it, and a call of a tool the caller may not see is answered like an unknown tool.
-* **Offered tools.** The attached tools are added before validation (:func:`offer`), so a
+* **Offered tools.** The attached tools are added before validation
+  (:func:`gateway.mcp_tools.offer`, in the guards layer), so a
   ``tool_choice`` naming one of them, or ``required`` with only MCP tools, is valid. A forced
   choice (``required`` or a named tool) applies to the first model request; later ones use
   ``auto``, since the gateway has run the forced call (else the model could never answer).

@@ -133,7 +133,7 @@ class Turn:
     # tool loop layer
     steps: list[StepRow] = field(default_factory=list)
     # route layer
-    route: dict[str, Any] | None = None  # the routing decision (gateway.route_step.route)
+    route: dict[str, Any] | None = None  # the routing decision (gateway.layers.route.route)
     order: list[Deployment] | None = None  # the deployments to try, in order (decided once)
     deployment: Deployment | None = None  # the deployment being tried (then: that answered)
     tried: int = 0  # the index in ``order`` of the deployment that answered

@@ -10,6 +10,6 @@
 * :mod:`routers.engine` — per-alias routers and the health board of one gateway process.
 * :mod:`routers.train` / :mod:`routers.eval` — ``turnstile route-train`` / ``route-eval``.
 
-The pipeline calls them through :mod:`gateway.route_step`. Nothing here does I/O on the
+The route layer (:mod:`gateway.layers.route`) calls them. Nothing here does I/O on the
 request path.
 """

@@ -16,7 +16,7 @@ from standins.upstream import UpstreamStandin
 def _forget_routing_state(wire_servers: dict[str, Any]) -> None:
     """Drop the gateway's in-process routing state (deployment health: cooldowns, circuit
     breakers, retry budget; sticky routes) so each test starts from a fresh process's view.
-    The engine is rebuilt on first use (``gateway.route_step.engine``)."""
+    The engine is rebuilt on first use (``gateway.layers.route.engine``)."""
     gw = wire_servers["gateway"].app.state.gateway
     if hasattr(gw, "routing"):
         gw.routing = None
