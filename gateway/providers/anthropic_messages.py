@@ -1,6 +1,6 @@
 """Native Anthropic Messages wire module (``POST /v1/messages``).
 
-Implements the :class:`gateway.providers.base.WireModule` verbs at module level.
+Implements the :class:`gateway.providers.wire.WireModule` verbs at module level.
 Reference: https://docs.anthropic.com/en/api/messages and
 https://docs.anthropic.com/en/docs/build-with-claude/streaming.
 
@@ -51,8 +51,8 @@ import orjson
 from gateway.config import Deployment
 from gateway.errors import CapabilityError, UnknownStopReason, UpstreamProtocolError
 from gateway.providers import wire_common
-from gateway.providers.base import CallContext, StreamParser, UpstreamRequest
 from gateway.providers.naming import ANTHROPIC_ID, TOOL_NAME, NameMap
+from gateway.providers.wire import CallContext, StreamParser, UpstreamRequest
 from gateway.schema import (
     AssistantMessage,
     ImagePart,

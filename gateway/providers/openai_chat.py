@@ -1,7 +1,7 @@
 """Native OpenAI Chat Completions wire module (OpenAI and every OpenAI-compatible server:
 vLLM, llama.cpp, Ollama, Groq, DeepSeek, xAI, OpenRouter…).
 
-Implements the :class:`gateway.providers.base.WireModule` verbs at module level, plus the
+Implements the :class:`gateway.providers.wire.WireModule` verbs at module level, plus the
 dict-level functions the litellm adapter reuses: :func:`to_wire_body`,
 :func:`from_wire_response`, :func:`usage_from_wire` and the stream parser's ``feed_obj``.
 
@@ -43,8 +43,8 @@ import orjson
 from gateway.config import Deployment
 from gateway.errors import CapabilityError, UnknownStopReason, UpstreamProtocolError
 from gateway.providers import wire_common
-from gateway.providers.base import CallContext, StreamParser, UpstreamRequest
 from gateway.providers.naming import TOOL_NAME, NameMap
+from gateway.providers.wire import CallContext, StreamParser, UpstreamRequest
 from gateway.schema import (
     AssistantMessage,
     ImagePart,

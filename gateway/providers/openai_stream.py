@@ -28,7 +28,6 @@ import orjson
 
 from gateway.errors import UpstreamProtocolError
 from gateway.providers import wire_common
-from gateway.providers.base import CallContext
 from gateway.providers.openai_chat import (
     content_items,
     map_stop_reason,
@@ -37,6 +36,7 @@ from gateway.providers.openai_chat import (
     thinking_provenance,
     usage_from_wire,
 )
+from gateway.providers.wire import CallContext
 from gateway.schema import (
     MessageEnd,
     MessageStart,

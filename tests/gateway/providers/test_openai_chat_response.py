@@ -11,8 +11,8 @@ from _wire_helpers import cassette, fixture, response_body, usage_tuple
 from gateway.config import Deployment
 from gateway.errors import UnknownStopReason, UpstreamProtocolError
 from gateway.providers import openai_chat
-from gateway.providers.base import CallContext
 from gateway.providers.naming import NameMap
+from gateway.providers.wire import CallContext
 from gateway.schema import Request, TextPart, ThinkingPart, ToolCallPart
 
 DEP = Deployment(name="oa", api="openai_chat", model="gpt-4o-mini")

@@ -11,8 +11,8 @@ import pytest
 from gateway.config import Deployment
 from gateway.errors import UnknownStopReason, UpstreamProtocolError
 from gateway.providers import anthropic_messages, openai_chat, wire_common
-from gateway.providers.base import CallContext
 from gateway.providers.naming import NameMap
+from gateway.providers.wire import CallContext
 from gateway.schema import Request, Response
 
 OA = Deployment(name="oa", api="openai_chat", model="gpt-x", provider="openai")
