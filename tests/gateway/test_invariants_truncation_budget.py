@@ -17,7 +17,7 @@ from gateway.invariants import (
     check_truncation,
     collect,
 )
-from gateway.providers import anthropic_messages, gemini, gemini_common, openai_chat
+from gateway.providers import anthropic_common, anthropic_messages, gemini, gemini_common, openai_chat
 from gateway.providers.base import HttpProvider
 from gateway.schema import (
     AssistantMessage,
@@ -42,7 +42,7 @@ PROVIDER_STOPS: list[tuple[str, str, StopReason]] = [
     *(("openai_chat", raw, openai_chat.map_stop_reason(raw)) for raw in openai_chat._STOP_REASONS),
     *(
         ("anthropic_messages", raw, anthropic_messages.map_stop_reason(raw))
-        for raw in anthropic_messages._STOP_REASONS
+        for raw in anthropic_common._STOP_REASONS
     ),
     *(("gemini", raw, gemini_common.map_stop_reason(raw)) for raw in gemini_common._STOP_REASONS),
 ]

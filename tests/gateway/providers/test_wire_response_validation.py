@@ -10,7 +10,7 @@ import pytest
 
 from gateway.config import Deployment
 from gateway.errors import UnknownStopReason, UpstreamProtocolError
-from gateway.providers import anthropic_messages, openai_chat, wire_common
+from gateway.providers import anthropic_common, anthropic_messages, openai_chat, wire_common
 from gateway.providers.naming import NameMap
 from gateway.providers.wire import CallContext
 from gateway.schema import Request, Response
@@ -76,8 +76,8 @@ def test_stop_reasons_that_are_not_strings_are_unknown(raw: Any) -> None:
 
 def test_provenance_is_one_shared_instance_per_deployment_model() -> None:
     assert openai_chat.thinking_provenance(OA) is openai_chat.thinking_provenance(OA.model_copy())
-    prov = anthropic_messages.provenance(AN)
-    assert prov is anthropic_messages.provenance(AN)
+    prov = anthropic_common.provenance(AN)
+    assert prov is anthropic_common.provenance(AN)
     assert (prov.api, prov.provider, prov.model) == ("anthropic_messages", "anthropic", "claude-x")
 
 
