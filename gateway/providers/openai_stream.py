@@ -28,7 +28,7 @@ import orjson
 
 from gateway.errors import UpstreamProtocolError
 from gateway.providers import wire_common
-from gateway.providers.openai_chat import (
+from gateway.providers.openai_common import (
     content_items,
     map_stop_reason,
     raw_arguments_of,
