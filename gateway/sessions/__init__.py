@@ -1,7 +1,8 @@
 """Sessions: append-only entry trees with a leaf pointer (invariant 5).
 
 * :mod:`.model`      — entries, payloads, session rows
-* :mod:`.store`      — the store interface and shared SQL logic; :func:`open_store` by URL
+* :mod:`.store`      — the store interface and shared SQL logic
+* :mod:`.open`       — :func:`open_store` by URL
 * :mod:`.sqlite`, :mod:`.postgres` — the two backends
 * :mod:`.migrations` — add-only schema migrations and the append-only triggers
 * :mod:`.binding`    — which session a turn belongs to
@@ -9,7 +10,8 @@
 """
 
 from gateway.sessions.model import CompactionPayload, Entry, SessionInfo
-from gateway.sessions.store import LEAF, SessionNotFound, SessionStore, open_store
+from gateway.sessions.open import open_store
+from gateway.sessions.store import LEAF, SessionNotFound, SessionStore
 
 __all__ = [
     "LEAF",
