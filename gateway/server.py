@@ -503,7 +503,7 @@ def create_app(
             ),
             transcript=transcript,
         )
-        from gateway.sessions.store import open_store
+        from gateway.sessions.open import open_store
 
         gw.sessions = await open_store(config.sessions.url or str(config.server.db_path))
         app.state.gateway = gw

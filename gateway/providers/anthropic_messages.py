@@ -1,6 +1,6 @@
 """Native Anthropic Messages wire module (``POST /v1/messages``).
 
-Implements the :class:`gateway.providers.base.WireModule` verbs at module level.
+Implements the :class:`gateway.providers.wire.WireModule` verbs at module level.
 Reference: https://docs.anthropic.com/en/api/messages and
 https://docs.anthropic.com/en/docs/build-with-claude/streaming.
 
@@ -35,32 +35,30 @@ Decisions worth knowing
 * Server-side blocks in answers (``server_tool_use``, ``*_tool_result``, ``mcp_tool_use``,
   ``compaction``…) have no internal representation and are skipped; Turnstile never asks for
   server tools.
-* Stop reasons: ``end_turn``/``stop_sequence``/``pause_turn`` -> ``stop`` (``pause_turn``
-  means a server-tool loop paused; with no server tools requested there is nothing to resume),
-  ``max_tokens``/``model_context_window_exceeded`` -> ``length``, ``tool_use`` -> ``tool_use``,
-  ``refusal`` -> ``content_filter``; anything else raises :class:`UnknownStopReason`.
+* Stop reasons (``map_stop_reason``) and thinking provenance: see
+  :mod:`gateway.providers.anthropic_common`.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import orjson
 
 from gateway.config import Deployment
-from gateway.errors import CapabilityError, UnknownStopReason, UpstreamProtocolError
+from gateway.errors import CapabilityError, UpstreamProtocolError
 from gateway.providers import wire_common
-from gateway.providers.base import CallContext, StreamParser, UpstreamRequest
+from gateway.providers.anthropic_common import API as API  # the wire API name (WireModule.API)
+from gateway.providers.anthropic_common import map_stop_reason, provenance
+from gateway.providers.anthropic_stream import AnthropicStreamParser
 from gateway.providers.naming import ANTHROPIC_ID, TOOL_NAME, NameMap
+from gateway.providers.wire import CallContext, StreamParser, UpstreamRequest
 from gateway.schema import (
     AssistantMessage,
     ImagePart,
-    Provenance,
     RedactedThinkingPart,
     Request,
     Response,
-    StopReason,
     SystemMessage,
     TextPart,
     ThinkingPart,
@@ -70,22 +68,11 @@ from gateway.schema import (
     UserMessage,
 )
 
-API = "anthropic_messages"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
 MIN_THINKING_BUDGET = 1024
 EFFORT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
-
-_STOP_REASONS: dict[str, StopReason] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "tool_use": "tool_use",
-    "refusal": "content_filter",
-}
 
 
 # ---------------------------------------------------------------------------- verbs
@@ -122,17 +109,7 @@ def parse_response(body: bytes, ctx: CallContext) -> Response:
 
 def new_stream_parser(ctx: CallContext) -> StreamParser:
     """A fresh :class:`gateway.providers.anthropic_stream.AnthropicStreamParser`."""
-    from gateway.providers.anthropic_stream import AnthropicStreamParser
-
     return AnthropicStreamParser(ctx)
-
-
-def map_stop_reason(raw: str | None) -> StopReason:
-    """Anthropic ``stop_reason`` -> internal stop reason (table in the module docstring);
-    raises :class:`UnknownStopReason` on anything else, including a missing value."""
-    if not isinstance(raw, str) or raw not in _STOP_REASONS:
-        raise UnknownStopReason(f"unknown Anthropic stop_reason {raw!r}")
-    return _STOP_REASONS[raw]
 
 
 def error_message(status: int, body: bytes) -> str:
@@ -377,17 +354,6 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
 
 
 # ---------------------------------------------------------------------------- response
-
-
-@functools.lru_cache(maxsize=1024)
-def _provenance(provider: str, model: str) -> Provenance:
-    return Provenance(api=API, provider=provider, model=model)
-
-
-def provenance(deployment: Deployment) -> Provenance:
-    """Provenance of thinking signed by this deployment (one shared, frozen instance per
-    provider and model)."""
-    return _provenance(deployment.provider, deployment.model)
 
 
 def usage_fields(u: dict[str, Any] | None) -> dict[str, int]:

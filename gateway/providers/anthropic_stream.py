@@ -27,8 +27,8 @@ import orjson
 
 from gateway.errors import UpstreamProtocolError
 from gateway.providers import wire_common
-from gateway.providers.anthropic_messages import map_stop_reason, provenance
-from gateway.providers.base import CallContext
+from gateway.providers.anthropic_common import map_stop_reason, provenance
+from gateway.providers.wire import CallContext
 from gateway.schema import (
     MessageEnd,
     MessageStart,

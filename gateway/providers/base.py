@@ -1,71 +1,23 @@
-"""The contract every upstream wire API implements.
-
-A wire module (``openai_chat``, ``anthropic_messages``, ``gemini``) exposes the same verbs:
-
-* ``build_request(request, deployment, api_key) -> (UpstreamRequest, CallContext)``:
-  internal schema -> wire body, URL and headers. Tool names and tool-call ids that break the
-  upstream's rules are rewritten here (``CallContext.names``) and mapped back on the way out.
-* ``parse_response(body, ctx) -> Response``: a non-streaming wire body -> internal schema.
-* ``new_stream_parser(ctx) -> StreamParser``: an incremental parser of the wire stream.
-* ``map_stop_reason(raw) -> StopReason``: raises :class:`UnknownStopReason` on a value it
-  does not know; nothing is guessed.
-* ``error_message(status, body) -> str``: the human message inside an upstream error body.
-* ``output_budget(request, deployment) -> int | None``: the output budget (tokens) the built
-  request carries, which the truncation guard compares the output usage with.
-
-:class:`HttpProvider` runs those verbs over the shared aiohttp transport; adapters that do not
-speak HTTP themselves (``litellm``, ``demo``) implement :class:`Provider` directly.
+"""Providers: the interface the pipeline calls (:class:`Provider`) and :class:`HttpProvider`,
+which runs a wire module (:class:`gateway.providers.wire.WireModule`: ``openai_chat``,
+``anthropic_messages``, ``gemini``) over the shared aiohttp transport
+(:mod:`gateway.providers.transport`). Adapters that do not speak HTTP themselves (``litellm``,
+``demo``) implement :class:`Provider` directly.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from gateway.config import Deployment, TimeoutConfig, effective_timeouts
 from gateway.providers import transport
-from gateway.providers.naming import NameMap
-from gateway.schema import Request, Response, StopReason, StreamEvent
+from gateway.providers.wire import WireModule
+from gateway.schema import Request, Response, StreamEvent
 
 if TYPE_CHECKING:
     import aiohttp
-
-
-@dataclass
-class UpstreamRequest:
-    """One HTTP request to an upstream: ``body`` is already-encoded JSON bytes."""
-
-    url: str
-    headers: dict[str, str]
-    body: bytes
-    stream: bool
-    method: str = "POST"
-
-
-@dataclass
-class CallContext:
-    """What a wire module needs to read the answer of the request it built: the deployment,
-    the original request and the tool name / id rewrites it applied."""
-
-    deployment: Deployment
-    request: Request
-    names: NameMap = field(default_factory=NameMap)
-
-
-class StreamParser(Protocol):
-    """Incremental stream conversion: wire events in, internal :mod:`gateway.schema` events out.
-
-    ``feed(event, data)`` takes one SSE event (``event`` is the SSE ``event:`` field or None,
-    ``data`` the raw ``data:`` payload bytes) and returns the internal events it completes.
-    ``finish()`` is called when the upstream closes the stream; it raises
-    :class:`gateway.errors.UpstreamProtocolError` if the stream ended before its stop reason.
-    """
-
-    def feed(self, event: str | None, data: bytes) -> list[StreamEvent]: ...
-
-    def finish(self) -> list[StreamEvent]: ...
 
 
 class Provider(ABC):
@@ -100,26 +52,6 @@ class Provider(ABC):
         of one; :class:`HttpProvider` yields one batch per network read."""
         async for event in self.stream(request, deployment, api_key):
             yield [event]
-
-
-class WireModule(Protocol):
-    """The verbs of a wire module (see module docstring)."""
-
-    API: str
-
-    def build_request(
-        self, request: Request, deployment: Deployment, api_key: str | None
-    ) -> tuple[UpstreamRequest, CallContext]: ...
-
-    def parse_response(self, body: bytes, ctx: CallContext) -> Response: ...
-
-    def new_stream_parser(self, ctx: CallContext) -> StreamParser: ...
-
-    def map_stop_reason(self, raw: str) -> StopReason: ...
-
-    def error_message(self, status: int, body: bytes) -> str: ...
-
-    def output_budget(self, request: Request, deployment: Deployment) -> int | None: ...
 
 
 class HttpProvider(Provider):
@@ -174,8 +106,6 @@ class HttpProvider(Provider):
         any) form a batch of their own, handed on before the rest of their read is parsed,
         so the time to first byte does not grow with the size of the first read. A parse
         error yields the events before it first, then raises (as :meth:`stream` would)."""
-        from gateway.providers import transport
-
         if not request.stream:
             request = request.model_copy(update={"stream": True})
         up, ctx = self.wire.build_request(request, deployment, api_key)

@@ -1,6 +1,6 @@
 """Native Gemini ``generateContent`` wire module (Google AI Studio / Gemini Developer API).
 
-Implements the :class:`gateway.providers.base.WireModule` verbs:
+Implements the :class:`gateway.providers.wire.WireModule` verbs:
 
 * ``build_request(request, deployment, api_key)``: ``POST {base_url}/models/{model}:generateContent``
   or ``:streamGenerateContent?alt=sse``; ``base_url`` defaults to
@@ -23,7 +23,6 @@ import orjson
 
 from gateway.config import Deployment
 from gateway.errors import UpstreamProtocolError
-from gateway.providers.base import CallContext, UpstreamRequest
 from gateway.providers.gemini_common import (
     API,
     GEMINI_NAME,
@@ -34,6 +33,7 @@ from gateway.providers.gemini_common import (
 )
 from gateway.providers.gemini_request import build_body, output_budget
 from gateway.providers.gemini_stream import GeminiStreamParser, assemble
+from gateway.providers.wire import CallContext, UpstreamRequest
 from gateway.schema import Request, Response
 
 __all__ = [

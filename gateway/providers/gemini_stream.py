@@ -40,8 +40,8 @@ import orjson
 
 from gateway.errors import UpstreamError, UpstreamProtocolError
 from gateway.providers import wire_common
-from gateway.providers.base import CallContext
 from gateway.providers.gemini_common import call_id, map_stop_reason, provenance, response_id, usage_from
+from gateway.providers.wire import CallContext
 from gateway.schema import (
     AssistantMessage,
     MessageEnd,
@@ -139,7 +139,7 @@ class _PartialCall:
 
 
 class GeminiStreamParser:
-    """Incremental Gemini stream conversion (implements ``gateway.providers.base.StreamParser``).
+    """Incremental Gemini stream conversion (implements ``gateway.providers.wire.StreamParser``).
 
     ``feed(event, data)`` takes one SSE ``data:`` payload; ``feed_obj(obj)`` an already
     decoded chunk (used by the non-streaming parser and by tests).

@@ -28,8 +28,9 @@ from typing import Any
 
 from gateway.config import Deployment, TimeoutConfig, effective_timeouts
 from gateway.errors import TurnstileError, UpstreamError, UpstreamTimeout
-from gateway.providers.base import CallContext, Provider
+from gateway.providers.base import Provider
 from gateway.providers.naming import NameMap
+from gateway.providers.wire import CallContext
 from gateway.schema import Request, Response, StreamError, StreamEvent
 
 API = "litellm"

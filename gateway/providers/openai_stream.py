@@ -28,8 +28,7 @@ import orjson
 
 from gateway.errors import UpstreamProtocolError
 from gateway.providers import wire_common
-from gateway.providers.base import CallContext
-from gateway.providers.openai_chat import (
+from gateway.providers.openai_common import (
     content_items,
     map_stop_reason,
     raw_arguments_of,
@@ -37,6 +36,7 @@ from gateway.providers.openai_chat import (
     thinking_provenance,
     usage_from_wire,
 )
+from gateway.providers.wire import CallContext
 from gateway.schema import (
     MessageEnd,
     MessageStart,

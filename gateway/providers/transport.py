@@ -20,17 +20,13 @@ import asyncio
 import email.utils
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING
 
 import aiohttp
 
 from gateway.config import TimeoutConfig
 from gateway.errors import UpstreamError, UpstreamProtocolError, UpstreamTimeout, UpstreamTooLarge
 from gateway.providers.sse import SseDecoder
-
-if TYPE_CHECKING:
-    from gateway.providers.base import UpstreamRequest, WireModule
-
+from gateway.providers.wire import UpstreamRequest, WireModule
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 """The default cap on one answer (``server.max_response_bytes``), bytes."""

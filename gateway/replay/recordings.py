@@ -22,10 +22,10 @@ from gateway.config import Deployment
 from gateway.edges import get_dialect
 from gateway.errors import GuardViolation, InvalidRequest, UnknownStopReason, UpstreamError
 from gateway.providers import anthropic_messages, gemini, openai_chat
-from gateway.providers.base import CallContext
 from gateway.providers.recorded import meaning as mn
 from gateway.providers.recorded import readers
 from gateway.providers.sse import decode_all
+from gateway.providers.wire import CallContext
 from gateway.replay import clientview
 from gateway.replay.conversations import STRICT
 from gateway.replay.records import Exchange

@@ -45,7 +45,7 @@ def _ts(t: float) -> str:
 
 
 async def _with_store(url: str, fn: Any) -> Any:
-    from gateway.sessions.store import open_store
+    from gateway.sessions.open import open_store
 
     store = await open_store(url, readonly=True)  # a read command never creates or migrates
     try:

@@ -31,7 +31,7 @@ from gateway.schema import (
     Usage,
     UserMessage,
 )
-from gateway.sessions.store import open_store
+from gateway.sessions.open import open_store
 from gateway.transcript import TranscriptWriter, recent
 
 CHAIN = [*LAYERS, AttemptLayer]

@@ -13,8 +13,8 @@ import yaml
 
 from gateway.config import Deployment
 from gateway.providers import gemini
-from gateway.providers.base import CallContext
 from gateway.providers.gemini_stream import assemble
+from gateway.providers.wire import CallContext
 from gateway.schema import Request, Response, StreamEvent, TextPart, UserMessage
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

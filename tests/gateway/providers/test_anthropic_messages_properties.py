@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from gateway.config import Deployment
 from gateway.providers import anthropic_messages
-from gateway.providers.base import CallContext
 from gateway.providers.naming import ANTHROPIC_ID, TOOL_NAME, NameMap
+from gateway.providers.wire import CallContext
 from gateway.schema import (
     AssistantMessage,
     Message,

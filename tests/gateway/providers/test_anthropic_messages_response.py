@@ -11,8 +11,8 @@ from _wire_helpers import cassette, fixture, response_body, usage_tuple
 from gateway.config import Deployment
 from gateway.errors import UnknownStopReason, UpstreamProtocolError
 from gateway.providers import anthropic_messages
-from gateway.providers.base import CallContext
 from gateway.providers.naming import NameMap
+from gateway.providers.wire import CallContext
 from gateway.schema import Provenance, Request, TextPart, ThinkingPart, ToolCallPart
 
 DEP = Deployment(name="an", api="anthropic_messages", model="claude-sonnet-4-20250514")

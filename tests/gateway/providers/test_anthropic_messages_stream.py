@@ -26,8 +26,8 @@ from _wire_helpers import (
 from gateway.config import Deployment
 from gateway.errors import UnknownStopReason, UpstreamProtocolError
 from gateway.providers import anthropic_messages
-from gateway.providers.base import CallContext
 from gateway.providers.naming import NameMap
+from gateway.providers.wire import CallContext
 from gateway.schema import (
     MessageEnd,
     MessageStart,

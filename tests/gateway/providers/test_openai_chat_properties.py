@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from gateway.config import Deployment
 from gateway.providers import openai_chat
-from gateway.providers.base import CallContext
 from gateway.providers.naming import TOOL_NAME, NameMap
+from gateway.providers.wire import CallContext
 from gateway.schema import AssistantMessage, Request, TextPart, ToolCallPart, ToolResultMessage, UserMessage
 
 DEP = Deployment(name="oa", api="openai_chat", model="gpt-4o-mini")

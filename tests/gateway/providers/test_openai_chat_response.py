@@ -10,9 +10,9 @@ from _wire_helpers import cassette, fixture, response_body, usage_tuple
 
 from gateway.config import Deployment
 from gateway.errors import UnknownStopReason, UpstreamProtocolError
-from gateway.providers import openai_chat
-from gateway.providers.base import CallContext
+from gateway.providers import openai_chat, openai_common
 from gateway.providers.naming import NameMap
+from gateway.providers.wire import CallContext
 from gateway.schema import Request, TextPart, ThinkingPart, ToolCallPart
 
 DEP = Deployment(name="oa", api="openai_chat", model="gpt-4o-mini")
@@ -112,7 +112,7 @@ def test_reasoning_above_completion_is_added_to_output() -> None:
         "total_tokens": 37,
         "completion_tokens_details": {"reasoning_tokens": 61},
     }
-    u = openai_chat.usage_from_wire(usage)
+    u = openai_common.usage_from_wire(usage)
     assert (u.output_tokens, u.reasoning_tokens) == (70, 61)
 
 
@@ -180,7 +180,7 @@ def test_unknown_finish_reasons_raise(raw: Any) -> None:
 
 def test_openrouter_cache_write_tokens_are_not_counted_as_input() -> None:
     """https://openrouter.ai/docs/use-cases/usage-accounting: prompt 194 incl. 100 cache writes."""
-    u = openai_chat.usage_from_wire(
+    u = openai_common.usage_from_wire(
         {
             "prompt_tokens": 194,
             "completion_tokens": 2,

@@ -9,8 +9,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gateway.config import Deployment
-from gateway.providers.base import CallContext
 from gateway.providers.openai_stream import OpenAIChatStreamParser
+from gateway.providers.wire import CallContext
 from gateway.schema import Request, StreamEvent, TextPart, UserMessage
 
 DEP = Deployment(name="d", api="openai_chat", model="gpt-x")

@@ -12,7 +12,7 @@ from aiohttp import web
 from gateway.config import TimeoutConfig
 from gateway.errors import UpstreamTimeout
 from gateway.providers import openai_chat, transport
-from gateway.providers.base import UpstreamRequest
+from gateway.providers.wire import UpstreamRequest
 
 
 @pytest.fixture

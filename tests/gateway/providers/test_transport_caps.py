@@ -13,7 +13,7 @@ from aiohttp import web
 from gateway.config import TimeoutConfig
 from gateway.errors import UpstreamError, UpstreamTooLarge
 from gateway.providers import openai_chat, transport
-from gateway.providers.base import UpstreamRequest
+from gateway.providers.wire import UpstreamRequest
 
 CAP = 256 * 1024
 CHUNK = b"x" * 16_384

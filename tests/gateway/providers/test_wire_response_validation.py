@@ -10,9 +10,9 @@ import pytest
 
 from gateway.config import Deployment
 from gateway.errors import UnknownStopReason, UpstreamProtocolError
-from gateway.providers import anthropic_messages, openai_chat, wire_common
-from gateway.providers.base import CallContext
+from gateway.providers import anthropic_common, anthropic_messages, openai_chat, openai_common, wire_common
 from gateway.providers.naming import NameMap
+from gateway.providers.wire import CallContext
 from gateway.schema import Request, Response
 
 OA = Deployment(name="oa", api="openai_chat", model="gpt-x", provider="openai")
@@ -75,15 +75,15 @@ def test_stop_reasons_that_are_not_strings_are_unknown(raw: Any) -> None:
 
 
 def test_provenance_is_one_shared_instance_per_deployment_model() -> None:
-    assert openai_chat.thinking_provenance(OA) is openai_chat.thinking_provenance(OA.model_copy())
-    prov = anthropic_messages.provenance(AN)
-    assert prov is anthropic_messages.provenance(AN)
+    assert openai_common.thinking_provenance(OA) is openai_common.thinking_provenance(OA.model_copy())
+    prov = anthropic_common.provenance(AN)
+    assert prov is anthropic_common.provenance(AN)
     assert (prov.api, prov.provider, prov.model) == ("anthropic_messages", "anthropic", "claude-x")
 
 
 def test_usage_from_wire_matches_usage_fields() -> None:
     u = {"prompt_tokens": 10, "completion_tokens": 4, "prompt_tokens_details": {"cached_tokens": 3}}
-    assert openai_chat.usage_from_wire(u).model_dump(include=set(openai_chat.usage_fields(u))) == {
+    assert openai_common.usage_from_wire(u).model_dump(include=set(openai_common.usage_fields(u))) == {
         "input_tokens": 7,
         "output_tokens": 4,
         "cache_read_tokens": 3,
@@ -91,7 +91,7 @@ def test_usage_from_wire_matches_usage_fields() -> None:
         "reasoning_tokens": 0,
     }
     assert (
-        openai_chat.usage_from_wire(None).model_dump()
+        openai_common.usage_from_wire(None).model_dump()
         == anthropic_messages.usage_from_wire(None).model_dump()
     )
 
@@ -99,8 +99,8 @@ def test_usage_from_wire_matches_usage_fields() -> None:
 @pytest.mark.parametrize("count", [2**64 - 1, 2**70, 1e300, -5, -0.5])
 def test_usage_counts_out_of_range_are_read_as_absent(count: float) -> None:
     oa = {"prompt_tokens": count, "completion_tokens": 2, "total_tokens": count}
-    assert openai_chat.usage_fields(oa)["input_tokens"] == 0
-    assert openai_chat.usage_fields(oa)["output_tokens"] == 2
+    assert openai_common.usage_fields(oa)["input_tokens"] == 0
+    assert openai_common.usage_fields(oa)["output_tokens"] == 2
     assert anthropic_messages.usage_fields({"input_tokens": count, "output_tokens": 2})["input_tokens"] == 0
 
 

@@ -15,15 +15,10 @@ from gateway.errors import ConfigError, InvalidRequest
 from gateway.schema import AssistantMessage, Request, TextPart, UserMessage
 from gateway.sessions import migrations
 from gateway.sessions.model import MessagePayload
+from gateway.sessions.open import open_store, parse_store_url
 from gateway.sessions.postgres import PostgresSessionStore
 from gateway.sessions.sqlite import SqliteSessionStore
-from gateway.sessions.store import (
-    SessionNotFound,
-    SqlSessionStore,
-    StoreMissing,
-    open_store,
-    parse_store_url,
-)
+from gateway.sessions.store import SessionNotFound, SqlSessionStore, StoreMissing
 
 
 def user(text: str) -> MessagePayload:

@@ -1,0 +1,48 @@
+"""Values of the Anthropic Messages wire API shared by the response parser
+(:mod:`gateway.providers.anthropic_messages`) and the stream parser
+(:mod:`gateway.providers.anthropic_stream`): the stop-reason table and thinking provenance.
+
+Stop reasons: ``end_turn``/``stop_sequence``/``pause_turn`` -> ``stop`` (``pause_turn`` means a
+server-tool loop paused; with no server tools requested there is nothing to resume),
+``max_tokens``/``model_context_window_exceeded`` -> ``length``, ``tool_use`` -> ``tool_use``,
+``refusal`` -> ``content_filter``; anything else raises :class:`UnknownStopReason`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from gateway.config import Deployment
+from gateway.errors import UnknownStopReason
+from gateway.schema import Provenance, StopReason
+
+API = "anthropic_messages"
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_use",
+    "refusal": "content_filter",
+}
+
+
+def map_stop_reason(raw: str | None) -> StopReason:
+    """Anthropic ``stop_reason`` -> internal stop reason (table in the module docstring);
+    raises :class:`UnknownStopReason` on anything else, including a missing value."""
+    if not isinstance(raw, str) or raw not in _STOP_REASONS:
+        raise UnknownStopReason(f"unknown Anthropic stop_reason {raw!r}")
+    return _STOP_REASONS[raw]
+
+
+@functools.lru_cache(maxsize=1024)
+def _provenance(provider: str, model: str) -> Provenance:
+    return Provenance(api=API, provider=provider, model=model)
+
+
+def provenance(deployment: Deployment) -> Provenance:
+    """Provenance of thinking signed by this deployment (one shared, frozen instance per
+    provider and model)."""
+    return _provenance(deployment.provider, deployment.model)
