@@ -45,6 +45,7 @@ class RecordLayer:
             raise
         except asyncio.CancelledError:  # no client watch on whole answers: the server cut it
             error = TurnCutByShutdown()
+            response = aborted(turn)  # nothing was delivered: stop reason aborted, no tokens known
             raise
         finally:
             await self.record(turn, response, error, stream=False)
@@ -58,7 +59,7 @@ class RecordLayer:
             await self.record(turn, None, err, stream=True)
             raise
         except asyncio.CancelledError:  # before the first byte no client watch runs: the server cut it
-            await self.record(turn, None, TurnCutByShutdown(), stream=True)
+            await self.record(turn, aborted(turn), TurnCutByShutdown(), stream=True)
             raise
         except Exception as exc:  # the gateway's bug: still one row (the server answers a 500 and logs it)
             await self.record(turn, None, internal_error(exc), stream=True)
@@ -163,6 +164,18 @@ async def record_refused(gw: Gateway, request_id: str, dialect: str, error: Turn
             guard_outcome="invalid_request",
             error=error.message,
         )
+    )
+
+
+def aborted(turn: Turn) -> Response:
+    """The answer recorded for a whole turn cut before it had one: empty, stop reason
+    ``aborted`` (the tokens an upstream may have spent are not known)."""
+    return Response(
+        id="aborted",
+        model=turn.request.model,
+        message=AssistantMessage(),
+        stop_reason="aborted",
+        usage=Usage(),
     )
 
 

@@ -108,7 +108,7 @@ async def test_a_whole_answer_cancelled_by_the_server_is_recorded_as_cut(tmp_pat
         await asyncio.wait_for(task, 5)
     await writer.close()
     (row,) = recent(tmp_path / "t.db")
-    assert row["status"] == 503 and "cut by shutdown" in row["error"]
+    assert row["status"] == 503 and "cut by shutdown" in row["error"] and row["stop"] == "aborted"
 
 
 class Silent(Hanging):
@@ -135,6 +135,7 @@ async def test_a_stream_cancelled_by_the_server_before_its_first_byte_is_recorde
     await writer.close()
     (row,) = recent(tmp_path / "t.db")
     assert row["status"] == 503 and row["stream"] == 1 and "cut by shutdown" in row["error"]
+    assert row["stop"] == "aborted"
 
 
 def test_only_the_client_gone_cancellation_is_not_a_cut() -> None:
