@@ -76,6 +76,16 @@ def warm_tokenizer() -> None:
     threading.Thread(target=load, name="tokenizer-import", daemon=True).start()
 
 
+def load_tokenizer() -> None:
+    """Import litellm (the tokenizer) now, blocking (seconds), so that every later
+    :func:`count_tokens` counts with it, ``wait=False`` included. For batch work whose numbers
+    must not depend on timing (``turnstile replay``); never on the event loop of a server."""
+    import contextlib
+
+    with contextlib.suppress(Exception):  # then counted by the fallback estimate, every time alike
+        _litellm()
+
+
 @functools.lru_cache(maxsize=1)
 def _cost_table() -> dict[str, Any]:
     """litellm's bundled price table (``model_prices_and_context_window_backup.json``) read

@@ -91,10 +91,13 @@ def quiet_logs() -> None:
 
 
 def preload() -> None:
-    """Import the price catalog (litellm, seconds) once, before worker processes fork."""
-    from gateway.providers.catalog import model_info
+    """Import the price catalog and the tokenizer (litellm, seconds) once, before worker
+    processes fork: token estimates then never depend on whether the import had finished
+    (the totals of two replays of the same corpus are identical)."""
+    from gateway.providers.catalog import load_tokenizer, model_info
 
     model_info("gpt-4o", "openai")
+    load_tokenizer()
 
 
 def replay_file(path: str, source: str, db_dir: str, routing: GatewayConfig | None = None) -> Report:
