@@ -31,6 +31,7 @@ from gateway.schema import (
     StreamError,
     StreamEvent,
     Usage,
+    WithheldToolCall,
     evolve,
 )
 from gateway.turn import Batches, Gateway, StreamOutcome, Turn
@@ -103,12 +104,7 @@ class AttemptLayer:
             total = accounting.merge_usage(usage, again.usage)
             return again.model_copy(update={"usage": total})
         if resp.withheld_tool_calls:
-            log.warning(
-                "tool_calls_withheld",
-                request_id=turn.request_id,
-                deployment=dep.name,
-                ids=[w.id for w in resp.withheld_tool_calls],
-            )
+            _log_withheld(turn, dep, resp.withheld_tool_calls)
         return evolve(resp, usage=usage)
 
     async def stream(self, turn: Turn, request: Request) -> Batches:
@@ -165,12 +161,7 @@ class AttemptLayer:
                             usage = self.priced(out.usage, dep, request, None)
                             out = out.model_copy(update={"usage": usage})
                             if out.withheld_tool_calls:
-                                log.warning(
-                                    "tool_calls_withheld",
-                                    request_id=turn.request_id,
-                                    deployment=dep.name,
-                                    ids=[w.id for w in out.withheld_tool_calls],
-                                )
+                                _log_withheld(turn, dep, out.withheld_tool_calls)
                         elif isinstance(out, StreamError):
                             status = out.status
                         unsent.append(out)
@@ -223,6 +214,12 @@ class AttemptLayer:
             elif isinstance(error, UpstreamTooLarge):
                 final = collect_partial(collected)  # what the client got before the cap (stored cut)
             turn.outcome = StreamOutcome(final, error, status)
+
+
+def _log_withheld(turn: Turn, dep: Deployment, withheld: list[WithheldToolCall]) -> None:
+    log.warning(
+        "tool_calls_withheld", request_id=turn.request_id, deployment=dep.name, ids=[w.id for w in withheld]
+    )
 
 
 def _no_price() -> Any:
