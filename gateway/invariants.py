@@ -16,7 +16,8 @@ After it (over a :class:`~gateway.schema.Response` or its stream):
 
 * :func:`check_truncation` — invariant 3: tool calls whose arguments were not fully
   received (stop reason, output usage against the output budget, JSON completeness) are
-  withheld, never forwarded as executable.
+  withheld, never forwarded as executable; first, every tool-call id the edge would refuse
+  from a client is replaced by a safe one (:mod:`gateway.guards.upstream_ids`).
 * :class:`StreamTruncationGuard` — the same for a stream: tool-call events are held until
   the stop reason is known.
 * :func:`collect` — a Response from a complete event stream.

@@ -273,8 +273,19 @@ class WithheldToolCall(BaseModel):
     reason: str
 
 
+class ReplacedCallId(BaseModel):
+    """A tool-call id an upstream sent that no client could send back (``reason``: the phrase of
+    :func:`gateway.call_id_rule.unusable_call_id`), and the safe ``id`` that replaced it in the
+    answer (:mod:`gateway.guards.upstream_ids`). ``upstream_id`` is kept exactly as sent."""
+
+    id: str
+    upstream_id: str
+    reason: str
+
+
 class Response(BaseModel):
-    """A complete model answer in the internal schema."""
+    """A complete model answer in the internal schema. ``replaced_call_ids`` lists the
+    upstream's tool-call ids that were replaced (kept for the transcript, never rendered)."""
 
     id: str
     model: str
@@ -282,6 +293,7 @@ class Response(BaseModel):
     stop_reason: StopReason
     usage: Usage = Field(default_factory=Usage)
     withheld_tool_calls: list[WithheldToolCall] = Field(default_factory=list)
+    replaced_call_ids: list[ReplacedCallId] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- stream events
@@ -330,12 +342,14 @@ class PartEnd(BaseModel):
 
 
 class MessageEnd(BaseModel):
-    """Last event: the stop reason and the final usage (cumulative for the whole call)."""
+    """Last event: the stop reason and the final usage (cumulative for the whole call);
+    ``withheld_tool_calls`` and ``replaced_call_ids`` as in :class:`Response`."""
 
     type: Literal["message_end"] = "message_end"
     stop_reason: StopReason
     usage: Usage = Field(default_factory=Usage)
     withheld_tool_calls: list[WithheldToolCall] = Field(default_factory=list)
+    replaced_call_ids: list[ReplacedCallId] = Field(default_factory=list)
 
 
 class StreamError(BaseModel):

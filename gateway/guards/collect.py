@@ -91,7 +91,8 @@ def collect(events: Iterable[StreamEvent]) -> Response:
     text and thinking deltas are joined; tool-call raw arguments are the argument fragments
     concatenated byte-exact, ``arguments`` their parse when that is a JSON object, else
     ``{}``; a signature is the start's signature followed by the signature deltas. Usage:
-    see :func:`_final_usage`. ``withheld_tool_calls`` come from the :class:`MessageEnd`.
+    see :func:`_final_usage`. ``withheld_tool_calls`` and ``replaced_call_ids`` come from the
+    :class:`MessageEnd`.
 
     Raises :class:`gateway.errors.UpstreamError` (status of the event) on a
     :class:`StreamError`, and :class:`gateway.errors.UpstreamProtocolError` when the stream
@@ -125,4 +126,5 @@ def collect(events: Iterable[StreamEvent]) -> Response:
         stop_reason=end.stop_reason,
         usage=_final_usage(start.usage, end.usage),
         withheld_tool_calls=list(end.withheld_tool_calls),
+        replaced_call_ids=list(end.replaced_call_ids),
     )

@@ -39,6 +39,11 @@ Stop reason after withholding (a decision, documented here):
 
 An empty or whitespace-only raw argument string counts as "no arguments" (complete), since
 some upstreams stream no argument fragment at all for a tool without parameters.
+
+Every answer passes here, so this is also where a tool-call id the upstream sent and the edge
+would refuse from a client is replaced by a safe one, before anything else is judged
+(:mod:`gateway.guards.upstream_ids`): kept and withheld calls alike, the same ids streamed or
+whole, each replacement listed in ``replaced_call_ids``.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from gateway.guards.upstream_ids import replace_unusable
 from gateway.json_depth import may_exceed, nesting_exceeds
 from gateway.schema import (
     MessageEnd,
@@ -55,6 +61,7 @@ from gateway.schema import (
     PartDelta,
     PartEnd,
     PartStart,
+    ReplacedCallId,
     Response,
     StopReason,
     StreamError,
@@ -62,6 +69,7 @@ from gateway.schema import (
     ToolCallPart,
     Usage,
     WithheldToolCall,
+    evolve,
 )
 
 LENGTH_REASON = "upstream stopped for length while emitting this tool call"
@@ -158,16 +166,48 @@ def _budget_note(stop: StopReason, usage: Usage, budget: int | None) -> str | No
     return None
 
 
-def check_truncation(response: Response, max_output_tokens: int | None = None) -> Response:
+def _with_usable_ids(response: Response, deployment: str | None) -> Response:
+    """``response`` with the tool-call ids the edge would refuse replaced in its calls and its
+    withheld calls (:func:`gateway.guards.upstream_ids.replace_unusable`), each replacement
+    listed in ``replaced_call_ids``; ``response`` itself when every id is usable."""
+    content = response.message.content
+    prior = response.withheld_tool_calls
+    ids = [p.id for p in content if type(p) is ToolCallPart]
+    replaced = replace_unusable([*ids, *(w.id for w in prior)], deployment)
+    if replaced is None:
+        return response
+    new_ids, notes = replaced
+    fresh = iter(new_ids)
+    parts = []
+    for p in content:
+        if type(p) is ToolCallPart and (new := next(fresh)) != p.id:
+            p = evolve(p, id=new)
+        parts.append(p)
+    return evolve(
+        response,
+        message=evolve(response.message, content=parts),
+        withheld_tool_calls=[w if (new := next(fresh)) == w.id else evolve(w, id=new) for w in prior],
+        replaced_call_ids=[*response.replaced_call_ids, *notes],
+    )
+
+
+def check_truncation(
+    response: Response, max_output_tokens: int | None = None, *, deployment: str | None = None
+) -> Response:
     """Withhold every tool call of ``response`` that must not be executed (invariant 3), reading
     the stop reason, the output usage against ``max_output_tokens`` (the budget sent upstream,
-    tokens; None when unknown) and argument completeness (module docstring).
+    tokens; None when unknown) and argument completeness (module docstring); first replace each
+    tool-call id the edge would refuse (:mod:`gateway.guards.upstream_ids`; ``deployment``, the
+    deployment's name, is named in the log line of each replacement).
 
     Returns ``response`` itself when nothing changes, else a new Response whose message lacks
     the withheld calls (other parts keep their order), whose ``withheld_tool_calls`` lists them
-    (after any already listed) with id, name, raw arguments byte-exact and reason, and whose
-    stop reason is :func:`judged_stop`'s, then :func:`stop_after_withholding`'s. Never raises.
+    (after any already listed) with id, name, raw arguments byte-exact and reason, whose
+    ``replaced_call_ids`` lists the replaced ids, and whose stop reason is
+    :func:`judged_stop`'s, then :func:`stop_after_withholding`'s. Never raises.
     """
+    if response.withheld_tool_calls or any(type(p) is ToolCallPart for p in response.message.content):
+        response = _with_usable_ids(response, deployment)
     message = response.message
     stop = response.stop_reason
     note = None
@@ -233,11 +273,15 @@ class StreamTruncationGuard:
 
     ``max_output_tokens`` is the output budget sent upstream (tokens; None when unknown): the
     final usage of the :class:`MessageEnd` is judged against it as :func:`check_truncation`
-    judges a whole answer.
+    judges a whole answer. Tool-call ids the edge would refuse are replaced in the released
+    :class:`PartStart` events and the withheld calls, and listed in the end's
+    ``replaced_call_ids``, as :func:`check_truncation` replaces them (``deployment``: the
+    deployment's name, for the log line of each replacement).
     """
 
-    def __init__(self, max_output_tokens: int | None = None) -> None:
+    def __init__(self, max_output_tokens: int | None = None, *, deployment: str | None = None) -> None:
         self._budget = max_output_tokens
+        self._deployment = deployment
         self._held: list[PartStart | PartDelta | PartEnd] = []
         self._calls: dict[int, _HeldCall] = {}
         self._held_bytes = 0
@@ -295,6 +339,7 @@ class StreamTruncationGuard:
             stop = judged_stop(stop, end.usage, self._budget)
             if stop != end.stop_reason:
                 end = end.model_copy(update=dict(stop_reason=stop))
+        end, replaced = self._use_usable_ids(end)
         withheld: list[WithheldToolCall] = []
         blocked: set[int] = set()
         for index in sorted(self._calls):
@@ -316,8 +361,41 @@ class StreamTruncationGuard:
                     withheld_tool_calls=[*end.withheld_tool_calls, *withheld],
                 )
             )
+        if replaced:
+            end = evolve(end, replaced_call_ids=[*end.replaced_call_ids, *replaced])
         out.append(end)
         return out
+
+    def _use_usable_ids(self, end: MessageEnd) -> tuple[MessageEnd, list[ReplacedCallId]]:
+        """Replace the ids the edge would refuse of the held calls (their :class:`PartStart`
+        events and :class:`_HeldCall`, in index order) and of the calls ``end`` already lists
+        as withheld, as :func:`_with_usable_ids` replaces a whole answer's; returns ``end``
+        (with those withheld calls' new ids) and the replacements made."""
+        order = sorted(self._calls)
+        prior = end.withheld_tool_calls
+        replaced = replace_unusable(
+            [*(self._calls[i].id for i in order), *(w.id for w in prior)], self._deployment
+        )
+        if replaced is None:
+            return end, []
+        new_ids, notes = replaced
+        changed: dict[int, str] = {}
+        for index, new in zip(order, new_ids, strict=False):
+            if new != self._calls[index].id:
+                self._calls[index].id = changed[index] = new
+        self._held = [
+            evolve(e, id=changed[e.index]) if type(e) is PartStart and e.index in changed else e
+            for e in self._held
+        ]
+        if prior:
+            fresh = new_ids[len(order) :]
+            end = evolve(
+                end,
+                withheld_tool_calls=[
+                    w if new == w.id else evolve(w, id=new) for w, new in zip(prior, fresh, strict=True)
+                ],
+            )
+        return end, notes
 
     def _clear(self) -> None:
         self._held = []

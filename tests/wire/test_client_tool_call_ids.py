@@ -24,6 +24,8 @@ BAD_IDS = {
     "newline": "call_1\nx",
     "nul": "call\x00",
     "too-long": "c" * 257,
+    "invisible": "\u200b\u2060",
+    "too-many-bytes": "\U0001f600" * 200,
 }
 
 

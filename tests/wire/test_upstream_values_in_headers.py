@@ -2,7 +2,9 @@
 NUL or characters outside Latin-1 (both client dialects, streamed and whole, on the normal and
 the truncated-tool-call paths that list ids in ``x-turnstile-withheld-tool-calls``) and absurd
 ``retry-after`` values still get a well-formed HTTP answer. The client here is httpx (its h11
-parser refuses a malformed header block, as every strict client does)."""
+parser refuses a malformed header block, as every strict client does). An id the edge would
+refuse from a client (CR/LF, NUL) reaches the client as its safe replacement
+(``tests/wire/test_upstream_call_ids.py``); a usable one (outside Latin-1) exactly."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ import pytest
 from standins.tool_answers import LENGTH_STOP, Call, tool_call_answer
 from standins.topology import MATRIX
 from standins.upstream import UpstreamStandin, http_error, replay
+
+from gateway.call_id_rule import unusable_call_id
+from gateway.guards.upstream_ids import safe_call_id
 
 HOSTILE_IDS = {
     "crlf": "call_a\r\nx-injected: 1",
@@ -74,10 +79,11 @@ def test_an_upstream_tool_call_id_with_hostile_characters_gets_a_well_formed_htt
     upstream: UpstreamStandin,
     gateway_url: str,
 ) -> None:
-    call_id = HOSTILE_IDS[kind]
+    upstream_id = HOSTILE_IDS[kind]
+    call_id = upstream_id if unusable_call_id(upstream_id) is None else safe_call_id(upstream_id)
     answer = tool_call_answer(
         api,
-        [Call(call_id, "add", '{"a": 2, "b": 3}')],
+        [Call(upstream_id, "add", '{"a": 2, "b": 3}')],
         stream=stream,
         stop=LENGTH_STOP[api] if truncated else None,
     )
@@ -91,17 +97,19 @@ def test_an_upstream_tool_call_id_with_hostile_characters_gets_a_well_formed_htt
     if stream:
         frames = [json.loads(line[5:]) for line in resp.text.splitlines() if line.startswith("data: {")]
         listed = [w["id"] for f in frames for w in (f.get("turnstile") or {}).get("withheld_tool_calls", [])]
-        assert listed == ([call_id] if truncated else []), "a withheld call is listed with its exact id"
+        assert listed == ([call_id] if truncated else []), "a withheld call is listed with its id"
     else:
         body = resp.json()
         if truncated:
             withheld = body["turnstile"]["withheld_tool_calls"]
-            assert [w["id"] for w in withheld] == [call_id], "the body keeps the id exactly"
+            assert [w["id"] for w in withheld] == [call_id], "the body keeps the id"
             header = resp.headers["x-turnstile-withheld-tool-calls"]
             assert [unquote(item) for item in header.split(",")] == [call_id], "the header decodes to it"
         else:
             sent = json.dumps(body)
-            assert json.dumps(call_id)[1:-1] in sent, "the id reaches the client in the body, exactly"
+            assert json.dumps(call_id)[1:-1] in sent, "the id reaches the client in the body"
+            if call_id != upstream_id:
+                assert json.dumps(upstream_id)[1:-1] not in sent, "the unusable id does not"
 
 
 @pytest.mark.parametrize("dialect", ["openai", "anthropic"])

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.edges import anthropic_messages_parse, openai_chat_parse
-from gateway.edges.call_ids import MAX_CALL_ID_CHARS, unusable_call_id
+from gateway.edges.call_ids import MAX_CALL_ID_BYTES, unusable_call_id
 from gateway.errors import InvalidRequest
 
 
@@ -22,7 +22,15 @@ from gateway.errors import InvalidRequest
         ("call\r\n1", "holds control character U+000D"),
         ("call\x00", "holds control character U+0000"),
         ("call\u2028", "holds control character U+2028"),
-        ("x" * (MAX_CALL_ID_CHARS + 1), f"is {MAX_CALL_ID_CHARS + 1} characters long (at most 256)"),
+        ("x" * (MAX_CALL_ID_BYTES + 1), "is 257 bytes long in UTF-8 (at most 256)"),
+        ("\U0001f600" * 200, "is 800 bytes long in UTF-8 (at most 256)"),
+        ("\u00e9" * 129, "is 258 bytes long in UTF-8 (at most 256)"),
+        ("\u200b", "is invisible characters only (U+200B ZERO WIDTH SPACE)"),
+        ("\u200b\u200d\ufeff", "is invisible characters only (U+200B ZERO WIDTH SPACE)"),
+        ("\u00a0\u2060", "is invisible characters only (U+2060 WORD JOINER)"),
+        ("\ufe0f", "is invisible characters only (U+FE0F VARIATION SELECTOR-16)"),
+        ("\u3164\u115f", "is invisible characters only (U+3164 HANGUL FILLER)"),
+        ("\U000e0041\U000e0042", "is invisible characters only (U+E0041 TAG LATIN CAPITAL LETTER A)"),
     ],
 )
 def test_ids_no_upstream_accepts_are_named_with_the_reason(value: str, reason: str) -> None:
@@ -31,7 +39,18 @@ def test_ids_no_upstream_accepts_are_named_with_the_reason(value: str, reason: s
 
 @pytest.mark.parametrize(
     "value",
-    ["call_abc123", "toolu_01A", "call.with.dots", "调用_1", " padded ", "x" * MAX_CALL_ID_CHARS, "a/b:c"],
+    [
+        "call_abc123",
+        "toolu_01A",
+        "call.with.dots",
+        "调用_1",
+        " padded ",
+        "x" * MAX_CALL_ID_BYTES,
+        "a/b:c",
+        "call\u200b1",
+        "\U0001f600" * 64,
+        "\u00e9" * 128,
+    ],
 )
 def test_ids_some_upstream_takes_after_its_rewrite_pass(value: str) -> None:
     assert unusable_call_id(value) is None
