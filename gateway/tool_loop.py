@@ -160,6 +160,7 @@ def plan_step(
             stop_reason=invariants.stop_after_withholding(resp.stop_reason, n_kept, len(all_withheld)),
             usage=resp.usage,
             withheld_tool_calls=all_withheld,
+            replaced_call_ids=resp.replaced_call_ids,
         )
         return Step("final", final, final.message)
     blocked: dict[str, str] = {}

@@ -30,6 +30,8 @@ from collections.abc import Iterable
 
 import structlog
 
+from gateway.call_id_rule import unusable_call_id
+from gateway.guards.upstream_ids import safe_call_id
 from gateway.schema import (
     AssistantMessage,
     Message,
@@ -69,6 +71,8 @@ class TurnCallIds:
         while new in self.used:
             k += 1
             new = f"{call_id}_s{step}_{k}"
+        if unusable_call_id(new):  # the suffix pushed a long id past the edge's byte bound
+            new = safe_call_id(new)
         self.used.add(new)
         self.renamed += 1
         log.info("tool_call_id_renamed", step=step, upstream_id=call_id, id=new)

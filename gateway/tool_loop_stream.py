@@ -166,6 +166,7 @@ async def run_stream(
                     stop_reason=final.stop_reason,
                     usage=final.usage,
                     withheld_tool_calls=final.withheld_tool_calls,
+                    replaced_call_ids=final.replaced_call_ids,
                 )
                 return
             results: list[ToolResultMessage] = []

@@ -71,7 +71,7 @@ class AttemptLayer:
         t0 = time.perf_counter()
         provider = self.gw.providers[dep.api]
         raw = await provider.complete(request, dep, self.gw.table.keys.get(dep.name))
-        resp = invariants.check_truncation(raw, provider.output_budget(request, dep))
+        resp = invariants.check_truncation(raw, provider.output_budget(request, dep), deployment=dep.name)
         self.gw.signers.remember(resp)
         usage = self.priced(resp.usage, dep, request, resp)
         turn.attempts.append(
@@ -139,7 +139,8 @@ class AttemptLayer:
         (:mod:`gateway.shutdown`); ``turn.outcome`` says how it ended, however it ends (status
         499 when the client went away first, 503 when the shutdown bound cut it: both with
         what was delivered, stop reason ``aborted``)."""
-        guard = invariants.StreamTruncationGuard(self.gw.providers[dep.api].output_budget(request, dep))
+        budget = self.gw.providers[dep.api].output_budget(request, dep)
+        guard = invariants.StreamTruncationGuard(budget, deployment=dep.name)
         feed = guard.feed
         held = guard.held_parts
         collected: list[StreamEvent] = []

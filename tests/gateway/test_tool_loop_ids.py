@@ -160,3 +160,13 @@ async def test_two_different_calls_with_one_id_in_one_answer_both_run() -> None:
     assert sorted(ran) == ['{"n": 1}', '{"n": 2}']
     results = [m.tool_call_id for m in sent[-1].messages if isinstance(m, ToolResultMessage)]
     assert results == ["x", "x_s1"]
+
+
+def test_a_reused_id_near_the_byte_bound_is_renamed_to_an_id_the_edge_accepts() -> None:
+    from gateway.call_id_rule import unusable_call_id
+
+    long_id = "c" * 255
+    ids = TurnCallIds([])
+    assert ids.claim(long_id, 1) == long_id
+    renamed = ids.claim(long_id, 2)
+    assert renamed != long_id and unusable_call_id(renamed) is None
