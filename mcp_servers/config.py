@@ -193,7 +193,9 @@ class McpServerSpec(BaseModel):
 class McpClient(BaseModel):
     """One client of ``/mcp`` and ``/v1/mcp/tools``: the API key it presents
     (``Authorization: Bearer <key>``; the value of environment variable ``key_env``) and the
-    exposed tool names it may see and call (``fnmatch`` globs such as ``time__*``). A client whose
+    exposed tool and prompt names it may see and call (``fnmatch`` globs such as ``time__*``).
+    It sees a server's resources when a glob covers the whole server (matches ``<server>__*``
+    itself) or allows one of the server's tools (:mod:`mcp_servers.clients`). A client whose
     ``key_env`` is unset never matches. The key is the client's credential to the gateway and is
     never sent to an upstream."""
 

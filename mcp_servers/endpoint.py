@@ -48,6 +48,8 @@ from mcp.types import (
     ListToolsResult,
     PaginatedRequestParams,
     SetLevelRequestParams,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
     TextContent,
     Tool,
 )
@@ -211,9 +213,18 @@ class McpEndpoint:
         self.workspace_roots = list(workspace_roots or [])
         self.states = SealedStates(ttl_s=STATE_TTL_S)
         self.aggregate = Aggregator(registry, name=name, version=version, page_size=registry.config.page_size)
+        self._listen_handler = ListenHandler(self.aggregate.bus)
         with warnings.catch_warnings():  # logging/setLevel is deprecated in 2026-07-28, still served
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             self.server: Server[Any] = self._make_server(name, version)
+
+    async def _on_listen(
+        self, ctx: ServerRequestContext[Any], params: SubscriptionsListenRequestParams
+    ) -> SubscriptionsListenResult:
+        """``subscriptions/listen``: the SDK's handler, its stream recorded with the caller's
+        visibility (resource updates of servers it may not see never reach it)."""
+        with self.aggregate.bus.listening_as(self.aggregate.visibility(ctx)):
+            return await self._listen_handler(ctx, params)
 
     def _make_server(self, name: str, version: str) -> Server[Any]:
         return _GatewayServer(
@@ -231,7 +242,7 @@ class McpEndpoint:
             on_completion=self.aggregate.complete,
             on_subscribe_resource=self.aggregate.subscribe,
             on_unsubscribe_resource=self.aggregate.unsubscribe,
-            on_subscriptions_listen=ListenHandler(self.aggregate.bus),
+            on_subscriptions_listen=self._on_listen,
             on_set_logging_level=_set_logging_level,
         )
 
