@@ -14,6 +14,8 @@ from structlog.testing import capture_logs
 from mcp_servers.config import McpServerSpec
 from mcp_servers.stdio_stderr import DROP_SUMMARY_S, StderrLimits, StderrLog, drain_stderr
 
+pytestmark = pytest.mark.usefixtures("info_logs")
+
 LIMITS = StderrLimits(line_bytes=100, lines_per_s=5, bytes_per_s=1000)
 
 

@@ -114,6 +114,7 @@ def _stderr_events(logs: list[dict[str, Any]], name: str = "mcp_server_stderr") 
     return [e for e in logs if e["event"] == name and e["server"] == "loud"]
 
 
+@pytest.mark.usefixtures("info_logs")
 @pytest.mark.parametrize("child", [False, True], ids=["server", "child of the server"])
 async def test_stderr_of_a_server_and_of_its_children_becomes_log_events_not_gateway_stderr(
     child: bool, capfd: pytest.CaptureFixture[str]
@@ -130,6 +131,7 @@ async def test_stderr_of_a_server_and_of_its_children_becomes_log_events_not_gat
     assert forged not in capfd.readouterr().err  # nothing reached the gateway's own stderr
 
 
+@pytest.mark.usefixtures("info_logs")
 async def test_a_stderr_flood_never_blocks_the_server_and_is_logged_within_its_bounds() -> None:
     lines, size = 400, 64 * 1024  # 25 MiB of stderr, 400 pipe buffers' worth, before the answer
     began = time.monotonic()
