@@ -14,8 +14,10 @@ for SIGTERM when its parent dies (``PR_SET_PDEATHSIG``; the kernel sends it when
 that forked the launcher exits: the gateway forks from its event loop thread, which lives as long
 as the gateway's MCP registry), and checks ``getppid()`` afterwards in case the gateway died
 before the request was made. Then it forks the real server with stdin, stdout and stderr
-inherited (the MCP stream goes straight between the gateway and the server: no relay, no copy),
-the signal mask cleared, the signals Python ignores (SIGPIPE, SIGXFSZ) restored to their
+inherited (the MCP stream goes straight between the gateway and the server: no relay, no copy;
+stderr is the gateway's bounded log pipe, :mod:`mcp_servers.stdio_stderr`, which every
+descendant of the server inherits in turn and the launcher's own messages share), the signal
+mask cleared, the signals Python ignores (SIGPIPE, SIGXFSZ) restored to their
 defaults, and a parent-death SIGKILL of its own (should the launcher itself be killed).
 
 It ends every descendant, found by walking ``/proc`` from its own pid (SIGTERM, a bounded wait of

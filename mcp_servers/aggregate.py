@@ -21,6 +21,11 @@ end is reached (upstream pages are never split).
 
 Resource contents and prompt messages enter a model's context: results carry
 ``_meta["io.turnstile/origin"] = {"server", "untrusted": true}`` and the gateway's serverInfo.
+
+Each caller sees only what its client may see (:mod:`mcp_servers.clients`): prompts by its
+globs, resources and templates of the servers it may see; everything else is answered as if it
+did not exist (absent from lists, the "unknown" error on a read or get, an empty completion, a
+subscription that never fires).
 """
 
 from __future__ import annotations
@@ -36,12 +41,10 @@ import orjson
 import structlog
 from mcp import Client
 from mcp.server.context import ServerRequestContext
-from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import (
     PromptsListChanged,
     ResourcesListChanged,
-    ResourceUpdated,
     ServerEvent,
     ToolsListChanged,
 )
@@ -70,8 +73,10 @@ from mcp.types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from mcp_servers.clients import Visibility, from_request
 from mcp_servers.naming import SEPARATOR, exposed_name
 from mcp_servers.registry import McpRegistry
+from mcp_servers.scoped_bus import ScopedBus
 from mcp_servers.upstream import Upstream, UpstreamCallFailed, UpstreamUnavailable
 
 log = structlog.get_logger("turnstile.mcp.aggregate")
@@ -133,8 +138,9 @@ class Aggregator:
         self._server_info = {"name": name, "version": version}
         self._prompt_names: dict[str, tuple[str, str]] = {}  # exposed -> (server, prompt)
         self._uri_owner: dict[str, str] = {}  # non-namespaced: uri -> server that listed it
-        self._subscribers: dict[str, weakref.WeakSet[Any]] = {}  # exposed URI -> legacy connections
-        self.bus = InMemorySubscriptionBus()
+        # exposed URI -> legacy connections subscribed to it, each with its caller's visibility
+        self._subscribers: dict[str, weakref.WeakKeyDictionary[Any, Visibility]] = {}
+        self.bus = ScopedBus(self.sees_server)
         self._legacy_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._pending: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -189,11 +195,29 @@ class Aggregator:
                 log.debug("mcp_notify_failed", kind=kind, error=str(err))
                 self._legacy_sessions.discard(session)
 
+    # ------------------------------------------------------------------ visibility
+
+    def visibility(self, ctx: ServerRequestContext[Any]) -> Visibility:
+        """The caller's visibility (stored on the request by the ``/mcp`` app)."""
+        return from_request(self.registry.config, ctx.request)
+
+    def sees_server(self, visible: Visibility, server: str) -> bool:
+        """Whether ``visible`` may see ``server``'s resources
+        (:meth:`mcp_servers.clients.Visibility.sees_server` over its registered tools)."""
+        if visible.client is None:
+            return True
+        tools = [t.exposed for t in self.registry.tools(include_unavailable=True) if t.server == server]
+        return visible.sees_server(server, tools)
+
     # ------------------------------------------------------------------ paging
 
-    def _servers_with(self, capability: str) -> list[tuple[str, Upstream]]:
+    def _servers_with(self, capability: str, visible: Visibility | None = None) -> list[tuple[str, Upstream]]:
+        """The (id, upstream) of the servers offering ``capability`` (those ``visible`` may
+        see, when given), in id order."""
         out = []
         for sid in self.registry.server_ids():
+            if visible is not None and not self.sees_server(visible, sid):
+                continue
             up = self.registry.upstream(sid)
             caps = up.capabilities() if up is not None else None
             if up is not None and caps is not None and getattr(caps, capability) is not None:
@@ -207,10 +231,15 @@ class Aggregator:
         cursor: str | None,
         fetch: Callable[[Client, str | None], Awaitable[tuple[list[Any], str | None]]],
         rewrite: Callable[[str, Any], Any],
+        keep_server: Callable[[str], bool] = lambda _: True,
+        keep_item: Callable[[Any], bool] = lambda _: True,
     ) -> tuple[list[Any], str | None]:
+        """One page of ``kind`` over the servers ``keep_server`` allows, of the (rewritten)
+        items ``keep_item`` allows."""
         start = decode_cursor(kind, cursor)
         start_server = start.get("s") or ""
         servers = [(sid, up) for sid, up in self._servers_with(capability) if sid >= start_server]
+        servers = [(sid, up) for sid, up in servers if keep_server(sid)]
         items: list[Any] = []
         for i, (sid, up) in enumerate(servers):
             upstream_cursor = start.get("c") if sid == start_server else None
@@ -223,7 +252,7 @@ class Aggregator:
                 except (UpstreamUnavailable, UpstreamCallFailed, MCPError) as err:
                     log.warning("mcp_list_failed", server=sid, kind=kind, error=str(err))
                     break
-                items.extend(rewrite(sid, item) for item in got)
+                items.extend(kept for item in got if keep_item(kept := rewrite(sid, item)))
                 if not nxt:
                     break
                 if len(items) >= self.page_size:
@@ -249,30 +278,42 @@ class Aggregator:
     async def list_resources(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListResourcesResult:
-        """``resources/list`` over every server (composite cursor)."""
+        """``resources/list`` over every server the caller may see (composite cursor)."""
         self.track(ctx)
+        visible = self.visibility(ctx)
 
         async def fetch(c: Client, cur: str | None) -> tuple[list[Any], str | None]:
             page = await c.list_resources(cursor=cur)
             return list(page.resources), page.next_cursor
 
         items, nxt = await self._page(
-            "resources", "resources", params.cursor if params else None, fetch, self._resource
+            "resources",
+            "resources",
+            params.cursor if params else None,
+            fetch,
+            self._resource,
+            keep_server=lambda sid: self.sees_server(visible, sid),
         )
         return ListResourcesResult(resources=items, next_cursor=nxt)
 
     async def list_resource_templates(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListResourceTemplatesResult:
-        """``resources/templates/list`` over every server (composite cursor)."""
+        """``resources/templates/list`` over every server the caller may see (composite cursor)."""
         self.track(ctx)
+        visible = self.visibility(ctx)
 
         async def fetch(c: Client, cur: str | None) -> tuple[list[Any], str | None]:
             page = await c.list_resource_templates(cursor=cur)
             return list(page.resource_templates), page.next_cursor
 
         items, nxt = await self._page(
-            "resource_templates", "resources", params.cursor if params else None, fetch, self._template
+            "resource_templates",
+            "resources",
+            params.cursor if params else None,
+            fetch,
+            self._template,
+            keep_server=lambda sid: self.sees_server(visible, sid),
         )
         return ListResourceTemplatesResult(resource_templates=items, next_cursor=nxt)
 
@@ -280,18 +321,20 @@ class Aggregator:
         self, ctx: ServerRequestContext[Any], params: ReadResourceRequestParams
     ) -> ReadResourceResult:
         """``resources/read``: mapped back to (server, original URI); the contents' URIs are
-        exposed again and the result marked untrusted. Unknown URI: ``-32602``."""
+        exposed again and the result marked untrusted. Unknown URI, or one of a server the
+        caller may not see: ``-32602``."""
         self.track(ctx)
+        visible = self.visibility(ctx)
         uri = str(params.uri)
         if self.namespaced:
             pair = split_uri(uri)
             up = self.registry.upstream(pair[0]) if pair else None
-            if pair is None or up is None:
+            if pair is None or up is None or not self.sees_server(visible, pair[0]):
                 raise MCPError(INVALID_PARAMS, f"unknown resource {uri!r}: not exposed by this gateway")
             candidates = [(pair[0], up, pair[1])]
         else:
             owner = self._uri_owner.get(uri)
-            servers = self._servers_with("resources")
+            servers = self._servers_with("resources", visible)
             servers.sort(key=lambda s: s[0] != owner)
             candidates = [(sid, up, uri) for sid, up in servers]
         last: Exception | None = None
@@ -314,27 +357,36 @@ class Aggregator:
             raise MCPError(INVALID_PARAMS, f"unknown resource {uri!r}: no server offers resources")
         raise last
 
-    def _owners(self, uri: str) -> list[tuple[Upstream, str]]:
-        """The upstream(s) and original URI an exposed resource URI may belong to."""
+    def _owners(self, uri: str, visible: Visibility) -> list[tuple[Upstream, str]]:
+        """The upstream(s) and original URI an exposed resource URI may belong to, among the
+        servers ``visible`` may see."""
         if self.namespaced:
             pair = split_uri(uri)
             up = self.registry.upstream(pair[0]) if pair else None
-            return [(up, pair[1])] if pair is not None and up is not None else []
+            if pair is None or up is None or not self.sees_server(visible, pair[0]):
+                return []
+            return [(up, pair[1])]
         owner = self._uri_owner.get(uri)
-        if owner is not None and (up := self.registry.upstream(owner)) is not None:
+        if (
+            owner is not None
+            and (up := self.registry.upstream(owner)) is not None
+            and self.sees_server(visible, owner)
+        ):
             return [(up, uri)]
-        return [(up, uri) for _, up in self._servers_with("resources")]
+        return [(up, uri) for _, up in self._servers_with("resources", visible)]
 
     async def subscribe(self, ctx: ServerRequestContext[Any], params: SubscribeRequestParams) -> EmptyResult:
         """``resources/subscribe`` (handshake era): the caller's connection is told of every
-        ``notifications/resources/updated`` for that URI from then on; the gateway follows the
-        resource upstream (:meth:`mcp_servers.upstream.Upstream.watch_resource`)."""
+        ``notifications/resources/updated`` for that URI from then on, of a server it may see;
+        the gateway follows the resource upstream
+        (:meth:`mcp_servers.upstream.Upstream.watch_resource`)."""
         self.track(ctx)
+        visible = self.visibility(ctx)
         uri = str(params.uri)
         connection = getattr(ctx.session, "_connection", None)
         if connection is not None:
-            self._subscribers.setdefault(uri, weakref.WeakSet()).add(connection)
-        for up, original in self._owners(uri):
+            self._subscribers.setdefault(uri, weakref.WeakKeyDictionary())[connection] = visible
+        for up, original in self._owners(uri, visible):
             await up.watch_resource(original, True)
         return EmptyResult()
 
@@ -347,10 +399,10 @@ class Aggregator:
         subscribers = self._subscribers.get(uri)
         connection = getattr(ctx.session, "_connection", None)
         if subscribers is not None and connection is not None:
-            subscribers.discard(connection)
+            subscribers.pop(connection, None)
         if not self._subscribers.get(uri):
             self._subscribers.pop(uri, None)
-            for up, original in self._owners(uri):
+            for up, original in self._owners(uri, self.visibility(ctx)):
                 await up.watch_resource(original, False)
         return EmptyResult()
 
@@ -358,30 +410,35 @@ class Aggregator:
         """Registry callback: pass an upstream's ``resources/updated`` on, under the exposed URI."""
         uri = namespace_uri(server, original) if self.namespaced else original
         try:
-            task = asyncio.get_running_loop().create_task(self._send_updated(uri))
+            task = asyncio.get_running_loop().create_task(self._send_updated(server, uri))
         except RuntimeError:
             return
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _send_updated(self, uri: str) -> None:
-        await self.bus.publish(ResourceUpdated(uri=uri))  # subscriptions/listen streams filter by URI
-        for connection in list(self._subscribers.get(uri, ())):
+    async def _send_updated(self, server: str, uri: str) -> None:
+        """Tell the subscribers of ``uri`` (a resource of ``server``) that may see ``server``."""
+        await self.bus.publish_update(server, uri)  # subscriptions/listen streams filter by URI
+        for connection, visible in list(self._subscribers.get(uri, {}).items()):
+            if not self.sees_server(visible, server):
+                continue
             try:
                 await connection.send_resource_updated(uri)
             except Exception as err:  # a closed session: forget it
                 log.debug("mcp_notify_failed", kind="resource_updated", error=str(err))
-                self._subscribers.get(uri, weakref.WeakSet()).discard(connection)
+                self._subscribers.get(uri, {}).pop(connection, None)
 
     async def complete(self, ctx: ServerRequestContext[Any], params: CompleteRequestParams) -> CompleteResult:
         """``completion/complete`` for a prompt (by exposed name) or resource template (by
         exposed URI template), routed to its server with the original name/template. A server
-        that offers no completions yields an empty list."""
+        that offers no completions, and a prompt or template the caller may not see, yield an
+        empty list."""
         ref = params.ref
+        visible = self.visibility(ctx)
         empty = CompleteResult(completion=Completion(values=[]))
         routed: list[tuple[str, PromptReference | ResourceTemplateReference]]
         if isinstance(ref, PromptReference):
-            candidates = self._resolve_prompt(ref.name)
+            candidates = self._resolve_prompt(ref.name) if visible.allows(ref.name) else []
             routed = [(sid, PromptReference(type="ref/prompt", name=name)) for sid, name in candidates]
         else:
             uri = ref.uri
@@ -389,6 +446,7 @@ class Aggregator:
             if self.namespaced and pair is None:
                 return empty
             targets = [pair] if pair else [(sid, uri) for sid, _ in self._servers_with("resources")]
+            targets = [(sid, u) for sid, u in targets if self.sees_server(visible, sid)]
             routed = [(sid, ResourceTemplateReference(type="ref/resource", uri=u)) for sid, u in targets]
         args = {"name": params.argument.name, "value": params.argument.value}
         context = params.context.arguments if params.context is not None else None
@@ -419,15 +477,18 @@ class Aggregator:
     async def list_prompts(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
     ) -> ListPromptsResult:
-        """``prompts/list`` over every server (composite cursor)."""
+        """``prompts/list`` over every server, the prompts the caller may see (composite cursor)."""
         self.track(ctx)
+        visible = self.visibility(ctx)
 
         async def fetch(c: Client, cur: str | None) -> tuple[list[Any], str | None]:
             page = await c.list_prompts(cursor=cur)
             return list(page.prompts), page.next_cursor
 
         cursor = params.cursor if params else None
-        items, nxt = await self._page("prompts", "prompts", cursor, fetch, self._prompt)
+        items, nxt = await self._page(
+            "prompts", "prompts", cursor, fetch, self._prompt, keep_item=lambda p: visible.allows(p.name)
+        )
         return ListPromptsResult(prompts=items, next_cursor=nxt)
 
     def _resolve_prompt(self, name: str) -> list[tuple[str, str]]:
@@ -445,9 +506,10 @@ class Aggregator:
         self, ctx: ServerRequestContext[Any], params: GetPromptRequestParams
     ) -> GetPromptResult:
         """``prompts/get`` routed to (server, original name); the result marked untrusted.
-        Unknown name: ``-32602``."""
+        Unknown name, or one the caller may not see: ``-32602``."""
         self.track(ctx)
-        candidates = self._resolve_prompt(params.name)
+        visible = self.visibility(ctx)
+        candidates = self._resolve_prompt(params.name) if visible.allows(params.name) else []
         if not candidates:
             raise MCPError(INVALID_PARAMS, f"unknown prompt {params.name!r}: not exposed by this gateway")
         last: Exception | None = None

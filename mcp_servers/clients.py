@@ -1,13 +1,26 @@
-"""Per-client visibility of MCP tools (``mcp.clients`` in the configuration).
+"""Per-client visibility of MCP tools, prompts and resources (``mcp.clients`` in the
+configuration).
 
 A caller is matched to a configured client by the API key it presents, wherever its SDK puts
 it: ``Authorization: Bearer <key>`` (OpenAI SDK, MCP clients), ``x-api-key`` (Anthropic SDK),
 ``x-goog-api-key`` (Google's SDK). Each presented key is compared in constant time with the
-value of every client's ``key_env``. The client's tool globs decide which exposed tools it sees
-and may call on every path that lists or runs a tool: ``/mcp`` (``tools/list``,
-``tools/call``), ``GET /v1/mcp/tools`` and the server-side tool loop of chat requests. A call
-to any other tool is answered exactly like a call to a tool that does not exist. With no
-clients configured, every caller sees every tool.
+value of every client's ``key_env``. With no clients configured, every caller sees everything.
+The client's globs (``fnmatch`` over exposed names) decide what it sees:
+
+* **tools**: the exposed tools it sees and may call on every path that lists or runs a tool:
+  ``/mcp`` (``tools/list``, ``tools/call``), ``GET /v1/mcp/tools`` and the server-side tool
+  loop of chat requests;
+* **prompts**: exposed like tools (``<server>__<prompt>``) and filtered by the same globs on
+  ``/mcp`` (``prompts/list``, ``prompts/get``, completions of a prompt's arguments);
+* **resources** (and resource templates) belong to a server: a client sees those of server
+  ``S`` (``resources/list``, ``resources/templates/list``, ``resources/read``, subscriptions
+  and their updates, completions of a template) when it may see the *server*
+  (:meth:`Visibility.sees_server`): one of its globs covers every name of ``S`` (it matches
+  the text ``S__*`` itself: ``*``, ``S__*``, ``S*``), or allows one of ``S``'s registered tools
+  (available or not). With ``mcp.namespaced`` off only the second rule, or ``*``, can hold.
+
+Anything hidden is answered exactly like something that does not exist (the same error text,
+the same empty list).
 
 The key only authenticates the caller to the gateway: upstream requests are made by the
 gateway's own ``Client`` per upstream, with the credentials of the upstream's config, and carry
@@ -17,11 +30,13 @@ nothing from the caller's HTTP request.
 from __future__ import annotations
 
 import hmac
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from mcp_servers.config import McpClient, McpConfig
+from mcp_servers.naming import SEPARATOR
 
 if TYPE_CHECKING:
     from mcp_servers.upstream import EnvReader
@@ -35,7 +50,7 @@ headers (the first one that matches a client wins, in this order)."""
 
 @dataclass(frozen=True)
 class Visibility:
-    """Which exposed tool names a caller may see: ``client`` None means everything;
+    """Which exposed names (tools, prompts) a caller may see: ``client`` None means everything;
     :data:`NOTHING` (client :data:`UNAUTHENTICATED`) is a caller whose key matched no client."""
 
     client: str | None
@@ -44,6 +59,15 @@ class Visibility:
     def allows(self, exposed: str) -> bool:
         """Whether ``exposed`` matches one of the globs."""
         return self.client is None or any(fnmatchcase(exposed, g) for g in self.globs)
+
+    def sees_server(self, server: str, tool_names: Iterable[str]) -> bool:
+        """Whether the caller may see ``server``'s resources: always when ``client`` is None;
+        else when a glob matches the text ``<server>__*`` itself (it covers every name of the
+        server) or allows one of ``tool_names`` (the exposed names of the server's tools)."""
+        if self.client is None:
+            return True
+        whole = f"{server}{SEPARATOR}*"
+        return any(fnmatchcase(whole, g) for g in self.globs) or any(self.allows(n) for n in tool_names)
 
     @property
     def authenticated(self) -> bool:

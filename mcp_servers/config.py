@@ -44,6 +44,9 @@ DEFAULT_OUTPUT_CAP_BYTES = 128 * 1024
 MAX_OUTPUT_CAP_BYTES = 768 * 1024
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_JUNK_LINES = 20
+DEFAULT_STDERR_LINE_BYTES = 2048
+DEFAULT_STDERR_LINES_PER_S = 20.0
+DEFAULT_STDERR_BYTES_PER_S = 16 * 1024
 
 
 def env_names(names: list[str]) -> list[str]:
@@ -127,6 +130,12 @@ class McpServerSpec(BaseModel):
       16 MiB); a larger one is refused while it is read and the call it answers fails.
     * ``max_junk_lines`` (stdio): lines that are not JSON-RPC tolerated in a row on stdout
       (default 20; each is counted and dropped); one more and the connection is restarted.
+    * ``stderr_line_bytes``, ``stderr_lines_per_s``, ``stderr_bytes_per_s`` (stdio): the server's
+      stderr goes to the gateway's log one event per line (``mcp_server_stderr``), each line cut
+      to ``stderr_line_bytes`` (default 2 KiB), at most ``stderr_lines_per_s`` lines (default 20)
+      and ``stderr_bytes_per_s`` bytes (default 16 KiB) a second, a burst of one second's worth;
+      lines beyond are counted and dropped, one summary event every 10 s
+      (:mod:`mcp_servers.stdio_stderr`). 0 lines or bytes a second logs none.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -146,6 +155,9 @@ class McpServerSpec(BaseModel):
     output_cap_mode: Literal["truncate", "error"] = "truncate"
     max_message_bytes: int = Field(default=DEFAULT_MAX_MESSAGE_BYTES, ge=1024 * 1024, le=1024**3)
     max_junk_lines: int = Field(default=DEFAULT_MAX_JUNK_LINES, ge=0, le=1_000_000)
+    stderr_line_bytes: int = Field(default=DEFAULT_STDERR_LINE_BYTES, ge=80, le=64 * 1024)
+    stderr_lines_per_s: float = Field(default=DEFAULT_STDERR_LINES_PER_S, ge=0, le=10_000)
+    stderr_bytes_per_s: int = Field(default=DEFAULT_STDERR_BYTES_PER_S, ge=0, le=16 * 1024 * 1024)
     protocol: Literal["auto", "legacy"] = Field(
         default="auto",
         description="auto: MCP 2026-07-28 when the server speaks it, else the initialize handshake; "
@@ -162,6 +174,15 @@ class McpServerSpec(BaseModel):
             )
         return v
 
+    @model_validator(mode="after")
+    def _stderr_rate(self) -> McpServerSpec:
+        if 0 < self.stderr_bytes_per_s < self.stderr_line_bytes:
+            raise ValueError(
+                f"stderr_bytes_per_s ({self.stderr_bytes_per_s}) must be 0 or at least stderr_line_bytes "
+                f"({self.stderr_line_bytes}): a whole line must fit in one second's budget"
+            )
+        return self
+
     def tool_allowed(self, tool: str) -> bool:
         """Whether the allow/deny lists let ``tool`` (original name) through."""
         if tool in self.deny_tools:
@@ -172,7 +193,9 @@ class McpServerSpec(BaseModel):
 class McpClient(BaseModel):
     """One client of ``/mcp`` and ``/v1/mcp/tools``: the API key it presents
     (``Authorization: Bearer <key>``; the value of environment variable ``key_env``) and the
-    exposed tool names it may see and call (``fnmatch`` globs such as ``time__*``). A client whose
+    exposed tool and prompt names it may see and call (``fnmatch`` globs such as ``time__*``).
+    It sees a server's resources when a glob covers the whole server (matches ``<server>__*``
+    itself) or allows one of the server's tools (:mod:`mcp_servers.clients`). A client whose
     ``key_env`` is unset never matches. The key is the client's credential to the gateway and is
     never sent to an upstream."""
 

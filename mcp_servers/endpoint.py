@@ -48,6 +48,8 @@ from mcp.types import (
     ListToolsResult,
     PaginatedRequestParams,
     SetLevelRequestParams,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
     TextContent,
     Tool,
 )
@@ -60,7 +62,13 @@ from mcp_servers.output_cap import cap_text
 from mcp_servers.registry import McpRegistry, RegisteredTool
 from mcp_servers.relay import LEVELS, UPSTREAM_KEY_PREFIX, Channel
 from mcp_servers.request_state import STATE_TTL_S, SealedStates, binding
-from mcp_servers.trust import CallDecision, confirmation_message, decide, preapproval_hint
+from mcp_servers.trust import (
+    CallDecision,
+    confirmation_message,
+    decide,
+    path_argument_errors,
+    preapproval_hint,
+)
 from mcp_servers.upstream import UpstreamCallFailed, UpstreamUnavailable
 
 log = structlog.get_logger("turnstile.mcp.endpoint")
@@ -211,9 +219,18 @@ class McpEndpoint:
         self.workspace_roots = list(workspace_roots or [])
         self.states = SealedStates(ttl_s=STATE_TTL_S)
         self.aggregate = Aggregator(registry, name=name, version=version, page_size=registry.config.page_size)
+        self._listen_handler = ListenHandler(self.aggregate.bus)
         with warnings.catch_warnings():  # logging/setLevel is deprecated in 2026-07-28, still served
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             self.server: Server[Any] = self._make_server(name, version)
+
+    async def _on_listen(
+        self, ctx: ServerRequestContext[Any], params: SubscriptionsListenRequestParams
+    ) -> SubscriptionsListenResult:
+        """``subscriptions/listen``: the SDK's handler, its stream recorded with the caller's
+        visibility (resource updates of servers it may not see never reach it)."""
+        with self.aggregate.bus.listening_as(self.aggregate.visibility(ctx)):
+            return await self._listen_handler(ctx, params)
 
     def _make_server(self, name: str, version: str) -> Server[Any]:
         return _GatewayServer(
@@ -231,7 +248,7 @@ class McpEndpoint:
             on_completion=self.aggregate.complete,
             on_subscribe_resource=self.aggregate.subscribe,
             on_unsubscribe_resource=self.aggregate.unsubscribe,
-            on_subscriptions_listen=ListenHandler(self.aggregate.bus),
+            on_subscriptions_listen=self._on_listen,
             on_set_logging_level=_set_logging_level,
         )
 
@@ -284,13 +301,12 @@ class McpEndpoint:
         if not t.available:
             return self._unavailable(t)
         args = dict(params.arguments or {})
-        invalid = await self._check_arguments(t, args, visible)
-        if invalid is not None:
-            return invalid
+        decision = await self._screen(t, args, visible)
+        if isinstance(decision, CallToolResult):
+            return decision
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         bound = binding(params.name, params.arguments, visible.client)
         state = self.states.unseal(bound, params.request_state) if modern else None  # single-use
-        decision = decide(t.server, t.name, t.trust, args, self.workspace_roots, t.path_base)
         if decision.outcome == "refuse":
             return await self._refused(t, decision, visible)
         if decision.outcome == "ask" and not (state or {}).get("c"):
@@ -301,14 +317,36 @@ class McpEndpoint:
             await self._audit(t, decision, "allowed", visible)
         return await self._forward(ctx, params, t, args, state, visible)
 
+    async def _screen(
+        self, t: RegisteredTool, args: dict[str, Any], visible: Visibility
+    ) -> CallToolResult | CallDecision:
+        """The trust decision for a call with ``args``, or the ``is_error`` result that ends it
+        here: arguments that do not match the input schema or path arguments that cannot be
+        file paths (:meth:`_check_arguments`), or a check that failed unexpectedly (logged once
+        with its traceback; the call is not run). Never raises an ``Exception``: nothing of a
+        check reaches the MCP SDK (which would answer JSON-RPC code 0)."""
+        try:
+            invalid = await self._check_arguments(t, args, visible)
+            if invalid is not None:
+                return invalid
+            return decide(t.server, t.name, t.trust, args, self.workspace_roots, t.path_base)
+        except Exception as err:
+            log.exception("mcp_call_check_failed", server=t.server, tool=t.name)
+            return _text_result(
+                f'the gateway could not check the arguments of tool "{t.name}" of MCP server "{t.server}" '
+                f"({type(err).__name__}); the tool was not run.",
+                is_error=True,
+            )
+
     async def _check_arguments(
         self, t: RegisteredTool, args: dict[str, Any], visible: Visibility
     ) -> CallToolResult | None:
-        """None when ``args`` match the tool's input schema; else the ``is_error`` result naming
-        each mismatch (audited, logged; the upstream never sees the call)."""
-        if t.validator is None:
-            return None
-        errors = argument_errors(t.validator, args)
+        """None when ``args`` match the tool's input schema and its path arguments can be file
+        paths (:func:`mcp_servers.trust.path_argument_errors`); else the ``is_error`` result
+        naming each problem (audited, logged; the upstream never sees the call)."""
+        errors = argument_errors(t.validator, args) if t.validator is not None else []
+        if not errors:
+            errors = path_argument_errors(t.trust, args)
         if not errors:
             return None
         text = invalid_arguments_text(t.server, t.name, errors)
@@ -372,10 +410,9 @@ class McpEndpoint:
             return _text_result(f"unknown tool {exposed!r}: not exposed by this gateway", is_error=True)
         if not t.available:
             return self._unavailable(t)
-        invalid = await self._check_arguments(t, arguments, visible)
-        if invalid is not None:
-            return invalid
-        decision = decide(t.server, t.name, t.trust, arguments, self.workspace_roots, t.path_base)
+        decision = await self._screen(t, arguments, visible)
+        if isinstance(decision, CallToolResult):
+            return decision
         if decision.outcome == "refuse":
             return await self._refused(t, decision, visible)
         if decision.outcome == "ask":

@@ -27,6 +27,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import json
 import os
 import time
 from collections import OrderedDict
@@ -43,8 +44,13 @@ MAX_CONSUMED = 100_000
 
 def binding(name: str, arguments: dict[str, Any] | None, client: str | None) -> str:
     """What a state is bound to: sha256 (hex) over the exposed tool name, the arguments
-    (key-sorted JSON) and the caller's client name (None without ``mcp.clients``)."""
-    body = orjson.dumps({"n": name, "a": arguments or {}, "c": client}, option=orjson.OPT_SORT_KEYS)
+    (key-sorted JSON) and the caller's client name (None without ``mcp.clients``). Arguments
+    orjson cannot write (an integer over 64 bits) are written by the standard library."""
+    value = {"n": name, "a": arguments or {}, "c": client}
+    try:
+        body = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        body = json.dumps(value, sort_keys=True, default=repr).encode()
     return hashlib.sha256(body).hexdigest()
 
 

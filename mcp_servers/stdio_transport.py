@@ -29,6 +29,11 @@ Two things the SDK's transport does not do (mcp 2.3, checked by running it):
   - the end of stdout outside a shutdown is reported at once, not at the next health check.
 
   "Judged broken" calls ``on_lost(reason)``: the upstream restarts the connection.
+* **A server's stderr cannot flood or forge the gateway's log.** The SDK passes the gateway's
+  own stderr to the server. Here stderr is a pipe (the launcher passes it on to the server and
+  every descendant) read by :func:`mcp_servers.stdio_stderr.drain_stderr`: one log event per
+  line, each line cut, a bounded rate of lines and bytes per server, the rest counted and
+  dropped, the pipe always drained.
 
 Shutdown (the MCP spec's order, every wait bounded): flush and close stdin; wait up to
 ``EXIT_WAIT_S`` for the server (or launcher) to exit; SIGTERM its process group, wait up to
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
@@ -62,6 +68,7 @@ from mcp_servers.stdio_framing import (
     oversize_request_id,
     parse_line,
 )
+from mcp_servers.stdio_stderr import StderrLimits, StderrLog, drain_stderr
 
 log = structlog.get_logger("turnstile.mcp.stdio")
 
@@ -121,19 +128,26 @@ async def stdio_transport(
     max_junk_lines: int,
     stats: WireStats,
     on_lost: Callable[[str], None],
+    stderr_limits: StderrLimits,
 ) -> AsyncIterator[Any]:
-    """Start ``params`` (the SDK's safe environment plus ``params.env``; stderr inherited) and
-    yield ``(read stream, write stream)`` for ``mcp.Client``; stop it on exit (see the module
-    docstring). ``max_message_bytes``: the largest line accepted from stdout (bytes);
-    ``max_junk_lines``: junk lines in a row tolerated; ``on_lost(reason)`` is called once when
-    the connection is judged broken or stdout ends outside a shutdown.
+    """Start ``params`` (the SDK's safe environment plus ``params.env``; stderr a pipe into the
+    gateway's log within ``stderr_limits``) and yield ``(read stream, write stream)`` for
+    ``mcp.Client``; stop it on exit (see the module docstring). ``max_message_bytes``: the
+    largest line accepted from stdout (bytes); ``max_junk_lines``: junk lines in a row
+    tolerated; ``on_lost(reason)`` is called once when the connection is judged broken or stdout
+    ends outside a shutdown.
 
     Raises ``OSError`` when the process cannot be started.
     """
     env = get_default_environment() | (params.env or {})
     process = await anyio.open_process(
-        launch_argv(params.command, params.args), env=env, cwd=params.cwd, stderr=None, start_new_session=True
+        launch_argv(params.command, params.args),
+        env=env,
+        cwd=params.cwd,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
+    stderr_done = anyio.Event()
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     pending: set[types.RequestId] = set()
@@ -249,6 +263,8 @@ async def stdio_transport(
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader)
         tg.start_soon(writer)
+        assert process.stderr is not None
+        tg.start_soon(drain_stderr, process.stderr, StderrLog(server_id, stderr_limits), stderr_done)
         try:
             yield read_recv, write_send
         finally:
@@ -258,15 +274,17 @@ async def stdio_transport(
                 write_send.close()
                 with anyio.move_on_after(_FLUSH_S):
                     await writer_done.wait()
-                await stop_process(process)
-            tg.cancel_scope.cancel()  # a survivor holding the pipe must not keep the reader waiting
+                await stop_process(process, stderr_done)
+            tg.cancel_scope.cancel()  # a survivor holding a pipe must not keep a reader waiting
     await anyio.lowlevel.cancel_shielded_checkpoint()
 
 
-async def stop_process(process: Process) -> None:
+async def stop_process(process: Process, stderr_done: anyio.Event | None = None) -> None:
     """Close stdin, wait up to ``EXIT_WAIT_S`` for the process to exit, SIGTERM its group (its
     pid is the group id: it was started in a session of its own), wait up to
-    ``GROUP_GRACE_S``, SIGKILL the group, then end what is left of the group. Bounded."""
+    ``GROUP_GRACE_S``, SIGKILL the group, then end what is left of the group; then wait up to
+    ``_FLUSH_S`` for ``stderr_done`` (the last lines on stderr read) before closing the pipes.
+    Bounded."""
     assert process.stdin is not None
     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdin.aclose()
@@ -278,6 +296,9 @@ async def stop_process(process: Process) -> None:
             if not await _exited(process, _REAP_S):
                 log.warning("mcp_stdio_unkillable", pid=process.pid)
     await end_group(group)
+    if stderr_done is not None:
+        with anyio.move_on_after(_FLUSH_S):
+            await stderr_done.wait()
     if process.stdout is not None:
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdout.aclose()

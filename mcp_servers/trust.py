@@ -19,6 +19,7 @@ server's config) wins over the annotations.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -35,6 +36,11 @@ _PATHY = re.compile(
     r"dest|destination|source|src|target)($|_)|path$|file$|dir$",
     re.IGNORECASE,
 )
+
+
+MAX_PATH_BYTES = 4095
+"""The longest path argument judged, in UTF-8 bytes (Linux ``PATH_MAX`` is 4096 with the NUL):
+no file can be opened by a longer one."""
 
 
 @dataclass(frozen=True)
@@ -124,23 +130,81 @@ def pending(
     return Classification("confirm", reason, path_arguments(tool.input_schema or {}), False, True, True)
 
 
+def _path_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a file path, or None."""
+    if not isinstance(value, str):
+        return f"must be a string (a file path), got {_json_type(value)}"
+    if "\0" in value:
+        return "holds a NUL byte, which no file path can"
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "is not valid Unicode (a lone surrogate), which no file path can hold"
+    if size > MAX_PATH_BYTES:
+        return f"is {size:,} bytes long, over the longest file path ({MAX_PATH_BYTES:,} bytes)"
+    return None
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    names = {int: "integer", float: "number", str: "string", list: "array", dict: "object"}
+    return next((n for t, n in names.items() if isinstance(value, t)), type(value).__name__)
+
+
+def path_argument_errors(cls: Classification, arguments: dict[str, Any]) -> list[str]:
+    """Why path-like arguments of a call cannot be file paths, for a tool whose tier judges
+    paths (``allow_in_workspace``; other tiers: none): ``"arguments.<name>: <why>"``
+    (``arguments.<name>[i]`` for an item of a list) for a value that is not a string (or, for
+    a list, not a list of strings), holds a NUL byte or a lone surrogate, or is longer than
+    :data:`MAX_PATH_BYTES`. Absent and null arguments are not judged. Empty: every path can be
+    placed by :func:`decide`."""
+    if cls.tier != "allow_in_workspace":
+        return []
+    errors = []
+    for name in cls.path_args:
+        value = arguments.get(name)
+        items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+        for i, item in items:
+            if item is None and i is None:
+                continue
+            why = _path_problem(item)
+            if why is not None:
+                errors.append(f"arguments.{name}{'' if i is None else f'[{i}]'}: {why}")
+    return errors
+
+
 def _inside(path: str, roots: list[Path], base: str | None) -> bool:
     # Many servers expand "~" and "$VAR" themselves (the filesystem server expands "~"): such a
     # path may point anywhere, so it never counts as inside the workspace (the call asks).
-    if path.startswith("~") or "$" in path:
+    if path.startswith("~") or "$" in path or _path_problem(path) is not None:
         return False
     p = Path(path)
     if not p.is_absolute():
         if base is None:  # where the server resolves it is unknown: never assumed inside
             return False
         p = Path(base) / p
-    real = Path(os.path.realpath(p))
+    try:
+        real = Path(os.path.realpath(p))
+    except (ValueError, OSError):  # not a path this system can resolve: never assumed inside
+        return False
     return any(real == r or r in real.parents for r in roots)
 
 
+def _json_text(value: Any) -> str:
+    """JSON text of any value a JSON parser returns (orjson refuses integers over 64 bits and
+    strings with lone surrogates; the standard library writes both)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, ensure_ascii=True, default=repr)
+
+
 def _render_value(value: Any, limit: int = 200) -> str:
-    text = value if isinstance(value, str) else orjson.dumps(value).decode()
-    shown = orjson.dumps(text).decode() if isinstance(value, str) else text
+    text = value if isinstance(value, str) else _json_text(value)
+    shown = _json_text(text) if isinstance(value, str) else text
     if len(shown) > limit:
         return f"{shown[:limit]}… ({len(shown) - limit} more characters)"
     return shown

@@ -82,6 +82,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_servers.config import WORKSPACE_PLACEHOLDER, HttpTransport, McpServerSpec, StdioTransport
 from mcp_servers.relay import CURRENT, Channel, upstream_meta
+from mcp_servers.stdio_stderr import StderrLimits
 from mcp_servers.stdio_transport import WireStats, stdio_transport, wire_fault
 
 log = structlog.get_logger("turnstile.mcp.upstream")
@@ -330,6 +331,7 @@ class Upstream:
                     max_junk_lines=self.spec.max_junk_lines,
                     stats=self.wire,
                     on_lost=self._connection_lost,
+                    stderr_limits=StderrLimits.of(self.spec),
                 )
             client = Client(
                 target,

@@ -74,6 +74,10 @@ from gateway.schema import (
 
 LENGTH_REASON = "upstream stopped for length while emitting this tool call"
 INCOMPLETE_REASON = "arguments are not complete JSON"
+NOT_OBJECT_REASON = "arguments must be a JSON object"
+"""Prefix of the reason for arguments that are complete JSON but not an object
+(``"arguments must be a JSON object, got array"``)."""
+_JSON_KINDS: dict[type, str] = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
 MAX_ARGUMENT_DEPTH = 64
 """Levels of objects and arrays a call's arguments may nest (the arguments object is level 1):
 the same default as a client request's ``server.max_json_depth``."""
@@ -123,8 +127,9 @@ def arguments_complete(raw: str) -> bool:
 
 
 def _arguments_problem(raw: str) -> str | None:
-    """Why ``raw`` cannot be a call's arguments (:data:`INCOMPLETE_REASON`, :data:`DEEP_REASON`),
-    or None when it is one complete JSON object (or empty: no arguments)."""
+    """Why ``raw`` cannot be a call's arguments (:data:`INCOMPLETE_REASON`, :data:`NOT_OBJECT_REASON`
+    naming the JSON type it is, :data:`DEEP_REASON`), or None when it is one complete JSON object
+    (or empty: no arguments)."""
     if not raw.strip():
         return None
     try:
@@ -132,7 +137,7 @@ def _arguments_problem(raw: str) -> str | None:
     except orjson.JSONDecodeError:
         return INCOMPLETE_REASON
     if type(value) is not dict:
-        return INCOMPLETE_REASON
+        return f"{NOT_OBJECT_REASON}, got {_JSON_KINDS.get(type(value), 'null')}"
     if may_exceed(raw, MAX_ARGUMENT_DEPTH) and nesting_exceeds(value, MAX_ARGUMENT_DEPTH):
         return DEEP_REASON
     return None
@@ -142,7 +147,8 @@ def withhold_reason(stop: StopReason, raw_arguments: str, budget_note: str | Non
     """Why a call with ``raw_arguments`` in a message that ended with stop reason ``stop``
     must be withheld: ``budget_note`` (given when the output budget was reached and the
     upstream did not say ``length``: :func:`budget_reason`), :data:`LENGTH_REASON`,
-    :data:`INCOMPLETE_REASON` or :data:`DEEP_REASON`; None to release it."""
+    :data:`INCOMPLETE_REASON`, :data:`NOT_OBJECT_REASON` (with the JSON type) or
+    :data:`DEEP_REASON`; None to release it."""
     if budget_note is not None:
         return budget_note
     if stop == "length":

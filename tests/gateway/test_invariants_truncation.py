@@ -248,3 +248,12 @@ def test_collect_raises_on_error_and_incomplete_streams() -> None:
         collect(
             [MessageStart(id="x", model="m"), PartDelta(index=0, text="x"), MessageEnd(stop_reason="stop")]
         )
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [("[1, 2]", "array"), ("null", "null"), ('"x"', "string"), ("3", "number"), ("true", "boolean")],
+)
+def test_arguments_that_are_json_but_not_an_object_are_withheld_saying_so(raw: str, kind: str) -> None:
+    out = check_truncation(response("tool_use", tc("a", raw)))
+    assert out.withheld_tool_calls[0].reason == f"arguments must be a JSON object, got {kind}"

@@ -34,3 +34,17 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpGateway]:
         yield from start_gateway(tmp_path_factory.mktemp("mcp-gateway"), servers, admin_servers=admin_servers)
     finally:
         jira.stop()
+
+
+@pytest.fixture
+def info_logs() -> Iterator[None]:
+    """structlog filtering at level info for the test (a gateway started earlier in the session
+    may have configured it at warning, which drops info events before ``capture_logs`` sees them)."""
+    import logging
+
+    import structlog
+
+    before = structlog.get_config()["wrapper_class"]
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    yield
+    structlog.configure(wrapper_class=before)

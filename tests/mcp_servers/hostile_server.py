@@ -12,7 +12,10 @@ can put exactly the bytes it wants on stdout. It speaks the handshake era (``ini
 * ``junk(lines)``: ``lines`` lines that are not JSON-RPC on stdout, then the answer;
 * ``glued()``: text without a newline on stdout, then the answer (glued to it on one line);
 * ``badbytes()``: a line that is not UTF-8, then the answer;
-* ``freeze()``: stops reading and answering for good (the process stays alive).
+* ``freeze()``: stops reading and answering for good (the process stays alive);
+* ``stderr(text, lines, size, child)``: writes ``text`` as one line on stderr, then ``lines``
+  lines of ``size`` bytes each, then answers; with ``child`` a child process of the server
+  writes them (the server waits for it).
 
 Run as ``python tests/mcp_servers/hostile_server.py``.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from typing import Any
@@ -35,6 +39,7 @@ TOOLS: dict[str, dict[str, Any]] = {
     "glued": {},
     "badbytes": {},
     "freeze": {},
+    "stderr": {"text": {"type": "string"}, "lines": NUMBER, "size": NUMBER, "child": {"type": "boolean"}},
 }
 READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
 
@@ -58,6 +63,17 @@ def flood(mid: Any, args: dict[str, Any]) -> None:
     OUT.flush()
 
 
+def write_stderr(text: str, lines: int, size: int) -> None:
+    """``text`` (when not empty) as one line on stderr, then ``lines`` lines of ``size`` bytes."""
+    err = sys.stderr.buffer
+    if text:
+        err.write(text.encode() + b"\n")
+    line = b"E" * max(0, size - 1) + b"\n"
+    for _ in range(lines):
+        err.write(line)
+    err.flush()
+
+
 def call(name: str, args: dict[str, Any]) -> str:
     """Run tool ``name``: what it writes on stdout before its answer, and the answer's text."""
     if name == "echo":
@@ -70,6 +86,14 @@ def call(name: str, args: dict[str, Any]) -> str:
         OUT.write(b"progress: 100% (no newline) ")
     elif name == "badbytes":
         OUT.write(b"\xff\xfe\xfd not UTF-8\n")
+    elif name == "stderr":
+        text, lines, size = str(args.get("text", "")), int(args.get("lines", 0)), int(args.get("size", 0))
+        if args.get("child"):
+            code = f"import hostile_server as h; h.write_stderr({text!r}, {lines}, {size})"
+            here = os.path.dirname(os.path.abspath(__file__))
+            subprocess.run([sys.executable, "-c", code], cwd=here, check=True)
+        else:
+            write_stderr(text, lines, size)
     elif name == "freeze":
         while True:
             time.sleep(3600)

@@ -1,5 +1,7 @@
-"""Per-client visibility: API keys map to tool allow-lists on /mcp and /v1/mcp/tools, and a
-client's credential never reaches an upstream (the upstream sees only the gateway's own)."""
+"""Per-client visibility: API keys map to tool allow-lists on /mcp and /v1/mcp/tools, the same
+globs filter prompts, resources are seen only by clients that may see their server, anything
+hidden is answered like something that does not exist, and a client's credential never reaches
+an upstream (the upstream sees only the gateway's own)."""
 
 from __future__ import annotations
 
@@ -19,14 +21,15 @@ from mcp_harness import TIME_SERVER, HttpFixture, McpGateway, start_gateway
 from mcp_servers.clients import EVERYTHING, Visibility, authenticate
 from mcp_servers.config import McpConfig
 
-ALICE, BOB = "alice-key-123", "bob-key-456"
+ALICE, BOB, CAROL = "alice-key-123", "bob-key-456", "carol-key-789"
 UPSTREAM_SECRET = "gateway-own-upstream-token"
 
 
 @pytest.fixture(scope="module")
 def keyed_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpGateway]:
-    """A gateway with two clients: alice sees the ``docs`` (HTTP) tools, bob the ``time`` ones
-    and ``docs__headers``; ``docs`` gets the gateway's own token from ``DOCS_TOKEN``."""
+    """A gateway with three clients: alice sees the ``docs`` (HTTP) tools and prompts, bob the
+    ``time`` ones and ``docs__headers``, carol only ``time``'s; ``docs`` gets the gateway's own
+    token from ``DOCS_TOKEN``."""
     docs = HttpFixture("docs")
     try:
         servers = [
@@ -46,9 +49,15 @@ def keyed_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpGateway]:
         clients = [
             {"name": "alice", "key_env": "MCP_KEY_ALICE", "tools": ["docs__*"]},
             {"name": "bob", "key_env": "MCP_KEY_BOB", "tools": ["time__*", "docs__headers"]},
+            {"name": "carol", "key_env": "MCP_KEY_CAROL", "tools": ["time__*"]},
             {"name": "nobody", "key_env": "MCP_KEY_UNSET_FOR_TESTS"},
         ]
-        env = {"MCP_KEY_ALICE": ALICE, "MCP_KEY_BOB": BOB, "DOCS_TOKEN": UPSTREAM_SECRET}
+        env = {
+            "MCP_KEY_ALICE": ALICE,
+            "MCP_KEY_BOB": BOB,
+            "MCP_KEY_CAROL": CAROL,
+            "DOCS_TOKEN": UPSTREAM_SECRET,
+        }
         yield from start_gateway(tmp_path_factory.mktemp("keyed"), servers, env=env, clients=clients)
     finally:
         docs.stop()
@@ -133,3 +142,57 @@ async def test_client_credentials_are_never_forwarded_upstream(keyed_gw: McpGate
         seen = json.loads(_text(await bob.call_tool("docs__headers", {})))
     assert seen["x-upstream-token"] == UPSTREAM_SECRET  # the gateway's own credential, from config
     assert BOB not in json.dumps(seen) and "authorization" not in seen
+
+
+README = "turnstile://docs/note://docs/readme"
+NO_SERVER = "turnstile://nosuch/note://docs/readme"
+
+
+async def _error(call: Any) -> str:
+    with pytest.raises(MCPError) as raised:
+        await call
+    return f"{raised.value.error.code} {raised.value.error.message}"
+
+
+def test_a_server_is_seen_through_a_glob_covering_it_or_one_of_its_tools() -> None:
+    assert Visibility("a", ("docs__*",)).sees_server("docs", [])
+    assert Visibility("a", ("*",)).sees_server("docs", [])
+    assert Visibility("a", ("t__echo",)).sees_server("t", ["t__echo", "t__write"])
+    assert not Visibility("a", ("t__echo",)).sees_server("secret", ["secret__echo"])
+    assert not Visibility("a", ("docs__read_*",)).sees_server("docs", ["docs__write"])
+    assert EVERYTHING.sees_server("anything", [])
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_resources_are_listed_and_read_only_by_clients_that_may_see_their_server(
+    keyed_gw: McpGateway, mode: str
+) -> None:
+    for key in (ALICE, BOB):  # alice: docs__*; bob: one docs tool (docs__headers)
+        async with _client(keyed_gw, key, mode=mode) as client:
+            uris = {r.uri for r in (await client.list_resources()).resources}
+            assert README in uris
+            templates = (await client.list_resource_templates()).resource_templates
+            assert any(t.uri_template.startswith("turnstile://docs/") for t in templates)
+            assert "readme of docs" in str((await client.read_resource(README)).contents[0])
+    async with _client(keyed_gw, CAROL, mode=mode) as carol:
+        assert (await carol.list_resources()).resources == []
+        assert (await carol.list_resource_templates()).resource_templates == []
+        hidden = await _error(carol.read_resource(README))
+        missing = await _error(carol.read_resource(NO_SERVER))
+    assert hidden == missing.replace(NO_SERVER, README)  # hidden is answered as missing
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_prompts_are_listed_and_got_only_under_the_client_globs(
+    keyed_gw: McpGateway, mode: str
+) -> None:
+    async with _client(keyed_gw, ALICE, mode=mode) as alice:
+        assert "docs__summarize" in {p.name for p in (await alice.list_prompts()).prompts}
+        got = await alice.get_prompt("docs__summarize", {"topic": "gateways"})
+        assert "gateways" in str(got.messages[0].content)
+    for key in (BOB, CAROL):  # bob sees the docs server (its resources) but not this prompt
+        async with _client(keyed_gw, key, mode=mode) as client:
+            assert (await client.list_prompts()).prompts == []
+            hidden = await _error(client.get_prompt("docs__summarize", {"topic": "x"}))
+            missing = await _error(client.get_prompt("nosuch__summarize", {"topic": "x"}))
+            assert hidden == missing.replace("nosuch__", "docs__")

@@ -99,3 +99,56 @@ def test_path_base_is_the_servers_real_working_directory(tmp_path: Path) -> None
         "d": os.path.realpath(ws),
         "e": None,
     }
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("a\x00b", "arguments.path: holds a NUL byte"),
+        ("a" * 5000, "arguments.path: is 5,000 bytes long"),
+    ],
+)
+async def test_a_path_that_cannot_be_a_path_is_an_error_result_naming_it_on_mcp_and_in_the_loop(
+    paths_gw: tuple[McpGateway, Path], path: str, why: str
+) -> None:
+    gw, _ = paths_gw
+    async with Client(gw.mcp_url) as client:
+        on_mcp = await client.call_tool("incwd__save_file", {"path": path, "text": "x"})
+    endpoint = gw.app.state.mcp.endpoint
+    in_loop = gw.loop.call(endpoint.call_for_loop("incwd__save_file", {"path": path, "text": "x"}))
+    for result in (on_mcp, in_loop):
+        assert (
+            result.is_error and why in _text(result) and '"save_file" of MCP server "incwd"' in _text(result)
+        )
+        assert "The tool was not run" in _text(result)
+
+
+async def test_a_check_that_fails_unexpectedly_is_an_error_result_not_a_protocol_error(
+    paths_gw: tuple[McpGateway, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_servers import endpoint as endpoint_module
+
+    def broken(*_: Any, **__: Any) -> Any:
+        raise ValueError("a check broke")
+
+    monkeypatch.setattr(endpoint_module, "decide", broken)
+    gw, _ = paths_gw
+    async with Client(gw.mcp_url) as client:
+        on_mcp = await client.call_tool("incwd__save_file", {"path": "ok.txt", "text": "x"})
+    in_loop = gw.loop.call(gw.app.state.mcp.endpoint.call_for_loop("incwd__echo", {"text": "x"}))
+    for result in (on_mcp, in_loop):
+        assert (
+            result.is_error
+            and "could not check the arguments" in _text(result)
+            and "ValueError" in _text(result)
+        )
+    assert not (gw.workspace / "ok.txt").exists()
+
+
+async def test_arguments_orjson_cannot_write_reach_the_trust_check_without_a_protocol_error(
+    paths_gw: tuple[McpGateway, Path],
+) -> None:
+    gw, _ = paths_gw
+    async with Client(gw.mcp_url) as client:
+        result = await client.call_tool("incwd__save_file", {"path": "big.txt", "text": "x", "n": 10**30})
+    assert not result.is_error and (gw.workspace / "big.txt").read_text() == "x"

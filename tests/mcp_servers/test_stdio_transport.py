@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from mcp.types import TextContent
 from mcp_harness import FIXTURE_SERVER
+from structlog.testing import capture_logs
 
 from mcp_servers import stdio_transport
 from mcp_servers.config import McpServerSpec
@@ -88,3 +89,62 @@ async def test_without_the_launcher_stopping_a_server_ends_its_process_group(
     await up.stop()
     assert not _alive(int(pids["server"])) and not _alive(int(pids["grandchild"]))
     # documented: a daemon in a session of its own escapes a process group (the launcher reaches it)
+
+
+HOSTILE = Path(__file__).with_name("hostile_server.py")
+
+
+async def _hostile(**fields: Any) -> Upstream:
+    spec = McpServerSpec.model_validate(
+        {
+            "id": "loud",
+            "transport": {"type": "stdio", "command": sys.executable, "args": [str(HOSTILE)]},
+            **fields,
+        }
+    )
+    up = Upstream(
+        spec, read_env=lambda _: None, on_tools=lambda *_: None, backoff_s=0.05, health_interval_s=600
+    )
+    up.start()
+    assert await up.wait_ready(30), up.status()
+    return up
+
+
+def _stderr_events(logs: list[dict[str, Any]], name: str = "mcp_server_stderr") -> list[dict[str, Any]]:
+    return [e for e in logs if e["event"] == name and e["server"] == "loud"]
+
+
+@pytest.mark.usefixtures("info_logs")
+@pytest.mark.parametrize("child", [False, True], ids=["server", "child of the server"])
+async def test_stderr_of_a_server_and_of_its_children_becomes_log_events_not_gateway_stderr(
+    child: bool, capfd: pytest.CaptureFixture[str]
+) -> None:
+    forged = '{"event": "request", "method": "POST", "path": "/v1/chat/completions", "status": 200}'
+    with capture_logs() as logs:
+        up = await _hostile()
+        try:
+            result = await up.call_tool("stderr", {"text": forged, "child": child})
+            assert _text(result) == "stderr done"
+        finally:
+            await up.stop()
+    assert [e["line"] for e in _stderr_events(logs)] == [forged]
+    assert forged not in capfd.readouterr().err  # nothing reached the gateway's own stderr
+
+
+@pytest.mark.usefixtures("info_logs")
+async def test_a_stderr_flood_never_blocks_the_server_and_is_logged_within_its_bounds() -> None:
+    lines, size = 400, 64 * 1024  # 25 MiB of stderr, 400 pipe buffers' worth, before the answer
+    began = time.monotonic()
+    with capture_logs() as logs:
+        up = await _hostile(stderr_lines_per_s=5, stderr_bytes_per_s=64 * 1024)
+        try:
+            result = await up.call_tool("stderr", {"lines": lines, "size": size})
+            assert _text(result) == "stderr done"
+        finally:
+            await up.stop()
+    elapsed = time.monotonic() - began
+    logged = _stderr_events(logs)
+    assert 5 <= len(logged) <= 5 + 5 * elapsed
+    assert all(len(e["line"]) == 2048 and e["omitted_bytes"] == size - 1 - 2048 for e in logged)
+    dropped = sum(e["lines"] for e in _stderr_events(logs, "mcp_server_stderr_dropped"))
+    assert len(logged) + dropped == lines  # every line counted: logged or dropped

@@ -1,13 +1,25 @@
-"""Trust tiers from annotations (missing hint = worst case), overrides, workspace checks and the
-confirmation text."""
+"""Trust tiers from annotations (missing hint = worst case), overrides, workspace checks, path
+arguments that cannot be paths, and the confirmation text."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from mcp.types import Tool, ToolAnnotations
 
-from mcp_servers.trust import classify, confirmation_message, decide, path_arguments, render_action
+from mcp_servers.request_state import binding
+from mcp_servers.trust import (
+    MAX_PATH_BYTES,
+    classify,
+    confirmation_message,
+    decide,
+    path_argument_errors,
+    path_arguments,
+    render_action,
+)
+
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
 
 def _tool(ann: ToolAnnotations | None, props: dict | None = None) -> Tool:
@@ -109,3 +121,50 @@ def test_confirmation_says_exactly_what_will_run() -> None:
 def test_long_argument_values_are_cut_with_a_count() -> None:
     text = render_action("s", "t", {"body": "x" * 1000})
     assert "more characters" in text and len(text) < 400
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("a\x00b", "arguments.path: holds a NUL byte, which no file path can"),
+        ("\ud800", "arguments.path: is not valid Unicode (a lone surrogate), which no file path can hold"),
+        (
+            "é" * 2048,
+            f"arguments.path: is 4,096 bytes long, over the longest file path ({MAX_PATH_BYTES:,} bytes)",
+        ),
+        (5, "arguments.path: must be a string (a file path), got integer"),
+        ({"a": 1}, "arguments.path: must be a string (a file path), got object"),
+        (["ok", None, "x\x00"], "arguments.path[1]: must be a string (a file path), got null"),
+    ],
+)
+def test_a_path_argument_that_cannot_be_a_path_is_an_error_naming_it(value: object, error: str) -> None:
+    c = classify(_tool(WRITES, {"path": {"type": "string"}}))
+    assert path_argument_errors(c, {"path": value})[0] == error
+
+
+def test_every_item_of_a_path_list_is_judged_and_paths_that_can_be_are_not() -> None:
+    c = classify(_tool(WRITES, {"path": {"type": "string"}}))
+    assert path_argument_errors(c, {"path": ["ok", "x\x00", 3]}) == [
+        "arguments.path[1]: holds a NUL byte, which no file path can",
+        "arguments.path[2]: must be a string (a file path), got integer",
+    ]
+    assert path_argument_errors(c, {"path": "a" * MAX_PATH_BYTES}) == []
+    assert path_argument_errors(c, {}) == [] and path_argument_errors(c, {"path": None}) == []
+
+
+def test_paths_are_judged_only_for_tiers_that_place_them() -> None:
+    for ann in (ToolAnnotations(read_only_hint=True), None):  # allow, confirm
+        c = classify(_tool(ann, {"path": {"type": "string"}}))
+        assert path_argument_errors(c, {"path": "a\x00b"}) == []
+
+
+def test_the_decision_never_raises_for_a_value_no_path_can_hold(tmp_path: Path) -> None:
+    c = classify(_tool(WRITES, {"path": {"type": "string"}}))
+    for value in ("a\x00b", "\ud800", "a" * 70_000):
+        assert decide("s", "t", c, {"path": value}, [str(tmp_path)], str(tmp_path)).outcome == "ask"
+
+
+def test_arguments_orjson_cannot_write_are_rendered_and_bound() -> None:
+    big = 10**30
+    assert render_action("s", "t", {"n": big}) == f'will run tool "t" of MCP server "s" with n={big}'
+    assert binding("s__t", {"n": big}, None) != binding("s__t", {"n": big + 1}, None)
