@@ -131,7 +131,9 @@ def _blocked_text(w: WithheldToolCall) -> str:
             f"not executed: the model stopped for length (its output token limit) while writing the "
             f"arguments of {w.name!r}, so they are incomplete. Call the tool again with complete arguments."
         )
-    return f"not executed: the arguments of {w.name!r} were not complete JSON ({w.reason})."
+    if w.reason == invariants.INCOMPLETE_REASON:
+        return f"not executed: the arguments of {w.name!r} were not complete JSON."
+    return f"not executed: the arguments of {w.name!r} were refused: {w.reason}."
 
 
 def plan_step(
