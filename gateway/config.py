@@ -279,6 +279,13 @@ class ServerConfig(BaseModel):
       corpus (a Pi coding-agent session of 1,011 messages sent whole, 1.8 MB).
     * ``max_request_parts`` (413): content parts and tool calls of all messages together, five
       per message at the message limit (the corpus averages 1.3).
+    * ``max_request_tools`` (413): tool definitions per request (each of OpenAI's ``tools`` and
+      legacy ``functions``, Anthropic's ``tools``): 4x OpenAI's own 128-function limit
+      (https://platform.openai.com/docs/api-reference/chat/create#chat-create-tools); Gemini
+      takes 64 declarations per tool. 200,000 tools held the event loop for seconds.
+    * ``max_tool_schema_nodes`` (413): JSON values (objects, arrays, strings, numbers, booleans,
+      nulls; keys not counted) in one tool's input schema, naming the tool. Recorded tools have
+      at most a few dozen; 10,000 is a schema of about 5,000 properties.
     * ``max_json_depth`` (400): levels of JSON nesting, the body being level 1; recorded
       requests reach 12, real tool schemas a few more. Everything accepted stays well inside
       what the encoders can write back (orjson stops at 254 levels).
@@ -318,6 +325,8 @@ class ServerConfig(BaseModel):
     max_body_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
     max_request_messages: int = Field(default=5_000, gt=0)
     max_request_parts: int = Field(default=25_000, gt=0)
+    max_request_tools: int = Field(default=512, gt=0)
+    max_tool_schema_nodes: int = Field(default=10_000, gt=0)
     max_json_depth: int = Field(default=64, ge=16, le=200)
     max_response_bytes: int = Field(default=8 * 1024 * 1024, ge=64 * 1024)
     db_path: str = "turnstile.db"

@@ -5,6 +5,11 @@ anything is built from it: how many messages, how many content parts, how deeply
   work a turn costs (guards, routing features, the upstream body, the transcript row) grows with
   them, so a body that is small in bytes but holds hundreds of thousands of tiny messages is
   refused before that work starts, with HTTP 413 naming the limit.
+* **Tools** (``server.max_request_tools``, ``server.max_tool_schema_nodes``): tool definitions
+  per request, and JSON values in one tool's input schema; routing, the upstream body, schema
+  normalising and argument validation all grow with them. Past either: 413 naming the limit
+  (and the tool). :func:`check_tools` takes any dialect's list of tools and a way to read each
+  one's schema and name (:class:`ToolSite`), for every edge.
 * **Nesting** (``server.max_json_depth``): levels of objects and arrays, the body itself being
   level 1. Whatever an edge accepts must be storable and renderable: orjson refuses to encode
   more than 254 levels, pydantic's serializer not much more, and the stored and upstream bodies
@@ -21,12 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import chain, repeat
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from gateway.config import ServerConfig
 from gateway.edges._common import JSONObj, join
 from gateway.errors import InvalidRequest, PayloadTooLarge
 from gateway.json_depth import is_dict, is_list, nesting_exceeds
+
+_values: Callable[[Any], Any] = dict.values
 
 _get: Callable[[Any, str], Any] = dict.get
 
@@ -48,6 +55,16 @@ class InputLimits(Protocol):
         ...
 
     @property
+    def max_request_tools(self) -> int:
+        """Tool definitions per request at most (per list of them: ``tools``, ``functions``)."""
+        ...
+
+    @property
+    def max_tool_schema_nodes(self) -> int:
+        """JSON values in one tool's input schema at most (see :func:`schema_nodes`)."""
+        ...
+
+    @property
     def max_json_depth(self) -> int:
         """Levels of JSON nesting per request body at most (the body is level 1)."""
         ...
@@ -55,6 +72,21 @@ class InputLimits(Protocol):
 
 DEFAULT_LIMITS: InputLimits = ServerConfig()
 """The limits of a default configuration (for callers that have none: replay, tests)."""
+
+
+class ToolSite(NamedTuple):
+    """Where a dialect lists tool definitions, and how one tool's input schema and name are read.
+
+    ``field``: the top-level key of the list (``"tools"``). ``schema_field``: the path of the
+    schema inside one tool, for messages (``"function.parameters"``). ``schema_of(tool)``: the
+    schema of one list item, ``None`` when the item is malformed (the edge names it later);
+    ``name_of(tool)``: its name (anything not a string is left out of messages). Both must
+    accept any JSON value."""
+
+    field: str
+    schema_field: str
+    schema_of: Callable[[Any], Any]
+    name_of: Callable[[Any], Any]
 
 
 def path_past(value: Any, limit: int) -> list[str | int]:
@@ -121,12 +153,14 @@ def check_bounds(
     *,
     extra_parts: str = "",
     inner_parts: bool = False,
+    tools: tuple[ToolSite, ...] = (),
 ) -> None:
     """Refuse decoded request ``data`` (from the JSON ``body``) past ``limits``: more messages
     than ``max_request_messages`` or parts than ``max_request_parts`` (content parts and tool
     calls of every message, the list at top-level key ``extra_parts`` when given, and with
     ``inner_parts`` the parts inside parts: Anthropic tool results) raise
-    :class:`PayloadTooLarge` (413) naming the limit; nesting deeper than ``max_json_depth``
+    :class:`PayloadTooLarge` (413) naming the limit, as do the tool lists at ``tools`` past
+    :func:`check_tools`' limits; nesting deeper than ``max_json_depth``
     raises :class:`InvalidRequest` (400) naming the field (one of the dialect's ``fields``, see
     :func:`field_of`). Values that are not of the expected type are left for the edge to name."""
     messages = data.get("messages")
@@ -141,6 +175,10 @@ def check_bounds(
         # Each part takes at least two bytes of JSON (``0,``): a smaller body needs no count.
         if len(body) >= 2 * limits.max_request_parts:
             _check_parts(messages, data.get(extra_parts) if extra_parts else None, inner_parts, limits)
+    for site in tools:
+        listed = data.get(site.field)
+        if type(listed) is list:
+            check_tools(listed, site, limits, body)
     limit = limits.max_json_depth
     # Each level needs an opening bracket: a body with few of them needs no walk at all.
     if body.count(b"{") + body.count(b"[") > limit and nesting_exceeds(data, limit):
@@ -161,6 +199,60 @@ def _check_parts(messages: list[Any], extra: Any, inner: bool, limits: InputLimi
             "request (limit server.max_request_parts)",
             param="messages",
         )
+
+
+def schema_nodes(schema: Any, limit: int) -> int:
+    """JSON values in decoded ``schema``: objects, arrays, strings, numbers, booleans and nulls,
+    ``schema`` itself included, object keys not (``{"type": "string"}`` is 2). Counted breadth
+    first by C iterators (a few dozen bytecodes per level, whatever the width); the count stops
+    after the first level that takes it past ``limit``, so a result above ``limit`` only says
+    "more than ``limit``"."""
+    dicts = [schema] if type(schema) is dict else []
+    lists = [schema] if type(schema) is list else []
+    total = 1
+    while dicts or lists:
+        level = list(chain(chain.from_iterable(map(_values, dicts)), chain.from_iterable(lists)))
+        total += len(level)
+        if total > limit:
+            break
+        dicts = list(filter(is_dict, level))
+        lists = list(filter(is_list, level))
+    return total
+
+
+def check_tools(tools: list[Any], site: ToolSite, limits: InputLimits, body: bytes | None = None) -> None:
+    """Refuse a request's list of tool definitions ``tools`` (at top-level key ``site.field``)
+    holding more than ``limits.max_request_tools`` items, or one whose input schema
+    (``site.schema_of``) has more than ``limits.max_tool_schema_nodes`` JSON values: raises
+    :class:`PayloadTooLarge` (413) naming the limit, and for a schema the field and the tool
+    (index and name). ``body``, the request's JSON bytes when given, bounds the count cheaply:
+    a body with fewer commas and brackets than the limit holds no schema that large, and no
+    schema is read. Malformed items are left for the edge to name."""
+    field = site.field
+    n = len(tools)
+    if n > limits.max_request_tools:
+        raise PayloadTooLarge(
+            f"{field}: {n} tools; at most {limits.max_request_tools} are accepted per request "
+            "(limit server.max_request_tools)",
+            param=field,
+        )
+    limit = limits.max_tool_schema_nodes
+    # Every JSON value but the first follows a comma or an opening bracket.
+    if body is not None and body.count(b",") + body.count(b"{") + body.count(b"[") < limit:
+        return
+    schemas = list(map(site.schema_of, tools))
+    if schema_nodes(schemas, limit + 1) <= limit + 1:  # all of them together (the list is one more)
+        return
+    for i, schema in enumerate(schemas):
+        if schema_nodes(schema, limit) > limit:
+            where = f"{field}[{i}].{site.schema_field}"
+            name = site.name_of(tools[i])
+            tool = f"tool {name!r}" if type(name) is str else f"tool {i}"
+            raise PayloadTooLarge(
+                f"{where}: the input schema of {tool} has more than {limit} JSON nodes; at most {limit} "
+                "are accepted per tool (limit server.max_tool_schema_nodes)",
+                param=where,
+            )
 
 
 def check_embedded(value: Any, raw: str, limit: int, above: int, field: str) -> None:

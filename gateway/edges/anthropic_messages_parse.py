@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from gateway.edges._bounds import DEFAULT_LIMITS, FieldPattern, InputLimits, check_bounds
+from gateway.edges._bounds import DEFAULT_LIMITS, FieldPattern, InputLimits, ToolSite, check_bounds
 from gateway.edges._common import (
     JSONObj,
     as_obj,
@@ -419,6 +419,18 @@ def _messages(data: JSONObj) -> list[JSONObj]:
     return out
 
 
+def _tool_field(tool: Any, key: str) -> Any:
+    return tool.get(key) if type(tool) is dict else None
+
+
+_TOOL_SITES = (
+    ToolSite(
+        "tools", "input_schema", lambda t: _tool_field(t, "input_schema"), lambda t: _tool_field(t, "name")
+    ),
+)
+"""Where tool definitions are, for :func:`gateway.edges._bounds.check_tools`."""
+
+
 def _tools(data: JSONObj) -> tuple[list[JSONObj], bool]:
     """Tool definition dicts of ``tools``, and whether it has an ``mcp`` entry (read by
     :func:`gateway.edges._common.mcp_server_entries`)."""
@@ -512,7 +524,7 @@ def _response_format(out_cfg: JSONObj) -> JSONObj | None:
 
 def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     data = load_body(body)
-    check_bounds(data, body, limits, _FREE_FORM, extra_parts="system", inner_parts=True)
+    check_bounds(data, body, limits, _FREE_FORM, extra_parts="system", inner_parts=True, tools=_TOOL_SITES)
     get = data.get
     model = get("model")
     if type(model) is not str:
@@ -583,7 +595,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     :class:`gateway.errors.InvalidRequest` naming the field for malformed JSON, wrong types,
     missing ``model``/``max_tokens``/``messages``, empty ``messages``, unknown roles or block
     types, and unsupported features (documents, server tools, MCP connector), and
-    :class:`gateway.errors.PayloadTooLarge` past the message or part ``limits``
+    :class:`gateway.errors.PayloadTooLarge` past the message, part or tool ``limits``
     (:func:`gateway.edges._bounds.check_bounds`; JSON nested too deep is an InvalidRequest).
     """
     return _parse(body, limits, count_tokens=False)

@@ -28,7 +28,14 @@ from typing import Any
 
 import orjson
 
-from gateway.edges._bounds import DEFAULT_LIMITS, FieldPattern, InputLimits, check_bounds, check_embedded
+from gateway.edges._bounds import (
+    DEFAULT_LIMITS,
+    FieldPattern,
+    InputLimits,
+    ToolSite,
+    check_bounds,
+    check_embedded,
+)
 from gateway.edges._common import (
     JSONObj,
     as_obj,
@@ -420,6 +427,26 @@ def _message(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj | None:
     )
 
 
+def _function_of(tool: Any) -> Any:
+    return tool.get("function") if type(tool) is dict else None
+
+
+def _field_of(value: Any, key: str) -> Any:
+    return value.get(key) if type(value) is dict else None
+
+
+_TOOL_SITES = (
+    ToolSite(
+        "tools",
+        "function.parameters",
+        lambda t: _field_of(_function_of(t), "parameters"),
+        lambda t: _field_of(_function_of(t), "name"),
+    ),
+    ToolSite("functions", "parameters", lambda f: _field_of(f, "parameters"), lambda f: _field_of(f, "name")),
+)
+"""Where tool definitions are, for :func:`gateway.edges._bounds.check_tools`."""
+
+
 def _tools(body: JSONObj) -> tuple[list[JSONObj], bool]:
     """Tool definition dicts of ``tools`` and legacy ``functions``, and whether ``tools`` has
     an ``mcp`` entry (read by :func:`gateway.edges._common.mcp_server_entries`)."""
@@ -525,11 +552,11 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     Raises :class:`gateway.errors.InvalidRequest` with ``param`` naming the field for
     malformed JSON, wrong types, missing ``model``/``messages``, empty ``messages``, unknown
     roles or part types, and unsupported features (audio, files, non-function tools, n > 1),
-    and :class:`gateway.errors.PayloadTooLarge` past the message or part ``limits``
+    and :class:`gateway.errors.PayloadTooLarge` past the message, part or tool ``limits``
     (:func:`gateway.edges._bounds.check_bounds`; JSON nested too deep is an InvalidRequest).
     """
     data = load_body(body)
-    check_bounds(data, body, limits, _FREE_FORM)
+    check_bounds(data, body, limits, _FREE_FORM, tools=_TOOL_SITES)
     get = data.get
     model = get("model")
     if type(model) is not str:

@@ -203,3 +203,75 @@ def test_count_tokens_answers_an_unexpected_failure_as_a_json_error_in_its_diale
     assert resp.status_code == 500
     err = _error("count_tokens", resp)
     assert err["type"] == "api_error" and "see its log" in err["message"]
+
+
+def _tools(dialect: str, schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if dialect == "openai":
+        fns = [{"name": f"tool_{i}", "parameters": s} for i, s in enumerate(schemas)]
+        return [{"type": "function", "function": f} for f in fns]
+    return [{"name": f"tool_{i}", "input_schema": s} for i, s in enumerate(schemas)]
+
+
+def _properties(n: int) -> dict[str, Any]:
+    """An object schema of ``2 * n + 3`` JSON values."""
+    return {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(n)}}
+
+
+@pytest.mark.parametrize("endpoint", ["openai", "anthropic", "count_tokens"])
+def test_more_tools_than_the_limit_is_413_naming_the_limit_with_one_row(
+    endpoint: str, gateway_url: str, upstream: UpstreamStandin, db_path: Any
+) -> None:
+    dialect = "anthropic" if endpoint == "count_tokens" else endpoint
+    body = _base(dialect)
+    body["tools"] = _tools(dialect, [{"type": "object"}] * 513)
+    resp = _post(gateway_url, endpoint, body)
+
+    assert resp.status_code == 413, resp.text
+    err = _error(endpoint, resp)
+    assert err["message"] == (
+        "tools: 513 tools; at most 512 are accepted per request (limit server.max_request_tools)"
+    )
+    if endpoint == "openai":
+        assert err["param"] == "tools"
+    rid = resp.headers["x-turnstile-request-id"]
+    assert transcript_row(db_path, rid)["status"] == 413
+    assert transcript_count(db_path, rid) == 1
+    assert upstream.received == []
+    _assert_still_serves(gateway_url, upstream, endpoint)
+
+
+@pytest.mark.parametrize("endpoint", ["openai", "anthropic", "count_tokens"])
+def test_a_tool_schema_past_the_node_limit_is_413_naming_the_tool_with_one_row(
+    endpoint: str, gateway_url: str, upstream: UpstreamStandin, db_path: Any
+) -> None:
+    dialect = "anthropic" if endpoint == "count_tokens" else endpoint
+    big = _properties(5_000)  # 10,003 nodes
+    body = _base(dialect)
+    body["tools"] = _tools(dialect, [{"type": "object"}, big])
+    resp = _post(gateway_url, endpoint, body)
+
+    assert resp.status_code == 413, resp.text
+    err = _error(endpoint, resp)
+    field = "tools[1].function.parameters" if dialect == "openai" else "tools[1].input_schema"
+    assert err["message"] == (
+        f"{field}: the input schema of tool 'tool_1' has more than 10000 JSON nodes; at most 10000 are "
+        "accepted per tool (limit server.max_tool_schema_nodes)"
+    )
+    if endpoint == "openai":
+        assert err["param"] == field
+    rid = resp.headers["x-turnstile-request-id"]
+    assert transcript_row(db_path, rid)["status"] == 413
+    assert transcript_count(db_path, rid) == 1
+    assert upstream.received == []
+    _assert_still_serves(gateway_url, upstream, endpoint)
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+def test_tools_up_to_the_limits_are_served(dialect: str, gateway_url: str, upstream: UpstreamStandin) -> None:
+    ex = recordings.common("openai_chat", "simple", False)[0]
+    upstream.script(replay(ex, api="openai_chat"))
+    near = _properties(4_998)  # 9,999 nodes
+    body = _base(dialect)
+    body["tools"] = _tools(dialect, [near] + [{"type": "object"}] * 511)
+    resp = _post(gateway_url, dialect, body)
+    assert resp.status_code == 200, resp.text

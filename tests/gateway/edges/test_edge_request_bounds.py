@@ -297,3 +297,70 @@ def test_a_message_that_is_not_an_object_is_still_named_by_the_edge() -> None:
     with pytest.raises(InvalidRequest) as exc:
         openai_chat.parse_request(orjson.dumps(_oa(messages=[USER_OA, "hello"])))
     assert exc.value.param == "messages[1]"
+
+
+def _tools_body(dialect: str, schemas: list[dict[str, Any]], *, legacy: bool = False) -> bytes:
+    if dialect == "openai":
+        fns = [{"name": f"t{i}", "parameters": s} for i, s in enumerate(schemas)]
+        if legacy:
+            return orjson.dumps(_oa(functions=fns))
+        return orjson.dumps(_oa(tools=[{"type": "function", "function": f} for f in fns]))
+    return orjson.dumps(_an(tools=[{"name": f"t{i}", "input_schema": s} for i, s in enumerate(schemas)]))
+
+
+def _schema(properties: int) -> dict[str, Any]:
+    """An object schema of ``2 * properties + 3`` JSON nodes (itself, ``type``, ``properties``
+    and each property's object and its ``type``)."""
+    return {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(properties)}}
+
+
+TOOL_SITES = [("openai", False), ("openai", True), ("anthropic", False)]
+TOOL_IDS = ["openai:tools", "openai:functions", "anthropic:tools"]
+
+
+@pytest.mark.parametrize(("dialect", "legacy"), TOOL_SITES, ids=TOOL_IDS)
+def test_a_request_with_more_tools_than_the_limit_is_413_naming_the_limit(dialect: str, legacy: bool) -> None:
+    limits = ServerConfig(max_request_tools=8)
+    EDGES[dialect].parse_request(_tools_body(dialect, [_schema(1)] * 8, legacy=legacy), limits)
+    with pytest.raises(PayloadTooLarge) as exc:
+        EDGES[dialect].parse_request(_tools_body(dialect, [_schema(1)] * 9, legacy=legacy), limits)
+    field = "functions" if legacy else "tools"
+    assert exc.value.status == 413 and exc.value.param == field
+    assert exc.value.message == (
+        f"{field}: 9 tools; at most 8 are accepted per request (limit server.max_request_tools)"
+    )
+
+
+@pytest.mark.parametrize(("dialect", "legacy"), TOOL_SITES, ids=TOOL_IDS)
+def test_a_tool_schema_past_the_node_limit_is_413_naming_the_tool_and_the_limit(
+    dialect: str, legacy: bool
+) -> None:
+    limits = ServerConfig(max_tool_schema_nodes=1_003)
+    EDGES[dialect].parse_request(_tools_body(dialect, [_schema(3), _schema(500)], legacy=legacy), limits)
+    with pytest.raises(PayloadTooLarge) as exc:
+        EDGES[dialect].parse_request(_tools_body(dialect, [_schema(3), _schema(501)], legacy=legacy), limits)
+    field = {"openai": "tools[1].function.parameters", "anthropic": "tools[1].input_schema"}[dialect]
+    if legacy:
+        field = "functions[1].parameters"
+    assert exc.value.status == 413 and exc.value.param == field
+    assert exc.value.message == (
+        f"{field}: the input schema of tool 't1' has more than 1003 JSON nodes; at most 1003 are "
+        "accepted per tool (limit server.max_tool_schema_nodes)"
+    )
+
+
+def test_tool_limits_leave_malformed_tools_for_the_edge_to_name() -> None:
+    limits = ServerConfig(max_tool_schema_nodes=1_000)
+    body = orjson.dumps(_oa(tools=["x", {"type": "function", "function": "f"}, *[{"p": "q"}] * 500]))
+    with pytest.raises(InvalidRequest) as exc:
+        openai_chat.parse_request(body, limits)
+    assert exc.value.param == "tools[0]" and exc.value.status == 400
+
+
+def test_count_tool_schema_nodes_counts_every_json_value_and_stops_past_the_limit() -> None:
+    from gateway.edges._bounds import schema_nodes
+
+    assert schema_nodes(_schema(2), 100) == 7
+    assert schema_nodes({"a": [1, 2, {"b": None}], "c": "x"}, 100) == 7
+    assert schema_nodes(_schema(500), 10) > 10  # stops early: any count past the limit
+    assert schema_nodes(None, 10) == 1
