@@ -311,10 +311,13 @@ class ServerConfig(BaseModel):
     * ``header_timeout_s``: a connection must send its request line and headers within this of
       opening (or of the first byte of its next request), else 408 and closed.
     * ``body_timeout_s``: the longest wait between two reads of a request body (408).
+    * ``body_min_bytes_per_s``: the least average rate of a request body, from the end of its
+      headers, once ``body_timeout_s`` has passed (408; 0: no minimum). 1 KiB/s is below a 2G
+      (GPRS) uplink; a whole 20 MB body at that rate would take 5.7 hours.
     * ``max_connections``: client connections per process; unset, half of the file
       descriptors left after a reserve (the other half for upstream connections). Past it a
-      new connection closes the one that has waited longest for a request; with none waiting,
-      it gets 503.
+      new connection closes the one that has waited longest for a request, else the body
+      furthest behind ``body_min_bytes_per_s`` (408); with neither, it gets a JSON 503.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -347,6 +350,7 @@ class ServerConfig(BaseModel):
     keep_alive_timeout_s: float = Field(default=30.0, gt=0)
     header_timeout_s: float = Field(default=10.0, gt=0)
     body_timeout_s: float = Field(default=30.0, gt=0)
+    body_min_bytes_per_s: float = Field(default=1024.0, ge=0)
     max_connections: int | None = Field(default=None, ge=1)
 
 

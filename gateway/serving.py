@@ -12,14 +12,20 @@ in a subclass of uvicorn's httptools protocol (:class:`GuardedHttpToolsProtocol`
   byte of the next request), however slowly they trickle;
 * **a body gap** (``server.body_timeout_s``): the longest wait between two reads of a request
   body;
+* **a minimum body rate** (``server.body_min_bytes_per_s``): past a grace period of
+  ``body_timeout_s`` from the end of its headers, a body must have averaged at least this
+  rate; a body sent a byte every 20 s never trips the gap and would hold its slot forever;
 * **a connection cap** (``server.max_connections``; by default half of the file descriptors
   left after a reserve, the other half being for the upstream connections of the turns in
   flight): past it, a new connection closes the connection that has been waiting longest for a
   request (kept alive between requests, or not yet through its headers); with none waiting,
-  the new one gets ``503`` and is closed. uvicorn's own ``limit_concurrency`` is not used: it
-  counts waiting connections too, so idle ones would turn every real request into a 503.
+  the body furthest behind the minimum rate (a ``408``); with none behind either, the new one
+  gets ``503`` and is closed. uvicorn's own ``limit_concurrency`` is not used: it counts
+  waiting connections too, so idle ones would turn every real request into a 503.
 
-A timed-out connection gets ``408`` and is closed. The cost on the request path is a few
+A timed-out connection gets ``408`` and is closed. Both answers, written before any dialect is
+known, have a neutral JSON body ``{"error": {"type": ..., "message": ...}}`` (the shape both
+the OpenAI and the Anthropic SDKs read a message from). The cost on the request path is a few
 attribute writes and dict operations per request; one timer per connection, armed when it
 opens (and again only for a later request that does not arrive in one read).
 
@@ -34,6 +40,7 @@ import resource
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import structlog
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -48,10 +55,22 @@ FD_RESERVE = 128
 logs, MCP servers and their pipes."""
 
 _IDLE, _HEADERS, _BODY, _APP = 0, 1, 2, 3
-_REFUSED = (
-    b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nretry-after: 1\r\nconnection: close\r\n\r\n"
-)
-_TIMED_OUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+
+
+def error_answer(status: str, kind: str, message: str, extra_headers: bytes = b"") -> bytes:
+    """A whole HTTP/1.1 answer that closes the connection, ``status`` (``"408 Request
+    Timeout"``) with the neutral JSON error body of ``kind`` and ``message``."""
+    body = orjson.dumps({"error": {"type": kind, "message": message}})
+    return (
+        f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n".encode()
+        + extra_headers
+        + b"connection: close\r\n\r\n"
+        + body
+    )
+
+
+def _timed_out(message: str) -> bytes:
+    return error_answer("408 Request Timeout", "timeout_error", message)
 
 
 def raise_fd_limit() -> tuple[int, int]:
@@ -74,13 +93,16 @@ def default_max_connections() -> int:
 
 @dataclass
 class ConnectionGuard:
-    """The bounds shared by the connections of one server process (seconds, connections) and
-    the connections waiting for a request, oldest first (the ones to close at the cap)."""
+    """The bounds shared by the connections of one server process (seconds, connections,
+    bytes per second; ``body_min_bytes_per_s`` 0 sets no minimum), the connections waiting for a
+    request, oldest first (the first to close at the cap), and those reading a body (the next)."""
 
     header_timeout_s: float
     body_timeout_s: float
     max_connections: int
+    body_min_bytes_per_s: float = 0.0
     idle: dict[Any, None] = field(default_factory=dict)
+    bodies: dict[Any, None] = field(default_factory=dict)
     open: int = 0
     evicted: int = 0
     refused: int = 0
@@ -93,6 +115,7 @@ class ConnectionGuard:
             "open": self.open,
             "max": self.max_connections,
             "waiting": len(self.idle),
+            "reading_bodies": len(self.bodies),
             "evicted": self.evicted,
             "refused": self.refused,
             "timed_out": self.timed_out,
@@ -107,6 +130,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     _phase = _IDLE
     _deadline = 0.0
     _last = 0.0
+    _body_start = 0.0
+    _body_bytes = 0
     _timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -118,7 +143,15 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         guard.open += 1
         if guard.open > guard.max_connections and not self._make_room(guard):
             guard.refused += 1
-            transport.write(_REFUSED)
+            transport.write(
+                error_answer(
+                    "503 Service Unavailable",
+                    "overloaded_error",
+                    f"the gateway holds its limit of {guard.max_connections} client connections "
+                    "(server.max_connections), none of them idle or slow; retry shortly",
+                    b"retry-after: 1\r\n",
+                )
+            )
             transport.close()
             return
         guard.idle[self] = None
@@ -126,13 +159,38 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._timer = self.loop.call_later(guard.header_timeout_s, self._check)  # it may send nothing
 
     def _make_room(self, guard: ConnectionGuard) -> bool:
-        """Close the connection that has waited longest for a request; False when none waits."""
+        """Close the connection that has waited longest for a request, else the body furthest
+        behind the minimum rate (408); False when none waits and no body is behind."""
         for victim in guard.idle:
             del guard.idle[victim]
             guard.evicted += 1
             victim.transport.close()
             return True
-        return False
+        rate = guard.body_min_bytes_per_s
+        if not guard.bodies or rate <= 0:
+            return False
+        now = self.loop.time()
+        slowest = min(guard.bodies, key=lambda p: p._on_pace_until(rate))
+        if slowest._on_pace_until(rate) >= now:
+            return False
+        del guard.bodies[slowest]
+        guard.evicted += 1
+        slowest._phase = _APP
+        slowest.transport.write(
+            _timed_out(
+                f"request body closed to make room at the limit of {guard.max_connections} client "
+                f"connections (server.max_connections): {slowest._body_bytes} bytes in "
+                f"{now - slowest._body_start:.1f} s, slower than server.body_min_bytes_per_s "
+                f"({rate:g} B/s)"
+            )
+        )
+        slowest.transport.close()
+        return True
+
+    def _on_pace_until(self, rate: float) -> float:
+        """When this connection's body falls below ``rate`` bytes per second on average (loop
+        time, seconds): the earliest is the body furthest behind."""
+        return self._body_start + self._body_bytes / rate
 
     def _start_headers(self, guard: ConnectionGuard) -> None:
         self._phase = _HEADERS
@@ -147,24 +205,44 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._timer = self.loop.call_later(max(0.0, delay), self._check)
 
     def _check(self) -> None:
-        """The timer: close a connection past its header deadline or body gap, else wait on."""
+        """The timer: close a connection past its header deadline, body gap or (after the grace
+        period) below the minimum body rate, else wait on."""
         self._timer = None
         guard = self._guard
         if guard is None or self.transport.is_closing():
             return
         now = self.loop.time()
+        rate = guard.body_min_bytes_per_s
+        slow = False
         if self._phase == _HEADERS:
             due = self._deadline
+            why = (
+                f"request line and headers not received within {guard.header_timeout_s:g} s "
+                "(server.header_timeout_s)"
+            )
         elif self._phase == _BODY:
             due = self._last + guard.body_timeout_s
+            why = f"no request body bytes for {guard.body_timeout_s:g} s (server.body_timeout_s)"
+            if rate > 0:
+                # At ``start + bytes / rate`` the average falls below the minimum; never before the grace.
+                behind = max(self._body_start + guard.body_timeout_s, self._on_pace_until(rate))
+                if behind < due:
+                    due, slow = behind, True
         else:
             return
         if now < due:
             self._timer = self.loop.call_later(due - now, self._check)
             return
+        if slow:
+            why = (
+                f"request body of {self._body_bytes} bytes in {now - self._body_start:.1f} s is slower than "
+                f"server.body_min_bytes_per_s ({rate:g} B/s)"
+            )
         guard.timed_out += 1
         guard.idle.pop(self, None)
-        self.transport.write(_TIMED_OUT)
+        guard.bodies.pop(self, None)
+        self._phase = _APP
+        self.transport.write(_timed_out(why))
         self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -172,6 +250,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if guard is not None:
             guard.open -= 1
             guard.idle.pop(self, None)
+            guard.bodies.pop(self, None)
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
@@ -187,16 +266,21 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         guard = self._guard
         if guard is not None:
             guard.idle.pop(self, None)
+            guard.bodies[self] = None
             self._phase = _BODY
-            self._last = self.loop.time()
+            self._last = self._body_start = self.loop.time()
+            self._body_bytes = 0
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:
         if self._phase == _BODY:
             self._last = self.loop.time()
+            self._body_bytes += len(body)
         super().on_body(body)
 
     def on_message_complete(self) -> None:
+        if self._phase == _BODY and self._guard is not None:
+            self._guard.bodies.pop(self, None)
         self._phase = _APP
         super().on_message_complete()
 
@@ -224,6 +308,7 @@ def make_guard(server: Any) -> ConnectionGuard:
         fd_limit=resource.getrlimit(resource.RLIMIT_NOFILE)[0],
         header_timeout_s=server.header_timeout_s,
         body_timeout_s=server.body_timeout_s,
+        body_min_bytes_per_s=server.body_min_bytes_per_s,
         keep_alive_timeout_s=server.keep_alive_timeout_s,
     )
-    return ConnectionGuard(server.header_timeout_s, server.body_timeout_s, cap)
+    return ConnectionGuard(server.header_timeout_s, server.body_timeout_s, cap, server.body_min_bytes_per_s)

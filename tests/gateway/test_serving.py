@@ -5,6 +5,7 @@ header deadline (first request and kept-alive next ones), the body gap, the conn
 from __future__ import annotations
 
 import asyncio
+import json
 import resource
 import socket
 import subprocess
@@ -34,7 +35,26 @@ async def _echo(request: Request) -> PlainTextResponse:
 
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[int, ConnectionGuard]]:
-    guard = ConnectionGuard(header_timeout_s=TIMEOUT_S, body_timeout_s=TIMEOUT_S, max_connections=4)
+    """A guarded uvicorn on a free port, with no minimum body rate."""
+    async with _serving(0.0) as served:
+        yield served
+
+
+@pytest.fixture
+async def rate_server() -> AsyncIterator[tuple[int, ConnectionGuard]]:
+    """A guarded uvicorn on a free port whose request bodies must average 100 B/s."""
+    async with _serving(100.0) as served:
+        yield served
+
+
+@asynccontextmanager
+async def _serving(min_rate: float) -> AsyncIterator[tuple[int, ConnectionGuard]]:
+    guard = ConnectionGuard(
+        header_timeout_s=TIMEOUT_S,
+        body_timeout_s=TIMEOUT_S,
+        max_connections=4,
+        body_min_bytes_per_s=min_rate,
+    )
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -163,12 +183,87 @@ async def test_past_the_cap_with_every_connection_busy_a_new_one_gets_503(
         busy.append((r, w))
     await _until(lambda: guard.open == 4 and not guard.idle)  # all four through their headers
     reader, writer = await _open(port)
-    assert (await _until_closed(reader)).startswith(b"HTTP/1.1 503 Service Unavailable")
+    refused = await _until_closed(reader)
+    assert refused.startswith(b"HTTP/1.1 503 Service Unavailable")
+    head, _, body = refused.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in head and b"retry-after: 1" in head
+    assert json.loads(body) == {
+        "error": {
+            "type": "overloaded_error",
+            "message": "the gateway holds its limit of 4 client connections (server.max_connections), "
+            "none of them idle or slow; retry shortly",
+        }
+    }
     assert guard.refused == 1
     for r, w in busy:
         assert b"got 0" in await _response(r)
         w.close()
     writer.close()
+
+
+def _json_error(raw: bytes) -> dict[str, Any]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in head and b"connection: close" in head, head
+    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+    assert len(body) == length
+    return dict(json.loads(body)["error"])
+
+
+async def test_a_body_slower_than_the_minimum_rate_gets_a_json_408_after_the_grace_period(
+    rate_server: tuple[int, ConnectionGuard],
+) -> None:
+    port, guard = rate_server
+    reader, writer = await _open(port)
+    writer.write(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 100000\r\n\r\n")
+    closed = asyncio.create_task(_until_closed(reader))
+    sent = 0
+    while not closed.done():  # 1 byte every 0.05 s: 20 B/s, never a gap near the 0.5 s one
+        writer.write(b"z")
+        sent += 1
+        await asyncio.sleep(0.05)
+    raw = await closed
+    assert raw.startswith(b"HTTP/1.1 408 Request Timeout")
+    err = _json_error(raw)
+    assert err["type"] == "timeout_error"
+    assert "slower than server.body_min_bytes_per_s (100 B/s)" in err["message"], err
+    assert sent < 40, "cut soon after the grace period (body_timeout_s)"
+    assert guard.timed_out == 1
+    writer.close()
+
+
+async def test_a_body_faster_than_the_minimum_rate_is_served_however_long_it_takes(
+    rate_server: tuple[int, ConnectionGuard],
+) -> None:
+    port, guard = rate_server
+    reader, writer = await _open(port)
+    writer.write(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 300\r\n\r\n")
+    for _ in range(20):  # 15 bytes every 0.05 s: 300 B/s for 1 s, twice the grace period
+        writer.write(b"z" * 15)
+        await asyncio.sleep(0.05)
+    assert b"got 300" in await _response(reader)
+    assert guard.timed_out == 0
+    writer.close()
+
+
+async def test_past_the_cap_a_new_connection_closes_the_body_furthest_behind_the_minimum_rate(
+    rate_server: tuple[int, ConnectionGuard],
+) -> None:
+    port, guard = rate_server
+    slow = []
+    for n in range(1, 5):  # four slow bodies, the first the furthest behind
+        r, w = await _open(port)
+        w.write(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 100000\r\n\r\nz")
+        slow.append((r, w))
+        await _until(lambda n=n: guard.open == n and not guard.idle)  # type: ignore[misc]
+        await asyncio.sleep(0.01)
+    reader, writer = await _open(port)
+    writer.write(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+    assert b"got 0" in await _response(reader)
+    raw = await _until_closed(slow[0][0])
+    assert raw.startswith(b"HTTP/1.1 408") and "server.max_connections" in _json_error(raw)["message"]
+    assert guard.evicted == 1 and guard.refused == 0
+    for _, w in [*slow, (reader, writer)]:
+        w.close()
 
 
 def test_the_soft_fd_limit_is_raised_to_the_hard_limit() -> None:
