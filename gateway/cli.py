@@ -83,11 +83,16 @@ def serve(
         console.print(f"[red]configuration error[/red]\n{err.message}")
         raise typer.Exit(2) from err
     bind = host or settings.host or cfg.server.host
-    try:
-        exposure.check_listen_address(bind, cfg, settings, flag=allow_anonymous)
-    except ConfigError as err:
-        typer.echo(f"turnstile: {err.message}", err=True)
-        raise typer.Exit(2) from err
+    problem = exposure.unusable_host(bind, resolve=False)
+    if problem is None:  # a non-loopback host is refused before it is looked up
+        try:
+            exposure.check_listen_address(bind, cfg, settings, flag=allow_anonymous)
+        except ConfigError as err:
+            problem = err.message
+    problem = problem or exposure.unusable_host(bind)
+    if problem is not None:
+        typer.echo(f"turnstile: {problem}", err=True)
+        raise typer.Exit(2)
     level = log_level.value if log_level is not None else settings.log_level.lower()
     if level not in LogLevel.__members__:
         level = LogLevel.info.value

@@ -18,6 +18,7 @@ Loopback means ``127.0.0.0/8``, ``::1`` (also IPv4-mapped ``::ffff:127.x.x.x``) 
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Callable
 
 import structlog
@@ -57,6 +58,26 @@ def is_loopback(host: str) -> bool:
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         return addr.ipv4_mapped.is_loopback
     return addr.is_loopback
+
+
+def unusable_host(host: str, *, resolve: bool = True) -> str | None:
+    """Why ``host`` (the listening address) cannot be listened on, in one line naming it, or
+    None: empty, or with whitespace or control characters (a stray space from a shell or a
+    YAML value), or, with ``resolve``, neither an IP address nor a name this machine resolves
+    (``getaddrinfo``, as uvicorn will; a name is looked up, which may take a moment)."""
+    where = "check --host, TURNSTILE_HOST or server.host"
+    if not host or any(c.isspace() or not c.isprintable() for c in host):
+        return f"cannot listen on host {host!r}: it is empty or has whitespace or control characters; {where}"
+    if resolve:
+        try:
+            socket.getaddrinfo(host.strip("[]"), None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        except (OSError, UnicodeError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            return (
+                f"cannot listen on host {host!r}: not an IP address or a host name this machine "
+                f"resolves ({reason}); {where}"
+            )
+    return None
 
 
 def anonymous_allowed(config: GatewayConfig, settings: Settings, flag: bool = False) -> bool:

@@ -270,3 +270,28 @@ def test_allow_anonymous_serves_a_public_host_and_warns_at_start(
 def test_serve_help_says_it_runs_until_stopped_and_names_allow_anonymous() -> None:
     result = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "200"})
     assert "until Ctrl-C" in result.output and "--allow-anonymous" in result.output
+
+
+@pytest.mark.parametrize(
+    ("host", "flags"),
+    [
+        ("127.0.0.1 ", []),
+        (" 127.0.0.1", []),
+        ("127.0.0.1\t", []),
+        ("::1\n", []),
+        ("local host", []),
+        ("no-such-host.invalid", ["--allow-anonymous"]),
+        ("127.0.0.300", ["--allow-anonymous"]),
+    ],
+    ids=["trailing-space", "leading-space", "tab", "newline", "inner-space", "unresolvable", "bad-ipv4"],
+)
+def test_serve_refuses_a_host_it_cannot_listen_on_in_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str, flags: list[str]
+) -> None:
+    calls = _fake_uvicorn(monkeypatch)
+    result = runner.invoke(app, ["serve", "--config", str(_demo_config(tmp_path)), "--host", host, *flags])
+    assert result.exit_code == 2 and calls == [], result.output
+    line = result.stderr.strip()
+    assert "\n" not in line, "one line"
+    assert line.startswith(f"turnstile: cannot listen on host {host!r}: "), line
+    assert "--host, TURNSTILE_HOST or server.host" in line
