@@ -45,8 +45,9 @@ from gateway.errors import (
     RouteNotFound,
     TranscriptUnavailable,
     TurnstileError,
+    UpstreamError,
 )
-from gateway.http_headers import retry_after_value
+from gateway.http_headers import header_value, retry_after_value
 from gateway.logs import access_log
 from gateway.memory import MemoryReturn
 from gateway.pipeline import Gateway, Pipeline, Turn
@@ -226,8 +227,13 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
 
 
 def _error_response(edge: ModuleType, err: TurnstileError, rid: str) -> Response:
+    """``err`` as a JSON answer in ``edge``'s dialect, with the request id, the deployment
+    that was being read for an upstream's error (as a successful answer names the one that
+    answered) and ``retry-after`` when ``err`` has one."""
     status, body = edge.render_error(err)
     headers = {"x-turnstile-request-id": rid}
+    if isinstance(err, UpstreamError) and err.deployment is not None:
+        headers["x-turnstile-deployment"] = header_value(err.deployment)
     retry_after = getattr(err, "retry_after_s", None)
     if retry_after is not None:
         headers["retry-after"] = retry_after_value(retry_after)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
 from standins import recordings
@@ -23,6 +24,7 @@ from standins.upstream import (
     cut_before_stop,
     held,
     http_error,
+    huge,
     replay,
     reset_mid_stream,
     stop_frame_index,
@@ -173,6 +175,32 @@ def test_both_deployments_failing_raises_api_status_error(
     assert exc.value.status_code >= 500
     _assert_dialect_error_shape(dialect, exc.value, "overloaded_error", "api_error")
     assert len(upstream.requests()) == 2
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("fault", ["answer-past-the-cap", "server-error"])
+def test_an_upstream_error_answer_names_the_deployment_that_was_read(
+    dialect: str, fault: str, upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    deployment, model = MATRIX["openai_chat"]
+    if fault == "answer-past-the-cap":  # 9 MiB against the 8 MiB server.max_response_bytes
+        ex = recordings.common("openai_chat", "simple", False)[0]
+        upstream.script(huge(ex, 9 * 1024 * 1024, api="openai_chat"))
+    else:
+        upstream.script(http_error(500, {"error": {"message": "boom", "type": "server_error"}}, model=model))
+    body: dict[str, Any] = {"model": deployment, "messages": [{"role": "user", "content": "hi"}]}
+    if dialect == "anthropic":
+        body["max_tokens"] = 16
+    path = "/v1/chat/completions" if dialect == "openai" else "/v1/messages"
+    resp = httpx.post(
+        f"{gateway_url}{path}",
+        json=body,
+        headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+        timeout=30,
+    )
+    assert resp.status_code == (502 if fault == "answer-past-the-cap" else 500), resp.text[:300]
+    assert resp.headers["x-turnstile-deployment"] == deployment
+    assert resp.headers["x-turnstile-request-id"]
 
 
 # ------------------------------------------------------------------------------ broken streams
