@@ -20,7 +20,10 @@ The client's globs (``fnmatch`` over exposed names) decide what it sees:
   (available or not). With ``mcp.namespaced`` off only the second rule, or ``*``, can hold.
 
 Anything hidden is answered exactly like something that does not exist (the same error text,
-the same empty list).
+the same empty list). That includes the MCP SDK's own check of a ``tools/call``'s
+``Mcp-Param-*`` headers against the tool's input schema, which runs before the gateway's
+handler sees the call and knows only the tool's name: the ``/mcp`` app puts the caller in
+:data:`CALLER` for it, and a hidden tool has no schema there (:func:`current_caller`).
 
 The key only authenticates the caller to the gateway: upstream requests are made by the
 gateway's own ``Client`` per upstream, with the credentials of the upstream's config, and carry
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
@@ -116,6 +120,20 @@ def caller(config: McpConfig, read_env: EnvReader, headers: Any) -> Visibility:
     :func:`authenticate`, with :data:`NOTHING` for a key that matches no client."""
     found = authenticate(config, read_env, headers)
     return NOTHING if found is None else found
+
+
+CALLER: ContextVar[Visibility | None] = ContextVar("turnstile_mcp_caller", default=None)
+"""The visibility of the ``/mcp`` request being handled, set by its ASGI app around the MCP
+SDK's handling (for hooks the SDK calls without the request: its ``Mcp-Param-*`` check)."""
+
+
+def current_caller(config: McpConfig) -> Visibility:
+    """The visibility in :data:`CALLER` (fails closed: nothing when clients are configured
+    and no ``/mcp`` request set one)."""
+    found = CALLER.get()
+    if found is not None:
+        return found
+    return EVERYTHING if not config.clients else NOTHING
 
 
 def from_request(config: McpConfig, request: Any) -> Visibility:

@@ -57,7 +57,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_servers.aggregate import Aggregator, decode_cursor, encode_cursor
 from mcp_servers.arguments import argument_errors, invalid_arguments_text
-from mcp_servers.clients import EVERYTHING, Visibility, from_request
+from mcp_servers.clients import EVERYTHING, Visibility, current_caller, from_request
 from mcp_servers.output_cap import cap_text
 from mcp_servers.registry import McpRegistry, RegisteredTool
 from mcp_servers.relay import LEVELS, UPSTREAM_KEY_PREFIX, Channel
@@ -239,7 +239,7 @@ class McpEndpoint:
             instructions="Turnstile MCP gateway: tools of every registered MCP server as <server>__<tool>",
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            get_tool_input_schema=self.registry.input_schema,
+            get_tool_input_schema=self.visible_input_schema,
             on_list_resources=self.aggregate.list_resources,
             on_list_resource_templates=self.aggregate.list_resource_templates,
             on_read_resource=self.aggregate.read_resource,
@@ -287,6 +287,15 @@ class McpEndpoint:
         if len(tools) > len(page):
             nxt = encode_cursor("tools", None, after=[page[-1].server, page[-1].name])
         return ListToolsResult(tools=[self.exposed_tool(t) for t in page], next_cursor=nxt)
+
+    def visible_input_schema(self, exposed: str) -> dict[str, Any] | None:
+        """The input schema of ``exposed`` when the current ``/mcp`` caller may see it, else
+        None, as for a tool that does not exist. The MCP SDK checks a modern ``tools/call``'s
+        ``Mcp-Param-*`` headers against it before :meth:`_call_tool` runs, and its errors name
+        the schema's header properties: a hidden tool must not be looked up there."""
+        if not current_caller(self.registry.config).allows(exposed):
+            return None
+        return self.registry.input_schema(exposed)
 
     # ------------------------------------------------------------------ tools/call
 

@@ -44,7 +44,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from mcp_servers.admin_policy import AdminPolicyViolation
-from mcp_servers.clients import STATE_KEY, authenticate
+from mcp_servers.clients import CALLER, STATE_KEY, authenticate
 from mcp_servers.config import McpConfig, McpServerSpec
 from mcp_servers.endpoint import McpEndpoint
 from mcp_servers.registry import McpRegistry, RegistryConflict
@@ -110,7 +110,11 @@ class McpAsgi:
             await _unauthenticated()(scope, receive, send)
             return
         scope.setdefault("state", {})[STATE_KEY] = visibility
-        await runtime.session_manager.handle_request(scope, receive, send)
+        token = CALLER.set(visibility)  # for the SDK's Mcp-Param-* check (McpEndpoint.visible_input_schema)
+        try:
+            await runtime.session_manager.handle_request(scope, receive, send)
+        finally:
+            CALLER.reset(token)
 
 
 def _unauthenticated() -> Response:

@@ -21,7 +21,9 @@ Its tools cover the faults and edge cases the registry must handle:
   server's own working directory);
 * ``reset(mode, target)`` (destructive): its schema declares ``mode`` one of ``soft``/``hard``
   and no other keys, yet it accepts anything, and records every call it receives; ``received``
-  (read-only) returns those calls as JSON (to show a call never reached the server).
+  (read-only) returns those calls as JSON (to show a call never reached the server);
+* with ``--routed``, ``routed(region)`` (read-only): ``region`` is mirrored in the
+  ``Mcp-Param-Region`` HTTP header (``x-mcp-header``), which the server checks against it.
 
 Resources ``note://<name>/readme`` and ``note://<name>/extra-N`` (``--resources N``), the template
 ``note://<name>/items/{item}``, the prompt ``summarize(topic)``; ``grow`` (read-only) adds one
@@ -49,9 +51,15 @@ LONG_NAME = "a_tool_name_that_is_deliberately_much_longer_than_sixty_four_charac
 BUILD_LOG_LINES = 155_000  # "line N: compiling module mK.c ...\n" is ~39 bytes: about 6 MB in all
 
 
-def build(name: str, search_param: str, extra_resources: int = 0) -> MCPServer:
+def build(name: str, search_param: str, extra_resources: int = 0, routed: bool = False) -> MCPServer:
     """The fixture server named ``name``."""
     server = MCPServer(name, version="0.0.1", warn_on_duplicate_tools=False)
+
+    if routed:
+
+        @server.tool(name="routed", annotations=READ_ONLY)
+        def routed_tool(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+            return f"routed to {region}"
 
     @server.resource(
         f"note://{name}/readme",
@@ -237,10 +245,11 @@ def main() -> None:
         "--http-port", type=int, default=0, help="serve streamable HTTP on 127.0.0.1:PORT/mcp"
     )
     parser.add_argument("--family", default="", help="start descendants, append their pids here")
+    parser.add_argument("--routed", action="store_true", help="add the routed tool (x-mcp-header)")
     args = parser.parse_args()
     if args.family:
         spawn_family(args.family)
-    server = build(args.name, args.search_param, args.resources)
+    server = build(args.name, args.search_param, args.resources, args.routed)
     if args.http_port:
         server.run("streamable-http", host="127.0.0.1", port=args.http_port)
     else:

@@ -29,8 +29,9 @@ UPSTREAM_SECRET = "gateway-own-upstream-token"
 def keyed_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpGateway]:
     """A gateway with three clients: alice sees the ``docs`` (HTTP) tools and prompts, bob the
     ``time`` ones and ``docs__headers``, carol only ``time``'s; ``docs`` gets the gateway's own
-    token from ``DOCS_TOKEN``."""
-    docs = HttpFixture("docs")
+    token from ``DOCS_TOKEN`` and has ``routed``, whose ``region`` is an ``Mcp-Param-Region``
+    header."""
+    docs = HttpFixture("docs", "--routed")
     try:
         servers = [
             {
@@ -196,3 +197,69 @@ async def test_prompts_are_listed_and_got_only_under_the_client_globs(
             hidden = await _error(client.get_prompt("docs__summarize", {"topic": "x"}))
             missing = await _error(client.get_prompt("nosuch__summarize", {"topic": "x"}))
             assert hidden == missing.replace("nosuch__", "docs__")
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_mcp_param_headers_reveal_nothing_of_a_tool_hidden_from_the_caller(
+    keyed_gw: McpGateway, mode: str
+) -> None:
+    """Before the call reaches the gateway's handler, the SDK checks ``Mcp-Param-*`` headers
+    against the tool's input schema: for a tool the caller may not see, that check must not
+    run (its errors would name the schema's header properties, and that the tool exists)."""
+    async with _client(keyed_gw, BOB, mode=mode) as bob:  # bob may not see docs__routed
+        hidden = await _error(bob.call_tool("docs__routed", {"region": "eu"}))
+        missing = await _error(bob.call_tool("docs__nosuch", {"region": "eu"}))
+    assert hidden == missing.replace("docs__nosuch", "docs__routed"), (hidden, missing)
+    assert "unknown tool" in hidden and "Mcp-Param" not in hidden and "region" not in hidden
+    async with _client(keyed_gw, ALICE, mode=mode) as alice:  # who may see it: checked and called
+        assert "docs__routed" in {t.name for t in (await alice.list_tools()).tools}
+        assert _text(await alice.call_tool("docs__routed", {"region": "eu"})) == "routed to eu"
+
+
+async def _modern_call(
+    gw: McpGateway, key: str, name: str, arguments: dict[str, Any], **headers: str
+) -> tuple[int, str]:
+    """A 2026-07-28 ``tools/call`` sent by hand (the SDK client adds the ``Mcp-Param-*``
+    headers itself, and re-lists and retries on a mismatch): status and body text."""
+    from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    version = MODERN_PROTOCOL_VERSIONS[-1]
+    meta = {PROTOCOL_VERSION_META_KEY: version, CLIENT_CAPABILITIES_META_KEY: {}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": meta},
+    }
+    sent = {
+        "Authorization": f"Bearer {key}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": version,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": name,
+        **{k.replace("_", "-"): v for k, v in headers.items()},
+    }
+    async with httpx.AsyncClient(base_url=gw.url, timeout=30) as http:
+        r = await http.post("/mcp", json=body, headers=sent)
+    return r.status_code, r.text
+
+
+async def test_mcp_param_headers_of_a_hidden_tool_are_answered_as_for_a_missing_one(
+    keyed_gw: McpGateway,
+) -> None:
+    for headers in ({}, {"Mcp_Param_Region": "us"}, {"Mcp_Param_Region": "eu"}):
+        hidden = await _modern_call(keyed_gw, BOB, "docs__routed", {"region": "eu"}, **headers)
+        missing = await _modern_call(keyed_gw, BOB, "docs__nosuch", {"region": "eu"}, **headers)
+        assert hidden == (missing[0], missing[1].replace("docs__nosuch", "docs__routed")), (headers, hidden)
+        assert "Mcp-Param" not in hidden[1] and "region" not in hidden[1]
+
+
+async def test_mcp_param_headers_are_still_checked_for_a_tool_the_caller_sees(keyed_gw: McpGateway) -> None:
+    args = {"region": "eu"}
+    status, text = await _modern_call(keyed_gw, ALICE, "docs__routed", args)
+    assert status == 400 and "Mcp-Param-Region header is missing" in text, text
+    status, text = await _modern_call(keyed_gw, ALICE, "docs__routed", args, Mcp_Param_Region="us")
+    assert status == 400 and "Mcp-Param-Region header does not match" in text, text
+    status, text = await _modern_call(keyed_gw, ALICE, "docs__routed", args, Mcp_Param_Region="eu")
+    assert status == 200 and "routed to eu" in text, text
