@@ -59,8 +59,9 @@ class InvalidRequest(TurnstileError):
 
 
 class PayloadTooLarge(InvalidRequest):
-    """The request exceeds a size limit: its body ``server.max_body_bytes``, or its messages or
-    content parts ``server.max_request_messages`` / ``server.max_request_parts``."""
+    """The request exceeds a size limit: its body ``server.max_body_bytes``, its messages or
+    content parts ``server.max_request_messages`` / ``server.max_request_parts``, its tools
+    ``server.max_request_tools`` or one tool's input schema ``server.max_tool_schema_nodes``."""
 
     status = 413
     kind = "payload_too_large"
