@@ -24,7 +24,7 @@ a long conversation costs no more Python than a short one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import chain, repeat
 from typing import Any, NamedTuple, Protocol
 
@@ -87,6 +87,9 @@ class ToolSite(NamedTuple):
     schema_field: str
     schema_of: Callable[[Any], Any]
     name_of: Callable[[Any], Any]
+
+
+_NO_TOOLS: Mapping[str, ToolSite] = {}
 
 
 def path_past(value: Any, limit: int) -> list[str | int]:
@@ -153,14 +156,15 @@ def check_bounds(
     *,
     extra_parts: str = "",
     inner_parts: bool = False,
-    tools: tuple[ToolSite, ...] = (),
+    tools: Mapping[str, ToolSite] = _NO_TOOLS,
 ) -> None:
     """Refuse decoded request ``data`` (from the JSON ``body``) past ``limits``: more messages
     than ``max_request_messages`` or parts than ``max_request_parts`` (content parts and tool
     calls of every message, the list at top-level key ``extra_parts`` when given, and with
     ``inner_parts`` the parts inside parts: Anthropic tool results) raise
-    :class:`PayloadTooLarge` (413) naming the limit, as do the tool lists at ``tools`` past
-    :func:`check_tools`' limits; nesting deeper than ``max_json_depth``
+    :class:`PayloadTooLarge` (413) naming the limit, as do the tool lists past
+    :func:`check_tools`' limits (``tools``: the dialect's :class:`ToolSite` by top-level key,
+    :func:`tool_sites`); nesting deeper than ``max_json_depth``
     raises :class:`InvalidRequest` (400) naming the field (one of the dialect's ``fields``, see
     :func:`field_of`). Values that are not of the expected type are left for the edge to name."""
     messages = data.get("messages")
@@ -175,10 +179,10 @@ def check_bounds(
         # Each part takes at least two bytes of JSON (``0,``): a smaller body needs no count.
         if len(body) >= 2 * limits.max_request_parts:
             _check_parts(messages, data.get(extra_parts) if extra_parts else None, inner_parts, limits)
-    for site in tools:
-        listed = data.get(site.field)
+    for key in tools.keys() & data.keys():  # set operations in C: no bytecode for a request without tools
+        listed = data[key]
         if type(listed) is list:
-            check_tools(listed, site, limits, body)
+            check_tools(listed, tools[key], limits, body)
     limit = limits.max_json_depth
     # Each level needs an opening bracket: a body with few of them needs no walk at all.
     if body.count(b"{") + body.count(b"[") > limit and nesting_exceeds(data, limit):
@@ -199,6 +203,11 @@ def _check_parts(messages: list[Any], extra: Any, inner: bool, limits: InputLimi
             "request (limit server.max_request_parts)",
             param="messages",
         )
+
+
+def tool_sites(*sites: ToolSite) -> dict[str, ToolSite]:
+    """``sites`` by their top-level key, as :func:`check_bounds` takes them."""
+    return {site.field: site for site in sites}
 
 
 def schema_nodes(schema: Any, limit: int) -> int:

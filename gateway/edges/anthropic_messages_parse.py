@@ -29,7 +29,14 @@ from typing import Any
 
 import orjson
 
-from gateway.edges._bounds import DEFAULT_LIMITS, FieldPattern, InputLimits, ToolSite, check_bounds
+from gateway.edges._bounds import (
+    DEFAULT_LIMITS,
+    FieldPattern,
+    InputLimits,
+    ToolSite,
+    check_bounds,
+    tool_sites,
+)
 from gateway.edges._common import (
     JSONObj,
     as_obj,
@@ -423,7 +430,7 @@ def _tool_field(tool: Any, key: str) -> Any:
     return tool.get(key) if type(tool) is dict else None
 
 
-_TOOL_SITES = (
+_TOOL_SITES = tool_sites(
     ToolSite(
         "tools", "input_schema", lambda t: _tool_field(t, "input_schema"), lambda t: _tool_field(t, "name")
     ),

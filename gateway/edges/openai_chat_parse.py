@@ -35,6 +35,7 @@ from gateway.edges._bounds import (
     ToolSite,
     check_bounds,
     check_embedded,
+    tool_sites,
 )
 from gateway.edges._common import (
     JSONObj,
@@ -435,7 +436,7 @@ def _field_of(value: Any, key: str) -> Any:
     return value.get(key) if type(value) is dict else None
 
 
-_TOOL_SITES = (
+_TOOL_SITES = tool_sites(
     ToolSite(
         "tools",
         "function.parameters",
