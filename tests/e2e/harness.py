@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from standins.agent_upstream import MARKER, AgentUpstream
+from standins.agent_upstream import MARKER, AgentUpstream, names_tool
 from standins.serve_process import ServeProcess
 
 from .model_names import all_names
@@ -187,7 +187,8 @@ class E2E:
         )
 
     def assert_tool_round_trip(self, tool: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The transcript holds the tool loop: a row whose answer calls ``tool``, then a later
+        """The transcript holds the tool loop: a row whose answer calls ``tool`` (bare or
+        namespaced, :func:`standins.agent_upstream.names_tool`), then a later
         row whose request carries that call's result (holding :data:`MARKER`) and whose answer
         quotes it. Returns ``(call row, result row)``; fails naming what was found."""
         rows = self.rows()
@@ -196,7 +197,7 @@ class E2E:
             calls = [
                 p
                 for p in (answer.get("message") or {}).get("content") or []
-                if p.get("type") == "tool_call" and p.get("name") == tool
+                if p.get("type") == "tool_call" and names_tool(str(p.get("name")), tool)
             ]
             if not calls:
                 continue

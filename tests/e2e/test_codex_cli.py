@@ -5,7 +5,12 @@ shell tool against the scripted model: it runs ``cat note.txt`` and quotes the n
 Codex is configured as a user pointing it at a gateway would: a ``config.toml`` in a
 ``CODEX_HOME`` of its own with a ``model_provider`` (base URL the gateway's ``/v1``), no
 ``model`` (so it asks for its default, which the gateway's config routes), and update checks,
-analytics, feedback and the hosted web-search tool off.
+analytics, feedback and plugins (which fetch from github.com and chatgpt.com) off.
+
+Its default model (``gpt-6.2-sol``) runs in code mode: the tools arrive as an
+``additional_tools`` input item of ``namespace`` tools, the shell is reached through the custom
+tool ``exec`` (free-form JavaScript calling ``tools.exec_command``), and its result comes back
+as a ``custom_tool_call_output`` (tests/fixtures/e2e/codex-0.171.0-exec-tool-loop.json).
 """
 
 from __future__ import annotations
@@ -23,8 +28,6 @@ TIMEOUT_S = 120
 CONFIG_TOML = """\
 model_provider = "turnstile"
 check_for_update_on_startup = false
-# A hosted tool: a Chat Completions upstream has none, and the gateway refuses it by name.
-web_search = "disabled"
 
 [model_providers.turnstile]
 name = "Turnstile"
@@ -39,6 +42,9 @@ enabled = false
 
 [feedback]
 enabled = false
+
+[features]
+plugins = false
 """
 
 
@@ -65,10 +71,6 @@ def test_codex_exec_completes_tool_loop(e2e: E2E, agent_tools: Tools) -> None:
         "--ephemeral",
         "--sandbox",
         "read-only",
-        "--disable",
-        "multi_agent",  # sub-agent tools (a `namespace` tool): not needed here
-        "--disable",
-        "goals",
         "--color",
         "never",
         "Read note.txt and tell me what it says.",
@@ -77,7 +79,7 @@ def test_codex_exec_completes_tool_loop(e2e: E2E, agent_tools: Tools) -> None:
 
     assert run.returncode == 0, f"{run.report()}\n{e2e.diagnosis()}"
     assert MARKER in run.stdout, f"the final answer does not quote the note\n{run.report()}"
-    call_row, result_row = e2e.assert_tool_round_trip("exec_command")
+    call_row, result_row = e2e.assert_tool_round_trip("exec")
     assert call_row["requested_model"] in REQUESTED["codex"]
     assert result_row["stop"] == "stop"
     e2e.assert_offline()

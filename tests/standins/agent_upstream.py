@@ -10,8 +10,9 @@ The rule, applied to every ``POST /v1/chat/completions`` the gateway sends:
    text quoting the results' line that holds :data:`MARKER` (or their first line when none
    does, so a failed tool shows in the agent's output): ``The note says: <line>``.
 3. Else, in a conversation without tool results yet, a request offering one of the tools in
-   :data:`TOOL_CALLS` (the agent's own tools, by name) is answered with one call of the first
-   such tool, reading :data:`NOTE_FILE` in the agent's working directory.
+   :data:`TOOL_CALLS` (the agent's own tools, by name, bare or namespaced) is answered with one
+   call of the first such tool, reading :data:`NOTE_FILE` in the agent's working directory
+   (for Codex's code-mode ``exec`` tool: JavaScript that runs ``cat note.txt``).
 4. Anything else (title generation, a later turn) gets a short text.
 
 Answers are streamed when the request streams. Every request is kept in
@@ -22,6 +23,7 @@ rule answered it in :attr:`AgentUpstream.answered`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from .tool_answers import Call, text_answer, tool_call_answer
@@ -31,25 +33,59 @@ NOTE_FILE = "note.txt"
 MARKER = "turnstile-e2e-marker-7Q4X"
 NOTE_TEXT = f"The launch code is {MARKER}.\n"
 
-# Tool name -> arguments reading NOTE_FILE, in order of preference. The names and argument
-# shapes are those the pinned agents declare (tests/fixtures/e2e/*.json hold their requests).
-TOOL_CALLS: dict[str, dict[str, Any]] = {
-    "read_note": {},  # the OpenAI Agents SDK test's own @function_tool
-    "exec_command": {"cmd": f"cat {NOTE_FILE}"},  # Codex CLI 0.171 (unified exec)
-    "shell_command": {"command": f"cat {NOTE_FILE}"},  # Codex CLI, shell_command tool type
-    "shell": {"command": ["cat", NOTE_FILE]},  # Codex CLI, classic shell tool
-    "read_file": {"file_path": NOTE_FILE},  # Gemini CLI 0.61
-    "run_shell_command": {"command": f"cat {NOTE_FILE}"},  # Gemini CLI 0.61
+# Codex CLI's code mode (its default model's `tool_mode = "code_mode_only"`): the one tool is the
+# custom tool `exec`, whose free-form input is JavaScript calling Codex's nested tools.
+EXEC_JS = f'text(await tools.exec_command({{cmd: "cat {NOTE_FILE}"}}));'
+
+
+def _one_string(schema: dict[str, Any], value: str) -> dict[str, Any]:
+    """``{<the tool's one string parameter>: value}``: a custom (free-form) tool as a Chat
+    Completions upstream sees it, a function with one string argument."""
+    props = schema.get("properties") or {}
+    strings = [k for k, v in props.items() if isinstance(v, dict) and v.get("type") == "string"]
+    return {strings[0] if len(strings) == 1 else "input": value}
+
+
+# Tool name -> arguments reading NOTE_FILE (from the tool's parameter schema), in order of
+# preference. Names and argument shapes are those the pinned agents declare
+# (tests/fixtures/e2e/*.json hold their requests).
+TOOL_CALLS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "read_note": lambda _: {},  # the OpenAI Agents SDK test's own @function_tool
+    "exec": lambda schema: _one_string(schema, EXEC_JS),  # Codex CLI 0.171, code mode (default model)
+    "exec_command": lambda _: {"cmd": f"cat {NOTE_FILE}"},  # Codex CLI 0.171, other models
+    "shell_command": lambda _: {"command": f"cat {NOTE_FILE}"},  # Codex CLI, shell_command tool type
+    "shell": lambda _: {"command": ["cat", NOTE_FILE]},  # Codex CLI, classic shell tool
+    "read_file": lambda _: {"file_path": NOTE_FILE},  # Gemini CLI 0.61
+    "run_shell_command": lambda _: {"command": f"cat {NOTE_FILE}"},  # Gemini CLI 0.61
 }
+NAMESPACE_SEPARATORS = (".", "__", "/", ":")  # how an edge may flatten a namespaced tool's name
 
 
-def _offered(body: dict[str, Any]) -> list[str]:
-    names = []
+def _offered(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The request's function tools: name -> parameter schema."""
+    tools: dict[str, dict[str, Any]] = {}
     for tool in body.get("tools") or []:
         fn = tool.get("function") if isinstance(tool, dict) else None
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-            names.append(fn["name"])
-    return names
+            params = fn.get("parameters")
+            tools[fn["name"]] = params if isinstance(params, dict) else {}
+    return tools
+
+
+def names_tool(name: str, key: str) -> bool:
+    """``name`` (as offered or called) is the tool ``key`` of :data:`TOOL_CALLS`, bare or
+    namespaced (``functions.exec`` names ``exec``)."""
+    return name == key or any(name.endswith(sep + key) for sep in NAMESPACE_SEPARATORS)
+
+
+def _pick(offered: dict[str, dict[str, Any]]) -> tuple[str, str] | None:
+    """``(offered name, TOOL_CALLS key)`` of the first known tool offered, by bare name or by a
+    namespaced one (``functions.exec``)."""
+    for key in TOOL_CALLS:
+        for name in offered:
+            if names_tool(name, key):
+                return name, key
+    return None
 
 
 def _text_of(content: Any) -> str:
@@ -117,13 +153,15 @@ class AgentUpstream(UpstreamStandin):
             self._reply(("final", text), text, stream)
             return
         offered = _offered(body)
-        name = next((n for n in TOOL_CALLS if n in offered), None)
-        if name is not None and not any(m.get("role") == "tool" for m in messages):
-            call = Call(id=f"call_e2e_{len(self.answered)}", name=name, raw=json.dumps(TOOL_CALLS[name]))
+        picked = _pick(offered)
+        if picked is not None and not any(m.get("role") == "tool" for m in messages):
+            name, key = picked
+            args = TOOL_CALLS[key](offered[name])
+            call = Call(id=f"call_e2e_{len(self.answered)}", name=name, raw=json.dumps(args))
             self.answered.append(("tool_call", name))
             self.script(replay(tool_call_answer(OPENAI, [call], stream=stream), api=OPENAI))
             return
-        self._reply(("side", f"text (tools offered: {offered})"), "Reading the note.", stream)
+        self._reply(("side", f"text (tools offered: {sorted(offered)})"), "Reading the note.", stream)
 
     def _reply(self, note: tuple[str, str], text: str, stream: bool) -> None:
         self.answered.append(note)
