@@ -61,7 +61,7 @@ TOOL_CALLS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 NAMESPACE_SEPARATORS = (".", "__", "/", ":")  # how an edge may flatten a namespaced tool's name
 
 
-def _offered(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def offered_tools(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The request's function tools: name -> parameter schema."""
     tools: dict[str, dict[str, Any]] = {}
     for tool in body.get("tools") or []:
@@ -78,7 +78,7 @@ def names_tool(name: str, key: str) -> bool:
     return name == key or any(name.endswith(sep + key) for sep in NAMESPACE_SEPARATORS)
 
 
-def _pick(offered: dict[str, dict[str, Any]]) -> tuple[str, str] | None:
+def pick_tool(offered: dict[str, dict[str, Any]]) -> tuple[str, str] | None:
     """``(offered name, TOOL_CALLS key)`` of the first known tool offered, by bare name or by a
     namespaced one (``functions.exec``)."""
     for key in TOOL_CALLS:
@@ -152,8 +152,8 @@ class AgentUpstream(UpstreamStandin):
             text = quote("\n".join(_text_of(m.get("content")) for m in results))
             self._reply(("final", text), text, stream)
             return
-        offered = _offered(body)
-        picked = _pick(offered)
+        offered = offered_tools(body)
+        picked = pick_tool(offered)
         if picked is not None and not any(m.get("role") == "tool" for m in messages):
             name, key = picked
             args = TOOL_CALLS[key](offered[name])
