@@ -34,6 +34,9 @@ UPSTREAM_KEY_ENV = "TURNSTILE_E2E_UPSTREAM_KEY"
 UPSTREAM_KEY = "sk-e2e-upstream-0000"
 CLIENT_KEY = "sk-e2e-client-0000"  # what the agents send the gateway (no client auth on loopback)
 SCRIPTED = "scripted-agent"
+# A model name outside Codex's bundled catalog (Codex then sends its classic tool list); routed
+# to the scripted model like the tools' default names.
+OUTSIDE_CODEX_CATALOG = "turnstile-e2e-model"
 
 
 class ProxyTrap:
@@ -84,7 +87,9 @@ def gateway_config(upstream_url: str, db_path: Path) -> dict[str, Any]:
                 "price": {"input": 0, "output": 0},
             }
         ],
-        "models": [{"name": name, "deployments": [SCRIPTED]} for name in all_names()],
+        "models": [
+            {"name": name, "deployments": [SCRIPTED]} for name in [*all_names(), OUTSIDE_CODEX_CATALOG]
+        ],
     }
 
 

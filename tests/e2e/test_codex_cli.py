@@ -11,15 +11,20 @@ Its default model (``gpt-6.2-sol``) runs in code mode: the tools arrive as an
 ``additional_tools`` input item of ``namespace`` tools, the shell is reached through the custom
 tool ``exec`` (free-form JavaScript calling ``tools.exec_command``), and its result comes back
 as a ``custom_tool_call_output`` (tests/fixtures/e2e/codex-0.171.0-exec-tool-loop.json).
+A model outside its catalog (what a gateway user names to reach another provider) gets the
+classic list instead: top-level ``tools`` with the ``exec_command`` function, a ``namespace``
+of sub-agent tools and the hosted ``web_search`` tool, which a Chat Completions upstream
+cannot serve, so the configuration turns it off (``web_search = "disabled"``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from standins.agent_upstream import MARKER
 
-from .harness import CLIENT_KEY, E2E, require_edge
+from .harness import CLIENT_KEY, E2E, OUTSIDE_CODEX_CATALOG, require_edge
 from .model_names import REQUESTED
 from .npm_tools import Tools
 
@@ -28,6 +33,7 @@ TIMEOUT_S = 120
 CONFIG_TOML = """\
 model_provider = "turnstile"
 check_for_update_on_startup = false
+web_search = "disabled"
 
 [model_providers.turnstile]
 name = "Turnstile"
@@ -56,7 +62,12 @@ def codex_home(home: Path, gateway_url: str) -> Path:
     return path
 
 
-def test_codex_exec_completes_tool_loop(e2e: E2E, agent_tools: Tools) -> None:
+@pytest.mark.parametrize(
+    ("model", "tool"),
+    [(None, "exec"), (OUTSIDE_CODEX_CATALOG, "exec_command")],
+    ids=["default-model-code-mode", "model-outside-its-catalog"],
+)
+def test_codex_exec_completes_tool_loop(e2e: E2E, agent_tools: Tools, model: str | None, tool: str) -> None:
     require_edge(e2e.gateway.url, "openai_responses", "/v1/responses")
     env = e2e.agent_env(
         agent_tools.path_env(),
@@ -73,13 +84,14 @@ def test_codex_exec_completes_tool_loop(e2e: E2E, agent_tools: Tools) -> None:
         "read-only",
         "--color",
         "never",
+        *(["--model", model] if model else []),
         "Read note.txt and tell me what it says.",
     ]
     run = e2e.run(cmd, env=env, timeout_s=TIMEOUT_S)
 
     assert run.returncode == 0, f"{run.report()}\n{e2e.diagnosis()}"
     assert MARKER in run.stdout, f"the final answer does not quote the note\n{run.report()}"
-    call_row, result_row = e2e.assert_tool_round_trip("exec")
-    assert call_row["requested_model"] in REQUESTED["codex"]
+    call_row, result_row = e2e.assert_tool_round_trip(tool)
+    assert call_row["requested_model"] == (model or REQUESTED["codex"][0])
     assert result_row["stop"] == "stop"
     e2e.assert_offline()
