@@ -47,6 +47,7 @@ def e2e(tmp_path: Path) -> Iterator[E2E]:
     (workspace / NOTE_FILE).write_text(NOTE_TEXT)
     home = tmp_path / "home"
     home.mkdir()
+    (tmp_path / "tmp").mkdir()
     config, db_path = write_config(tmp_path, upstream.url)
     gateway = ServeProcess(
         config, free_port(), cwd=tmp_path, env=clean_env(**{UPSTREAM_KEY_ENV: UPSTREAM_KEY})

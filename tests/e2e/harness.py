@@ -123,10 +123,11 @@ class E2E:
 
     def agent_env(self, path: str, **extra: str) -> dict[str, str]:
         """A clean environment for an agent (nothing inherited: no keys, no user settings):
-        ``PATH``, ``HOME``, locale, the proxy trap, and ``extra``."""
+        ``PATH``, ``HOME``, ``TMPDIR``, locale, the proxy trap, and ``extra``."""
         env = {
             "PATH": path,
             "HOME": str(self.home),
+            "TMPDIR": str(self.home.parent / "tmp"),  # e.g. Gemini CLI's error reports stay here
             "LANG": "C.UTF-8",
             "TERM": "dumb",
             "NO_COLOR": "1",
