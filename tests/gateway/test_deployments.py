@@ -19,7 +19,10 @@ def test_without_keys_only_the_demo_deployment_serves(monkeypatch: pytest.Monkey
     table = _table(monkeypatch)
     assert list(table.deployments) == ["demo"]
     assert table.disabled["openai-gpt-4.1-mini"] == "environment variable OPENAI_API_KEY is not set"
-    assert table.aliases == {"default": ["demo"]}
+    assert table.aliases["default"] == ["demo"]
+    # the names coding agents request by default (README "Model names the tools ask for") too
+    assert {name: deps for name, deps in table.aliases.items() if deps != ["demo"]} == {}
+    assert "gpt-6.2-sol" in table.aliases and "claude-haiku-5-5" in table.aliases
 
 
 def test_a_key_in_the_environment_switches_its_deployments_on(monkeypatch: pytest.MonkeyPatch) -> None:
