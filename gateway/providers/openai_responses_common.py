@@ -136,7 +136,9 @@ def message_texts(item: dict[str, Any]) -> list[str]:
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
-        value = part.get("text") if kind == "output_text" else part.get("refusal") if kind == "refusal" else None
+        value = (
+            part.get("text") if kind == "output_text" else part.get("refusal") if kind == "refusal" else None
+        )
         if isinstance(value, str) and value:
             out.append(value)
     return out

@@ -79,7 +79,8 @@ def _where(msg: Any, i: int) -> str:
 
 def _no_images(deployment: Deployment, what: str, where: str) -> CapabilityError:
     return CapabilityError(
-        f"{what} contains an image, which deployment {deployment.name!r} (model {deployment.model}) cannot take",
+        f"{what} contains an image, which deployment {deployment.name!r} "
+        f"(model {deployment.model}) cannot take",
         param=where,
     )
 
@@ -109,7 +110,11 @@ def _assistant_items(msg: AssistantMessage, names: NameMap, out: list[dict[str, 
             texts.clear()
             if text:
                 out.append(
-                    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}],
+                    }
                 )
 
     for p in msg.content:
@@ -125,18 +130,15 @@ def _assistant_items(msg: AssistantMessage, names: NameMap, out: list[dict[str, 
                     "arguments": p.raw_arguments,
                 }
             )
-        elif type(p) is ThinkingPart:
-            if p.signature and is_responses_signed(p.provenance):
-                flush()
-                summary = [{"type": "summary_text", "text": p.text}] if p.text else []
-                out.append({"type": "reasoning", "summary": summary, "encrypted_content": p.signature})
+        elif type(p) is ThinkingPart and p.signature and is_responses_signed(p.provenance):
+            flush()
+            summary = [{"type": "summary_text", "text": p.text}] if p.text else []
+            out.append({"type": "reasoning", "summary": summary, "encrypted_content": p.signature})
         # RedactedThinkingPart: Anthropic's encrypted reasoning, no slot here
     flush()
 
 
-def _tool_output(
-    msg: ToolResultMessage, deployment: Deployment, names: NameMap, i: int
-) -> dict[str, Any]:
+def _tool_output(msg: ToolResultMessage, deployment: Deployment, names: NameMap, i: int) -> dict[str, Any]:
     call_id = upstream_id(names, msg.tool_call_id)
     content = msg.content
     if len(content) == 1 and type(content[0]) is TextPart:  # the common case
@@ -157,7 +159,9 @@ def _tool_output(
     return {"type": "function_call_output", "call_id": call_id, "output": parts}
 
 
-def input_items(request: Request, deployment: Deployment, names: NameMap) -> tuple[str | None, list[dict[str, Any]]]:
+def input_items(
+    request: Request, deployment: Deployment, names: NameMap
+) -> tuple[str | None, list[dict[str, Any]]]:
     """``(instructions, input)`` for ``request``: the leading system text (None when there is
     none) and the input items (see module docstring). Raises :class:`CapabilityError` for
     images the deployment cannot take."""
@@ -228,7 +232,8 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
     sequences (no slot) and for images the deployment cannot take."""
     if request.stop:
         raise CapabilityError(
-            f"stop: deployment {deployment.name!r} speaks the OpenAI Responses API, which has no stop sequences",
+            f"stop: deployment {deployment.name!r} speaks the OpenAI Responses API, "
+            "which has no stop sequences",
             param="stop",
         )
     instructions, items = input_items(request, deployment, names)
@@ -250,7 +255,11 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         if rf.type == "json_object":
             body["text"] = {"format": {"type": "json_object"}}
         else:
-            fmt: dict[str, Any] = {"type": "json_schema", "name": rf.name or "response", "schema": rf.schema_ or {}}
+            fmt: dict[str, Any] = {
+                "type": "json_schema",
+                "name": rf.name or "response",
+                "schema": rf.schema_ or {},
+            }
             if rf.strict is not None:
                 fmt["strict"] = rf.strict
             body["text"] = {"format": fmt}

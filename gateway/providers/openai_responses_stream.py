@@ -18,6 +18,8 @@ https://platform.openai.com/docs/api-reference/responses-streaming) into interna
   reasoning) text delta; summary parts after the first are preceded by a blank line. At the
   item's ``output_item.done`` its ``encrypted_content`` arrives as the part's signature (a part
   is opened then if no text came), so the client can send it back to the same deployment.
+  (``response.completed`` repeats the output with a freshly encrypted copy, a different string
+  that is equally valid; the ``output_item.done`` one is kept, as it arrives first.)
 * ``response.completed`` / ``response.incomplete``: open parts end, then ``MessageEnd`` with the
   stop reason (``incomplete_details.reason`` ``max_output_tokens`` -> ``length``) and usage.
 * Other events (``content_part.added``, ``reasoning_summary_part.*``, ``*.done`` texts, hosted
@@ -97,7 +99,7 @@ class OpenAIResponsesStreamParser:
         self.failed = False
         self.next_part = 0
         self.items: dict[str, _Item] = {}
-        self.texts: dict[tuple[str, Any], int] = {}  # (item id, content index) -> part
+        self.texts: dict[tuple[Any, Any], int] = {}  # (item id, content index) -> part
         self.has_calls = False
         self.synthetic = 0
 
@@ -150,7 +152,13 @@ class OpenAIResponsesStreamParser:
         elif kind == "response.function_call_arguments.delta":
             item = self.items.get(str(obj.get("item_id")))
             delta = obj.get("delta")
-            if item is not None and item.part is not None and not item.ended and isinstance(delta, str) and delta:
+            if (
+                item is not None
+                and item.part is not None
+                and not item.ended
+                and isinstance(delta, str)
+                and delta
+            ):
                 item.got_args = True
                 out.append(_part_delta({"index": item.part, "arguments": delta}))
         elif kind == "response.function_call_arguments.done":
@@ -207,7 +215,11 @@ class OpenAIResponsesStreamParser:
 
     def _open_call(self, entry: _Item, item: dict[str, Any], out: list[StreamEvent]) -> None:
         names = self.ctx.names
-        call_id = item.get("call_id") or item.get("id") or wire_common.synth_id("call", self.resp_id, self.next_part)
+        call_id = (
+            item.get("call_id")
+            or item.get("id")
+            or wire_common.synth_id("call", self.resp_id, self.next_part)
+        )
         self.has_calls = True
         entry.part = self._new_part(
             out,

@@ -125,7 +125,11 @@ def _message_events(item: dict[str, Any], n: int) -> list[dict[str, Any]]:
     empty = {"type": "output_text", "annotations": [], "text": ""}
     common = {"item_id": item["id"], "output_index": n, "content_index": 0}
     return [
-        {"type": "response.output_item.added", "output_index": n, "item": item | {"content": [], "status": "in_progress"}},
+        {
+            "type": "response.output_item.added",
+            "output_index": n,
+            "item": item | {"content": [], "status": "in_progress"},
+        },
         {"type": "response.content_part.added", **common, "part": empty},
         {"type": "response.output_text.delta", **common, "delta": text},
         {"type": "response.output_text.done", **common, "text": text},

@@ -135,7 +135,11 @@ def _tools(tools: Any) -> dict[str, Any] | None:
         if not isinstance(tool, dict) or tool.get("type") != "function":
             return None  # hosted tools are not the stand-in's business
         if not isinstance(tool.get("name"), str) or not tool["name"]:
-            return error(f"Missing required parameter: 'tools[{i}].name'.", f"tools[{i}].name", "missing_required_parameter")
+            return error(
+                f"Missing required parameter: 'tools[{i}].name'.",
+                f"tools[{i}].name",
+                "missing_required_parameter",
+            )
         if tool.get("strict", True) is not False:
             bad = _strict_violation(tool.get("parameters") or {"type": "object"})
             if bad:
@@ -192,24 +196,39 @@ def _input(body: dict[str, Any], model: str, issued: Issued) -> dict[str, Any] |
         elif kind == "function_call":
             for key in ("call_id", "name", "arguments"):
                 if not isinstance(item.get(key), str):
-                    return error(f"Missing required parameter: 'input[{i}].{key}'.", f"input[{i}].{key}", "missing_required_parameter")
+                    return error(
+                        f"Missing required parameter: 'input[{i}].{key}'.",
+                        f"input[{i}].{key}",
+                        "missing_required_parameter",
+                    )
             calls.add(item["call_id"])
         elif kind == "function_call_output":
             if item.get("call_id") not in calls:
                 return error(
-                    f"No tool call found for function call output with call_id {item.get('call_id')}.", "input", None
+                    f"No tool call found for function call output with call_id {item.get('call_id')}.",
+                    "input",
+                    None,
                 )
             if not isinstance(item.get("output"), str | list):
-                return error(f"Missing required parameter: 'input[{i}].output'.", f"input[{i}].output", "missing_required_parameter")
+                return error(
+                    f"Missing required parameter: 'input[{i}].output'.",
+                    f"input[{i}].output",
+                    "missing_required_parameter",
+                )
         elif kind == "reasoning":
             content = item.get("encrypted_content")
             if not isinstance(item.get("summary"), list):
-                return error(f"Missing required parameter: 'input[{i}].summary'.", f"input[{i}].summary", "missing_required_parameter")
+                return error(
+                    f"Missing required parameter: 'input[{i}].summary'.",
+                    f"input[{i}].summary",
+                    "missing_required_parameter",
+                )
             if content is None:
                 if not stored:
                     return error(
-                        f"Item with id '{item.get('id')}' not found. Items are not persisted when `store` is set to "
-                        "false. Try again with `store` set to true, or remove this item from your input.",
+                        f"Item with id '{item.get('id')}' not found. Items are not persisted when "
+                        "`store` is set to false. Try again with `store` set to true, or remove this item "
+                        "from your input.",
                         "input",
                         None,
                     )
@@ -235,7 +254,8 @@ def violation(body: dict[str, Any], issued: Issued) -> dict[str, Any] | None:
     mot = body.get("max_output_tokens")
     if mot is not None and (not isinstance(mot, int) or mot < 16):
         return error(
-            f"Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got {mot} instead.",
+            "Invalid 'max_output_tokens': integer below minimum value. "
+            f"Expected a value >= 16, but got {mot} instead.",
             "max_output_tokens",
             "integer_below_min_value",
         )

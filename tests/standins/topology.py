@@ -96,7 +96,9 @@ def build_config(standin_url: str, db_path: str) -> GatewayConfig:
     deps = [_dep(name, api, model, standin_url) for api, (name, model) in MATRIX.items()]
     for name, api in HANDED.items():
         deps.append(_dep(name, api, C16_MODELS.get(name, name), standin_url))
-    deps += [_dep(name, "openai_responses", model, standin_url) for name, model in RESPONSES_REASONING.items()]
+    deps += [
+        _dep(name, "openai_responses", model, standin_url) for name, model in RESPONSES_REASONING.items()
+    ]
     deps += [
         _dep("an-primary", "anthropic_messages", "claude-primary", standin_url),
         _dep("oa-backup", "openai_chat", "gpt-backup", standin_url),

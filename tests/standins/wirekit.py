@@ -114,7 +114,9 @@ def recorded_text(ex: Exchange, api: str) -> str:
     if api == "openai_responses":
         for item in responses_output(ex):
             if item.get("type") == "message":
-                out += [p.get("text") or "" for p in item.get("content") or [] if p.get("type") == "output_text"]
+                out += [
+                    p.get("text") or "" for p in item.get("content") or [] if p.get("type") == "output_text"
+                ]
         return "".join(out)
     if api == "openai_chat":
         if not ex.stream:

@@ -119,7 +119,9 @@ def test_encrypted_reasoning_never_goes_to_another_api_or_model(
         upstream.script(replay(recordings.common(api, "simple", False)[0], api=api))
     call_id = turn1.calls[0]["id"]
     history2 = [*history, turn1.echo, *tool_results("anthropic", [(call_id, "40 C", False)])]
-    turn2 = ask("anthropic", ant, model=target, stream=False, messages=history2, tools=WEATHER, max_tokens=4096)
+    turn2 = ask(
+        "anthropic", ant, model=target, stream=False, messages=history2, tools=WEATHER, max_tokens=4096
+    )
 
     assert turn2.error is None, turn2.error
     sent = upstream.requests()[1]
@@ -130,11 +132,15 @@ def test_encrypted_reasoning_never_goes_to_another_api_or_model(
 
 
 @STREAMS
-def test_openai_client_tool_loop_over_a_reasoning_model(stream: bool, upstream: UpstreamStandin, oai: Any) -> None:
+def test_openai_client_tool_loop_over_a_reasoning_model(
+    stream: bool, upstream: UpstreamStandin, oai: Any
+) -> None:
     first, second = recordings.responses_thinking(stream)
     upstream.script(replay(first, api=RS), replay(second, api=RS))
     history = [user("openai", "What's the weather in Florence, Italy?")]
-    turn1 = ask("openai", oai, model=REASONER, stream=stream, messages=history, tools=WEATHER, reasoning_effort="high")
+    turn1 = ask(
+        "openai", oai, model=REASONER, stream=stream, messages=history, tools=WEATHER, reasoning_effort="high"
+    )
     assert turn1.error is None, turn1.error
     assert turn1.stop == "tool_use"
     rec = recorded_calls(first, RS)
@@ -190,17 +196,26 @@ def test_rate_limited_response_falls_back_to_the_next_deployment(
     assert turn.text == recorded_text(backup, "openai_chat")
 
 
-def test_context_overflow_in_a_stream_is_a_400_in_the_client_dialect(upstream: UpstreamStandin, ant: Any) -> None:
+def test_context_overflow_in_a_stream_is_a_400_in_the_client_dialect(
+    upstream: UpstreamStandin, ant: Any
+) -> None:
     upstream.script(
-        replay(failed_stream("context_length_exceeded", "Your input exceeds the context window of this model."), api=RS)
+        replay(
+            failed_stream("context_length_exceeded", "Your input exceeds the context window of this model."),
+            api=RS,
+        )
     )
     with pytest.raises(anthropic.BadRequestError) as info:
         ask("anthropic", ant, model=MATRIX[RS][0], stream=True, messages=[user("anthropic", "long")])
     assert "context_length_exceeded" in str(info.value)
 
 
-def test_failure_after_output_started_ends_the_stream_with_an_error(upstream: UpstreamStandin, oai: Any) -> None:
-    upstream.script(replay(failed_stream("server_error", "The server had an error", after_text="Hel"), api=RS))
+def test_failure_after_output_started_ends_the_stream_with_an_error(
+    upstream: UpstreamStandin, oai: Any
+) -> None:
+    upstream.script(
+        replay(failed_stream("server_error", "The server had an error", after_text="Hel"), api=RS)
+    )
     turn = ask("openai", oai, model=MATRIX[RS][0], stream=True, messages=[user("openai", "Say hello")])
     assert turn.text == "Hel"
     assert turn.error is not None
@@ -221,7 +236,13 @@ def test_forged_encrypted_reasoning_is_refused_by_the_upstream(upstream: Upstrea
     forged = wrap_signature("gAAAAforged", Provenance(api=RS, provider="openai", model="gpt-5"))
     history = [
         user("anthropic", "What's the weather in Florence, Italy?"),
-        {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": forged}, {"type": "text", "text": "ok"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "hm", "signature": forged},
+                {"type": "text", "text": "ok"},
+            ],
+        },
         user("anthropic", "and now?"),
     ]
     with pytest.raises(anthropic.BadRequestError) as info:
