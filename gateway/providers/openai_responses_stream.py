@@ -2,10 +2,11 @@
 https://platform.openai.com/docs/api-reference/responses-streaming) into internal stream events.
 
 * ``response.created`` / ``response.in_progress``: the id and model are noted, nothing is
-  emitted. ``MessageStart`` waits for the first output: a ``response.failed`` (or ``error``
-  event) that comes before any output — OpenAI reports rate limits and context overflows of a
-  stream this way — is raised as :class:`UpstreamError` with the status OpenAI gives the same
-  error over HTTP, so the route layer falls back exactly as for an HTTP error. After output has
+  emitted. ``MessageStart`` waits for the first output item (``response.output_item.added``,
+  which for a reasoning model comes as soon as it starts to reason): a ``response.failed`` (or
+  ``error`` event) before it — OpenAI reports rate limits and context overflows of a stream
+  this way — is raised as :class:`UpstreamError` with the status OpenAI gives the same error
+  over HTTP, so the route layer falls back exactly as for an HTTP error. After output has
   started it becomes a :class:`StreamError`.
 * ``response.output_item.added`` of a ``function_call`` opens a tool-call part (``call_id``,
   ``name``); ``response.function_call_arguments.delta`` fragments are its arguments; the
@@ -206,6 +207,7 @@ class OpenAIResponsesStreamParser:
         item_id = self._item_id(item)
         entry = _Item(kind if kind in ("function_call", "reasoning", "message") else "other")
         self.items[item_id] = entry
+        self._start(out)  # output has begun: the client may have its first bytes
         if entry.kind == "function_call":
             self._open_call(entry, item, out)
             args = item.get("arguments")
