@@ -176,3 +176,16 @@ def test_error_message_reads_openai_error_bodies() -> None:
         {"error": {"message": "Unknown parameter: 'x'.", "type": "invalid_request_error", "param": "x"}}
     )
     assert openai_responses.error_message(400, body) == "Unknown parameter: 'x'."
+
+
+@pytest.mark.parametrize("count", [2**53 + 1, -5, "12", None])
+def test_usage_counts_that_are_not_counts_are_read_as_absent(count: Any) -> None:
+    usage = {"input_tokens": count, "output_tokens": 3, "input_tokens_details": {"cached_tokens": count}}
+    resp = _parse(_body(usage=usage))
+    assert usage_tuple(resp.usage) == (0, 3, 0, 0, 0)
+
+
+def test_reasoning_signature_that_is_not_a_string_is_a_protocol_error() -> None:
+    item = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": {"x": 1}}
+    with pytest.raises(UpstreamProtocolError, match="encrypted_content"):
+        _parse(_body(output=[item]))
