@@ -230,6 +230,7 @@ def _assert_responses_follow_up(body: dict[str, Any], rec: list[RecordedCall], d
 
 
 VERCEL_GOOGLE = "vercel-ai/packages/google/src/__fixtures__"
+VERCEL_OPENAI_RESPONSES = "vercel-ai/packages/openai/src/responses/__fixtures__"
 ENVOY_TOOLS = "envoy-ai-gateway/tests/internal/testopenai/cassettes/chat-parallel-tools.yaml"
 OTHER_RECORDINGS = {
     # vercel/ai google-text fixtures: Gemini 3 text answer with a thoughtSignature, thoughts in usage
@@ -246,6 +247,17 @@ OTHER_RECORDINGS = {
         "openai_chat",
         lambda: recordings.govcr(ENVOY_TOOLS)[0],
     ),
+    # vercel/ai openai-reasoning-encrypted-content: gpt-5.1-codex-max, a reasoning item with
+    # encrypted_content then the answer, 128 reasoning tokens (a Responses upstream)
+    "vercel-responses-reasoning-json": (
+        "openai_responses",
+        lambda: recordings.vercel_json(
+            f"{VERCEL_OPENAI_RESPONSES}/openai-reasoning-encrypted-content.1.json"
+        ),
+    ),
+    # fantasy TestOpenAIResponsesWithSummaryThinking gpt-5: reasoning summary + weather call
+    "fantasy-responses-thinking-stream": ("openai_responses", lambda: recordings.responses_thinking(True)[0]),
+    "fantasy-responses-thinking-json": ("openai_responses", lambda: recordings.responses_thinking(False)[0]),
     # anthropic-sdk-python basic_response.txt: "Hello there!"
     "anthropic-sdk-basic-stream": ("anthropic_messages", recordings.anthropic_basic_sse),
 }
