@@ -84,6 +84,26 @@ def provenance(deployment: Deployment) -> Provenance:
     return _provenance(deployment.provider, deployment.model)
 
 
+@functools.lru_cache(maxsize=1024)
+def _reasoning_model(model: str, provider: str) -> bool:
+    from gateway.providers.catalog import model_info
+
+    info = model_info(model, provider)
+    return info is None or info.get("supports_reasoning") is True
+
+
+def is_reasoning_model(deployment: Deployment) -> bool:
+    """Whether ``deployment`` may be sent ``reasoning`` and ``include:
+    ["reasoning.encrypted_content"]``: it supports thinking (``supports_thinking``) and litellm's
+    bundled table does not know its model as one without reasoning. OpenAI refuses both for a
+    model without reasoning ("Encrypted content is not supported with this model.", param
+    ``include``, for gpt-4o and gpt-4.1: ShishirPatil/gorilla#1148; "Unsupported parameter:
+    'reasoning.effort' is not supported with this model."). A model the table does not know
+    (a Responses-compatible server's own) is trusted to ``supports_thinking``: set it false for a
+    model that has no reasoning."""
+    return deployment.supports_thinking and _reasoning_model(deployment.model, deployment.provider)
+
+
 def is_responses_signed(prov: Provenance | None) -> bool:
     """Whether reasoning with provenance ``prov`` was made by a Responses upstream (the last
     check before ``encrypted_content`` is sent; the thinking policy has already run)."""

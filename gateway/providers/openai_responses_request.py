@@ -3,8 +3,9 @@
 
 Decisions worth knowing
 -----------------------
-* Stateless: every request carries ``store: false`` and, for a deployment that supports
-  thinking, ``include: ["reasoning.encrypted_content"]``, so reasoning comes back encrypted in
+* Stateless: every request carries ``store: false`` and, for a reasoning model
+  (:func:`gateway.providers.openai_responses_common.is_reasoning_model`: OpenAI refuses it for
+  the others), ``include: ["reasoning.encrypted_content"]``, so reasoning comes back encrypted in
   the answer and travels with the conversation instead of living at OpenAI
   (https://platform.openai.com/docs/guides/reasoning#encrypted-reasoning-items).
   ``previous_response_id`` is never sent: the whole history goes in ``input``.
@@ -32,8 +33,9 @@ Decisions worth knowing
   ``json_schema`` with ``name``, ``schema``, ``strict``).
 * ``thinking.effort`` becomes ``reasoning.effort``; a budget alone becomes an effort
   (< 4096 tokens ``low``, < 16384 ``medium``, else ``high``); with thinking on, ``reasoning.summary``
-  is ``auto`` so the client sees the model's reasoning summary. Only for a deployment that
-  supports thinking (OpenAI refuses ``reasoning`` for models without it).
+  is ``auto`` so the client sees the model's reasoning summary. Only for a reasoning model
+  (OpenAI refuses ``reasoning`` for the others); for another model the request's thinking
+  setting has no slot and is not sent, as for Chat Completions.
 * ``stop`` sequences have no slot in the Responses API: a request with them is refused
   (:class:`CapabilityError` naming ``stop``) rather than answered without them. ``top_k`` has
   none either and is not sent (as for Chat Completions). ``metadata`` entries with string values
@@ -50,7 +52,7 @@ from gateway.config import Deployment
 from gateway.errors import CapabilityError
 from gateway.providers.naming import NameMap
 from gateway.providers.openai_chat import upstream_id, upstream_name
-from gateway.providers.openai_responses_common import is_responses_signed
+from gateway.providers.openai_responses_common import is_reasoning_model, is_responses_signed
 from gateway.schema import (
     AssistantMessage,
     ImagePart,
@@ -263,7 +265,7 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
             if rf.strict is not None:
                 fmt["strict"] = rf.strict
             body["text"] = {"format": fmt}
-    if deployment.supports_thinking:
+    if is_reasoning_model(deployment):
         effort = _effort(request)
         if effort is not None:
             body["reasoning"] = {"effort": effort, "summary": "auto"}

@@ -12,7 +12,11 @@ stand-in checks them (:mod:`standins.upstream`), with OpenAI's own error shape a
   ``invalid_encrypted_content``);
 * function tools are strict unless ``strict: false`` (the API's default), and a strict schema
   must close every object (``additionalProperties: false``, every property required);
-* ``max_output_tokens`` is at least 16; ``include`` values are the documented ones.
+* ``max_output_tokens`` is at least 16; ``include`` values are the documented ones;
+* a model without reasoning (gpt-4o, gpt-4.1, gpt-4, gpt-3.5) refuses
+  ``include: ["reasoning.encrypted_content"]`` ("Encrypted content is not supported with this
+  model.", ShishirPatil/gorilla#1148) and ``reasoning`` ("Unsupported parameter:
+  'reasoning.effort' is not supported with this model.").
 
 References: https://platform.openai.com/docs/api-reference/responses/create and
 https://platform.openai.com/docs/guides/function-calling#strict-mode.
@@ -243,6 +247,25 @@ def _input(body: dict[str, Any], model: str, issued: Issued) -> dict[str, Any] |
     return None
 
 
+NON_REASONING = ("gpt-4o", "gpt-4.1", "gpt-4-", "gpt-3.5")
+"""Model id prefixes of models without reasoning."""
+
+
+def _reasoning_params(body: dict[str, Any], model: str) -> dict[str, Any] | None:
+    if not model.startswith(NON_REASONING):
+        return None
+    if "reasoning.encrypted_content" in (body.get("include") or []):
+        return error("Encrypted content is not supported with this model.", "include", None)
+    reasoning = body.get("reasoning")
+    if isinstance(reasoning, dict) and reasoning.get("effort") is not None:
+        return error(
+            "Unsupported parameter: 'reasoning.effort' is not supported with this model.",
+            "reasoning.effort",
+            "unsupported_parameter",
+        )
+    return None
+
+
 def violation(body: dict[str, Any], issued: Issued) -> dict[str, Any] | None:
     """OpenAI's 400 error body for the first rule ``body`` breaks, or None when it keeps them."""
     for key in body:
@@ -262,6 +285,9 @@ def violation(body: dict[str, Any], issued: Issued) -> dict[str, Any] | None:
     for value in body.get("include") or []:
         if value not in INCLUDE:
             return error(f"Invalid value: '{value}'.", "include", "invalid_value")
+    bad = _reasoning_params(body, model)
+    if bad:
+        return bad
     if "tools" in body:
         bad = _tools(body["tools"])
         if bad:

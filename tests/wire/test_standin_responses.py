@@ -108,3 +108,16 @@ def test_content_part_types_and_budget_minimum(upstream: UpstreamStandin) -> Non
     assert "Supported values are" in _refused(_post(upstream, {"model": "m", "input": [bad_part]}))["message"]
     low = _refused(_post(upstream, {"model": "m", "input": "hi", "max_output_tokens": 5}))
     assert low["param"] == "max_output_tokens"
+
+
+def test_a_model_without_reasoning_refuses_encrypted_content_and_effort(upstream: UpstreamStandin) -> None:
+    enc = _refused(
+        _post(upstream, {"model": "gpt-4o-mini", "input": "hi", "include": ["reasoning.encrypted_content"]})
+    )
+    assert (
+        enc["message"] == "Encrypted content is not supported with this model." and enc["param"] == "include"
+    )
+    effort = _refused(
+        _post(upstream, {"model": "gpt-4.1-mini", "input": "hi", "reasoning": {"effort": "low"}})
+    )
+    assert effort["param"] == "reasoning.effort"

@@ -81,6 +81,19 @@ def test_no_include_for_a_deployment_without_thinking() -> None:
     assert "include" not in body and "reasoning" not in body
 
 
+@pytest.mark.parametrize("model", ["gpt-4o-mini", "gpt-4.1-mini"])
+def test_no_include_or_reasoning_for_a_model_without_reasoning(model: str) -> None:
+    dep = DEP.model_copy(update={"model": model})
+    body = _body(_req(_user("hi"), thinking=ThinkingConfig(effort="high")), dep)
+    assert "include" not in body and "reasoning" not in body
+    assert body["store"] is False
+
+
+def test_a_model_the_catalog_does_not_know_is_trusted_to_supports_thinking() -> None:
+    dep = DEP.model_copy(update={"model": "local-reasoner-7b", "provider": "vllm"})
+    assert _body(_req(_user("hi")), dep)["include"] == ["reasoning.encrypted_content"]
+
+
 def test_leading_system_becomes_instructions_later_ones_stay_in_place() -> None:
     body = _body(
         _req(
