@@ -23,7 +23,10 @@ Decisions worth knowing
   (OpenAI could not verify it). Its text goes back as one ``summary_text`` part. Redacted
   thinking (Anthropic's encrypted reasoning) has no slot and is left out alike. Reasoning item
   ids are not sent: with ``store: false`` the ``encrypted_content`` is what OpenAI reads (Codex
-  CLI sends reasoning items without ``id`` the same way).
+  CLI sends reasoning items without ``id`` the same way). Reasoning that ends an assistant turn
+  with no output after it (its calls were withheld) is not sent: OpenAI wants a reasoning item
+  followed by the item it led to ("Item 'rs_…' of type 'reasoning' was provided without its
+  required following item", continuedev/continue#8933).
 * Function tools are sent with ``strict: false`` unless the client asked for strict: the
   Responses API defaults ``strict`` to true, which refuses any schema that is not fully closed
   ("Invalid schema for function ... 'required' is required to be supplied"),
@@ -105,6 +108,7 @@ def _user_item(msg: UserMessage, deployment: Deployment, i: int) -> dict[str, An
 
 def _assistant_items(msg: AssistantMessage, names: NameMap, out: list[dict[str, Any]]) -> None:
     texts: list[str] = []
+    start = len(out)
 
     def flush() -> None:
         if texts:
@@ -138,6 +142,8 @@ def _assistant_items(msg: AssistantMessage, names: NameMap, out: list[dict[str, 
             out.append({"type": "reasoning", "summary": summary, "encrypted_content": p.signature})
         # RedactedThinkingPart: Anthropic's encrypted reasoning, no slot here
     flush()
+    while len(out) > start and out[-1]["type"] == "reasoning":
+        out.pop()  # reasoning goes with the output that followed it; alone it is not sent
 
 
 def _tool_output(msg: ToolResultMessage, deployment: Deployment, names: NameMap, i: int) -> dict[str, Any]:

@@ -154,6 +154,15 @@ def test_signed_reasoning_goes_back_as_a_reasoning_item_in_place() -> None:
     assert items[3]["type"] == "function_call"
 
 
+def test_reasoning_with_nothing_after_it_in_its_turn_is_not_sent() -> None:
+    alone = AssistantMessage(
+        content=[TextPart(text="hm"), ThinkingPart(text="t", signature="gAAAA-x", provenance=SIGNED)]
+    )
+    items = _body(_req(_user("q"), alone, _user("again")))["input"]
+    assert [i.get("type", "message") for i in items] == ["message", "message", "message"]
+    assert items[1]["content"][0]["text"] == "hm"
+
+
 @pytest.mark.parametrize(
     "part",
     [
