@@ -19,7 +19,7 @@ from standins.drive import ADD_MULTIPLY, ask, tool_results, user
 from standins.responses_answers import answer, failed_body, failed_stream
 from standins.tool_answers import Call
 from standins.topology import MATRIX, RESPONSES_REASONING, RS_FALLBACK
-from standins.upstream import UpstreamStandin, replay
+from standins.upstream import UpstreamStandin, http_error, replay
 from standins.wirekit import recorded_calls, recorded_text, responses_output
 
 RS = "openai_responses"
@@ -194,6 +194,26 @@ def test_rate_limited_response_falls_back_to_the_next_deployment(
     assert turn.error is None, turn.error
     assert {k.lower(): v for k, v in turn.headers.items()}["x-turnstile-deployment"] == "oa-backup"
     assert turn.text == recorded_text(backup, "openai_chat")
+
+
+@STREAMS
+def test_http_429_from_the_responses_upstream_falls_back_like_chat(
+    stream: bool, upstream: UpstreamStandin, ant: Any
+) -> None:
+    body = {
+        "error": {
+            "message": "Rate limit reached for gpt-4o-mini",
+            "type": "requests",
+            "param": None,
+            "code": "rate_limit_exceeded",
+        }
+    }
+    backup = recordings.common("openai_chat", "simple", stream)[0]
+    upstream.script(http_error(429, body, api=RS, retry_after="1"), replay(backup, api="openai_chat"))
+    turn = ask("anthropic", ant, model=RS_FALLBACK, stream=stream, messages=[user("anthropic", "Say hi")])
+    assert turn.error is None, turn.error
+    assert {k.lower(): v for k, v in turn.headers.items()}["x-turnstile-deployment"] == "oa-backup"
+    assert [r.api for r in upstream.requests()] == [RS, "openai_chat"]
 
 
 def test_context_overflow_in_a_stream_is_a_400_in_the_client_dialect(
