@@ -20,6 +20,7 @@ from gateway.schema import Request, TextPart, ThinkingPart, UserMessage
 DEP = Deployment(name="rs", api="openai_responses", model="gpt-5")
 COMMON = "fantasy/providertests/testdata/TestOpenAIResponsesCommon/openai-gpt-4o-mini/"
 THINKING = "fantasy/providertests/testdata/TestOpenAIResponsesWithSummaryThinking/openai-gpt-5/thinking.yaml"
+AZURE = "fantasy/providertests/testdata/TestAzureResponsesCommon/azure-gpt-5-mini/"
 
 
 def _ctx(names: NameMap | None = None) -> CallContext:
@@ -42,6 +43,21 @@ def test_recorded_text_answer() -> None:
     assert resp.id == rec["id"] and resp.model == rec["model"]
     u = rec["usage"]
     assert usage_tuple(resp.usage) == (u["input_tokens"], u["output_tokens"], 0, 0, 0)
+
+
+@pytest.mark.parametrize("rel", ["simple.yaml", "tool.yaml"])
+def test_recorded_azure_answers_read_as_openai_ones(rel: str) -> None:
+    """Azure OpenAI's v1 Responses API (fantasy TestAzureResponsesCommon, gpt-5-mini)."""
+    for interaction in cassette(AZURE + rel):
+        raw = response_body(interaction)
+        rec = orjson.loads(raw)
+        resp = _parse(raw)
+        calls = [i for i in rec["output"] if i["type"] == "function_call"]
+        assert resp.stop_reason == ("tool_use" if calls else "stop")
+        assert [c.id for c in resp.message.tool_calls] == [c["call_id"] for c in calls]
+        texts = [p["text"] for i in rec["output"] if i["type"] == "message" for p in i["content"]]
+        assert resp.message.text == "".join(texts)
+        assert resp.usage.output_tokens == rec["usage"]["output_tokens"]
 
 
 def test_recorded_parallel_function_calls() -> None:

@@ -30,6 +30,7 @@ from gateway.schema import (
 DEP = Deployment(name="rs", api="openai_responses", model="gpt-5")
 COMMON = "fantasy/providertests/testdata/TestOpenAIResponsesCommon/openai-gpt-4o-mini/"
 THINKING = "fantasy/providertests/testdata/TestOpenAIResponsesWithSummaryThinking/openai-gpt-5/"
+AZURE = "fantasy/providertests/testdata/TestAzureResponsesCommon/azure-gpt-5-mini/"  # Azure OpenAI v1
 
 
 def _parser() -> Any:
