@@ -1,6 +1,6 @@
 """Providers: the interface the pipeline calls (:class:`Provider`) and :class:`HttpProvider`,
 which runs a wire module (:class:`gateway.providers.wire.WireModule`: ``openai_chat``,
-``anthropic_messages``, ``gemini``) over the shared aiohttp transport
+``openai_responses``, ``anthropic_messages``, ``gemini``) over the shared aiohttp transport
 (:mod:`gateway.providers.transport`). Adapters that do not speak HTTP themselves (``litellm``,
 ``demo``) implement :class:`Provider` directly.
 """

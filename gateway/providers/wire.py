@@ -1,7 +1,8 @@
 """The contract every upstream wire API implements: the verbs of a wire module and the values
 they pass (:class:`UpstreamRequest`, :class:`CallContext`, :class:`StreamParser`).
 
-A wire module (``openai_chat``, ``anthropic_messages``, ``gemini``) exposes the same verbs:
+A wire module (``openai_chat``, ``openai_responses``, ``anthropic_messages``, ``gemini``) exposes
+the same verbs:
 
 * ``build_request(request, deployment, api_key) -> (UpstreamRequest, CallContext)``:
   internal schema -> wire body, URL and headers. Tool names and tool-call ids that break the

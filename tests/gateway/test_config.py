@@ -75,3 +75,13 @@ def test_negative_prices_are_refused() -> None:
     dep = {"name": "d", "api": "demo", "model": "m", "price": {"input": -1}}
     with pytest.raises(ConfigError, match=r"deployments\.0\.price\.input"):
         parse_config({"deployments": [dep]})
+
+
+def test_openai_responses_deployment_defaults_to_provider_openai() -> None:
+    cfg = parse_config({"deployments": [{"name": "r", "api": "openai_responses", "model": "gpt-5"}]})
+    assert (cfg.deployments[0].api, cfg.deployments[0].provider) == ("openai_responses", "openai")
+
+
+def test_unknown_wire_api_names_the_allowed_ones() -> None:
+    with pytest.raises(ConfigError, match="openai_responses"):
+        parse_config({"deployments": [{"name": "r", "api": "openai_response", "model": "gpt-5"}]})

@@ -10,7 +10,10 @@ usage at the output budget, a chosen stop reason) from the same shapes:
   ``message_start`` / ``content_block_*`` (``input_json_delta``) / ``message_delta`` /
   ``message_stop``;
 * ``gemini``: ``candidates[0].content.parts[].functionCall`` (``name``, ``args``, ``id``) with
-  ``finishReason`` and ``usageMetadata``.
+  ``finishReason`` and ``usageMetadata``;
+* ``openai_responses``: a ``response`` with ``function_call`` output items, or its event
+  sequence (:mod:`standins.responses_answers`); the "stop" values are the response ``status``
+  (``completed``, or ``incomplete`` for ``max_output_tokens``).
 
 A :class:`Call` is ``(id, name, raw arguments)``; raw arguments that are not complete JSON are
 sent as is where the wire carries a string (OpenAI, Anthropic streams) and as ``{}`` where it
@@ -29,10 +32,21 @@ MODELS = {
     "openai_chat": "gpt-4o-mini",
     "anthropic_messages": "claude-sonnet-4-20250514",
     "gemini": "gemini-3-pro-preview",
+    "openai_responses": "gpt-4o-mini",
 }
 
-NORMAL_STOP = {"openai_chat": "tool_calls", "anthropic_messages": "tool_use", "gemini": "STOP"}
-LENGTH_STOP = {"openai_chat": "length", "anthropic_messages": "max_tokens", "gemini": "MAX_TOKENS"}
+NORMAL_STOP = {
+    "openai_chat": "tool_calls",
+    "anthropic_messages": "tool_use",
+    "gemini": "STOP",
+    "openai_responses": "completed",
+}
+LENGTH_STOP = {
+    "openai_chat": "length",
+    "anthropic_messages": "max_tokens",
+    "gemini": "MAX_TOKENS",
+    "openai_responses": "incomplete",
+}
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,18 @@ def tool_call_answer(
     """An answer of ``api`` holding ``text`` (optional) then ``calls``, ending with the raw
     stop value ``stop`` (default: the API's "called tools" value) and the usage given."""
     stop = stop or NORMAL_STOP[api]
+    if api == "openai_responses":
+        from .responses_answers import answer
+
+        return answer(
+            calls,
+            stream=stream,
+            text=text,
+            incomplete=stop == "incomplete",
+            model=MODELS[api],
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+        )
     if api == "openai_chat":
         return _openai(calls, stream, stop, input_tokens, output_tokens, text)
     if api == "anthropic_messages":
@@ -74,7 +100,12 @@ def tool_call_answer(
 
 def text_answer(api: str, text: str, *, stream: bool) -> Exchange:
     """A plain final answer of ``api``."""
-    stop = {"openai_chat": "stop", "anthropic_messages": "end_turn", "gemini": "STOP"}[api]
+    stop = {
+        "openai_chat": "stop",
+        "anthropic_messages": "end_turn",
+        "gemini": "STOP",
+        "openai_responses": "completed",
+    }[api]
     return tool_call_answer(api, [], stream=stream, stop=stop, text=text)
 
 

@@ -21,7 +21,7 @@ def _nested(levels: int) -> str:
 @pytest.mark.parametrize("levels", [MAX_ARGUMENT_DEPTH + 1, 300], ids=["past-the-limit", "past-orjson"])
 @pytest.mark.parametrize("dialect", ["openai", "anthropic"])
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
-@pytest.mark.parametrize("api", ["openai_chat", "anthropic_messages", "gemini"])
+@pytest.mark.parametrize("api", ["openai_chat", "anthropic_messages", "gemini", "openai_responses"])
 def test_arguments_nested_past_the_limit_are_withheld_and_the_answer_is_well_formed(
     levels: int, dialect: str, stream: bool, api: str, upstream: UpstreamStandin, gateway_url: str
 ) -> None:
@@ -35,7 +35,7 @@ def test_arguments_nested_past_the_limit_are_withheld_and_the_answer_is_well_for
     assert seen["withheld"] == ["call_deep"]
 
 
-@pytest.mark.parametrize("api", ["openai_chat", "anthropic_messages", "gemini"])
+@pytest.mark.parametrize("api", ["openai_chat", "anthropic_messages", "gemini", "openai_responses"])
 def test_arguments_nested_within_the_limit_are_handed_on(
     api: str, upstream: UpstreamStandin, gateway_url: str
 ) -> None:

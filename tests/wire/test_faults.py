@@ -32,7 +32,7 @@ from standins.upstream import (
 from standins.wirekit import recorded_text, transcript_count, transcript_row
 
 DIALECTS = ["openai", "anthropic"]
-APIS = ["openai_chat", "anthropic_messages", "gemini"]
+APIS = ["openai_chat", "anthropic_messages", "gemini", "openai_responses"]
 STREAMS = pytest.mark.parametrize("stream", [False, True], ids=["nonstream", "stream"])
 ANTHROPIC_500 = {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}
 

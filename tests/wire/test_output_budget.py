@@ -73,7 +73,7 @@ def _ask(gateway_url: str, dialect: str, model: str, stream: bool) -> tuple[http
 
 @pytest.mark.parametrize("dialect", ["openai", "anthropic"])
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
-@pytest.mark.parametrize("api", ["openai_chat", "anthropic_messages", "gemini"])
+@pytest.mark.parametrize("api", ["openai_chat", "anthropic_messages", "gemini", "openai_responses"])
 def test_a_tool_call_at_the_output_budget_reaches_the_client_as_length_without_the_call(
     dialect: str, stream: bool, api: str, upstream: UpstreamStandin, gateway_url: str
 ) -> None:
@@ -94,11 +94,12 @@ def test_a_tool_call_at_the_output_budget_reaches_the_client_as_length_without_t
     assert BUDGET in (
         sent.get("max_tokens"),
         sent.get("max_completion_tokens"),
+        sent.get("max_output_tokens"),
         sent.get("generationConfig", {}).get("maxOutputTokens"),
     )
 
 
-@pytest.mark.parametrize("api", ["openai_chat", "anthropic_messages", "gemini"])
+@pytest.mark.parametrize("api", ["openai_chat", "anthropic_messages", "gemini", "openai_responses"])
 def test_below_the_budget_the_same_call_is_handed_on(
     api: str, upstream: UpstreamStandin, gateway_url: str
 ) -> None:

@@ -65,6 +65,11 @@ def _upstream_pair(api: str, body: dict[str, Any]) -> tuple[str, str]:
         calls = [m for m in body["messages"] if m.get("tool_calls")]
         results = [m for m in body["messages"] if m["role"] == "tool"]
         return calls[0]["tool_calls"][0]["id"], results[0]["tool_call_id"]
+    if api == "openai_responses":
+        items = body["input"]
+        call = next(i for i in items if i.get("type") == "function_call")
+        output = next(i for i in items if i.get("type") == "function_call_output")
+        return call["call_id"], output["call_id"]
     blocks = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]]
     use = next(b for b in blocks if b["type"] == "tool_use")
     result = next(b for b in blocks if b["type"] == "tool_result")
@@ -73,7 +78,7 @@ def _upstream_pair(api: str, body: dict[str, Any]) -> tuple[str, str]:
 
 @pytest.mark.parametrize("dialect", ["openai", "anthropic"])
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
-@pytest.mark.parametrize("api", ["openai_chat", "anthropic_messages", "gemini"])
+@pytest.mark.parametrize("api", ["openai_chat", "anthropic_messages", "gemini", "openai_responses"])
 def test_an_unsafe_upstream_id_reaches_the_client_replaced_and_the_next_turn_goes_through(
     dialect: str, stream: bool, api: str, upstream: UpstreamStandin, gateway_url: str, db_path: Path
 ) -> None:

@@ -126,3 +126,14 @@ print(n, catalog.count_tokens(req, "gpt-4o", wait=False))
     assert out.returncode == 0, out.stderr
     estimate, counted = map(int, out.stdout.split())
     assert estimate > 0 and counted > 0
+
+
+def test_responses_deployments_use_the_same_catalog_as_chat_deployments() -> None:
+    from gateway.config import Deployment
+    from gateway.providers.catalog import context_window, resolve_price
+
+    chat = Deployment(name="c", api="openai_chat", model="gpt-4o-mini")
+    responses = Deployment(name="r", api="openai_responses", model="gpt-4o-mini")
+    assert resolve_price(responses) == resolve_price(chat)
+    assert resolve_price(responses).input is not None
+    assert context_window(responses) == context_window(chat) is not None
