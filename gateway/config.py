@@ -19,7 +19,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from gateway.errors import ConfigError
 from mcp_servers.config import McpConfig
 
-WireAPI = Literal["openai_chat", "anthropic_messages", "gemini", "litellm", "demo"]
+WireAPI = Literal["openai_chat", "openai_responses", "anthropic_messages", "gemini", "litellm", "demo"]
+"""Upstream wire APIs a deployment may speak (``api``): one wire module each under
+``gateway/providers`` (``litellm`` and ``demo`` are adapters)."""
 
 
 class Settings(BaseSettings):
@@ -110,6 +112,7 @@ class Deployment(BaseModel):
         if not self.provider:
             self.provider = {
                 "openai_chat": "openai",
+                "openai_responses": "openai",
                 "anthropic_messages": "anthropic",
                 "gemini": "google",
                 "litellm": self.model.split("/", 1)[0] if "/" in self.model else "litellm",

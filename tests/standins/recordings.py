@@ -232,7 +232,9 @@ _COMMON = {
     "openai_chat": f"{FANTASY}/TestOpenAICommon/openai-gpt-4o-mini",
     "anthropic_messages": f"{FANTASY}/TestAnthropicCommon/claude-sonnet-4",
     "gemini": f"{FANTASY}/TestGoogleCommon/gemini-3-pro-preview",
+    "openai_responses": f"{FANTASY}/TestOpenAIResponsesCommon/openai-gpt-4o-mini",
 }
+RESPONSES_THINKING = f"{FANTASY}/TestOpenAIResponsesWithSummaryThinking/openai-gpt-5"
 ANTHROPIC_SSE = "anthropic-sdk-python/tests/lib/streaming/fixtures"
 ANTHROPIC_429 = (
     "anthropic-sdk-python/tests/lib/_parse/__inline_snapshot__/test_messages/TestAsyncParse/"
@@ -252,6 +254,13 @@ def common(api: str, test: str, stream: bool) -> tuple[Exchange, ...]:
 def anthropic_thinking(stream: bool) -> tuple[Exchange, ...]:
     """fantasy TestAnthropicThinking: thinking + signature + tool_use, then the answer."""
     return govcr(f"{ANTHROPIC_THINKING}/{'thinking-streaming' if stream else 'thinking'}.yaml")
+
+
+def responses_thinking(stream: bool) -> tuple[Exchange, ...]:
+    """fantasy TestOpenAIResponsesWithSummaryThinking (gpt-5, ``include:
+    ["reasoning.encrypted_content"]``, ``store: false``): a reasoning item with summary and
+    ``encrypted_content`` + a ``weather`` function call, then reasoning + the answer."""
+    return govcr(f"{RESPONSES_THINKING}/{'thinking-streaming' if stream else 'thinking'}.yaml")
 
 
 def truncated_tool_call_sse() -> Exchange:
@@ -293,13 +302,16 @@ def handed_case(case_id: str) -> dict[str, Any]:
 
 def stream_exchange(api: str, events: list[Any]) -> Exchange:
     """A stream answer in ``api``'s framing from a list of events: Anthropic items are
-    ``{"event", "data"}`` (framed ``event:``/``data:``), OpenAI and Gemini items are the chunk
+    ``{"event", "data"}`` (framed ``event:``/``data:``), OpenAI Responses items are the event
+    objects (framed ``event: <type>``/``data:``), OpenAI chat and Gemini items are the chunk
     objects (framed ``data:``; OpenAI gets its closing ``data: [DONE]``, Gemini's frames end in
     CRLF CRLF as Gemini sends them)."""
     frames = []
     for ev in events:
         if api == "anthropic_messages":
             frames.append(f"event: {ev['event']}\ndata: {json.dumps(ev['data'])}\n\n")
+        elif api == "openai_responses":
+            frames.append(f"event: {ev['type']}\ndata: {json.dumps(ev)}\n\n")
         elif api == "gemini":
             frames.append(f"data: {json.dumps(ev)}\r\n\r\n")
         else:

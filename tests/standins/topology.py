@@ -20,11 +20,13 @@ from gateway.config import (
 
 KEY_ENV = {
     "openai_chat": "TURNSTILE_WIRE_OPENAI_KEY",
+    "openai_responses": "TURNSTILE_WIRE_RESPONSES_KEY",
     "anthropic_messages": "TURNSTILE_WIRE_ANTHROPIC_KEY",
     "gemini": "TURNSTILE_WIRE_GEMINI_KEY",
 }
 KEYS = {
     "openai_chat": "sk-wire-openai-0000",
+    "openai_responses": "sk-wire-responses-0000",
     "anthropic_messages": "sk-ant-wire-0000",
     "gemini": "wire-gemini-key-0000",
 }
@@ -37,7 +39,11 @@ MATRIX = {
     "openai_chat": ("oa", "gpt-4o-mini"),
     "anthropic_messages": ("an", "claude-sonnet-4-20250514"),
     "gemini": ("ge", "gemini-3-pro-preview"),
+    "openai_responses": ("rs", "gpt-4o-mini"),
 }
+# Responses deployments of reasoning models (encrypted reasoning round trips): the one the
+# recordings came from, and another model of the same provider (its reasoning is not sent there).
+RESPONSES_REASONING = {"rs-gpt-5": "gpt-5", "rs-gpt-5-mini": "gpt-5-mini"}
 # Deployments the handed cases route to (the deployment name is the model name clients send).
 HANDED = {
     "claude-sonnet-4-5": "anthropic_messages",
@@ -56,15 +62,17 @@ C16_MODELS = {"model-A": "claude-model-a", "model-B": "claude-model-b"}
 FALLBACK = "wire-fallback"  # anthropic primary -> openai backup
 SLOW = "wire-slow"  # gemini with a tiny first-byte timeout -> openai backup
 SLOW_ONLY = "wire-slow-only"
+RS_FALLBACK = "wire-rs-fallback"  # openai_responses primary -> openai_chat backup
 AUTO_A_FIRST = "auto"  # C16 turn 1: model-A primary
 AUTO_B_FIRST = "auto-b"  # C16 turn 2: the routing would pick model-B
 
 
 def base_url(api: str, standin_url: str) -> str:
-    """The base URL a deployment of ``api`` uses: OpenAI ``…/v1``, Anthropic the host root,
+    """The base URL a deployment of ``api`` uses: OpenAI (both APIs) ``…/v1``, Anthropic the host root,
     Gemini ``…/v1beta``."""
     return {
         "openai_chat": f"{standin_url}/v1",
+        "openai_responses": f"{standin_url}/v1",
         "anthropic_messages": standin_url,
         "gemini": f"{standin_url}/v1beta",
     }[api]
@@ -89,6 +97,9 @@ def build_config(standin_url: str, db_path: str) -> GatewayConfig:
     for name, api in HANDED.items():
         deps.append(_dep(name, api, C16_MODELS.get(name, name), standin_url))
     deps += [
+        _dep(name, "openai_responses", model, standin_url) for name, model in RESPONSES_REASONING.items()
+    ]
+    deps += [
         _dep("an-primary", "anthropic_messages", "claude-primary", standin_url),
         _dep("oa-backup", "openai_chat", "gpt-backup", standin_url),
         _dep(
@@ -103,6 +114,7 @@ def build_config(standin_url: str, db_path: str) -> GatewayConfig:
         ModelAlias(name=FALLBACK, deployments=["an-primary", "oa-backup"]),
         ModelAlias(name=SLOW, deployments=["ge-slow", "oa-backup"]),
         ModelAlias(name=SLOW_ONLY, deployments=["ge-slow"]),
+        ModelAlias(name=RS_FALLBACK, deployments=[MATRIX["openai_responses"][0], "oa-backup"]),
         ModelAlias(name=AUTO_A_FIRST, deployments=["model-A", "model-B"]),
         ModelAlias(name=AUTO_B_FIRST, deployments=["model-B", "model-A"]),
     ]

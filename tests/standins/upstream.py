@@ -4,6 +4,7 @@ that answers like OpenAI, Anthropic and Gemini by replaying recorded provider tr
 Endpoints (paths exactly as the providers serve them):
 
 * ``POST /v1/chat/completions``                                  OpenAI Chat Completions
+* ``POST /v1/responses``                                          OpenAI Responses
 * ``POST /v1/messages``                                           Anthropic Messages
 * ``POST /v1beta/models/{model}:generateContent``                 Gemini
 * ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse``   Gemini, streamed
@@ -12,7 +13,10 @@ What a real provider checks first is checked here too, with the provider's own e
 the API key header (``Authorization: Bearer``, ``x-api-key`` + ``anthropic-version``,
 ``x-goog-api-key`` or ``?key=``), a JSON object body, the model, Anthropic's required
 ``max_tokens``, and Gemini's ``Schema`` rule (no unknown member at any depth of a function
-declaration's parameters or the response schema: :mod:`standins.gemini_schema_rule`).
+declaration's parameters or the response schema: :mod:`standins.gemini_schema_rule`), and the
+Responses API's rules (unknown parameters, ``function_call_output`` paired to an earlier
+``function_call``, ``encrypted_content`` only as this stand-in issued it for that model, strict
+function schemas: :mod:`standins.responses_rules`).
 
 A test *scripts* the stand-in with :class:`Answer` objects (see the factory functions
 :func:`replay`, :func:`http_error`, :func:`reset_mid_stream`, :func:`cut_before_stop`,
@@ -39,8 +43,12 @@ from aiohttp import web
 from .gemini_schema_rule import error_body as schema_error_body
 from .gemini_schema_rule import request_violations
 from .recordings import Exchange, split_sse
+from .responses_rules import Issued
+from .responses_rules import error as responses_error
+from .responses_rules import violation as responses_violation
 
 OPENAI = "openai_chat"
+RESPONSES = "openai_responses"
 ANTHROPIC = "anthropic_messages"
 GEMINI = "gemini"
 
@@ -172,6 +180,8 @@ def stop_frame_index(exchange: Exchange) -> int:
                 continue
             if data.get("type") in ("message_delta", "message_stop"):
                 return i
+            if data.get("type") in ("response.completed", "response.incomplete", "response.failed"):
+                return i
             if any(c.get("finish_reason") for c in data.get("choices") or []):
                 return i
             if any(c.get("finishReason") for c in data.get("candidates") or []):
@@ -270,7 +280,8 @@ def held(answer: Answer, gate: Gate) -> Answer:
 
 @dataclass
 class Received:
-    """One request the stand-in received: ``api`` (openai_chat | anthropic_messages | gemini),
+    """One request the stand-in received: ``api`` (openai_chat | openai_responses |
+    anthropic_messages | gemini),
     ``model``, ``stream``, the parsed JSON ``body`` (None if not JSON), lower-cased
     ``headers`` and the ``query`` string values."""
 
@@ -293,6 +304,8 @@ def _error_body(api: str, status: int, message: str) -> dict[str, Any]:
     if api == GEMINI:
         st = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND"}.get(status, "INTERNAL")
         return {"error": {"code": status, "message": message, "status": st}}
+    if api == RESPONSES and status == 400:
+        return responses_error(message)
     kind = {400: "invalid_request_error", 401: "invalid_request_error"}.get(status, "server_error")
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
@@ -308,6 +321,7 @@ class UpstreamStandin:
         self.gates: list[Gate] = []
         self.url = ""
         self._runner: web.AppRunner | None = None
+        self.issued = Issued()  # encrypted reasoning this stand-in sent, by model (Responses)
         self.on_request: Callable[[Received], None] | None = None
 
     # -------------------------------------------------------------- test-facing API
@@ -331,6 +345,7 @@ class UpstreamStandin:
         for g in gates:
             g.release()
         self.received.clear()
+        self.issued.clear()
 
     def requests(self, api: str | None = None, model: str | None = None) -> list[Received]:
         """Received requests, optionally only those to ``api`` / naming ``model``."""
@@ -344,6 +359,7 @@ class UpstreamStandin:
         """Start listening on 127.0.0.1 at a random free port; sets :attr:`url`."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._openai)
+        app.router.add_post("/v1/responses", self._responses)
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1beta/models/{tail}", self._gemini)
         app.router.add_route("*", "/{path:.*}", self._unknown)
@@ -394,7 +410,7 @@ class UpstreamStandin:
 
     def _check(self, rec: Received, body: Any) -> web.Response | None:
         h = rec.headers
-        if rec.api == OPENAI and not h.get("authorization", "").startswith("Bearer "):
+        if rec.api in (OPENAI, RESPONSES) and not h.get("authorization", "").startswith("Bearer "):
             return self._fail(rec.api, 401, "You didn't provide an API key (Authorization: Bearer).")
         if rec.api == ANTHROPIC:
             if not h.get("x-api-key"):
@@ -407,6 +423,10 @@ class UpstreamStandin:
             return self._fail(rec.api, 400, "request body is not a JSON object")
         if rec.api in (OPENAI, ANTHROPIC) and not rec.model:
             return self._fail(rec.api, 400, "model: Field required")
+        if rec.api == RESPONSES:
+            bad = responses_violation(body, self.issued)
+            if bad is not None:
+                return web.json_response(bad, status=400)
         if rec.api == ANTHROPIC and not isinstance(body.get("max_tokens"), int):
             return self._fail(rec.api, 400, "max_tokens: Field required")
         if rec.api == GEMINI and not body.get("contents"):
@@ -446,6 +466,8 @@ class UpstreamStandin:
         if ans.gate is not None:
             await ans.gate.wait()
         ex = ans.exchange
+        if api == RESPONSES and ex.status < 400:
+            self.issued.note(rec.model, ex.body)
         headers = {"content-type": ex.content_type, **ans.headers}
         if ans.fault == "huge":
             return await self._huge(request, ans, headers)
@@ -501,6 +523,9 @@ class UpstreamStandin:
 
     async def _openai(self, request: web.Request) -> web.StreamResponse:
         return await self._serve(request, OPENAI)
+
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, RESPONSES)
 
     async def _anthropic(self, request: web.Request) -> web.StreamResponse:
         return await self._serve(request, ANTHROPIC)

@@ -33,9 +33,30 @@ class RecordedCall:
     signature: str | None = None
 
 
+def responses_output(ex: Exchange) -> list[dict[str, Any]]:
+    """The ``output`` items of a recorded OpenAI Responses answer: a whole body's ``output``,
+    or a stream's ``response.output_item.done`` items in order."""
+    if not ex.stream:
+        return list(ex.json().get("output") or [])
+    return [ev["item"] for ev in ex.sse_data() if ev.get("type") == "response.output_item.done"]
+
+
+def _responses_final(ex: Exchange) -> dict[str, Any]:
+    if not ex.stream:
+        return dict(ex.json())
+    ends = ("response.completed", "response.incomplete", "response.failed")
+    return next(ev["response"] for ev in ex.sse_data() if ev.get("type") in ends)
+
+
 def recorded_calls(ex: Exchange, api: str) -> list[RecordedCall]:
     """Tool calls in a recorded response (stream or not), in issue order."""
     calls: list[RecordedCall] = []
+    if api == "openai_responses":
+        for item in responses_output(ex):
+            if item.get("type") == "function_call":
+                raw = item["arguments"]
+                calls.append(RecordedCall(item["call_id"], item["name"], json.loads(raw), raw))
+        return calls
     if api == "openai_chat":
         if not ex.stream:
             for tc in ex.json()["choices"][0]["message"].get("tool_calls") or []:
@@ -90,6 +111,13 @@ def recorded_calls(ex: Exchange, api: str) -> list[RecordedCall]:
 def recorded_text(ex: Exchange, api: str) -> str:
     """The visible answer text of a recorded response (thinking/thought parts excluded)."""
     out: list[str] = []
+    if api == "openai_responses":
+        for item in responses_output(ex):
+            if item.get("type") == "message":
+                out += [
+                    p.get("text") or "" for p in item.get("content") or [] if p.get("type") == "output_text"
+                ]
+        return "".join(out)
     if api == "openai_chat":
         if not ex.stream:
             return ex.json()["choices"][0]["message"].get("content") or ""
@@ -146,7 +174,13 @@ def recorded_usage(ex: Exchange, api: str) -> RecordedUsage:
     """The usage a recorded response reports, converted to the internal convention: OpenAI
     ``prompt_tokens`` includes ``cached_tokens`` (split out); Anthropic ``input_tokens``
     already excludes cache tokens; Gemini ``candidatesTokenCount`` excludes
-    ``thoughtsTokenCount`` (added: reasoning is output)."""
+    ``thoughtsTokenCount`` (added: reasoning is output); Responses ``input_tokens`` includes
+    ``cached_tokens`` (split out), ``output_tokens`` includes reasoning."""
+    if api == "openai_responses":
+        u = _responses_final(ex)["usage"]
+        cached = (u.get("input_tokens_details") or {}).get("cached_tokens") or 0
+        reasoning = (u.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
+        return RecordedUsage(u["input_tokens"] - cached, u["output_tokens"], cached, 0, reasoning)
     if api == "openai_chat":
         usage = (
             next((c["usage"] for c in ex.sse_data() if c.get("usage")), None)

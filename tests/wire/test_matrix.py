@@ -1,6 +1,6 @@
 """The wire matrix: client dialect {openai, anthropic} x upstream API {openai_chat,
-anthropic_messages, gemini} x {stream, non-stream}, through the real gateway server and the
-recorded-traffic upstream stand-in, driven by the official SDKs.
+anthropic_messages, gemini, openai_responses} x {stream, non-stream}, through the real gateway
+server and the recorded-traffic upstream stand-in, driven by the official SDKs.
 
 Recordings: charmbracelet/fantasy ``TestXCommon`` cassettes (``simple``: one text answer;
 ``multi_tool``: parallel ``add`` + ``multiply`` calls, then the answer to their results).
@@ -19,7 +19,7 @@ from standins.upstream import UpstreamStandin, replay
 from standins.wirekit import RecordedCall, image_sites, recorded_calls, recorded_text, recorded_usage
 
 DIALECTS = ["openai", "anthropic"]
-APIS = ["openai_chat", "anthropic_messages", "gemini"]
+APIS = ["openai_chat", "anthropic_messages", "gemini", "openai_responses"]
 MATRIX_IDS = [(d, a, s) for d in DIALECTS for a in APIS for s in (False, True)]
 
 
@@ -100,7 +100,7 @@ def _assert_upstream_key(sent: Any, api: str) -> None:
     """The deployment's key (from its environment variable) goes upstream in the API's own
     header; the client's key never does."""
     h = sent.headers
-    if api == "openai_chat":
+    if api in ("openai_chat", "openai_responses"):
         assert h.get("authorization") == f"Bearer {KEYS[api]}"
     elif api == "anthropic_messages":
         assert h.get("x-api-key") == KEYS[api]
@@ -179,6 +179,8 @@ def _assert_follow_up_upstream(api: str, body: dict[str, Any], rec: list[Recorde
         assert all(m["role"] == "tool" for m in msgs[msgs.index(tools[0]) : i + 1]), (
             "tool messages not adjacent"
         )
+    elif api == "openai_responses":
+        _assert_responses_follow_up(body, rec, dialect)
     elif api == "anthropic_messages":
         msgs = body["messages"]
         a = next(i for i, m in enumerate(msgs) if m["role"] == "assistant")
@@ -207,6 +209,24 @@ def _assert_follow_up_upstream(api: str, body: dict[str, Any], rec: list[Recorde
             p["functionResponse"] for c in contents[m + 1 :] for p in c["parts"] if "functionResponse" in p
         ]
         assert [r["name"] for r in responses] == [r.name for r in rec]
+
+
+def _assert_responses_follow_up(body: dict[str, Any], rec: list[RecordedCall], dialect: str) -> None:
+    """Responses input: both ``function_call`` items with their call ids, then one
+    ``function_call_output`` each in call order, adjacent; the image result as a list output."""
+    items = body["input"]
+    calls = [it for it in items if it.get("type") == "function_call"]
+    assert [c["call_id"] for c in calls] == [r.id for r in rec]
+    if dialect == "openai":
+        assert [c["arguments"] for c in calls] == [r.raw for r in rec]
+    else:
+        assert [json.loads(c["arguments"]) for c in calls] == [r.args for r in rec]
+    outputs = [i for i, it in enumerate(items) if it.get("type") == "function_call_output"]
+    assert [items[i]["call_id"] for i in outputs] == [r.id for r in rec]
+    assert outputs == list(range(outputs[0], outputs[0] + len(rec))), "outputs not adjacent"
+    first = items[outputs[0]]["output"]
+    assert isinstance(first, list) and [p["type"] for p in first] == ["input_text", "input_image"]
+    assert body["store"] is False
 
 
 VERCEL_GOOGLE = "vercel-ai/packages/google/src/__fixtures__"

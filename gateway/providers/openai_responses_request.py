@@ -1,0 +1,278 @@
+"""The OpenAI Responses request body built from the internal schema
+(https://platform.openai.com/docs/api-reference/responses/create).
+
+Decisions worth knowing
+-----------------------
+* Stateless: every request carries ``store: false`` and, for a deployment that supports
+  thinking, ``include: ["reasoning.encrypted_content"]``, so reasoning comes back encrypted in
+  the answer and travels with the conversation instead of living at OpenAI
+  (https://platform.openai.com/docs/guides/reasoning#encrypted-reasoning-items).
+  ``previous_response_id`` is never sent: the whole history goes in ``input``.
+* System messages before the first other message become ``instructions`` (joined by a blank
+  line); a later one stays in place as an input message of role ``system``.
+* Input items, in the conversation's order: user messages (``input_text``, ``input_image`` with
+  ``detail: auto``), assistant turns split into ``message`` items (``output_text``),
+  ``reasoning`` items and ``function_call`` items exactly as the parts were ordered, and one
+  ``function_call_output`` per tool result (``output`` a string, or a list of ``input_text`` /
+  ``input_image`` when the result holds images).
+* Reasoning goes back ONLY when it was made by a Responses upstream and carries its
+  ``encrypted_content`` (the thinking signature): the thinking policy
+  (:mod:`gateway.guards.thinking`) has already removed reasoning signed elsewhere; here a
+  thinking part that is not Responses-signed or has no signature is left out as a last resort
+  (OpenAI could not verify it). Its text goes back as one ``summary_text`` part. Redacted
+  thinking (Anthropic's encrypted reasoning) has no slot and is left out alike. Reasoning item
+  ids are not sent: with ``store: false`` the ``encrypted_content`` is what OpenAI reads (Codex
+  CLI sends reasoning items without ``id`` the same way).
+* Function tools are sent with ``strict: false`` unless the client asked for strict: the
+  Responses API defaults ``strict`` to true, which refuses any schema that is not fully closed
+  ("Invalid schema for function ... 'required' is required to be supplied"),
+  https://platform.openai.com/docs/guides/function-calling#strict-mode.
+* ``tool_choice`` and ``parallel_tool_calls`` are sent only with tools.
+* Structured output: ``response_format`` becomes ``text.format`` (``json_object``, or
+  ``json_schema`` with ``name``, ``schema``, ``strict``).
+* ``thinking.effort`` becomes ``reasoning.effort``; a budget alone becomes an effort
+  (< 4096 tokens ``low``, < 16384 ``medium``, else ``high``); with thinking on, ``reasoning.summary``
+  is ``auto`` so the client sees the model's reasoning summary. Only for a deployment that
+  supports thinking (OpenAI refuses ``reasoning`` for models without it).
+* ``stop`` sequences have no slot in the Responses API: a request with them is refused
+  (:class:`CapabilityError` naming ``stop``) rather than answered without them. ``top_k`` has
+  none either and is not sent (as for Chat Completions). ``metadata`` entries with string values
+  go in ``metadata`` (at most 16, as OpenAI allows), except the gateway's own keys.
+* Tool names are rewritten to ``^[a-zA-Z0-9_-]{1,64}$`` and call ids longer than 40 characters
+  to 40, as for Chat Completions (:mod:`gateway.providers.openai_chat`), mapped back on the way in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.config import Deployment
+from gateway.errors import CapabilityError
+from gateway.providers.naming import NameMap
+from gateway.providers.openai_chat import upstream_id, upstream_name
+from gateway.providers.openai_responses_common import is_responses_signed
+from gateway.schema import (
+    AssistantMessage,
+    ImagePart,
+    Request,
+    SystemMessage,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultMessage,
+    UserMessage,
+)
+
+MAX_METADATA = 16
+"""Keys of ``metadata`` OpenAI accepts (https://platform.openai.com/docs/api-reference/responses/create#responses-create-metadata)."""
+_OWN_METADATA = ("_turnstile", "turnstile_")
+
+
+def _image(part: ImagePart) -> dict[str, Any]:
+    url = part.url or f"data:{part.media_type or 'image/png'};base64,{part.data or ''}"
+    return {"type": "input_image", "image_url": url, "detail": "auto"}
+
+
+def _where(msg: Any, i: int) -> str:
+    return msg.src or f"messages[{i}]"
+
+
+def _no_images(deployment: Deployment, what: str, where: str) -> CapabilityError:
+    return CapabilityError(
+        f"{what} contains an image, which deployment {deployment.name!r} "
+        f"(model {deployment.model}) cannot take",
+        param=where,
+    )
+
+
+def _user_item(msg: UserMessage, deployment: Deployment, i: int) -> dict[str, Any]:
+    content = msg.content
+    if len(content) == 1 and type(content[0]) is TextPart:  # the common case
+        return {"role": "user", "content": content[0].text}
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if type(part) is TextPart:
+            if part.text:
+                parts.append({"type": "input_text", "text": part.text})
+        elif type(part) is ImagePart:
+            if not deployment.supports_images:
+                raise _no_images(deployment, _where(msg, i), _where(msg, i))
+            parts.append(_image(part))
+    return {"role": "user", "content": parts or ""}
+
+
+def _assistant_items(msg: AssistantMessage, names: NameMap, out: list[dict[str, Any]]) -> None:
+    texts: list[str] = []
+
+    def flush() -> None:
+        if texts:
+            text = "".join(texts)
+            texts.clear()
+            if text:
+                out.append(
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}],
+                    }
+                )
+
+    for p in msg.content:
+        if type(p) is TextPart:
+            texts.append(p.text)
+        elif type(p) is ToolCallPart:
+            flush()
+            out.append(
+                {
+                    "type": "function_call",
+                    "call_id": upstream_id(names, p.id),
+                    "name": upstream_name(names, p.name),
+                    "arguments": p.raw_arguments,
+                }
+            )
+        elif type(p) is ThinkingPart and p.signature and is_responses_signed(p.provenance):
+            flush()
+            summary = [{"type": "summary_text", "text": p.text}] if p.text else []
+            out.append({"type": "reasoning", "summary": summary, "encrypted_content": p.signature})
+        # RedactedThinkingPart: Anthropic's encrypted reasoning, no slot here
+    flush()
+
+
+def _tool_output(msg: ToolResultMessage, deployment: Deployment, names: NameMap, i: int) -> dict[str, Any]:
+    call_id = upstream_id(names, msg.tool_call_id)
+    content = msg.content
+    if len(content) == 1 and type(content[0]) is TextPart:  # the common case
+        return {"type": "function_call_output", "call_id": call_id, "output": content[0].text}
+    if not any(type(p) is ImagePart for p in content):
+        text = "\n".join(p.text for p in content if type(p) is TextPart)
+        return {"type": "function_call_output", "call_id": call_id, "output": text}
+    if not deployment.supports_images:
+        where = _where(msg, i)
+        raise _no_images(deployment, f"the tool result for tool call {msg.tool_call_id!r} ({where})", where)
+    parts: list[dict[str, Any]] = []
+    for p in content:
+        if type(p) is TextPart:
+            if p.text:
+                parts.append({"type": "input_text", "text": p.text})
+        elif type(p) is ImagePart:
+            parts.append(_image(p))
+    return {"type": "function_call_output", "call_id": call_id, "output": parts}
+
+
+def input_items(
+    request: Request, deployment: Deployment, names: NameMap
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """``(instructions, input)`` for ``request``: the leading system text (None when there is
+    none) and the input items (see module docstring). Raises :class:`CapabilityError` for
+    images the deployment cannot take."""
+    leading: list[str] = []
+    items: list[dict[str, Any]] = []
+    for i, msg in enumerate(request.messages):
+        tm = type(msg)
+        if tm is SystemMessage:
+            text = "\n\n".join(p.text for p in msg.content)  # type: ignore[union-attr]
+            if items:
+                items.append({"role": "system", "content": text})
+            else:
+                leading.append(text)
+        elif tm is UserMessage:
+            items.append(_user_item(msg, deployment, i))  # type: ignore[arg-type]
+        elif tm is AssistantMessage:
+            _assistant_items(msg, names, items)  # type: ignore[arg-type]
+        elif tm is ToolResultMessage:
+            items.append(_tool_output(msg, deployment, names, i))  # type: ignore[arg-type]
+    return ("\n\n".join(leading) if leading else None), items
+
+
+def _effort(request: Request) -> str | None:
+    thinking = request.thinking
+    if thinking is None or not thinking.enabled:
+        return None
+    if thinking.effort:
+        return thinking.effort
+    budget = thinking.budget_tokens
+    if budget is None:
+        return None
+    return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
+
+
+def _metadata(request: Request) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in request.metadata.items():
+        if isinstance(value, str) and not key.startswith(_OWN_METADATA) and len(out) < MAX_METADATA:
+            out[key] = value
+    return out
+
+
+def _tools(request: Request, names: NameMap, body: dict[str, Any]) -> None:
+    tools = []
+    for t in request.tools:
+        fn: dict[str, Any] = {"type": "function", "name": upstream_name(names, t.name)}
+        if t.description is not None:
+            fn["description"] = t.description
+        fn["parameters"] = t.parameters
+        fn["strict"] = bool(t.strict)
+        tools.append(fn)
+    body["tools"] = tools
+    tc = request.tool_choice
+    if tc is not None:
+        if tc.mode == "tool":
+            body["tool_choice"] = (
+                {"type": "function", "name": upstream_name(names, tc.name)} if tc.name else "required"
+            )
+        else:
+            body["tool_choice"] = tc.mode
+        if tc.parallel is not None:
+            body["parallel_tool_calls"] = tc.parallel
+
+
+def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> dict[str, Any]:
+    """The Responses JSON body (a dict) for ``request`` on ``deployment``; fills ``names`` with
+    the tool name / call id rewrites applied. Raises :class:`CapabilityError` for ``stop``
+    sequences (no slot) and for images the deployment cannot take."""
+    if request.stop:
+        raise CapabilityError(
+            f"stop: deployment {deployment.name!r} speaks the OpenAI Responses API, "
+            "which has no stop sequences",
+            param="stop",
+        )
+    instructions, items = input_items(request, deployment, names)
+    body: dict[str, Any] = {"model": deployment.model}
+    if instructions is not None:
+        body["instructions"] = instructions
+    body["input"] = items
+    body["store"] = False
+    if request.tools:
+        _tools(request, names, body)
+    if request.max_output_tokens is not None:
+        body["max_output_tokens"] = request.max_output_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.top_p is not None:
+        body["top_p"] = request.top_p
+    rf = request.response_format
+    if rf is not None and rf.type != "text":
+        if rf.type == "json_object":
+            body["text"] = {"format": {"type": "json_object"}}
+        else:
+            fmt: dict[str, Any] = {
+                "type": "json_schema",
+                "name": rf.name or "response",
+                "schema": rf.schema_ or {},
+            }
+            if rf.strict is not None:
+                fmt["strict"] = rf.strict
+            body["text"] = {"format": fmt}
+    if deployment.supports_thinking:
+        effort = _effort(request)
+        if effort is not None:
+            body["reasoning"] = {"effort": effort, "summary": "auto"}
+        body["include"] = ["reasoning.encrypted_content"]
+    if request.user:
+        body["user"] = request.user
+    metadata = _metadata(request) if request.metadata else None
+    if metadata:
+        body["metadata"] = metadata
+    if request.stream:
+        body["stream"] = True
+    return body
