@@ -9,8 +9,8 @@ Reading rules (https://platform.openai.com/docs/api-reference/responses/object):
 
 * ``message`` items: the text of their ``output_text`` parts (``refusal`` parts too), joined;
 * ``reasoning`` items: one thinking part each, the text of its ``summary`` parts (or of its
-  ``content`` ``reasoning_text`` parts, which some servers send instead) with its
-  ``encrypted_content`` as the signature;
+  ``content`` ``reasoning_text`` parts, which some servers send instead) joined by a blank
+  line, with its ``encrypted_content`` as the signature;
 * ``function_call`` items: a call with ``call_id`` and ``arguments`` as carried;
   ``custom_tool_call`` items: a call with its free-form ``input`` as the arguments;
 * stop: ``completed`` -> ``stop`` (``tool_use`` when there are calls); ``incomplete`` with
@@ -78,7 +78,7 @@ def _turnstile(m: Meaning, obj: dict[str, Any]) -> None:
 
 def _reasoning_text(item: dict[str, Any]) -> str:
     parts = item.get("summary") or item.get("content") or []
-    return "".join(str(p.get("text") or "") for p in parts if isinstance(p, dict))
+    return "\n\n".join(str(p.get("text") or "") for p in parts if isinstance(p, dict))
 
 
 def _item(m: Meaning, item: dict[str, Any], text: str | None = None) -> None:
@@ -119,7 +119,7 @@ def responses_events(events: list[dict[str, Any]]) -> Meaning:
     from the deltas; an item's call from its ``output_item.done`` (or, for a call whose item
     never finished, from its ``output_item.added`` and argument deltas)."""
     m = Meaning()
-    texts: dict[str, list[str]] = {}
+    texts: dict[str, dict[int, list[str]]] = {}
     open_items: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     done: dict[str, dict[str, Any]] = {}
@@ -138,7 +138,8 @@ def responses_events(events: list[dict[str, Any]]) -> Meaning:
             "response.reasoning_summary_text.delta",
             "response.reasoning_text.delta",
         ):
-            texts.setdefault(key, []).append(str(ev.get("delta") or ""))
+            part = int(ev.get("summary_index", ev.get("content_index", 0)) or 0)
+            texts.setdefault(key, {}).setdefault(part, []).append(str(ev.get("delta") or ""))
         elif kind == "response.function_call_arguments.delta":
             slot = open_items.get(key)
             if slot is not None:
@@ -157,7 +158,9 @@ def responses_events(events: list[dict[str, Any]]) -> Meaning:
             final = ev.get("response") or {}
     for k in order:
         item = done.get(k) or open_items.get(k) or {}
-        streamed = "".join(texts[k]) if k in texts else None
+        parts = texts.get(k)
+        joiner = "\n\n" if item.get("type") == "reasoning" else ""
+        streamed = joiner.join("".join(parts[i]) for i in sorted(parts)) if parts else None
         _item(m, item, streamed if item.get("type") in ("message", "reasoning") else None)
     if final is not None:
         if not order:  # a server that sends only the final object
