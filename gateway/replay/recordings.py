@@ -1,8 +1,9 @@
 """Replay of recorded provider exchanges: each recorded answer through its adapter and out
 through every client dialect.
 
-For one exchange: the wire API comes from the reader, the URL or the content; non-chat APIs
-(OpenAI Responses, Gemini interactions, Bedrock, embeddings ...) are reported as unsupported.
+For one exchange: the wire API comes from the reader, the URL or the content; APIs with no
+adapter (Gemini interactions, Bedrock, embeddings, stored OpenAI responses ...) are reported
+as unsupported.
 The recorded request, when it is a client-dialect body (OpenAI Chat or Anthropic Messages
 histories, often multi-turn), goes through the edge, the guards (findings) and the round trip
 like a conversation turn. The recorded answer goes through the wire module
@@ -21,8 +22,9 @@ from gateway import invariants
 from gateway.config import Deployment
 from gateway.edges import get_dialect
 from gateway.errors import GuardViolation, InvalidRequest, UnknownStopReason, UpstreamError
-from gateway.providers import anthropic_messages, gemini, openai_chat
+from gateway.providers import anthropic_messages, gemini, openai_chat, openai_responses
 from gateway.providers.recorded import meaning as mn
+from gateway.providers.recorded import meaning_responses as mr
 from gateway.providers.recorded import readers
 from gateway.providers.sse import decode_all
 from gateway.providers.wire import CallContext
@@ -33,7 +35,12 @@ from gateway.replay.report import Report
 from gateway.replay.roundtrip import record_round_trip
 from gateway.schema import Request, Response, TextPart, UserMessage
 
-WIRES = {"openai_chat": openai_chat, "anthropic_messages": anthropic_messages, "gemini": gemini}
+WIRES = {
+    "openai_chat": openai_chat,
+    "anthropic_messages": anthropic_messages,
+    "gemini": gemini,
+    "openai_responses": openai_responses,
+}
 
 
 def _stream_objects(body: bytes) -> list[Any]:
@@ -60,7 +67,6 @@ def _api(ex: Exchange) -> tuple[str | None, str]:
         if api is None and objs and isinstance(objs[0], dict):
             kind = objs[0].get("type") or objs[0].get("object") or objs[0].get("event_type") or "unknown"
             known = {
-                "response.created": "OpenAI Responses API stream",
                 "message-start": "Cohere chat API stream",
                 "text_completion": "legacy OpenAI completions stream",
                 "interaction.created": "Gemini interactions API stream",
@@ -177,6 +183,8 @@ class RecordingReplayer:
                 if api == "openai_chat"
                 else mn.anthropic_events(objs)
                 if api == "anthropic_messages"
+                else mr.responses_events(objs)
+                if api == "openai_responses"
                 else mn.gemini_chunks(objs)
             )
         elif api == "gemini" and ex.body.lstrip()[:1] == b"[":
@@ -196,6 +204,8 @@ class RecordingReplayer:
                 if api == "openai_chat"
                 else mn.anthropic_body(obj)
                 if api == "anthropic_messages"
+                else mr.responses_body(obj)
+                if api == "openai_responses"
                 else mn.gemini_chunks([obj])
             )
         return resp, expected

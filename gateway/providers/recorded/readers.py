@@ -131,9 +131,11 @@ def read_raw_sse(path: Path, source: str) -> tuple[list[Exchange], list[Issue]]:
 def read_vercel_chunks(path: Path, source: str) -> tuple[list[Exchange], list[Issue]]:
     """A vercel-ai ``*.chunks.txt``: each non-empty line one event's JSON, framed here as
     ``data: <line>`` (``event: <type>`` too when the object has a ``type``, as Anthropic
-    sends it). A line that is not JSON is reported with its number and left out."""
+    sends it). A line that is not JSON is reported with its number and left out. A file of
+    several OpenAI Responses streams (one per step of a tool loop, each opened by its own
+    ``response.created``) is one exchange per stream (``stream 1``, ``stream 2`` ...)."""
     issues: list[Issue] = []
-    frames: list[bytes] = []
+    streams: list[list[bytes]] = [[]]
     for n, line in enumerate(path.read_bytes().splitlines(), 1):
         if not line.strip():
             continue
@@ -142,12 +144,24 @@ def read_vercel_chunks(path: Path, source: str) -> tuple[list[Exchange], list[Is
         except orjson.JSONDecodeError as err:
             issues.append(Issue(source, n, f"stream line is not JSON: {err}; skipped"))
             continue
+        frames = streams[-1]
         if isinstance(obj, dict) and isinstance(obj.get("type"), str):
+            if obj["type"] == "response.created" and frames:
+                frames = []
+                streams.append(frames)
             frames.append(b"event: " + obj["type"].encode() + b"\n")
         frames.append(b"data: " + line.strip() + b"\n\n")
-    body = b"".join(frames)
     return [
-        Exchange(source=source, name="stream", url="", request=None, status=200, body=body, stream=True)
+        Exchange(
+            source=source,
+            name="stream" if len(streams) == 1 else f"stream {i}",
+            url="",
+            request=None,
+            status=200,
+            body=b"".join(frames),
+            stream=True,
+        )
+        for i, frames in enumerate(streams, 1)
     ], issues
 
 
@@ -169,9 +183,12 @@ def read_json_body(data: Any, source: str) -> list[Exchange]:
 def sniff_body_api(obj: Any) -> str | None:
     """The wire API of a non-streaming response body, from its shape: ``chat.completion``
     (or ``choices`` with ``message``) -> ``openai_chat``; ``type: message`` -> ``anthropic_messages``;
-    ``candidates``/``usageMetadata`` -> ``gemini``; anything else None."""
+    ``candidates``/``usageMetadata`` -> ``gemini``; ``object: response`` ->
+    ``openai_responses``; anything else None."""
     if not isinstance(obj, dict):
         return None
+    if obj.get("object") == "response":
+        return "openai_responses"
     if obj.get("object") == "chat.completion" or (
         isinstance(obj.get("choices"), list)
         and obj["choices"]
@@ -189,9 +206,11 @@ def sniff_body_api(obj: Any) -> str | None:
 def sniff_stream_api(first: Any) -> str | None:
     """The wire API of a stream from its first JSON event: ``chat.completion.chunk`` (or
     ``choices`` with ``delta``) -> ``openai_chat``; ``message_start`` -> ``anthropic_messages``;
-    ``candidates`` -> ``gemini``; else None."""
+    ``candidates`` -> ``gemini``; a ``response.*`` event -> ``openai_responses``; else None."""
     if not isinstance(first, dict):
         return None
+    if str(first.get("type") or "").startswith("response."):
+        return "openai_responses"
     if first.get("object") == "chat.completion.chunk" or (
         isinstance(first.get("choices"), list)
         and (not first["choices"] or "delta" in (first["choices"][0] or {}))
@@ -208,7 +227,8 @@ def api_of_url(url: str) -> tuple[str | None, str]:
     """The wire API a recorded URL speaks, and for a non-chat API why it is not replayed:
     ``/chat/completions`` -> ``openai_chat``; ``/messages`` (Anthropic, also Vertex
     ``:rawPredict`` / ``:streamRawPredict`` of Anthropic models) -> ``anthropic_messages``;
-    ``:generateContent`` / ``:streamGenerateContent`` -> ``gemini``."""
+    ``:generateContent`` / ``:streamGenerateContent`` -> ``gemini``; ``/responses`` (not its
+    ``/input_tokens``, ``/{id}`` or ``/{id}/input_items``) -> ``openai_responses``."""
     u = url.split("?", 1)[0]
     if u.endswith("/chat/completions"):
         return "openai_chat", ""
@@ -216,8 +236,10 @@ def api_of_url(url: str) -> tuple[str | None, str]:
         return "anthropic_messages", ""
     if u.endswith(":generateContent") or u.endswith(":streamGenerateContent"):
         return "gemini", ""
+    if u.endswith("/responses"):
+        return "openai_responses", ""
     for marker, what in (
-        ("/responses", "OpenAI Responses API"),
+        ("/responses", "OpenAI Responses API (stored responses and token counting)"),
         ("/interactions", "Gemini interactions API"),
         ("bedrock", "Bedrock Converse API"),
         ("/embeddings", "embeddings"),
@@ -236,7 +258,6 @@ def describe_body(data: object) -> str:
     if isinstance(data, dict):
         kind = data.get("object")
         names = {
-            "response": "OpenAI Responses API body",
             "interaction": "Gemini interactions API body",
             "text_completion": "legacy OpenAI completions body",
         }

@@ -52,7 +52,8 @@ def test_url_classification_reports_non_chat_apis() -> None:
         readers.api_of_url("https://x/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse")[0]
         == "gemini"
     )
-    assert readers.api_of_url("https://api.openai.com/v1/responses") == (None, "OpenAI Responses API")
+    assert readers.api_of_url("https://api.openai.com/v1/responses") == ("openai_responses", "")
+    assert readers.api_of_url("https://api.openai.com/v1/responses/resp_1/input_items")[0] is None
     assert readers.api_of_url("https://bedrock-runtime.us-east-1.amazonaws.com/model/x/converse")[0] is None
 
 
@@ -68,6 +69,14 @@ def test_vercel_chunk_line_that_is_not_json_is_reported(tmp_path: Path) -> None:
     f.write_text('{"type":"message_start","message":{"usage":{}}}\nnot json\n')
     exs, issues = readers.read_vercel_chunks(f, "x.chunks.txt")
     assert len(exs) == 1 and [(i.line, i.file) for i in issues] == [(2, "x.chunks.txt")]
+
+
+def test_vercel_chunks_of_several_responses_streams_are_one_exchange_each(tmp_path: Path) -> None:
+    f = tmp_path / "x.chunks.txt"
+    f.write_text('{"type":"response.created"}\n{"type":"response.completed"}\n' * 2)
+    exs, _ = readers.read_vercel_chunks(f, "x.chunks.txt")
+    assert [e.name for e in exs] == ["stream 1", "stream 2"]
+    assert all(e.body.count(b"response.created") == 2 for e in exs)  # event line and data
 
 
 def test_openai_usage_with_reasoning_outside_completion_is_added() -> None:
