@@ -15,7 +15,10 @@ Reading an answer
   as its signature, provenance ``openai_responses`` + the deployment's provider and model, so it
   goes back only there); ``message`` -> text parts (``output_text``; a ``refusal`` is text too);
   ``function_call`` -> a tool call (``call_id`` is the id the result must name; ``arguments``
-  byte-exact). Other items (hosted tool calls, which the gateway never asks for) are skipped.
+  byte-exact); ``custom_tool_call`` -> a tool call of the function a custom tool is emulated
+  as (one string argument: arguments ``{"input": <its free-form input>}``, the convention of
+  the Responses edge, which maps it back). Other items (hosted tool calls, which the gateway
+  never asks for) are skipped.
 * ``status: completed`` -> ``stop`` (``tool_use`` with function calls); ``incomplete`` with
   ``incomplete_details.reason: max_output_tokens`` -> ``length`` (the truncation guard then
   withholds cut calls), ``content_filter`` -> ``content_filter``; ``failed`` -> the ``error``
@@ -116,8 +119,21 @@ def output_budget(request: Request, deployment: Deployment) -> int | None:
     return request.max_output_tokens
 
 
+CUSTOM_INPUT = "input"
+"""The one string argument a ``custom`` tool's call is carried as (its free-form ``input``)."""
+
+
+def custom_arguments(text: str) -> str:
+    """The arguments (a JSON object string) of an emulated custom tool's call whose free-form
+    input is ``text``: ``{"input": text}``."""
+    return orjson.dumps({CUSTOM_INPUT: text}).decode()
+
+
 def _call_part(item: dict[str, Any], names: NameMap, resp_id: str, n: int) -> dict[str, Any]:
     raw = item.get("arguments")
+    if item.get("type") == "custom_tool_call":
+        value = item.get("input")
+        raw = custom_arguments(value if isinstance(value, str) else "")
     raw = raw if isinstance(raw, str) else "" if raw is None else wire_common.dumps_arguments(raw)
     call_id = item.get("call_id") or item.get("id") or wire_common.synth_id("call", resp_id, n)
     return {
@@ -154,7 +170,7 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
         kind = item.get("type")
         if kind == "message":
             parts.extend({"type": "text", "text": t} for t in message_texts(item))
-        elif kind == "function_call":
+        elif kind == "function_call" or kind == "custom_tool_call":
             parts.append(_call_part(item, ctx.names, resp_id, n))
             has_calls = True
         elif kind == "reasoning":

@@ -11,7 +11,10 @@ https://platform.openai.com/docs/api-reference/responses-streaming) into interna
 * ``response.output_item.added`` of a ``function_call`` opens a tool-call part (``call_id``,
   ``name``); ``response.function_call_arguments.delta`` fragments are its arguments; the
   ``.done`` event (or ``output_item.done``) supplies them whole when no fragment came; the part
-  ends at ``output_item.done``.
+  ends at ``output_item.done``. A ``custom_tool_call`` item the same, as the function a custom
+  tool is emulated as: its arguments are ``{"input": "<the free-form input>"}``, opened at the
+  item, each ``response.custom_tool_call_input.delta`` JSON-escaped into the string, closed at
+  ``output_item.done`` (the fragments join to exactly ``{"input": input}`` of the whole form).
 * ``response.output_text.delta`` (and ``response.refusal.delta``) open a text part per
   ``(item_id, content_index)`` at the first non-empty text; it ends at ``content_part.done`` /
   ``output_item.done``.
@@ -76,11 +79,22 @@ _ERROR_KINDS = {
 }
 
 
+_KINDS = ("function_call", "custom_tool_call", "reasoning", "message")
+_CUSTOM_OPEN = '{"input":"'
+"""How an emulated custom tool's arguments begin (see ``openai_responses.custom_arguments``)."""
+
+
+def _json_string_body(text: str) -> str:
+    """``text`` escaped as the inside of a JSON string (no quotes), so escaped fragments join to
+    the escape of the whole."""
+    return orjson.dumps(text).decode()[1:-1]
+
+
 @dataclass
 class _Item:
     """One output item being streamed: its kind and, once opened, its part index."""
 
-    kind: str  # function_call | reasoning | message | other
+    kind: str  # function_call | custom_tool_call | reasoning | message | other
     part: int | None = None
     got_args: bool = False
     summary_index: int | None = None
@@ -162,6 +176,18 @@ class OpenAIResponsesStreamParser:
             ):
                 item.got_args = True
                 out.append(_part_delta({"index": item.part, "arguments": delta}))
+        elif kind == "response.custom_tool_call_input.delta":
+            item = self.items.get(str(obj.get("item_id")))
+            delta = obj.get("delta")
+            if (
+                item is not None
+                and item.part is not None
+                and not item.ended
+                and isinstance(delta, str)
+                and delta
+            ):
+                item.got_args = True
+                out.append(PartDelta(index=item.part, arguments=_json_string_body(delta)))
         elif kind == "response.function_call_arguments.done":
             self._arguments_whole(self.items.get(str(obj.get("item_id"))), obj.get("arguments"), out)
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
@@ -205,7 +231,7 @@ class OpenAIResponsesStreamParser:
     def _item_added(self, item: dict[str, Any], out: list[StreamEvent]) -> None:
         kind = str(item.get("type") or "")
         item_id = self._item_id(item)
-        entry = _Item(kind if kind in ("function_call", "reasoning", "message") else "other")
+        entry = _Item(kind if kind in _KINDS else "other")
         self.items[item_id] = entry
         self._start(out)  # output has begun: the client may have its first bytes
         if entry.kind == "function_call":
@@ -214,6 +240,13 @@ class OpenAIResponsesStreamParser:
             if isinstance(args, str) and args:
                 entry.got_args = True
                 out.append(PartDelta(index=entry.part or 0, arguments=args))
+        elif entry.kind == "custom_tool_call":
+            self._open_call(entry, item, out)
+            out.append(PartDelta(index=entry.part or 0, arguments=_CUSTOM_OPEN))
+            text = item.get("input")
+            if isinstance(text, str) and text:
+                entry.got_args = True
+                out.append(PartDelta(index=entry.part or 0, arguments=_json_string_body(text)))
 
     def _open_call(self, entry: _Item, item: dict[str, Any], out: list[StreamEvent]) -> None:
         names = self.ctx.names
@@ -274,15 +307,20 @@ class OpenAIResponsesStreamParser:
         entry = self.items.get(item_id)
         kind = str(item.get("type") or "")
         if entry is None:  # done without added: read it whole
-            entry = self.items[item_id or self._item_id(item)] = _Item(
-                kind if kind in ("function_call", "reasoning", "message") else "other"
-            )
-            if entry.kind == "function_call":
+            entry = self.items[item_id or self._item_id(item)] = _Item(kind if kind in _KINDS else "other")
+            if entry.kind in ("function_call", "custom_tool_call"):
                 self._open_call(entry, item, out)
+            if entry.kind == "custom_tool_call":
+                out.append(PartDelta(index=entry.part or 0, arguments=_CUSTOM_OPEN))
         if entry.ended:
             return
         if entry.kind == "function_call":
             self._arguments_whole(entry, item.get("arguments"), out)
+        elif entry.kind == "custom_tool_call":
+            text = item.get("input")
+            if not entry.got_args and isinstance(text, str) and text:
+                out.append(PartDelta(index=entry.part or 0, arguments=_json_string_body(text)))
+            out.append(PartDelta(index=entry.part or 0, arguments='"}'))
         elif entry.kind == "reasoning":
             self._reasoning_done(entry, item, out)
         elif entry.kind == "message":

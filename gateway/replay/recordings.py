@@ -100,6 +100,20 @@ def _server_tools(ex: Exchange) -> str | None:
     return None
 
 
+def _background(ex: Exchange) -> bool:
+    """A background-mode Responses exchange (``background: true`` asked, or an answer still
+    ``queued`` / ``in_progress``): the answer is polled for later, which the edge refuses."""
+    if isinstance(ex.request, dict) and ex.request.get("background") is True:
+        return True
+    if ex.stream:
+        return False
+    try:
+        obj = orjson.loads(ex.body)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and obj.get("status") in ("queued", "in_progress")
+
+
 class RecordingReplayer:
     """Replays exchanges into a report; request findings and diffs are reported once per file."""
 
@@ -114,6 +128,15 @@ class RecordingReplayer:
         api, why = _api(ex)
         if api is None:
             rep.unsupported.append({"file": ex.source, "where": where, "reason": why})
+            return
+        if api == "openai_responses" and _background(ex):
+            rep.unsupported.append(
+                {
+                    "file": ex.source,
+                    "where": where,
+                    "reason": "OpenAI Responses background mode (refused by the edge)",
+                }
+            )
             return
         server = _server_tools(ex)
         if server:

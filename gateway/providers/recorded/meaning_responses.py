@@ -12,7 +12,8 @@ Reading rules (https://platform.openai.com/docs/api-reference/responses/object):
   ``content`` ``reasoning_text`` parts, which some servers send instead) joined by a blank
   line, with its ``encrypted_content`` as the signature;
 * ``function_call`` items: a call with ``call_id`` and ``arguments`` as carried;
-  ``custom_tool_call`` items: a call with its free-form ``input`` as the arguments;
+  ``custom_tool_call`` items: a call of the function a custom tool is carried as, arguments
+  ``{"input": <its free-form input>}`` (compact JSON);
 * stop: ``completed`` -> ``stop`` (``tool_use`` when there are calls); ``incomplete`` with
   ``incomplete_details.reason`` ``max_output_tokens`` -> ``length``, ``content_filter`` ->
   ``content_filter``; ``failed`` / ``cancelled`` -> ``error``;
@@ -29,6 +30,8 @@ event gives the status and usage. (Recorded OpenAI streams carry a different, eq
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from gateway.providers.recorded.meaning import Call, Meaning
 
@@ -99,7 +102,10 @@ def _item(m: Meaning, item: dict[str, Any], text: str | None = None) -> None:
     elif kind == "function_call":
         m.calls.append(Call(item.get("call_id"), str(item.get("name")), str(item.get("arguments") or "")))
     elif kind == "custom_tool_call":
-        m.calls.append(Call(item.get("call_id"), str(item.get("name")), str(item.get("input") or "")))
+        text = str(item.get("input") or "")
+        m.calls.append(
+            Call(item.get("call_id"), str(item.get("name")), orjson.dumps({"input": text}).decode())
+        )
 
 
 def responses_body(obj: dict[str, Any]) -> Meaning:

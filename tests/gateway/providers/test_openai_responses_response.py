@@ -205,3 +205,20 @@ def test_reasoning_signature_that_is_not_a_string_is_a_protocol_error() -> None:
     item = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": {"x": 1}}
     with pytest.raises(UpstreamProtocolError, match="encrypted_content"):
         _parse(_body(output=[item]))
+
+
+def test_custom_tool_call_item_is_a_call_of_the_emulated_function() -> None:
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "model": "gpt-5",
+        "output": [
+            {"type": "custom_tool_call", "call_id": "call_c", "name": "write_sql", "input": 'SELECT "x"'}
+        ],
+        "usage": {"input_tokens": 5, "output_tokens": 7},
+    }
+    resp = openai_responses.parse_response(orjson.dumps(body), _ctx())
+    [call] = resp.message.tool_calls
+    assert (call.id, call.name, call.arguments) == ("call_c", "write_sql", {"input": 'SELECT "x"'})
+    assert resp.stop_reason == "tool_use"

@@ -268,3 +268,41 @@ def test_unknown_events_are_ignored() -> None:
 def test_non_json_data_is_a_protocol_error() -> None:
     with pytest.raises(UpstreamProtocolError):
         _parser().feed("response.created", b"{nope")
+
+
+def _custom_item(**extra: Any) -> dict[str, Any]:
+    item = {
+        "id": "ctc_1",
+        "type": "custom_tool_call",
+        "call_id": "call_c",
+        "name": "apply_patch",
+        "input": "",
+    }
+    return item | extra
+
+
+PATCH = '*** Begin Patch\n"quoted" \\ tab\t\n*** End Patch'
+
+
+@pytest.mark.parametrize("streamed", [True, False], ids=["input deltas", "input only at item done"])
+def test_custom_tool_call_is_the_emulated_function_with_its_input_as_one_string(streamed: bool) -> None:
+    deltas = [
+        {"type": "response.custom_tool_call_input.delta", "item_id": "ctc_1", "output_index": 0, "delta": d}
+        for d in (PATCH[:9], PATCH[9:20], PATCH[20:])
+    ]
+    events = [
+        *_created(),
+        {"type": "response.output_item.added", "output_index": 0, "item": _custom_item()},
+        *(deltas if streamed else []),
+        {"type": "response.output_item.done", "output_index": 0, "item": _custom_item(input=PATCH)},
+        _completed(),
+    ]
+    resp = collect(replay(_parser(), _sse(events)))
+    assert resp.stop_reason == "tool_use"
+    [call] = resp.message.tool_calls
+    assert (call.id, call.name, call.raw_arguments) == (
+        "call_c",
+        "apply_patch",
+        openai_responses.custom_arguments(PATCH),
+    )
+    assert call.arguments == {"input": PATCH}

@@ -149,11 +149,11 @@ CORPUS_TOTALS = {
     "turns": 3657,
     "calls": 2396,
     "requests": 459,
-    "exchanges": 605,
-    "streams": 228,
+    "exchanges": 798,
+    "streams": 303,
     "pipeline_turns": 3422,
     "transcript_rows": 3657,
-    "error_responses": 15,
+    "error_responses": 17,
 }
 CORPUS_FINDINGS = {
     "duplicate_tool_call": 68,

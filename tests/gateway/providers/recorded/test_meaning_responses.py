@@ -53,9 +53,11 @@ def test_incomplete_for_max_output_tokens_is_stop_reason_length() -> None:
     assert (m.stop, m.raw_stop) == ("length", "incomplete:max_output_tokens")
 
 
-def test_custom_tool_call_input_is_its_arguments() -> None:
+def test_custom_tool_call_is_a_call_with_its_input_as_the_one_argument() -> None:
     item = {"type": "custom_tool_call", "call_id": "call_2", "name": "apply_patch", "input": "*** Begin"}
-    assert responses_body(_response(output=[item])).calls == [Call("call_2", "apply_patch", "*** Begin")]
+    assert responses_body(_response(output=[item])).calls == [
+        Call("call_2", "apply_patch", '{"input":"*** Begin"}')
+    ]
 
 
 def test_stream_means_what_its_final_response_means() -> None:
