@@ -233,6 +233,13 @@ class Request(BaseModel):
     fill it from a dialect's MCP tool entry (``{"type": "mcp", "server": "<id>"}`` in
     ``tools``); a model alias may add more (``ModelAlias.mcp_servers``). Never sent upstream:
     the loop turns it into :class:`ToolDefinition` entries of the servers' exposed tools."""
+    passthrough: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Fields of a client's wire API that this schema does not model and that only steer how
+    an upstream of that same API serves the turn, keyed by wire API (``"openai_responses"``)
+    then by the client's top-level field, values verbatim (e.g. ``{"openai_responses":
+    {"prompt_cache_key": "k", "text": {"verbosity": "low"}}}``). A provider of that API merges
+    them into its body; other providers have no slot for them. The edge that fills it lists
+    the fields it puts here."""
 
 
 # ---------------------------------------------------------------------------- response

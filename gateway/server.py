@@ -4,6 +4,9 @@ Routes
 ------
 * ``POST /v1/chat/completions`` — OpenAI Chat Completions dialect.
 * ``POST /v1/messages`` and ``POST /v1/messages/count_tokens`` — Anthropic Messages dialect.
+* ``POST /v1/responses`` (and ``/responses``), ``POST /v1/responses/input_tokens`` — OpenAI
+  Responses dialect; ``GET``/``DELETE /v1/responses/{id}`` and ``GET
+  /v1/responses/{id}/input_items`` answer 404 (responses are not stored yet).
 * ``GET /v1/models`` — aliases and enabled deployments (a body both SDKs read).
 * ``GET /health`` — liveness plus the deployment table.
 
@@ -38,6 +41,7 @@ from gateway.config import GatewayConfig, Settings, default_config_path, load_co
 from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import openai_chat as openai_edge
+from gateway.edges import openai_responses as responses_edge
 from gateway.errors import (
     AnonymousRefused,
     InvalidRequest,
@@ -273,7 +277,7 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
                     out: list[bytes] = []
                     for event in batch:
                         if isinstance(event, ToolProgress):  # server-side tool loop progress
-                            out.append(edge.tool_progress_frame(event.name, event.is_error))
+                            out.append(renderer.tool_progress(event.name, event.is_error))
                         else:
                             out += render(event)
                     if renderer.closed:  # the batch that ended the answer (its end or an error)
@@ -338,6 +342,15 @@ async def _anthropic_turn(scope: Scope, receive: Receive) -> Response:
     return await _handle_turn(scope, receive, anthropic_edge)
 
 
+async def _responses_turn(scope: Scope, receive: Receive) -> Response:
+    return await _handle_turn(scope, receive, responses_edge)
+
+
+async def responses(request: Request) -> Response:
+    """OpenAI Responses."""
+    return await _responses_turn(request.scope, request.receive)
+
+
 async def chat_completions(request: Request) -> Response:
     """OpenAI Chat Completions."""
     return await _openai_turn(request.scope, request.receive)
@@ -351,31 +364,52 @@ async def messages(request: Request) -> Response:
 async def count_tokens(request: Request) -> Response:
     """Anthropic ``count_tokens``: input tokens of the request for its model (an estimate from
     litellm's tokenizer tables when the model is not OpenAI's)."""
+    return await _count(request, anthropic_edge, anthropic_edge.parse_count_tokens, anthropic_edge.render_count_tokens)
+
+
+async def input_tokens(request: Request) -> Response:
+    """OpenAI Responses ``input_tokens``: input tokens of the request for its model, counted as
+    ``count_tokens`` counts them."""
+    return await _count(request, responses_edge, responses_edge.parse_input_tokens, responses_edge.render_input_tokens)
+
+
+async def _count(request: Request, edge: ModuleType, parse: Any, render: Any) -> Response:
+    """A token count in ``edge``'s dialect: the body parsed by ``parse``, the count rendered by
+    ``render``; refusals answered (and recorded) like a turn's."""
     gw: Gateway = request.app.state.gateway
     rid: str = request.scope["state"]["request_id"]
     try:
         limits = gw.config.server
         body = await _read_body(request.scope, request.receive, limits.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:
-            turn_request = await asyncio.to_thread(anthropic_edge.parse_count_tokens, body, limits)
+            turn_request = await asyncio.to_thread(parse, body, limits)
         else:
-            turn_request = anthropic_edge.parse_count_tokens(body, limits)
+            turn_request = parse(body, limits)
         dep = gw.table.candidates(turn_request.model)[0]
         from gateway.providers.catalog import count_tokens as count
 
         # In a worker thread: tokenizing grows with the request, and the first call imports litellm.
         tokens = await asyncio.to_thread(count, turn_request, dep.model)
-        return _json(anthropic_edge.render_count_tokens(tokens))
+        return _json(render(tokens))
     except TurnstileError as err:  # refused: one transcript row, as for a turn
-        await request.app.state.pipeline.record_refused(rid, anthropic_edge.DIALECT, err)
-        return _error_response(anthropic_edge, err, rid)
+        await request.app.state.pipeline.record_refused(rid, edge.DIALECT, err)
+        return _error_response(edge, err, rid)
     except ClientDisconnect:  # gone while the body was read: as a turn, not an ASGI error
         log.info("client_disconnected", request_id=rid)
         return Response(status_code=499)
     except Exception:  # a JSON error in the dialect, never Starlette's plain-text 500
         log.exception("internal_error", request_id=rid)
         internal = TurnstileError("internal error in the gateway; see its log")
-        return _error_response(anthropic_edge, internal, rid)
+        return _error_response(edge, internal, rid)
+
+
+async def stored_response(request: Request) -> Response:
+    """``GET``/``DELETE /v1/responses/{id}`` and ``GET /v1/responses/{id}/input_items``: 404 in
+    the Responses shape, since no response is stored (one transcript row, as for a refusal)."""
+    rid: str = request.scope["state"]["request_id"]
+    err = responses_edge.not_stored(request.path_params["response_id"])
+    await request.app.state.pipeline.record_refused(rid, responses_edge.DIALECT, err)
+    return _error_response(responses_edge, err, rid)
 
 
 async def models(request: Request) -> Response:
@@ -407,9 +441,13 @@ async def health(request: Request) -> Response:
 
 
 def _edge_for_path(path: str) -> ModuleType:
-    """The dialect a path belongs to: Anthropic under ``/v1/messages``, else OpenAI's (the more
-    common client)."""
-    return anthropic_edge if path.startswith("/v1/messages") else openai_edge
+    """The dialect a path belongs to: Anthropic under ``/v1/messages``, Responses under
+    ``/v1/responses``, else OpenAI Chat's (the more common client)."""
+    if path.startswith("/v1/messages"):
+        return anthropic_edge
+    if path.startswith(("/v1/responses", "/responses")):
+        return responses_edge
+    return openai_edge
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
@@ -562,6 +600,11 @@ def create_app(
             Route("/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/messages", messages, methods=["POST"]),
             Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+            Route("/v1/responses", responses, methods=["POST"]),
+            Route("/responses", responses, methods=["POST"]),
+            Route("/v1/responses/input_tokens", input_tokens, methods=["POST"]),
+            Route("/v1/responses/{response_id}", stored_response, methods=["GET", "DELETE"]),
+            Route("/v1/responses/{response_id}/input_items", stored_response, methods=["GET"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/models", models, methods=["GET"]),
@@ -578,6 +621,8 @@ def create_app(
             "/v1/chat/completions": _openai_turn,
             "/chat/completions": _openai_turn,
             "/v1/messages": _anthropic_turn,
+            "/v1/responses": _responses_turn,
+            "/responses": _responses_turn,
         },
         open_turns=open_turns,
     )
