@@ -13,15 +13,17 @@ field is carried, translated or refused by name (HTTP 400); an unknown field is 
   ``user`` (``safety_identifier`` when there is no ``user``), ``stream``.
 * Carried for a Responses upstream (:attr:`gateway.schema.Request.passthrough`
   ``["openai_responses"]``, verbatim): ``prompt_cache_key``, ``prompt_cache_retention``,
-  ``service_tier``, ``truncation`` (``auto``; ``disabled`` is the default),
-  ``text.verbosity``, ``reasoning.summary`` (and the deprecated ``generate_summary``),
+  ``prompt_cache_options``, ``service_tier``, ``truncation`` (``auto``; ``disabled`` is the
+  default), ``text.verbosity``, ``reasoning.summary`` (and the deprecated
+  ``generate_summary``), ``reasoning.context``, ``reasoning.mode``,
   ``safety_identifier`` when ``user`` is also given.
 * Answered by the edge: ``include: ["reasoning.encrypted_content"]`` (reasoning items carry
   their signed content), ``store`` (the answer says ``"store": false``: responses are not
   stored yet), ``stream_options.include_obfuscation: false``.
 * Refused by name: hosted tools, ``allowed_tools`` tool choices, other ``include`` values,
   ``previous_response_id`` and ``item_reference`` (nothing is stored), ``conversation``,
-  ``prompt``, ``background: true``, ``max_tool_calls``, ``top_logprobs`` above 0,
+  ``prompt``, ``background: true``, ``max_tool_calls``, ``moderation``,
+  ``context_management``, ``top_logprobs`` above 0,
   ``stream_options.include_obfuscation: true``.
 
 The parsed request keeps what the answer echoes (:class:`Echo`) on the edge's own
@@ -86,6 +88,7 @@ _HOSTED_TOOLS = (
 )
 
 _PASSTHROUGH = ("prompt_cache_key", "prompt_cache_retention", "service_tier")
+_PASSTHROUGH_OBJECTS = ("prompt_cache_options",)
 
 _HANDLED = frozenset(
     {
@@ -109,6 +112,7 @@ _HANDLED = frozenset(
         "stream",
         "stream_options",
         *_PASSTHROUGH,
+        *_PASSTHROUGH_OBJECTS,
     }
 )
 
@@ -119,6 +123,9 @@ _REFUSED = {
     "in input)",
     "prompt": "prompt templates (send the prompt's text in instructions and input)",
     "max_tool_calls": "max_tool_calls (no upstream limit of hosted tool calls here)",
+    "moderation": "moderation policies (no upstream here scores or blocks by policy)",
+    "context_management": "context_management (server-side compaction items; the gateway compacts sessions "
+    "itself)",
 }
 
 
@@ -289,6 +296,10 @@ def _reasoning(reasoning: JSONObj, out: JSONObj, extra: JSONObj) -> None:
                 param="reasoning.effort",
             )
     carried: JSONObj = {}
+    for key in ("context", "mode"):
+        value = opt(reasoning, key, str, "reasoning")
+        if value is not None:
+            carried[key] = value
     for key in ("summary", "generate_summary"):
         value = opt(reasoning, key, str, "reasoning")
         if value is not None:
@@ -300,7 +311,7 @@ def _reasoning(reasoning: JSONObj, out: JSONObj, extra: JSONObj) -> None:
     if carried:
         extra["reasoning"] = carried
     for key in reasoning:
-        if key not in ("effort", "summary", "generate_summary"):
+        if key not in ("effort", "summary", "generate_summary", "context", "mode"):
             raise InvalidRequest(f"reasoning.{key}: unknown field", param=f"reasoning.{key}")
 
 
@@ -400,6 +411,10 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
         out["user"] = safety
     for key in _PASSTHROUGH:
         value = opt(data, key, str, "")
+        if value is not None:
+            extra[key] = value
+    for key in _PASSTHROUGH_OBJECTS:
+        value = opt(data, key, dict, "")
         if value is not None:
             extra[key] = value
     truncation = opt(data, "truncation", str, "")
