@@ -364,13 +364,17 @@ async def messages(request: Request) -> Response:
 async def count_tokens(request: Request) -> Response:
     """Anthropic ``count_tokens``: input tokens of the request for its model (an estimate from
     litellm's tokenizer tables when the model is not OpenAI's)."""
-    return await _count(request, anthropic_edge, anthropic_edge.parse_count_tokens, anthropic_edge.render_count_tokens)
+    return await _count(
+        request, anthropic_edge, anthropic_edge.parse_count_tokens, anthropic_edge.render_count_tokens
+    )
 
 
 async def input_tokens(request: Request) -> Response:
     """OpenAI Responses ``input_tokens``: input tokens of the request for its model, counted as
     ``count_tokens`` counts them."""
-    return await _count(request, responses_edge, responses_edge.parse_input_tokens, responses_edge.render_input_tokens)
+    return await _count(
+        request, responses_edge, responses_edge.parse_input_tokens, responses_edge.render_input_tokens
+    )
 
 
 async def _count(request: Request, edge: ModuleType, parse: Any, render: Any) -> Response:

@@ -137,13 +137,15 @@ def check_bounds(
         n = len(messages)
         if n > limits.max_request_messages:
             raise PayloadTooLarge(
-                f"{messages_key}: {n} messages; at most {limits.max_request_messages} are accepted per request "
-                "(limit server.max_request_messages)",
+                f"{messages_key}: {n} messages; at most {limits.max_request_messages} are accepted per "
+                "request (limit server.max_request_messages)",
                 param=messages_key,
             )
         # Each part takes at least two bytes of JSON (``0,``): a smaller body needs no count.
         if len(body) >= 2 * limits.max_request_parts:
-            _check_parts(messages, data.get(extra_parts) if extra_parts else None, inner_parts, limits, messages_key)
+            _check_parts(
+                messages, data.get(extra_parts) if extra_parts else None, inner_parts, limits, messages_key
+            )
     limit = limits.max_json_depth
     # Each level needs an opening bracket: a body with few of them needs no walk at all.
     if body.count(b"{") + body.count(b"[") > limit and nesting_exceeds(data, limit):

@@ -46,7 +46,7 @@ def not_stored(response_id: str) -> ResponseNotStored:
     """The 404 for the stored response ``response_id``."""
     return ResponseNotStored(
         f"No response found with id {response_id!r}: this gateway does not store responses (every answer "
-        "says \"store\": false); send the whole conversation in input",
+        'says "store": false); send the whole conversation in input',
         param="response_id",
     )
 

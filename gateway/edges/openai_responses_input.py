@@ -131,7 +131,9 @@ def _user_part(part: JSONObj, path: str) -> JSONObj | None:
     if kind == "input_image":
         return _image(part, path)
     if kind == "input_file":
-        raise unsupported(join(path, "type"), "an input_file part (the gateway's schema carries no documents)")
+        raise unsupported(
+            join(path, "type"), "an input_file part (the gateway's schema carries no documents)"
+        )
     raise InvalidRequest(
         f"{join(path, 'type')}: unknown content part type {kind!r} here (expected input_text or input_image)",
         param=join(path, "type"),
@@ -303,7 +305,9 @@ def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
         elif kind in _HOSTED_ITEMS:
             raise unsupported(join(path, "type"), f"a {kind} input item (no upstream here runs hosted tools)")
         else:
-            raise InvalidRequest(f"{join(path, 'type')}: unknown input item type {kind!r}", param=join(path, "type"))
+            raise InvalidRequest(
+                f"{join(path, 'type')}: unknown input item type {kind!r}", param=join(path, "type")
+            )
     return out
 
 

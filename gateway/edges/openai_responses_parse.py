@@ -177,7 +177,14 @@ def _custom_tool(tool: JSONObj, path: str) -> JSONObj:
 def _mcp_tool(tool: JSONObj, path: str) -> str:
     """An ``mcp`` tool naming a registered server -> its id (``server_label``). Fields of a
     remote MCP server OpenAI would call itself are refused by name."""
-    for key in ("server_url", "connector_id", "headers", "authorization", "allowed_tools", "server_description"):
+    for key in (
+        "server_url",
+        "connector_id",
+        "headers",
+        "authorization",
+        "allowed_tools",
+        "server_description",
+    ):
         if tool.get(key) is not None:
             raise unsupported(
                 join(path, key), f"{key} on an mcp tool (the gateway runs registered MCP servers only)"
@@ -186,8 +193,8 @@ def _mcp_tool(tool: JSONObj, path: str) -> str:
     if approval is not None and approval != "never":
         raise unsupported(
             join(path, "require_approval"),
-            "require_approval other than 'never' (the gateway runs registered servers' tools under their trust "
-            "tiers, without asking)",
+            "require_approval other than 'never' (the gateway runs registered servers' tools under "
+            "their trust tiers, without asking)",
         )
     label = req(tool, "server_label", str, path)
     if not label:
@@ -225,7 +232,9 @@ def _tools(raw: Any, out: JSONObj, echo: dict[str, Any]) -> None:
         elif ttype in _HOSTED_TOOLS:
             raise unsupported(join(path, "type"), f"the hosted tool {ttype!r} (no upstream here carries it)")
         else:
-            raise InvalidRequest(f"{join(path, 'type')}: unknown tool type {ttype!r}", param=join(path, "type"))
+            raise InvalidRequest(
+                f"{join(path, 'type')}: unknown tool type {ttype!r}", param=join(path, "type")
+            )
         if d["name"] in names:
             npath = join(path, "name")
             raise InvalidRequest(f"{npath}: tool name {d['name']!r} is also {names[d['name']]}", param=npath)
@@ -244,7 +253,9 @@ def _tool_choice(data: JSONObj, echo: dict[str, Any]) -> JSONObj | None:
         return {"parallel": parallel} if parallel is not None else None
     if type(raw) is str:
         if raw not in ("auto", "none", "required"):
-            raise InvalidRequest(f"tool_choice: expected auto, none or required, got {raw!r}", param="tool_choice")
+            raise InvalidRequest(
+                f"tool_choice: expected auto, none or required, got {raw!r}", param="tool_choice"
+            )
         return {"mode": raw, "parallel": parallel}
     obj = as_obj(raw, "tool_choice")
     ctype = req(obj, "type", str, "tool_choice")
@@ -305,7 +316,8 @@ def _reasoning(reasoning: JSONObj, out: JSONObj, extra: JSONObj) -> None:
         if value is not None:
             if value not in ("auto", "concise", "detailed"):
                 raise InvalidRequest(
-                    f"reasoning.{key}: expected auto, concise or detailed, got {value!r}", param=f"reasoning.{key}"
+                    f"reasoning.{key}: expected auto, concise or detailed, got {value!r}",
+                    param=f"reasoning.{key}",
                 )
             carried[key] = value
     if carried:
@@ -373,7 +385,9 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
     instructions = opt(data, "instructions", str, "")
     echo["instructions"] = instructions
     if instructions:
-        messages.insert(0, {"role": "system", "content": [{"type": "text", "text": instructions}], "src": "instructions"})
+        messages.insert(
+            0, {"role": "system", "content": [{"type": "text", "text": instructions}], "src": "instructions"}
+        )
     if not messages:
         raise InvalidRequest("input: must contain at least one item", param="input")
     out: JSONObj = {"model": model, "messages": messages}
@@ -387,7 +401,9 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
     max_out = opt(data, "max_output_tokens", int, "")
     if max_out is not None:
         if max_out < 1:
-            raise InvalidRequest(f"max_output_tokens: must be at least 1, got {max_out}", param="max_output_tokens")
+            raise InvalidRequest(
+                f"max_output_tokens: must be at least 1, got {max_out}", param="max_output_tokens"
+            )
         out["max_output_tokens"] = max_out
     for key in ("temperature", "top_p"):
         value = data.get(key)
@@ -420,7 +436,9 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
     truncation = opt(data, "truncation", str, "")
     if truncation is not None:
         if truncation not in ("auto", "disabled"):
-            raise InvalidRequest(f"truncation: expected auto or disabled, got {truncation!r}", param="truncation")
+            raise InvalidRequest(
+                f"truncation: expected auto or disabled, got {truncation!r}", param="truncation"
+            )
         if truncation == "auto":
             extra["truncation"] = truncation
     echo["store_requested"] = opt(data, "store", bool, "")
@@ -433,7 +451,9 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
             if key != "include_obfuscation":
                 raise InvalidRequest(f"stream_options.{key}: unknown field", param=f"stream_options.{key}")
             if check(value, bool, "stream_options.include_obfuscation"):
-                raise unsupported("stream_options.include_obfuscation", "obfuscation padding of stream events")
+                raise unsupported(
+                    "stream_options.include_obfuscation", "obfuscation padding of stream events"
+                )
     if stream:
         out["include_usage"] = True  # response.completed always carries the usage
     if extra:

@@ -111,7 +111,9 @@ def custom_input(call: ToolCallPart) -> str:
     return value if isinstance(value, str) else call.raw_arguments
 
 
-def reasoning_item(rid: str, summary: str, sig: str | None, prov: Provenance | None, include: bool) -> dict[str, Any]:
+def reasoning_item(
+    rid: str, summary: str, sig: str | None, prov: Provenance | None, include: bool
+) -> dict[str, Any]:
     """A ``reasoning`` output item."""
     item: dict[str, Any] = {
         "id": rid,
@@ -166,7 +168,9 @@ def output_item(part: AnyPart, resp_id: str, n: int, request: Request) -> dict[s
             item_id("rs", resp_id, n), part.text, part.signature, part.provenance, include_encrypted(request)
         )
     if type(part) is RedactedThinkingPart:
-        return reasoning_item(item_id("rs", resp_id, n), "", part.data, part.provenance, include_encrypted(request))
+        return reasoning_item(
+            item_id("rs", resp_id, n), "", part.data, part.provenance, include_encrypted(request)
+        )
     return None
 
 
@@ -242,8 +246,8 @@ def failed_error(stop: StopReason) -> dict[str, Any]:
         return {"code": "server_error", "message": "the upstream's answer was aborted before it was complete"}
     return {
         "code": "server_error",
-        "message": "the upstream's answer ended in error (see turnstile.withheld_tool_calls when tool calls were "
-        "withheld)",
+        "message": "the upstream's answer ended in error (see turnstile.withheld_tool_calls when tool "
+        "calls were withheld)",
     }
 
 

@@ -341,7 +341,9 @@ class StreamRenderer:
 
     def _fail(self, code: str, message: str, out: list[bytes]) -> None:
         self._start(out)
-        body = self._snapshot("failed", output=[o for o in self.output if o], error={"code": code, "message": message})
+        body = self._snapshot(
+            "failed", output=[o for o in self.output if o], error={"code": code, "message": message}
+        )
         out.append(self._event("response.failed", {"response": body}))
         self.closed = True
 

@@ -2,8 +2,9 @@
 back into one comparable shape (:class:`Turn`).
 
 ``dialect`` is ``"openai"`` (``openai.OpenAI().chat.completions``), ``"anthropic"``
-(``anthropic.Anthropic().messages``) or ``"responses"`` (``openai.OpenAI().responses``). Requests are built from dialect-neutral pieces (user
-text, tool definitions, tool results with images) so one test runs in both dialects.
+(``anthropic.Anthropic().messages``) or ``"responses"`` (``openai.OpenAI().responses``).
+Requests are built from dialect-neutral pieces (user text, tool definitions, tool results with
+images) so one test runs in every dialect.
 """
 
 from __future__ import annotations

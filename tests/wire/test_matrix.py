@@ -145,7 +145,11 @@ def test_parallel_tool_calls_then_results_with_image(
     # follow-up turn: the client echoes the assistant turn and answers both calls; the first
     # result carries an image
     ids = [c["id"] for c in turn1.calls]
-    history2 = [*history, *turn1.echo_items, *tool_results(dialect, [(ids[0], "5", True), (ids[1], "6", False)])]
+    history2 = [
+        *history,
+        *turn1.echo_items,
+        *tool_results(dialect, [(ids[0], "5", True), (ids[1], "6", False)]),
+    ]
     turn2 = ask(
         dialect, client, model=name, stream=stream, messages=history2, tools=ADD_MULTIPLY, system=system
     )

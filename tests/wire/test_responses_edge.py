@@ -57,7 +57,9 @@ def _user(text: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=_ids)
-def test_create_answers_a_response_object_with_usage(stream: bool, upstream: UpstreamStandin, oai: Any) -> None:
+def test_create_answers_a_response_object_with_usage(
+    stream: bool, upstream: UpstreamStandin, oai: Any
+) -> None:
     ex = recordings.common("openai_chat", "simple", stream)[0]
     upstream.script(replay(ex, api="openai_chat"))
     name = MATRIX["openai_chat"][0]
@@ -68,9 +70,9 @@ def test_create_answers_a_response_object_with_usage(stream: bool, upstream: Ups
         assert types[-1] == "response.completed"
         assert [e.sequence_number for e in events] == list(range(len(events)))
         response = events[-1].response
-        assert {e.response.id for e in events if e.type.startswith("response.") and hasattr(e, "response")} == {
-            response.id
-        }
+        assert {
+            e.response.id for e in events if e.type.startswith("response.") and hasattr(e, "response")
+        } == {response.id}
     else:
         response = oai.responses.create(model=name, input="Say hi in Portuguese", instructions="Be brief")
         assert response.instructions == "Be brief"
@@ -100,8 +102,8 @@ class City(BaseModel):
 
 ANTHROPIC_DROPS_FORMAT = pytest.mark.xfail(
     strict=True,
-    reason="gateway/providers/anthropic_messages.py sends no response_format (its docstring: no stable slot); "
-    "a Chat client's response_format is lost the same way",
+    reason="gateway/providers/anthropic_messages.py sends no response_format (its docstring: no "
+    "stable slot); a Chat client's response_format is lost the same way",
 )
 
 
@@ -111,7 +113,9 @@ ANTHROPIC_DROPS_FORMAT = pytest.mark.xfail(
 def test_parse_with_a_pydantic_model_sends_the_schema_upstream(
     api: str, upstream: UpstreamStandin, oai: Any
 ) -> None:
-    upstream.script(replay(text_answer(api, '{"name": "Lisbon", "population": 545923}', stream=False), api=api))
+    upstream.script(
+        replay(text_answer(api, '{"name": "Lisbon", "population": 545923}', stream=False), api=api)
+    )
     parsed = oai.responses.parse(model=MATRIX[api][0], input="The capital of Portugal?", text_format=City)
     assert parsed.output_parsed == City(name="Lisbon", population=545923)
     body = upstream.requests()[0].body
@@ -121,7 +125,9 @@ def test_parse_with_a_pydantic_model_sends_the_schema_upstream(
 
 @pytest.mark.parametrize("stream", STREAMS, ids=_ids)
 @pytest.mark.parametrize("api", APIS)
-def test_tool_loop_with_function_call_output(api: str, stream: bool, upstream: UpstreamStandin, oai: Any) -> None:
+def test_tool_loop_with_function_call_output(
+    api: str, stream: bool, upstream: UpstreamStandin, oai: Any
+) -> None:
     call = Call("call_w1", "weather", '{"location":"Florence"}')
     upstream.script(
         replay(tool_call_answer(api, [call], stream=stream), api=api),
@@ -151,7 +157,9 @@ def _neutral(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in t.items() if k != "type"} for t in tools]
 
 
-def test_orphan_function_call_output_is_refused_naming_the_call_id(upstream: UpstreamStandin, oai: Any) -> None:
+def test_orphan_function_call_output_is_refused_naming_the_call_id(
+    upstream: UpstreamStandin, oai: Any
+) -> None:
     with pytest.raises(openai.BadRequestError) as err:
         oai.responses.create(
             model=MATRIX["openai_chat"][0],
@@ -183,7 +191,9 @@ def test_truncated_tool_call_is_withheld_and_the_response_incomplete(
     api = "openai_chat"
     cut = Call("call_cut", "weather", '{"location": "Flor')
     upstream.script(replay(tool_call_answer(api, [cut], stream=stream, stop=LENGTH_STOP[api]), api=api))
-    turn = ask("responses", oai, model=MATRIX[api][0], stream=stream, messages=[_user("w?")], tools=_neutral(WEATHER))
+    turn = ask(
+        "responses", oai, model=MATRIX[api][0], stream=stream, messages=[_user("w?")], tools=_neutral(WEATHER)
+    )
     assert turn.calls == []
     assert turn.stop == "length"
     assert turn.raw_stop == "incomplete"
@@ -223,14 +233,18 @@ def test_custom_tool_round_trips_as_an_emulated_function(
 def _final(result: Any, stream: bool) -> Any:
     if not stream:
         return result
-    return [e for e in result if e.type.startswith("response.") and e.type.endswith(("completed", "incomplete"))][
-        -1
-    ].response
+    return [
+        e for e in result if e.type.startswith("response.") and e.type.endswith(("completed", "incomplete"))
+    ][-1].response
 
 
 @pytest.mark.parametrize(
     "tool",
-    [{"type": "web_search"}, {"type": "file_search", "vector_store_ids": ["vs_1"]}, {"type": "code_interpreter"}],
+    [
+        {"type": "web_search"},
+        {"type": "file_search", "vector_store_ids": ["vs_1"]},
+        {"type": "code_interpreter"},
+    ],
     ids=lambda t: t["type"],
 )
 def test_hosted_tool_is_refused_by_name(tool: dict[str, Any], upstream: UpstreamStandin, oai: Any) -> None:
@@ -304,7 +318,13 @@ def test_anthropic_signed_reasoning_round_trips_as_encrypted_content(
     r2 = _final(oai.responses.create(input=history, stream=stream, **kwargs), stream)
     assert r2.status == "completed"
     sent = upstream.requests()[1].body
-    thinking = [b for m in sent["messages"] if m["role"] == "assistant" for b in m["content"] if b["type"] == "thinking"]
+    thinking = [
+        b
+        for m in sent["messages"]
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b["type"] == "thinking"
+    ]
     assert len(thinking) == 1
     assert reasoning[0].encrypted_content.endswith(thinking[0]["signature"])  # the raw signature, unwrapped
     assert thinking[0]["thinking"] == reasoning[0].summary[0].text
