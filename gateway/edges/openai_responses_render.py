@@ -71,12 +71,16 @@ def status_of(stop: StopReason) -> tuple[str, dict[str, Any] | None]:
 
 def render_usage(u: Usage) -> dict[str, Any]:
     """Responses usage: ``input_tokens`` counts cached tokens too (OpenAI's convention),
-    ``input_tokens_details.cached_tokens`` the cache reads, ``output_tokens`` includes the
+    ``input_tokens_details.cached_tokens`` the cache reads (``cache_write_tokens`` the cache
+    writes, also counted in ``input_tokens``), ``output_tokens`` includes the
     reasoning tokens; ``cost`` (USD) and ``estimated`` as in Chat answers when known."""
     total_in = u.total_input_tokens
     out: dict[str, Any] = {
         "input_tokens": total_in,
-        "input_tokens_details": {"cached_tokens": u.cache_read_tokens},
+        "input_tokens_details": {
+            "cached_tokens": u.cache_read_tokens,
+            "cache_write_tokens": u.cache_write_tokens,
+        },
         "output_tokens": u.output_tokens,
         "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens},
         "total_tokens": total_in + u.output_tokens,
