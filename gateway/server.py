@@ -6,7 +6,8 @@ Routes
 * ``POST /v1/messages`` and ``POST /v1/messages/count_tokens`` — Anthropic Messages dialect.
 * ``POST /v1/responses`` (and ``/responses``), ``POST /v1/responses/input_tokens`` — OpenAI
   Responses dialect; ``GET``/``DELETE /v1/responses/{id}`` and ``GET
-  /v1/responses/{id}/input_items`` answer 404 (responses are not stored yet).
+  /v1/responses/{id}/input_items`` read stored responses (sessions:
+  :mod:`gateway.sessions.responses`).
 * ``GET /v1/models`` — aliases and enabled deployments (a body both SDKs read).
 * ``GET /health`` — liveness plus the deployment table.
 
@@ -59,6 +60,7 @@ from gateway.schema import ToolProgress
 from gateway.serving import STATE_KEY as CONNECTIONS_KEY
 from gateway.serving import make_guard
 from gateway.sessions import api as session_api
+from gateway.sessions import responses as stored_responses
 from gateway.sessions import turns as session_turns
 from gateway.shutdown import OpenTurns, answer_cut
 from gateway.sse_response import EventStream
@@ -258,6 +260,8 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
             turn_request = edge.parse_request(body, limits)
         headers = Headers(scope=scope)
         session_id = session_turns.session_id_for(headers, turn_request)
+        if edge is responses_edge:  # a stored response is a session (gateway/sessions/responses.py)
+            turn_request, session_id = await _stored_response(gw, turn_request, session_id)
         turn_in = Turn(
             request_id=rid,
             dialect=edge.DIALECT,
@@ -320,6 +324,30 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
     finally:
         if large:
             state.memory.note()
+
+
+async def _stored_response(gw: Gateway, request: Any, session_id: str | None) -> tuple[Any, str | None]:
+    """A Responses request and the session its turn binds to: with ``store`` (the default) a
+    new response session (forked from ``previous_response_id``'s, whose chain the request
+    continues); with ``store: false`` the previous chain only; a session the client bound
+    itself (``x-turnstile-session``, metadata, user) stays its session and no response is
+    stored. Raises :class:`gateway.errors.ResponseNotFound` for an unknown previous response,
+    :class:`InvalidRequest` for a previous response on a client-bound session."""
+    store, previous = responses_edge.store_intent(request)
+    if session_id is not None:
+        if previous is not None:
+            raise InvalidRequest(
+                "previous_response_id: this turn is bound to session "
+                f"{session_id!r} by the client; send one or the other",
+                param="previous_response_id",
+            )
+        return responses_edge.with_history(request, [], response_id=None, stored=False), session_id
+    if not store:
+        history = (await stored_responses.load(gw.sessions, previous)).history if previous else []
+        return responses_edge.with_history(request, history, response_id=None, stored=False), None
+    rid = stored_responses.new_response_id()
+    history = await stored_responses.open_response(gw.sessions, rid, request.model, previous)
+    return responses_edge.with_history(request, history, response_id=rid, stored=True), rid
 
 
 def _transcript_unavailable(edge: ModuleType, transcript: TranscriptWriter, rid: str) -> Response:
@@ -408,12 +436,27 @@ async def _count(request: Request, edge: ModuleType, parse: Any, render: Any) ->
 
 
 async def stored_response(request: Request) -> Response:
-    """``GET``/``DELETE /v1/responses/{id}`` and ``GET /v1/responses/{id}/input_items``: 404 in
-    the Responses shape, since no response is stored (one transcript row, as for a refusal)."""
+    """``GET``/``DELETE /v1/responses/{id}`` and ``GET /v1/responses/{id}/input_items``: a
+    stored response read back (or marked deleted) in the Responses shape; an unknown id is a
+    404 (one transcript row, as for a refusal)."""
+    gw: Gateway = request.app.state.gateway
     rid: str = request.scope["state"]["request_id"]
-    err = responses_edge.not_stored(request.path_params["response_id"])
-    await request.app.state.pipeline.record_refused(rid, responses_edge.DIALECT, err)
-    return _error_response(responses_edge, err, rid)
+    response_id = request.path_params["response_id"]
+    try:
+        if request.method == "DELETE":
+            await stored_responses.delete(gw.sessions, response_id)
+            return _json(responses_edge.render_deleted(response_id))
+        stored = await stored_responses.load(gw.sessions, response_id)
+        if request.url.path.endswith("/input_items"):
+            query = dict(request.query_params)
+            return _json(responses_edge.render_input_items(response_id, stored.inputs, query))
+        body = responses_edge.render_stored(response_id, stored.created_at, stored.model, stored.answer)
+        return _json(body)
+    except TurnstileError as err:
+        if err.param == "previous_response_id":
+            err.param = "response_id"
+        await request.app.state.pipeline.record_refused(rid, responses_edge.DIALECT, err)
+        return _error_response(responses_edge, err, rid)
 
 
 async def models(request: Request) -> Response:

@@ -12,15 +12,23 @@ The verbs the server and pipeline call:
   and ``tool_progress(name, is_error) -> bytes``, and ``ping_frame() -> bytes``
   (:mod:`gateway.edges.openai_responses_stream`).
 
-Responses are not stored yet: ``GET``/``DELETE /v1/responses/{id}`` and its ``input_items``
-answer 404 (:func:`not_stored`).
+Stored responses (:mod:`gateway.sessions.responses`): ``store_intent(request)``,
+``with_history(request, history, response_id=, stored=)`` (the server binds the turn), and
+``render_stored``, ``render_input_items``, ``render_deleted``
+(:mod:`gateway.edges.openai_responses_stored`).
 """
 
 from __future__ import annotations
 
 from gateway.edges.openai_chat_render import render_models
 from gateway.edges.openai_responses_input import NATIVE
-from gateway.edges.openai_responses_parse import ResponsesRequest, parse_input_tokens, parse_request
+from gateway.edges.openai_responses_parse import (
+    ResponsesRequest,
+    parse_input_tokens,
+    parse_request,
+    store_intent,
+    with_history,
+)
 from gateway.edges.openai_responses_render import (
     render_error,
     render_input_tokens,
@@ -28,44 +36,29 @@ from gateway.edges.openai_responses_render import (
     render_usage,
     status_of,
 )
+from gateway.edges.openai_responses_stored import render_deleted, render_input_items, render_stored
 from gateway.edges.openai_responses_stream import StreamRenderer, ping_frame, tool_progress_frame
-from gateway.errors import TurnstileError
 
 DIALECT = "openai_responses"
-
-
-class ResponseNotStored(TurnstileError):
-    """A stored response was asked for (``GET``/``DELETE /v1/responses/{id}``,
-    ``input_items``): this gateway stores none yet. HTTP 404, code ``not_found``."""
-
-    status = 404
-    kind = "response_not_found"
-
-
-def not_stored(response_id: str) -> ResponseNotStored:
-    """The 404 for the stored response ``response_id``."""
-    return ResponseNotStored(
-        f"No response found with id {response_id!r}: this gateway does not store responses (every answer "
-        'says "store": false); send the whole conversation in input',
-        param="response_id",
-    )
-
 
 __all__ = [
     "DIALECT",
     "NATIVE",
-    "ResponseNotStored",
     "ResponsesRequest",
     "StreamRenderer",
-    "not_stored",
     "parse_input_tokens",
     "parse_request",
     "ping_frame",
+    "render_deleted",
     "render_error",
+    "render_input_items",
     "render_input_tokens",
     "render_models",
     "render_response",
+    "render_stored",
     "render_usage",
     "status_of",
+    "store_intent",
     "tool_progress_frame",
+    "with_history",
 ]

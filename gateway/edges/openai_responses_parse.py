@@ -17,11 +17,12 @@ field is carried, translated or refused by name (HTTP 400); an unknown field is 
   default), ``text.verbosity``, ``reasoning.summary`` (and the deprecated
   ``generate_summary``), ``reasoning.context``, ``reasoning.mode``,
   ``safety_identifier`` when ``user`` is also given.
-* Answered by the edge: ``include: ["reasoning.encrypted_content"]`` (reasoning items carry
-  their signed content), ``store`` (the answer says ``"store": false``: responses are not
-  stored yet), ``stream_options.include_obfuscation: false``.
+* Answered by the edge and the server: ``include: ["reasoning.encrypted_content"]`` (reasoning
+  items carry their signed content), ``store`` (default true) and ``previous_response_id``
+  (stored responses are sessions: :mod:`gateway.sessions.responses`; :func:`store_intent`,
+  :func:`with_history`), ``stream_options.include_obfuscation: false``.
 * Refused by name: hosted tools, ``allowed_tools`` tool choices, other ``include`` values,
-  ``previous_response_id`` and ``item_reference`` (nothing is stored), ``conversation``,
+  ``item_reference`` items, ``conversation``,
   ``prompt``, ``background: true``, ``max_tool_calls``, ``moderation``,
   ``context_management``, ``top_logprobs`` above 0,
   ``stream_options.include_obfuscation: true``.
@@ -109,6 +110,7 @@ _HANDLED = frozenset(
         "safety_identifier",
         "truncation",
         "store",
+        "previous_response_id",
         "stream",
         "stream_options",
         *_PASSTHROUGH,
@@ -117,8 +119,6 @@ _HANDLED = frozenset(
 )
 
 _REFUSED = {
-    "previous_response_id": "previous_response_id (this gateway does not store responses yet; send the whole "
-    "conversation in input)",
     "conversation": "conversation (this gateway keeps no conversations objects; send the whole conversation "
     "in input)",
     "prompt": "prompt templates (send the prompt's text in instructions and input)",
@@ -441,7 +441,9 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
             )
         if truncation == "auto":
             extra["truncation"] = truncation
-    echo["store_requested"] = opt(data, "store", bool, "")
+    store = opt(data, "store", bool, "")
+    echo["store"] = True if store is None else store  # OpenAI's default: stored
+    echo["previous_response_id"] = opt(data, "previous_response_id", str, "")
     stream = opt(data, "stream", bool, "")
     if stream is not None:
         out["stream"] = stream
@@ -474,6 +476,26 @@ def _validate(data: JSONObj) -> ResponsesRequest:
         err = exc.errors(include_url=False)[0]
         path = client_path(err["loc"], data, _FIELD_NAMES)
         raise InvalidRequest(f"{path or 'body'}: invalid value ({err['msg']})", param=path or None) from None
+
+
+def store_intent(request: Request) -> tuple[bool, str | None]:
+    """``(store, previous_response_id)`` of a parsed request (``(False, None)`` for a request
+    another edge parsed)."""
+    if not isinstance(request, ResponsesRequest):
+        return False, None
+    return bool(request.echo.get("store")), request.echo.get("previous_response_id")
+
+
+def with_history(
+    request: ResponsesRequest, history: list[Any], *, response_id: str | None, stored: bool
+) -> ResponsesRequest:
+    """``request`` continuing ``history`` (the stored chain of its previous response: schema
+    messages, put after the instructions and before the new input items), answered as
+    ``response_id`` (None: an id from the upstream's) and echoing ``store: stored``."""
+    head = [m for m in request.messages if m.src == "instructions"]
+    rest = [m for m in request.messages if m.src != "instructions"]
+    echo = {**request.echo, "response_id": response_id, "store": stored}
+    return request.model_copy(update={"messages": [*head, *history, *rest], "echo": echo})
 
 
 def parse_input_tokens(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> ResponsesRequest:

@@ -16,8 +16,9 @@ https://platform.openai.com/docs/api-reference/responses/input-tokens. Decisions
   text -> ``message`` with one ``output_text`` part, a tool call -> ``function_call``, or
   ``custom_tool_call`` (``input`` = the emulated function's ``input`` argument) when the
   request declared the tool ``custom``.
-* The request's own settings are echoed as OpenAI does; ``store`` is always ``false``:
-  this gateway does not store responses yet.
+* The request's own settings are echoed as OpenAI does; ``store`` is true only when the
+  answer was stored (:mod:`gateway.sessions.responses`): a turn bound to a session the client
+  named itself is recorded there, not as a response.
 """
 
 from __future__ import annotations
@@ -47,8 +48,11 @@ from gateway.schema import (
 from gateway.sessions.turns import OVERFLOW_MARKERS
 
 
-def response_id(upstream_id: str) -> str:
-    """The ``resp_...`` id of an answer whose upstream id is ``upstream_id``."""
+def response_id(upstream_id: str, request: Request | None = None) -> str:
+    """The ``resp_...`` id of an answer: its stored response's id when the request is stored,
+    else one made from the upstream's id ``upstream_id``."""
+    if isinstance(request, ResponsesRequest) and request.echo.get("response_id"):
+        return str(request.echo["response_id"])
     return upstream_id if upstream_id.startswith("resp_") else "resp_" + upstream_id
 
 
@@ -211,7 +215,7 @@ def response_body(
         "model": model,
         "output": output,
         "parallel_tool_calls": True if parallel is None else parallel,
-        "previous_response_id": None,
+        "previous_response_id": echo.get("previous_response_id"),
         "prompt_cache_key": extra.get("prompt_cache_key"),
         "reasoning": {
             "effort": reasoning.get("effort"),
@@ -219,7 +223,7 @@ def response_body(
         },
         "safety_identifier": extra.get("safety_identifier", None if request.user is None else request.user),
         "service_tier": echo.get("service_tier") or "default",
-        "store": False,
+        "store": bool(echo.get("response_id")),
         "temperature": 1.0 if request.temperature is None else request.temperature,
         "text": {
             "format": text.get("format") or {"type": "text"},
@@ -257,7 +261,7 @@ def failed_error(stop: StopReason) -> dict[str, Any]:
 
 def render_response(resp: Response, request: Request) -> dict[str, Any]:
     """A non-streaming Response object (a dict for the server to encode)."""
-    rid = response_id(resp.id)
+    rid = response_id(resp.id, request)
     output = [
         item
         for n, part in enumerate(resp.message.content)

@@ -139,10 +139,10 @@ class StreamRenderer:
             return
         self.started = True
         if event is not None:
-            self.id = response_id(event.id)
+            self.id = response_id(event.id, self.request)
             self.model = event.model or self.model
         else:
-            self.id = "resp_" + os.urandom(12).hex()
+            self.id = response_id("resp_" + os.urandom(12).hex(), self.request)
         out.append(self._event("response.created", {"response": self._snapshot()}))
         out.append(self._event("response.in_progress", {"response": self._snapshot()}))
 

@@ -82,7 +82,8 @@ def test_create_answers_a_response_object_with_usage(
     assert response.output_text == recorded_text(ex, "openai_chat")
     assert response.output[0].type == "message" and response.output[0].content[0].annotations == []
     assert response.usage is not None and response.usage.total_tokens > 0
-    assert response.store is False  # nothing is stored (yet): the answer says so
+    assert response.store is True  # OpenAI's default: stored, and it can be read back
+    assert oai.responses.retrieve(response.id).output_text == response.output_text
 
 
 def test_sdk_stream_helper_accumulates_the_final_response(upstream: UpstreamStandin, oai: Any) -> None:
@@ -273,7 +274,7 @@ def test_input_tokens_counts_the_request(upstream: UpstreamStandin, oai: Any) ->
     assert upstream.requests() == []
 
 
-def test_stored_response_endpoints_answer_not_found(oai: Any, gateway_url: str) -> None:
+def test_unknown_response_ids_answer_not_found(oai: Any, gateway_url: str, upstream: UpstreamStandin) -> None:
     with pytest.raises(openai.NotFoundError) as err:
         oai.responses.retrieve("resp_unknown")
     assert "resp_unknown" in err.value.message
@@ -282,12 +283,92 @@ def test_stored_response_endpoints_answer_not_found(oai: Any, gateway_url: str) 
     with pytest.raises(openai.NotFoundError):
         oai.responses.input_items.list("resp_unknown")
     raw = httpx.get(f"{gateway_url}/v1/responses/resp_x", headers={"authorization": "Bearer sk-client-key"})
-    assert raw.json()["error"]["code"] == "not_found"
+    assert raw.status_code == 404
+    assert raw.json()["error"] == {
+        "message": raw.json()["error"]["message"],
+        "type": "invalid_request_error",
+        "param": "response_id",
+        "code": "not_found",
+    }
+    with pytest.raises(openai.NotFoundError) as err:
+        oai.responses.create(model=MATRIX["openai_chat"][0], input="hi", previous_response_id="resp_nope")
+    assert "resp_nope" in err.value.message
+    assert upstream.requests() == []
 
 
-@pytest.mark.parametrize("field", ["previous_response_id", "conversation", "background"])
+def _texts(body: dict[str, Any]) -> list[str]:
+    """The text of every chat message sent upstream (openai_chat wire), in order."""
+    out = []
+    for m in body["messages"]:
+        content = m.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            out.append("".join(p.get("text", "") for p in content))
+    return out
+
+
+@pytest.mark.parametrize("stream", STREAMS, ids=_ids)
+def test_previous_response_id_continues_the_stored_chain_and_forks_are_branches(
+    stream: bool, upstream: UpstreamStandin, oai: Any
+) -> None:
+    api = "openai_chat"
+    name = MATRIX[api][0]
+    upstream.script(*(replay(text_answer(api, t, stream=stream), api=api) for t in ("A1", "A2", "A3")))
+    r1 = _final(oai.responses.create(model=name, input="Q1", instructions="sys", stream=stream), stream)
+    r2 = _final(oai.responses.create(model=name, input="Q2", previous_response_id=r1.id, stream=stream), stream)
+    r3 = _final(oai.responses.create(model=name, input="Q3", previous_response_id=r1.id, stream=stream), stream)
+    assert r2.previous_response_id == r1.id and len({r1.id, r2.id, r3.id}) == 3
+    sent = [_texts(r.body) for r in upstream.requests()]
+    assert sent[1] == ["Q1", "A1", "Q2"]  # r2 continues r1; instructions are not carried over
+    assert sent[2] == ["Q1", "A1", "Q3"], "a second continuation of r1 is a branch: r2 is not in it"
+    assert oai.responses.retrieve(r2.id).output_text == "A2"
+    items = oai.responses.input_items.list(r2.id, order="asc")
+    assert [(i.type, i.role) for i in items.data] == [("message", "user")]
+    assert items.data[0].content[0].text == "Q2"
+
+
+def test_a_tool_result_continues_the_stored_call(upstream: UpstreamStandin, oai: Any) -> None:
+    api = "anthropic_messages"
+    name = MATRIX[api][0]
+    call = Call("toolu_1", "weather", '{"location":"Florence"}')
+    upstream.script(
+        replay(tool_call_answer(api, [call], stream=False), api=api),
+        replay(text_answer(api, "Sunny.", stream=False), api=api),
+    )
+    r1 = oai.responses.create(model=name, input="Weather in Florence?", tools=WEATHER)
+    (fc,) = [i for i in r1.output if i.type == "function_call"]
+    r2 = oai.responses.create(
+        model=name,
+        previous_response_id=r1.id,
+        input=[{"type": "function_call_output", "call_id": fc.call_id, "output": "sunny"}],
+        tools=WEATHER,
+    )
+    assert r2.output_text == "Sunny."
+    msgs = upstream.requests()[1].body["messages"]
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
+    assert msgs[2]["content"][0]["type"] == "tool_result" and msgs[2]["content"][0]["tool_use_id"] == "toolu_1"
+
+
+def test_store_false_keeps_nothing_and_deleted_responses_are_gone(upstream: UpstreamStandin, oai: Any) -> None:
+    api = "openai_chat"
+    name = MATRIX[api][0]
+    upstream.script(*(replay(text_answer(api, t, stream=False), api=api) for t in ("A1", "A2")))
+    unstored = oai.responses.create(model=name, input="Q1", store=False)
+    assert unstored.store is False
+    with pytest.raises(openai.NotFoundError):
+        oai.responses.retrieve(unstored.id)
+    stored = oai.responses.create(model=name, input="Q2")
+    oai.responses.delete(stored.id)
+    with pytest.raises(openai.NotFoundError):
+        oai.responses.retrieve(stored.id)
+    with pytest.raises(openai.NotFoundError):
+        oai.responses.create(model=name, input="Q3", previous_response_id=stored.id)
+
+
+@pytest.mark.parametrize("field", ["conversation", "background"])
 def test_stateful_fields_are_refused_by_name(field: str, upstream: UpstreamStandin, oai: Any) -> None:
-    value = {"previous_response_id": "resp_1", "conversation": "conv_1", "background": True}[field]
+    value = {"conversation": "conv_1", "background": True}[field]
     with pytest.raises(openai.BadRequestError) as err:
         oai.responses.create(model=MATRIX["openai_chat"][0], input="hi", **{field: value})
     assert err.value.param == field
