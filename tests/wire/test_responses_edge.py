@@ -316,8 +316,12 @@ def test_previous_response_id_continues_the_stored_chain_and_forks_are_branches(
     name = MATRIX[api][0]
     upstream.script(*(replay(text_answer(api, t, stream=stream), api=api) for t in ("A1", "A2", "A3")))
     r1 = _final(oai.responses.create(model=name, input="Q1", instructions="sys", stream=stream), stream)
-    r2 = _final(oai.responses.create(model=name, input="Q2", previous_response_id=r1.id, stream=stream), stream)
-    r3 = _final(oai.responses.create(model=name, input="Q3", previous_response_id=r1.id, stream=stream), stream)
+    r2 = _final(
+        oai.responses.create(model=name, input="Q2", previous_response_id=r1.id, stream=stream), stream
+    )
+    r3 = _final(
+        oai.responses.create(model=name, input="Q3", previous_response_id=r1.id, stream=stream), stream
+    )
     assert r2.previous_response_id == r1.id and len({r1.id, r2.id, r3.id}) == 3
     sent = [_texts(r.body) for r in upstream.requests()]
     assert sent[1] == ["Q1", "A1", "Q2"]  # r2 continues r1; instructions are not carried over
@@ -347,10 +351,14 @@ def test_a_tool_result_continues_the_stored_call(upstream: UpstreamStandin, oai:
     assert r2.output_text == "Sunny."
     msgs = upstream.requests()[1].body["messages"]
     assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
-    assert msgs[2]["content"][0]["type"] == "tool_result" and msgs[2]["content"][0]["tool_use_id"] == "toolu_1"
+    assert (
+        msgs[2]["content"][0]["type"] == "tool_result" and msgs[2]["content"][0]["tool_use_id"] == "toolu_1"
+    )
 
 
-def test_store_false_keeps_nothing_and_deleted_responses_are_gone(upstream: UpstreamStandin, oai: Any) -> None:
+def test_store_false_keeps_nothing_and_deleted_responses_are_gone(
+    upstream: UpstreamStandin, oai: Any
+) -> None:
     api = "openai_chat"
     name = MATRIX[api][0]
     upstream.script(*(replay(text_answer(api, t, stream=False), api=api) for t in ("A1", "A2")))

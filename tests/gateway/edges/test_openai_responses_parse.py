@@ -213,7 +213,6 @@ def test_safety_identifier_is_the_user_when_no_user_is_given() -> None:
             "allowed_tools",
         ),
         ({"include": ["file_search_call.results"]}, "include[0]", "file_search_call.results"),
-        ({"previous_response_id": "resp_1"}, "previous_response_id", "store"),
         ({"conversation": "conv_1"}, "conversation", "conversation"),
         ({"prompt": {"id": "p"}}, "prompt", "prompt"),
         ({"background": True}, "background", "background"),
@@ -257,6 +256,24 @@ def test_what_cannot_be_carried_is_refused_by_name(body: dict[str, Any], param: 
 
 def test_background_false_and_previous_response_id_null_are_accepted() -> None:
     _parse(background=False, previous_response_id=None, top_logprobs=0)
+
+
+def test_store_defaults_to_true_and_previous_response_id_is_read() -> None:
+    assert openai_responses.store_intent(_parse()) == (True, None)
+    assert openai_responses.store_intent(_parse(store=False, previous_response_id="resp_1")) == (
+        False,
+        "resp_1",
+    )
+
+
+def test_with_history_puts_the_stored_chain_between_instructions_and_new_items() -> None:
+    req = _parse(instructions="sys", input="new")
+    history = [UserMessage(content=[TextPart(text="old")]), AssistantMessage(content=[TextPart(text="ans")])]
+    out = openai_responses.with_history(req, history, response_id="resp_abc", stored=True)
+    assert [type(m) for m in out.messages] == [SystemMessage, UserMessage, AssistantMessage, UserMessage]
+    assert out.messages[-1].content[0].text == "new"
+    assert out.echo["response_id"] == "resp_abc" and out.echo["store"] is True
+    assert req.echo.get("response_id") is None, "the parsed request is not changed"
 
 
 def test_unusable_call_ids_are_refused_naming_every_place() -> None:
