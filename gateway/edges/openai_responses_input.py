@@ -25,8 +25,8 @@ rules, each a decision written here:
   line. Encrypted content without text is redacted thinking. Unsigned reasoning with text is
   unsigned thinking (the thinking guard treats it as foreign).
 * ``item_reference`` and every hosted-tool item (``web_search_call``, ``file_search_call``,
-  ``computer_call``, ``mcp_call``, ...) are refused naming the type: this gateway neither
-  stores responses nor runs hosted tools.
+  ``computer_call``, ``mcp_call``, ...) are refused naming the type: stored items are reached
+  through ``previous_response_id`` only, and no upstream here runs hosted tools.
 """
 
 from __future__ import annotations
@@ -300,7 +300,8 @@ def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
         elif kind == "item_reference":
             raise unsupported(
                 join(path, "type"),
-                "an item_reference input item (this gateway does not store responses; send the item itself)",
+                "an item_reference input item (send the item itself, or continue a stored response "
+                "with previous_response_id)",
             )
         elif kind in _HOSTED_ITEMS:
             raise unsupported(join(path, "type"), f"a {kind} input item (no upstream here runs hosted tools)")
