@@ -447,3 +447,51 @@ def _chat_body(text: str) -> dict[str, Any]:
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
     }
+
+
+def _chat_and_responses_status(oai: Any, chat_messages: list[Any], items: list[Any]) -> tuple[Any, Any]:
+    """The error (or None) each dialect gets for the same conversation."""
+    out = []
+    for send in (
+        lambda: oai.chat.completions.create(
+            model=MATRIX["openai_chat"][0],
+            messages=chat_messages,
+            tools=[{"type": "function", "function": _neutral(WEATHER)[0]}],
+        ),
+        lambda: oai.responses.create(model=MATRIX["openai_chat"][0], input=items, tools=WEATHER),
+    ):
+        try:
+            send()
+            out.append(None)
+        except openai.APIStatusError as exc:
+            out.append(exc)
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("case", ["result_before_call", "orphan_call"])
+def test_ordering_guards_treat_responses_input_as_chat_messages(
+    case: str, upstream: UpstreamStandin, oai: Any
+) -> None:
+    api = "openai_chat"
+    upstream.script(*(replay(text_answer(api, "ok", stream=False), api=api) for _ in range(2)))
+    call_chat = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_o", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+        ],
+    }
+    result_chat = {"role": "tool", "tool_call_id": "call_o", "content": "x"}
+    call_item = {"type": "function_call", "call_id": "call_o", "name": "weather", "arguments": "{}"}
+    result_item = {"type": "function_call_output", "call_id": "call_o", "output": "x"}
+    if case == "result_before_call":
+        chat = [{"role": "user", "content": "hi"}, result_chat, call_chat, {"role": "user", "content": "go"}]
+        items = [_user("hi"), result_item, call_item, _user("go")]
+    else:
+        chat = [{"role": "user", "content": "hi"}, call_chat, {"role": "user", "content": "go on"}]
+        items = [_user("hi"), call_item, _user("go on")]
+    chat_err, resp_err = _chat_and_responses_status(oai, chat, items)
+    assert chat_err is not None and resp_err is not None, "the default guards refuse both"
+    assert resp_err.status_code == chat_err.status_code == 400
+    assert "call_o" in resp_err.message
+    assert isinstance(resp_err.body, dict) and resp_err.body["type"] == "invalid_request_error"
