@@ -401,13 +401,30 @@ async def input_tokens(request: Request) -> Response:
     """OpenAI Responses ``input_tokens``: input tokens of the request for its model, counted as
     ``count_tokens`` counts them."""
     return await _count(
-        request, responses_edge, responses_edge.parse_input_tokens, responses_edge.render_input_tokens
+        request,
+        responses_edge,
+        responses_edge.parse_input_tokens,
+        responses_edge.render_input_tokens,
+        prepare=_previous_chain,
     )
 
 
-async def _count(request: Request, edge: ModuleType, parse: Any, render: Any) -> Response:
-    """A token count in ``edge``'s dialect: the body parsed by ``parse``, the count rendered by
-    ``render``; refusals answered (and recorded) like a turn's."""
+async def _previous_chain(gw: Gateway, request: Any) -> Any:
+    """A Responses request with its ``previous_response_id``'s stored chain put in (what a
+    turn would send), for counting its input tokens."""
+    _, previous = responses_edge.store_intent(request)
+    if previous is None:
+        return request
+    history = (await stored_responses.load(gw.sessions, previous)).history
+    return responses_edge.with_history(request, history, response_id=None, stored=False)
+
+
+async def _count(
+    request: Request, edge: ModuleType, parse: Any, render: Any, prepare: Any = None
+) -> Response:
+    """A token count in ``edge``'s dialect: the body parsed by ``parse`` (then completed by
+    ``async prepare(gw, request) -> request`` when given), the count rendered by ``render``;
+    refusals answered (and recorded) like a turn's."""
     gw: Gateway = request.app.state.gateway
     rid: str = request.scope["state"]["request_id"]
     try:
@@ -417,6 +434,8 @@ async def _count(request: Request, edge: ModuleType, parse: Any, render: Any) ->
             turn_request = await asyncio.to_thread(parse, body, limits)
         else:
             turn_request = parse(body, limits)
+        if prepare is not None:
+            turn_request = await prepare(gw, turn_request)
         dep = gw.table.candidates(turn_request.model)[0]
         from gateway.providers.catalog import count_tokens as count
 

@@ -267,11 +267,18 @@ def test_mcp_tool_naming_an_unregistered_server_is_refused(upstream: UpstreamSta
     assert upstream.requests() == []
 
 
-def test_input_tokens_counts_the_request(upstream: UpstreamStandin, oai: Any) -> None:
-    counted = oai.responses.input_tokens.count(model=MATRIX["openai_chat"][0], input="Say hi in Portuguese")
+def test_input_tokens_counts_the_request_and_its_stored_chain(upstream: UpstreamStandin, oai: Any) -> None:
+    name = MATRIX["openai_chat"][0]
+    counted = oai.responses.input_tokens.count(model=name, input="Say hi in Portuguese")
     assert counted.object == "response.input_tokens"
     assert counted.input_tokens > 0
     assert upstream.requests() == []
+    upstream.script(replay(text_answer("openai_chat", "Olá! " * 50, stream=False), api="openai_chat"))
+    first = oai.responses.create(model=name, input="Say hi in Portuguese")
+    chained = oai.responses.input_tokens.count(
+        model=name, input="Say hi in Portuguese", previous_response_id=first.id
+    )
+    assert chained.input_tokens > counted.input_tokens + 40  # the stored question and answer count too
 
 
 def test_unknown_response_ids_answer_not_found(oai: Any, gateway_url: str, upstream: UpstreamStandin) -> None:
