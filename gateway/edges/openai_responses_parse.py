@@ -13,9 +13,10 @@ field is carried, translated or refused by name (HTTP 400); an unknown field is 
   ``user`` (``safety_identifier`` when there is no ``user``), ``stream``.
 * Carried for a Responses upstream (:attr:`gateway.schema.Request.passthrough`
   ``["openai_responses"]``, verbatim): ``prompt_cache_key``, ``prompt_cache_retention``,
-  ``prompt_cache_options``, ``service_tier``, ``truncation`` (``auto``; ``disabled`` is the
-  default), ``text.verbosity``, ``reasoning.summary`` (and the deprecated
-  ``generate_summary``), ``reasoning.context``, ``reasoning.mode``,
+  ``prompt_cache_options``, ``client_metadata`` (Codex CLI's client details), ``service_tier``,
+  ``truncation`` (``auto``; ``disabled`` is the default), ``text.verbosity``,
+  ``reasoning.summary`` (and the deprecated ``generate_summary``), ``reasoning.context``,
+  ``reasoning.mode``,
   ``safety_identifier`` when ``user`` is also given.
 * Answered by the edge and the server: ``include: ["reasoning.encrypted_content"]`` (reasoning
   items carry their signed content), ``store`` (default true) and ``previous_response_id``
@@ -89,7 +90,7 @@ _HOSTED_TOOLS = (
 )
 
 _PASSTHROUGH = ("prompt_cache_key", "prompt_cache_retention", "service_tier")
-_PASSTHROUGH_OBJECTS = ("prompt_cache_options",)
+_PASSTHROUGH_OBJECTS = ("prompt_cache_options", "client_metadata")
 
 _HANDLED = frozenset(
     {

@@ -502,3 +502,97 @@ def test_ordering_guards_treat_responses_input_as_chat_messages(
     assert resp_err.status_code == chat_err.status_code == 400
     assert "call_o" in resp_err.message
     assert isinstance(resp_err.body, dict) and resp_err.body["type"] == "invalid_request_error"
+
+
+CODEX_SHAPED = {
+    # the shape Codex CLI sends (openai/codex codex-rs/core/src/client_common.rs ResponsesApiRequest):
+    # instructions, input items, function + custom tools, reasoning with a summary, encrypted
+    # reasoning included, nothing stored, a prompt cache key, streamed
+    "instructions": "You are Codex, a coding agent.",
+    "input": [
+        {
+            "type": "message",
+            "role": "developer",
+            "content": [{"type": "input_text", "text": "<permissions/>"}],
+        },
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "<environment_context/>"}],
+        },
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list the files"}]},
+    ],
+    "tools": [
+        {
+            "type": "function",
+            "name": "shell",
+            "description": "Runs a shell command and returns its output.",
+            "strict": False,
+            "parameters": {
+                "type": "object",
+                "properties": {"command": {"type": "array", "items": {"type": "string"}}},
+                "required": ["command"],
+                "additionalProperties": False,
+            },
+        },
+        APPLY_PATCH,
+    ],
+    "tool_choice": "auto",
+    "parallel_tool_calls": False,
+    "reasoning": {"effort": "medium", "summary": "auto"},
+    "store": False,
+    "stream": True,
+    "include": ["reasoning.encrypted_content"],
+    "prompt_cache_key": "0199a0d2-conversation",
+    "text": {"verbosity": "medium"},
+    "client_metadata": {"x-codex-installation-id": "0199a0d2-install"},
+}
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_codex_shaped_turn_runs_its_tool_loop(
+    api: str, upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    call = Call("call_ls", "shell", '{"command":["ls"]}')
+    upstream.script(
+        replay(tool_call_answer(api, [call], stream=True), api=api),
+        replay(text_answer(api, "Two files.", stream=True), api=api),
+    )
+    body = {**CODEX_SHAPED, "model": MATRIX[api][0]}
+    headers = {"authorization": "Bearer sk-client-key", "session_id": "0199a0d2-conversation"}
+    with httpx.stream("POST", f"{gateway_url}/v1/responses", json=body, headers=headers, timeout=15) as resp:
+        assert resp.status_code == 200, resp.read()
+        events = _data_events(resp)
+    done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    fc = next(i for i in done if i["type"] == "function_call")
+    assert (fc["name"], json.loads(fc["arguments"])) == ("shell", {"command": ["ls"]})
+    assert events[-1]["type"] == "response.completed" and events[-1]["response"]["store"] is False
+    # the next turn, as Codex sends it: everything again, plus the call and its output
+    body2 = {
+        **body,
+        "input": [
+            *CODEX_SHAPED["input"],
+            *[{k: v for k, v in i.items() if k not in ("id", "status")} for i in done],
+            {"type": "function_call_output", "call_id": fc["call_id"], "output": "a.txt\nb.txt"},
+        ],
+    }
+    with httpx.stream("POST", f"{gateway_url}/v1/responses", json=body2, headers=headers, timeout=15) as resp:
+        assert resp.status_code == 200, resp.read()
+        events2 = _data_events(resp)
+    assert events2[-1]["type"] == "response.completed"
+    assert "".join(e["delta"] for e in events2 if e["type"] == "response.output_text.delta") == "Two files."
+    assert "a.txt" in json.dumps(upstream.requests()[1].body)
+
+
+def _data_events(resp: Any) -> list[dict[str, Any]]:
+    """The ``data:`` JSON of each SSE event; every event also names its type on an ``event:`` line."""
+    out = []
+    name = None
+    for line in resp.iter_lines():
+        if line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            data = json.loads(line[6:])
+            assert data["type"] == name
+            out.append(data)
+    return out
