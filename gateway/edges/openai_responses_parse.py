@@ -341,6 +341,8 @@ def _include(raw: Any) -> bool:
 
 
 def _refuse(data: JSONObj) -> None:
+    """Refuse the top-level fields this edge does not carry (a null or a default value of one
+    is accepted: it asks for nothing), and every field it does not know, by name."""
     for key in data:
         if key in _HANDLED:
             continue
@@ -349,7 +351,7 @@ def _refuse(data: JSONObj) -> None:
             if value is not None:
                 raise unsupported(key, _REFUSED[key])
         elif key == "background":
-            if check(value, bool, key) if value is not None else False:
+            if value is not None and check(value, bool, key):
                 raise unsupported(key, "background responses (answers are streamed or returned whole)")
         elif key == "top_logprobs":
             if value is not None and check(value, int, key) != 0:
