@@ -167,13 +167,21 @@ Message = Annotated[
 
 
 class ToolDefinition(BaseModel):
-    """A tool offered to the model; ``parameters`` is a JSON Schema object."""
+    """A tool offered to the model; ``parameters`` is a JSON Schema object.
+
+    ``freeform`` is set when the client declared a free-form tool (an OpenAI Responses
+    ``custom`` tool): its ``format`` verbatim (``{"type": "text"}`` or a grammar). Its
+    ``parameters`` are then the emulation every other upstream gets: one required string
+    argument ``input`` (the grammar described in ``description``); an upstream of the
+    Responses API can send the tool as ``custom`` with this format instead. Either way a call
+    of it carries ``{"input": <text>}`` as its arguments."""
 
     name: str
     description: str | None = None
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     strict: bool | None = None
     cache_control: dict[str, Any] | None = None
+    freeform: dict[str, Any] | None = None
 
 
 class ToolChoice(BaseModel):

@@ -142,7 +142,8 @@ class ResponsesRequest(Request):
 def _custom_tool(tool: JSONObj, path: str) -> JSONObj:
     """A ``custom`` tool -> the function it is emulated as: one required string argument
     ``input``; the grammar (``format``) is described to the model, and a regex grammar is
-    also the argument's ``pattern``."""
+    also the argument's ``pattern``. The client's ``format`` is kept as ``freeform`` (see
+    :class:`gateway.schema.ToolDefinition`)."""
     name = req(tool, "name", str, path)
     description = opt(tool, "description", str, path) or ""
     prop: JSONObj = {"type": "string", "description": "The tool's free-form input."}
@@ -166,6 +167,7 @@ def _custom_tool(tool: JSONObj, path: str) -> JSONObj:
     return {
         "name": name,
         "description": description or None,
+        "freeform": fmt if fmt is not None else {"type": "text"},
         "parameters": {
             "type": "object",
             "properties": {CUSTOM_ARGUMENT: prop},

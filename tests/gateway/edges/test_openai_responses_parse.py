@@ -140,6 +140,11 @@ def test_custom_tools_are_emulated_as_a_function_with_one_string_argument() -> N
     }
     assert tool.parameters["required"] == ["input"]
     assert "regex grammar" in (tool.description or "")
+    assert tool.freeform == {
+        "type": "grammar",
+        "syntax": "regex",
+        "definition": "a+",
+    }  # for a Responses upstream
     call = req.messages[1].tool_calls[0]
     assert call.arguments == {"input": "aaa"}
     assert req.echo["custom_tools"] == {"patch"}
