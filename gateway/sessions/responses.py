@@ -76,11 +76,12 @@ async def load(store: SessionStore, response_id: str) -> StoredResponse:
     if _deleted(own):
         raise _not_found(response_id)
     history = [m for e in path if (m := e.message()) is not None]
-    if not history or not isinstance(history[-1], AssistantMessage):
-        raise _not_found(response_id)  # its turn failed before an answer was stored
-    answer = history[-1]
-    answer_entry = next(e.id for e in reversed(path) if e.type == "message")
-    inputs = [(e.id, m) for e in own if e.id != answer_entry and (m := e.message()) is not None]
+    last = next((e for e in reversed(path) if e.type == "message"), None)
+    mine = {e.id for e in own}
+    answer = history[-1] if history else None
+    if last is None or last.id not in mine or not isinstance(answer, AssistantMessage):
+        raise _not_found(response_id)  # its turn stored no answer of its own (refused, failed)
+    inputs = [(e.id, m) for e in own if e.id != last.id and (m := e.message()) is not None]
     return StoredResponse(
         id=response_id,
         created_at=info.created_at,

@@ -73,3 +73,13 @@ async def test_a_response_whose_turn_stored_no_answer_is_not_found(store: SqlSes
     await store.append(rid, "message", _user("Q"))
     with pytest.raises(ResponseNotFound):
         await responses.load(store, rid)
+
+
+async def test_a_continuation_whose_turn_stored_nothing_does_not_show_the_previous_answer(
+    store: SqlSessionStore,
+) -> None:
+    r1 = await _turn(store, None, "Q1", "A1")
+    refused = responses.new_response_id()
+    await responses.open_response(store, refused, "m", r1)  # then the guards refused the turn
+    with pytest.raises(ResponseNotFound):
+        await responses.load(store, refused)
