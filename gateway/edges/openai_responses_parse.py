@@ -207,6 +207,9 @@ def _mcp_tool(tool: JSONObj, path: str) -> str:
 
 
 def _tools(raw: Any, out: JSONObj, echo: dict[str, Any]) -> None:
+    """``tools`` -> tool definition dicts in ``out["tools"]`` (and the servers of ``mcp``
+    tools in ``out["mcp_servers"]``); the names of custom tools in ``echo["custom_tools"]``.
+    Two tools of one name, hosted tools and unknown types are refused naming the field."""
     tools = check(raw, list, "tools")
     defs: list[JSONObj] = []
     servers: list[str] = []
@@ -249,7 +252,9 @@ def _tools(raw: Any, out: JSONObj, echo: dict[str, Any]) -> None:
     echo["custom_tools"] = custom
 
 
-def _tool_choice(data: JSONObj, echo: dict[str, Any]) -> JSONObj | None:
+def _tool_choice(data: JSONObj) -> JSONObj | None:
+    """``tool_choice`` and ``parallel_tool_calls`` -> a tool choice dict (a ``custom`` tool is
+    chosen by name as a function is); ``allowed_tools`` and hosted choices are refused."""
     parallel = opt(data, "parallel_tool_calls", bool, "")
     raw = data.get("tool_choice")
     if raw is None:
@@ -402,7 +407,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
     if data.get("tools") is not None:
         _tools(data["tools"], out, echo)
     if "tool_choice" in data or "parallel_tool_calls" in data:
-        out["tool_choice"] = _tool_choice(data, echo)
+        out["tool_choice"] = _tool_choice(data)
     max_out = opt(data, "max_output_tokens", int, "")
     if max_out is not None:
         if max_out < 1:
