@@ -596,3 +596,25 @@ def _data_events(resp: Any) -> list[dict[str, Any]]:
             assert data["type"] == name
             out.append(data)
     return out
+
+
+def test_store_false_may_continue_a_stored_response_and_a_client_bound_session_may_not(
+    upstream: UpstreamStandin, oai: Any
+) -> None:
+    api = "openai_chat"
+    name = MATRIX[api][0]
+    upstream.script(*(replay(text_answer(api, t, stream=False), api=api) for t in ("A1", "A2")))
+    first = oai.responses.create(model=name, input="Q1")
+    second = oai.responses.create(model=name, input="Q2", previous_response_id=first.id, store=False)
+    assert second.store is False and second.previous_response_id == first.id
+    assert _texts(upstream.requests()[1].body) == ["Q1", "A1", "Q2"]
+    with pytest.raises(openai.NotFoundError):
+        oai.responses.retrieve(second.id)
+    with pytest.raises(openai.BadRequestError) as err:
+        oai.responses.create(
+            model=name,
+            input="Q3",
+            previous_response_id=first.id,
+            extra_headers={"x-turnstile-session": "my-session"},
+        )
+    assert err.value.param == "previous_response_id" and "my-session" in err.value.message
