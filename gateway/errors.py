@@ -17,7 +17,7 @@ class TurnstileError(Exception):
 
     ``kind`` is one of: ``invalid_request``, ``not_found``, ``payload_too_large``,
     ``authentication``, ``permission``, ``rate_limit``, ``overloaded``, ``upstream``,
-    ``timeout``, ``api_error``.
+    ``timeout``, ``api_error``, ``route_not_found``, ``response_not_found``.
     """
 
     status: int = 500
@@ -95,6 +95,14 @@ class RouteNotFound(TurnstileError):
 
     status = 404
     kind = "route_not_found"
+
+
+class ResponseNotFound(TurnstileError):
+    """No stored response has that id (never stored, or deleted): OpenAI Responses'
+    ``previous_response_id``, ``GET``/``DELETE /v1/responses/{id}``. HTTP 404."""
+
+    status = 404
+    kind = "response_not_found"
 
 
 class CapabilityError(InvalidRequest):

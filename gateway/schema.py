@@ -167,13 +167,21 @@ Message = Annotated[
 
 
 class ToolDefinition(BaseModel):
-    """A tool offered to the model; ``parameters`` is a JSON Schema object."""
+    """A tool offered to the model; ``parameters`` is a JSON Schema object.
+
+    ``freeform`` is set when the client declared a free-form tool (an OpenAI Responses
+    ``custom`` tool): its ``format`` verbatim (``{"type": "text"}`` or a grammar). Its
+    ``parameters`` are then the emulation every other upstream gets: one required string
+    argument ``input`` (the grammar described in ``description``); an upstream of the
+    Responses API can send the tool as ``custom`` with this format instead. Either way a call
+    of it carries ``{"input": <text>}`` as its arguments."""
 
     name: str
     description: str | None = None
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     strict: bool | None = None
     cache_control: dict[str, Any] | None = None
+    freeform: dict[str, Any] | None = None
 
 
 class ToolChoice(BaseModel):
@@ -233,6 +241,13 @@ class Request(BaseModel):
     fill it from a dialect's MCP tool entry (``{"type": "mcp", "server": "<id>"}`` in
     ``tools``); a model alias may add more (``ModelAlias.mcp_servers``). Never sent upstream:
     the loop turns it into :class:`ToolDefinition` entries of the servers' exposed tools."""
+    passthrough: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Fields of a client's wire API that this schema does not model and that only steer how
+    an upstream of that same API serves the turn, keyed by wire API (``"openai_responses"``)
+    then by the client's top-level field, values verbatim (e.g. ``{"openai_responses":
+    {"prompt_cache_key": "k", "text": {"verbosity": "low"}}}``). A provider of that API merges
+    them into its body; other providers have no slot for them. The edge that fills it lists
+    the fields it puts here."""
 
 
 # ---------------------------------------------------------------------------- response

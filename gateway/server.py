@@ -4,6 +4,10 @@ Routes
 ------
 * ``POST /v1/chat/completions`` — OpenAI Chat Completions dialect.
 * ``POST /v1/messages`` and ``POST /v1/messages/count_tokens`` — Anthropic Messages dialect.
+* ``POST /v1/responses`` (and ``/responses``), ``POST /v1/responses/input_tokens`` — OpenAI
+  Responses dialect; ``GET``/``DELETE /v1/responses/{id}`` and ``GET
+  /v1/responses/{id}/input_items`` read stored responses (sessions:
+  :mod:`gateway.sessions.responses`).
 * ``GET /v1/models`` — aliases and enabled deployments (a body both SDKs read).
 * ``GET /health`` — liveness plus the deployment table.
 
@@ -38,6 +42,7 @@ from gateway.config import GatewayConfig, Settings, default_config_path, load_co
 from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import openai_chat as openai_edge
+from gateway.edges import openai_responses as responses_edge
 from gateway.errors import (
     AnonymousRefused,
     InvalidRequest,
@@ -56,6 +61,7 @@ from gateway.schema import ToolProgress
 from gateway.serving import STATE_KEY as CONNECTIONS_KEY
 from gateway.serving import make_guard
 from gateway.sessions import api as session_api
+from gateway.sessions import responses as stored_responses
 from gateway.sessions import turns as session_turns
 from gateway.shutdown import OpenTurns, answer_cut
 from gateway.sse_response import EventStream
@@ -260,6 +266,8 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
             turn_request = edge.parse_request(body, limits)
         headers = Headers(scope=scope)
         session_id = session_turns.session_id_for(headers, turn_request)
+        if edge is responses_edge:  # a stored response is a session (gateway/sessions/responses.py)
+            turn_request, session_id = await _stored_response(gw, turn_request, session_id)
         turn_in = Turn(
             request_id=rid,
             dialect=edge.DIALECT,
@@ -279,7 +287,7 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
                     out: list[bytes] = []
                     for event in batch:
                         if isinstance(event, ToolProgress):  # server-side tool loop progress
-                            out.append(edge.tool_progress_frame(event.name, event.is_error))
+                            out.append(renderer.tool_progress(event.name, event.is_error))
                         else:
                             out += render(event)
                     if renderer.closed:  # the batch that ended the answer (its end or an error)
@@ -324,6 +332,30 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
             state.memory.note()
 
 
+async def _stored_response(gw: Gateway, request: Any, session_id: str | None) -> tuple[Any, str | None]:
+    """A Responses request and the session its turn binds to: with ``store`` (the default) a
+    new response session (forked from ``previous_response_id``'s, whose chain the request
+    continues); with ``store: false`` the previous chain only; a session the client bound
+    itself (``x-turnstile-session``, metadata, user) stays its session and no response is
+    stored. Raises :class:`gateway.errors.ResponseNotFound` for an unknown previous response,
+    :class:`InvalidRequest` for a previous response on a client-bound session."""
+    store, previous = responses_edge.store_intent(request)
+    if session_id is not None:
+        if previous is not None:
+            raise InvalidRequest(
+                "previous_response_id: this turn is bound to session "
+                f"{session_id!r} by the client; send one or the other",
+                param="previous_response_id",
+            )
+        return responses_edge.with_history(request, [], response_id=None, stored=False), session_id
+    if not store:
+        history = (await stored_responses.load(gw.sessions, previous)).history if previous else []
+        return responses_edge.with_history(request, history, response_id=None, stored=False), None
+    rid = stored_responses.new_response_id()
+    history = await stored_responses.open_response(gw.sessions, rid, request.model, previous)
+    return responses_edge.with_history(request, history, response_id=rid, stored=True), rid
+
+
 def _transcript_unavailable(edge: ModuleType, transcript: TranscriptWriter, rid: str) -> Response:
     """The 503 for a turn refused because the transcript store is not accepting writes (no
     transcript row: the store is what fails; one error log line)."""
@@ -344,6 +376,15 @@ async def _anthropic_turn(scope: Scope, receive: Receive) -> Response:
     return await _handle_turn(scope, receive, anthropic_edge)
 
 
+async def _responses_turn(scope: Scope, receive: Receive) -> Response:
+    return await _handle_turn(scope, receive, responses_edge)
+
+
+async def responses(request: Request) -> Response:
+    """OpenAI Responses."""
+    return await _responses_turn(request.scope, request.receive)
+
+
 async def chat_completions(request: Request) -> Response:
     """OpenAI Chat Completions."""
     return await _openai_turn(request.scope, request.receive)
@@ -357,31 +398,90 @@ async def messages(request: Request) -> Response:
 async def count_tokens(request: Request) -> Response:
     """Anthropic ``count_tokens``: input tokens of the request for its model (an estimate from
     litellm's tokenizer tables when the model is not OpenAI's)."""
+    return await _count(
+        request, anthropic_edge, anthropic_edge.parse_count_tokens, anthropic_edge.render_count_tokens
+    )
+
+
+async def input_tokens(request: Request) -> Response:
+    """OpenAI Responses ``input_tokens``: input tokens of the request for its model, counted as
+    ``count_tokens`` counts them."""
+    return await _count(
+        request,
+        responses_edge,
+        responses_edge.parse_input_tokens,
+        responses_edge.render_input_tokens,
+        prepare=_previous_chain,
+    )
+
+
+async def _previous_chain(gw: Gateway, request: Any) -> Any:
+    """A Responses request with its ``previous_response_id``'s stored chain put in (what a
+    turn would send), for counting its input tokens."""
+    _, previous = responses_edge.store_intent(request)
+    if previous is None:
+        return request
+    history = (await stored_responses.load(gw.sessions, previous)).history
+    return responses_edge.with_history(request, history, response_id=None, stored=False)
+
+
+async def _count(
+    request: Request, edge: ModuleType, parse: Any, render: Any, prepare: Any = None
+) -> Response:
+    """A token count in ``edge``'s dialect: the body parsed by ``parse`` (then completed by
+    ``async prepare(gw, request) -> request`` when given), the count rendered by ``render``;
+    refusals answered (and recorded) like a turn's."""
     gw: Gateway = request.app.state.gateway
     rid: str = request.scope["state"]["request_id"]
     try:
         limits = gw.config.server
         body = await _read_body(request.scope, request.receive, limits.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:
-            turn_request = await asyncio.to_thread(anthropic_edge.parse_count_tokens, body, limits)
+            turn_request = await asyncio.to_thread(parse, body, limits)
         else:
-            turn_request = anthropic_edge.parse_count_tokens(body, limits)
+            turn_request = parse(body, limits)
+        if prepare is not None:
+            turn_request = await prepare(gw, turn_request)
         dep = gw.table.candidates(turn_request.model)[0]
         from gateway.providers.catalog import count_tokens as count
 
         # In a worker thread: tokenizing grows with the request, and the first call imports litellm.
         tokens = await asyncio.to_thread(count, turn_request, dep.model)
-        return _json(anthropic_edge.render_count_tokens(tokens))
+        return _json(render(tokens))
     except TurnstileError as err:  # refused: one transcript row, as for a turn
-        await request.app.state.pipeline.record_refused(rid, anthropic_edge.DIALECT, err)
-        return _error_response(anthropic_edge, err, rid)
+        await request.app.state.pipeline.record_refused(rid, edge.DIALECT, err)
+        return _error_response(edge, err, rid)
     except ClientDisconnect:  # gone while the body was read: as a turn, not an ASGI error
         log.info("client_disconnected", request_id=rid)
         return Response(status_code=499)
     except Exception:  # a JSON error in the dialect, never Starlette's plain-text 500
         log.exception("internal_error", request_id=rid)
         internal = TurnstileError("internal error in the gateway; see its log")
-        return _error_response(anthropic_edge, internal, rid)
+        return _error_response(edge, internal, rid)
+
+
+async def stored_response(request: Request) -> Response:
+    """``GET``/``DELETE /v1/responses/{id}`` and ``GET /v1/responses/{id}/input_items``: a
+    stored response read back (or marked deleted) in the Responses shape; an unknown id is a
+    404 (one transcript row, as for a refusal)."""
+    gw: Gateway = request.app.state.gateway
+    rid: str = request.scope["state"]["request_id"]
+    response_id = request.path_params["response_id"]
+    try:
+        if request.method == "DELETE":
+            await stored_responses.delete(gw.sessions, response_id)
+            return _json(responses_edge.render_deleted(response_id))
+        stored = await stored_responses.load(gw.sessions, response_id)
+        if request.url.path.endswith("/input_items"):
+            query = dict(request.query_params)
+            return _json(responses_edge.render_input_items(response_id, stored.inputs, query))
+        body = responses_edge.render_stored(response_id, stored.created_at, stored.model, stored.answer)
+        return _json(body)
+    except TurnstileError as err:
+        if err.param == "previous_response_id":
+            err.param = "response_id"
+        await request.app.state.pipeline.record_refused(rid, responses_edge.DIALECT, err)
+        return _error_response(responses_edge, err, rid)
 
 
 async def models(request: Request) -> Response:
@@ -413,9 +513,13 @@ async def health(request: Request) -> Response:
 
 
 def _edge_for_path(path: str) -> ModuleType:
-    """The dialect a path belongs to: Anthropic under ``/v1/messages``, else OpenAI's (the more
-    common client)."""
-    return anthropic_edge if path.startswith("/v1/messages") else openai_edge
+    """The dialect a path belongs to: Anthropic under ``/v1/messages``, Responses under
+    ``/v1/responses``, else OpenAI Chat's (the more common client)."""
+    if path.startswith("/v1/messages"):
+        return anthropic_edge
+    if path.startswith(("/v1/responses", "/responses")):
+        return responses_edge
+    return openai_edge
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
@@ -568,6 +672,11 @@ def create_app(
             Route("/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/messages", messages, methods=["POST"]),
             Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+            Route("/v1/responses", responses, methods=["POST"]),
+            Route("/responses", responses, methods=["POST"]),
+            Route("/v1/responses/input_tokens", input_tokens, methods=["POST"]),
+            Route("/v1/responses/{response_id}", stored_response, methods=["GET", "DELETE"]),
+            Route("/v1/responses/{response_id}/input_items", stored_response, methods=["GET"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/models", models, methods=["GET"]),
@@ -584,6 +693,8 @@ def create_app(
             "/v1/chat/completions": _openai_turn,
             "/chat/completions": _openai_turn,
             "/v1/messages": _anthropic_turn,
+            "/v1/responses": _responses_turn,
+            "/responses": _responses_turn,
         },
         open_turns=open_turns,
     )

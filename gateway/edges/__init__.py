@@ -3,7 +3,8 @@ client's own response, stream and error shapes.
 
 One module per dialect, each exposing the same verbs (``DIALECT``, ``parse_request``,
 ``render_response``, ``StreamRenderer``, ``render_error``, ``render_models``, ``ping_frame``):
-:mod:`gateway.edges.openai_chat` and :mod:`gateway.edges.anthropic_messages`. Provider and
+:mod:`gateway.edges.openai_chat`, :mod:`gateway.edges.anthropic_messages` and
+:mod:`gateway.edges.openai_responses`. Provider and
 dialect field names live only here and in :mod:`gateway.providers`.
 """
 
@@ -11,18 +12,20 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gateway.edges import anthropic_messages, openai_chat
+from gateway.edges import anthropic_messages, openai_chat, openai_responses
 
 DIALECTS: dict[str, ModuleType] = {
     openai_chat.DIALECT: openai_chat,
     anthropic_messages.DIALECT: anthropic_messages,
+    openai_responses.DIALECT: openai_responses,
 }
 
 
 def get_dialect(name: str) -> ModuleType:
-    """The edge module for a dialect name (``openai_chat`` or ``anthropic_messages``).
+    """The edge module for a dialect name (``openai_chat``, ``anthropic_messages`` or
+    ``openai_responses``).
     Raises ``KeyError`` for another name."""
     return DIALECTS[name]
 
 
-__all__ = ["DIALECTS", "anthropic_messages", "get_dialect", "openai_chat"]
+__all__ = ["DIALECTS", "anthropic_messages", "get_dialect", "openai_chat", "openai_responses"]

@@ -157,6 +157,7 @@ def check_bounds(
     extra_parts: str = "",
     inner_parts: bool = False,
     tools: Mapping[str, ToolSite] = _NO_TOOLS,
+    messages_key: str = "messages",
 ) -> None:
     """Refuse decoded request ``data`` (from the JSON ``body``) past ``limits``: more messages
     than ``max_request_messages`` or parts than ``max_request_parts`` (content parts and tool
@@ -166,19 +167,23 @@ def check_bounds(
     :func:`check_tools`' limits (``tools``: the dialect's :class:`ToolSite` by top-level key,
     :func:`tool_sites`); nesting deeper than ``max_json_depth``
     raises :class:`InvalidRequest` (400) naming the field (one of the dialect's ``fields``, see
-    :func:`field_of`). Values that are not of the expected type are left for the edge to name."""
-    messages = data.get("messages")
+    :func:`field_of`). Values that are not of the expected type are left for the edge to name.
+    ``messages_key`` is the top-level key of the message list (OpenAI Responses: ``input``, whose
+    items count as messages)."""
+    messages = data.get(messages_key)
     if type(messages) is list:
         n = len(messages)
         if n > limits.max_request_messages:
             raise PayloadTooLarge(
-                f"messages: {n} messages; at most {limits.max_request_messages} are accepted per request "
-                "(limit server.max_request_messages)",
-                param="messages",
+                f"{messages_key}: {n} messages; at most {limits.max_request_messages} are accepted per "
+                "request (limit server.max_request_messages)",
+                param=messages_key,
             )
         # Each part takes at least two bytes of JSON (``0,``): a smaller body needs no count.
         if len(body) >= 2 * limits.max_request_parts:
-            _check_parts(messages, data.get(extra_parts) if extra_parts else None, inner_parts, limits)
+            _check_parts(
+                messages, data.get(extra_parts) if extra_parts else None, inner_parts, limits, messages_key
+            )
     for key in tools.keys() & data.keys():  # set operations in C: no bytecode for a request without tools
         listed = data[key]
         if type(listed) is list:
@@ -189,7 +194,7 @@ def check_bounds(
         raise too_deep(field_of(path_past(data, limit), fields), limit)
 
 
-def _check_parts(messages: list[Any], extra: Any, inner: bool, limits: InputLimits) -> None:
+def _check_parts(messages: list[Any], extra: Any, inner: bool, limits: InputLimits, key: str) -> None:
     """:func:`check_bounds` for the parts."""
     try:
         parts, contents = _count_parts(messages, extra)
@@ -199,9 +204,9 @@ def _check_parts(messages: list[Any], extra: Any, inner: bool, limits: InputLimi
         return
     if parts > limits.max_request_parts:
         raise PayloadTooLarge(
-            f"messages: {parts} content parts; at most {limits.max_request_parts} are accepted per "
+            f"{key}: {parts} content parts; at most {limits.max_request_parts} are accepted per "
             "request (limit server.max_request_parts)",
-            param="messages",
+            param=key,
         )
 
 

@@ -180,6 +180,10 @@ class StreamRenderer:
             self._block_delta(n, {"type": "input_json_delta", "partial_json": frag}, out)
         self._block_stop(n, out)
 
+    def tool_progress(self, name: str, is_error: bool = False) -> bytes:
+        """Progress of the server-side tool loop in this stream: :func:`tool_progress_frame`."""
+        return tool_progress_frame(name, is_error)
+
     # ------------------------------------------------------------------ events
 
     def render(self, event: StreamEvent) -> list[bytes]:

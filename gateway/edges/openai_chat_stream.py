@@ -183,6 +183,10 @@ class StreamRenderer:
         for index in sorted(self.pending):
             self._flush_tool_call(self.pending.pop(index), out)
 
+    def tool_progress(self, name: str, is_error: bool = False) -> bytes:
+        """Progress of the server-side tool loop in this stream: :func:`tool_progress_frame`."""
+        return tool_progress_frame(name, is_error)
+
     # ------------------------------------------------------------------ events
 
     def render(self, event: StreamEvent) -> list[bytes]:

@@ -7,6 +7,8 @@
 * :mod:`.migrations` — add-only schema migrations and the append-only triggers
 * :mod:`.turns`      — a turn bound to a session: which one (:func:`~.turns.session_id_for`) and
   its handle (:class:`~.turns.SessionBinding`: recording, the context rebuilt per target)
+* :mod:`.responses`  — stored OpenAI Responses: a response is a session, its previous
+  response's a fork
 * :mod:`.api`, :mod:`.cli` — HTTP routes and the ``turnstile sessions`` command
 """
 

@@ -1,9 +1,10 @@
 """Driving the gateway with the official SDKs in either client dialect, and reading the answer
 back into one comparable shape (:class:`Turn`).
 
-``dialect`` is ``"openai"`` (``openai.OpenAI().chat.completions``) or ``"anthropic"``
-(``anthropic.Anthropic().messages``). Requests are built from dialect-neutral pieces (user
-text, tool definitions, tool results with images) so one test runs in both dialects.
+``dialect`` is ``"openai"`` (``openai.OpenAI().chat.completions``), ``"anthropic"``
+(``anthropic.Anthropic().messages``) or ``"responses"`` (``openai.OpenAI().responses``).
+Requests are built from dialect-neutral pieces (user text, tool definitions, tool results with
+images) so one test runs in every dialect.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ def tools_for(dialect: str, tools: list[dict[str, Any]]) -> list[dict[str, Any]]
     """Neutral ``{name, description, parameters}`` tools in the dialect's shape."""
     if dialect == "openai":
         return [{"type": "function", "function": t} for t in tools]
+    if dialect == "responses":
+        return [{"type": "function", **t} for t in tools]
     return [
         {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]} for t in tools
     ]
@@ -89,6 +92,9 @@ class Turn:
     usage_chunks: int = 0
     usage_chunk_choices: list[int] = field(default_factory=list)
     raw: Any = None
+    echo_items: list[dict[str, Any]] = field(default_factory=list)
+    """What the client sends back as history: the one assistant message (``echo``), or for
+    Responses the output items."""
 
 
 def ask(
@@ -109,6 +115,22 @@ def ask(
     ``messages`` are already in the dialect's shape. Raises what the SDK raises for an HTTP
     error; an error *inside* a stream is put in ``Turn.error``. ``on_chunk`` sees each streamed
     chunk/event as the client receives it."""
+    if dialect == "responses":
+        kwargs = {"model": model, "input": messages, "max_output_tokens": max_tokens, **extra}
+        if system:
+            kwargs["instructions"] = system
+        if tools:
+            kwargs["tools"] = tools_for("responses", tools)
+        if stream:
+            kwargs["stream"] = True
+        raw = client.responses.with_raw_response.create(**kwargs)
+        turn = Turn(dialect, dict(raw.headers))
+        parsed = raw.parse()
+        if stream:
+            _read_responses_stream(turn, parsed, on_chunk)
+        else:
+            read_response(turn, parsed)
+        return turn
     if dialect == "openai":
         msgs = ([{"role": "system", "content": system}] if system else []) + messages
         kwargs: dict[str, Any] = {"model": model, "messages": msgs, "max_tokens": max_tokens, **extra}
@@ -165,6 +187,7 @@ def _read_openai(turn: Turn, completion: Any) -> None:
         cached = (details.cached_tokens or 0) if details is not None else 0
         turn.input_uncached = completion.usage.prompt_tokens - cached
     turn.echo = _openai_echo(turn)
+    turn.echo_items = [turn.echo]
 
 
 def _read_openai_stream(turn: Turn, stream: Any, on_chunk: Callable[[Any], None] | None = None) -> None:
@@ -194,6 +217,7 @@ def _read_openai_stream(turn: Turn, stream: Any, on_chunk: Callable[[Any], None]
         details = u.prompt_tokens_details
         turn.input_uncached = u.prompt_tokens - ((details.cached_tokens or 0) if details is not None else 0)
     turn.echo = _openai_echo(turn)
+    turn.echo_items = [turn.echo]
 
 
 def _openai_echo(turn: Turn) -> dict[str, Any]:
@@ -230,6 +254,7 @@ def _read_anthropic(turn: Turn, message: Any) -> None:
     )
     turn.output = u.output_tokens
     turn.echo = {"role": "assistant", "content": blocks}
+    turn.echo_items = [turn.echo]
 
 
 def _read_anthropic_stream(turn: Turn, stream: Any, on_chunk: Callable[[Any], None] | None = None) -> None:
@@ -257,6 +282,73 @@ def _read_anthropic_stream(turn: Turn, stream: Any, on_chunk: Callable[[Any], No
     turn.input_total = res.input_tokens
     turn.output = res.output_tokens
     turn.echo = {"role": "assistant", "content": blocks}
+    turn.echo_items = [turn.echo]
+
+
+RESPONSES_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+def read_response(turn: Turn, response: Any) -> None:
+    """A Responses ``Response`` object into ``turn``: text, function and custom tool calls
+    (``id`` = ``call_id``), the stop (``tool_use`` when it holds calls, ``length`` for an
+    incomplete answer), usage and the output items to echo."""
+    turn.raw = response
+    items = []
+    for item in response.output:
+        d = item.to_dict()
+        items.append(d)
+        if item.type == "message":
+            turn.text += "".join(c.text for c in item.content if c.type == "output_text")
+        elif item.type == "function_call":
+            turn.calls.append(
+                {"id": item.call_id, "name": item.name, "raw": item.arguments, "args": _loads(item.arguments)}
+            )
+        elif item.type == "custom_tool_call":
+            turn.calls.append({"id": item.call_id, "name": item.name, "raw": None, "args": item.input})
+        elif item.type == "reasoning":
+            turn.thinking.append(d)
+    turn.raw_stop = response.status
+    if response.status == "incomplete":
+        reason = response.incomplete_details.reason if response.incomplete_details else None
+        turn.stop = RESPONSES_INCOMPLETE.get(reason or "", reason)
+    elif response.status == "completed":
+        turn.stop = "tool_use" if turn.calls else "stop"
+    else:
+        turn.stop = response.status
+    if response.usage is not None:
+        u = response.usage
+        turn.input_total = u.input_tokens
+        turn.input_uncached = u.input_tokens - (u.input_tokens_details.cached_tokens or 0)
+        turn.output = u.output_tokens
+    turn.echo_items = [{k: v for k, v in d.items() if k not in ("id", "status")} for d in items]
+    for d in turn.echo_items:
+        if d.get("type") == "message":
+            d["content"] = [{"type": "output_text", "text": c["text"]} for c in d["content"]]
+
+
+def _read_responses_stream(turn: Turn, stream: Any, on_chunk: Callable[[Any], None] | None = None) -> None:
+    """A Responses event stream into ``turn`` (from the final ``response.*`` event); the events
+    are kept in ``turn.raw`` and a ``response.failed`` becomes ``turn.error``."""
+    events = []
+    final = None
+    text = ""
+    for ev in stream:
+        if on_chunk is not None:
+            on_chunk(ev)
+        events.append(ev)
+        if ev.type == "response.output_text.delta":
+            text += ev.delta
+        elif ev.type in ("response.completed", "response.incomplete", "response.failed"):
+            final = ev.response
+    if final is None:
+        turn.error = RuntimeError(f"stream ended without a final event: {[e.type for e in events]}")
+        turn.raw = events
+        return
+    read_response(turn, final)
+    turn.raw = events
+    if final.status == "failed":
+        turn.error = RuntimeError(f"response.failed: {final.error}")
+    assert turn.text == text, "the deltas and the final response disagree"
 
 
 def _loads(raw: str) -> Any:
@@ -280,6 +372,16 @@ def tool_results(dialect: str, results: list[tuple[str, str, bool]]) -> list[dic
         "type": "image",
         "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64},
     }
+    if dialect == "responses":
+        image = {"type": "input_image", "image_url": f"data:image/png;base64,{PNG_B64}"}
+        return [
+            {
+                "type": "function_call_output",
+                "call_id": cid,
+                "output": [{"type": "input_text", "text": text}, image] if img else text,
+            }
+            for cid, text, img in results
+        ]
     if dialect == "openai":
         out = []
         for cid, text, img in results:

@@ -7,7 +7,8 @@ visibility holds on the chat path exactly as on ``/mcp``: a key that may not see
 a 403 naming it, no key (or an unknown one) a 401, both in the client's own dialect and before
 anything goes upstream; a permitted key is offered only the tools it may see. A tool-loop call
 whose arguments do not match the tool's input schema never reaches the MCP server, and a
-``tool_choice`` naming an attached MCP tool counts as offered.
+``tool_choice`` naming an attached MCP tool counts as offered. A Responses client naming the
+server in an ``mcp`` tool (``server_label``) is held to the same visibility.
 """
 
 from __future__ import annotations
@@ -309,3 +310,30 @@ def test_tool_choice_naming_an_attached_mcp_tool_counts_as_offered(
     assert (
         second.get("tool_choice", "auto") == "auto"
     )  # the gateway ran the forced call: the model may answer
+
+
+RESPONSES_TIME_TOOLS: Any = [{"type": "mcp", "server_label": "time", "require_approval": "never"}]
+
+
+def test_responses_clients_get_the_same_visibility_in_their_own_error_shape(
+    access_gw: dict[str, Any], standin: UpstreamStandin
+) -> None:
+    with pytest.raises(openai.PermissionDeniedError) as err:
+        _oai(access_gw, BOB).responses.create(
+            model="oa", input="What time is it?", tools=RESPONSES_TIME_TOOLS
+        )
+    assert "'time'" in err.value.message and "'bob'" in err.value.message
+    body: Any = err.value.body
+    assert body["type"] == "invalid_request_error" and body["code"] == "permission_denied"
+    assert standin.requests(OPENAI) == []
+    standin.script(
+        replay(json_exchange(_call_answer("time__get_current_time", {"timezone": "UTC"})), api=OPENAI),
+        replay(json_exchange(_text_answer("It is noon.")), api=OPENAI),
+    )
+    done = _oai(access_gw, CAROL).responses.create(
+        model="oa", input="What time is it?", tools=RESPONSES_TIME_TOOLS
+    )
+    assert done.output_text == "It is noon."
+    assert [t["function"]["name"] for t in standin.requests(OPENAI)[0].body["tools"]] == [
+        "time__get_current_time"
+    ]

@@ -2,6 +2,8 @@
 PyPI ``mcp-server-time`` server attached (``tools: [{"type": "mcp", "server": "time"}]``); the
 scripted upstream stand-in asks for the time, then answers. Two model requests go upstream; the
 second carries the time server's real result, in call order; the transcript holds both steps.
+The same loop serves a Responses client (``{"type": "mcp", "server_label": "time"}``), whose
+stream keeps alive with ``response.in_progress`` events while tools run.
 """
 
 from __future__ import annotations
@@ -361,3 +363,75 @@ def test_a_loop_call_at_the_output_budget_is_not_run_and_the_model_is_told_why(
     text = json.dumps(result["content"])
     assert "not executed" in text, "the tool never ran: its result is the gateway's error text"
     assert "output token limit" in text and "40 of 40" in text, text
+
+
+def test_responses_client_runs_the_loop_through_an_mcp_tool_naming_a_registered_server(
+    loop_gw: dict[str, Any], standin: UpstreamStandin
+) -> None:
+    standin.script(
+        replay(json_exchange(_tool_call_answer("call_r", {"timezone": "UTC"})), api=OPENAI),
+        replay(json_exchange(_text_answer("It is noon in UTC.")), api=OPENAI),
+    )
+    client = openai.OpenAI(base_url=f"{loop_gw['url']}/v1", api_key="sk-x", max_retries=0, timeout=30)
+    response = client.responses.create(
+        model="oa",
+        input="What time is it?",
+        tools=[{"type": "mcp", "server_label": "time", "require_approval": "never"}],
+    )
+    assert response.output_text == "It is noon in UTC."
+    assert [i.type for i in response.output] == ["message"]  # the gateway's own calls stay inside
+    sent = standin.requests(OPENAI)
+    assert "time__get_current_time" in [t["function"]["name"] for t in sent[0].body["tools"]]
+    assert [r["tool_call_id"] for r in _tool_results(sent[1].body)] == ["call_r"]
+
+
+def test_responses_stream_keeps_alive_with_in_progress_events_while_the_loop_runs_tools(
+    loop_gw: dict[str, Any], standin: UpstreamStandin
+) -> None:
+    tool = _tool_call_answer("call_k", {"timezone": "UTC"})
+    call = tool["choices"][0]["message"]["tool_calls"][0]
+    tool_chunks = [
+        {
+            "id": "t",
+            "object": "chat.completion.chunk",
+            "created": 3,
+            "model": MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"role": "assistant", "tool_calls": [{"index": 0, **call}]},
+                    "finish_reason": None,
+                }
+            ],
+        },
+        {
+            "id": "t",
+            "object": "chat.completion.chunk",
+            "created": 3,
+            "model": MODEL,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+        },
+    ]
+    text_chunks = [
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 3,
+            "model": MODEL,
+            "choices": [
+                {"index": 0, "delta": {"role": "assistant", "content": "noon."}, "finish_reason": "stop"}
+            ],
+        }
+    ]
+    standin.script(
+        replay(stream_exchange(OPENAI, tool_chunks), api=OPENAI),
+        replay(stream_exchange(OPENAI, text_chunks), api=OPENAI),
+    )
+    client = openai.OpenAI(base_url=f"{loop_gw['url']}/v1", api_key="sk-x", max_retries=0, timeout=30)
+    with client.responses.stream(model="oa-time", input="time?") as stream:
+        types = [e.type for e in stream]
+        final = stream.get_final_response()
+    assert final.output_text == "noon."
+    at = [i for i, t in enumerate(types) if t == "response.in_progress"]
+    assert len(at) == 2, types  # the start, then the tool's progress: a data event Codex's idle timer counts
+    assert at[1] < types.index("response.output_text.delta")

@@ -1,0 +1,333 @@
+"""OpenAI Responses ``input`` items -> message dicts in the shape of :mod:`gateway.schema`.
+
+Reference: https://platform.openai.com/docs/api-reference/responses/create (``input``). The
+rules, each a decision written here:
+
+* ``input`` is a string (one user message) or a list of items. An item without ``type`` but
+  with ``role`` is a message (the SDK's "easy input message").
+* Messages: ``user`` (``input_text``, ``input_image`` by ``image_url``), ``system`` and
+  ``developer`` (``input_text``; both become system messages, as Chat's ``developer`` does),
+  ``assistant`` (``output_text``, ``refusal``, and ``input_text`` as the SDK allows). An
+  ``input_image`` by ``file_id`` and every ``input_file`` are refused by name: the schema has
+  no slot for a stored file or a document.
+* Assistant-side items that follow each other (``assistant`` messages, ``reasoning``,
+  ``function_call``, ``custom_tool_call``) make ONE assistant message, in item order, so the
+  pairing and ordering guards see the calls of one model turn together.
+* ``function_call`` -> a tool call (id = ``call_id``, arguments byte-exact);
+  ``custom_tool_call`` -> a tool call of the emulated function with one string argument
+  (``{"input": ...}``, see :mod:`gateway.edges.openai_responses_parse`);
+  ``function_call_output`` / ``custom_tool_call_output`` -> a tool result paired by
+  ``call_id`` (``output`` a string or a list of ``input_text`` / ``input_image`` parts). The
+  item ``id`` (``fc_...``) and ``status`` echo the gateway's own output and carry nothing.
+* ``reasoning``: ``encrypted_content`` is the signature of the thinking (a Turnstile envelope
+  names its signer; a raw one is OpenAI's own, :data:`NATIVE`); its text is the
+  ``reasoning_text`` content when given, else the ``summary_text`` parts joined by a blank
+  line. Encrypted content without text is redacted thinking. Unsigned reasoning with text is
+  unsigned thinking (the thinking guard treats it as foreign).
+* ``item_reference`` and every hosted-tool item (``web_search_call``, ``file_search_call``,
+  ``computer_call``, ``mcp_call``, ...) are refused naming the type: stored items are reached
+  through ``previous_response_id`` only, and no upstream here runs hosted tools.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway.edges._bounds import check_embedded
+from gateway.edges._common import (
+    JSONObj,
+    check,
+    join,
+    missing,
+    opt,
+    parse_arguments,
+    parse_data_uri,
+    req,
+    unsupported,
+    wrong_type,
+)
+from gateway.edges.call_ids import BadIds, plain_call_id
+from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
+from gateway.errors import InvalidRequest
+from gateway.schema import Provenance
+
+NATIVE = Provenance(api="openai_responses", provider="openai", model="")
+"""Who signed a raw ``encrypted_content`` a Responses client sends: OpenAI (any model)."""
+
+CUSTOM_ARGUMENT = "input"
+"""The one string argument of a custom tool emulated as a function."""
+
+_ARGUMENTS_LEVEL = 3
+"""Levels above a function call's parsed ``arguments``: body, input, item."""
+
+_ASSISTANT_ITEMS = ("reasoning", "function_call", "custom_tool_call")
+_OUTPUT_ITEMS = ("function_call_output", "custom_tool_call_output")
+_HOSTED_ITEMS = (
+    "file_search_call",
+    "web_search_call",
+    "computer_call",
+    "computer_call_output",
+    "image_generation_call",
+    "code_interpreter_call",
+    "local_shell_call",
+    "local_shell_call_output",
+    "shell_call",
+    "shell_call_output",
+    "apply_patch_call",
+    "apply_patch_call_output",
+    "mcp_list_tools",
+    "mcp_approval_request",
+    "mcp_approval_response",
+    "mcp_call",
+    "tool_search_call",
+    "tool_search_output",
+    "compaction",
+)
+
+
+class InputState(BadIds):
+    """Per-request parse state: tool names by call id (for results), the nesting limit, and
+    the ids no upstream accepts (:class:`gateway.edges.call_ids.BadIds`)."""
+
+    __slots__ = ("depth", "names")
+
+    def __init__(self, depth: int) -> None:
+        super().__init__()
+        self.names: dict[str, str] = {}
+        self.depth = depth
+
+
+def _text(part: JSONObj, path: str, key: str = "text") -> JSONObj | None:
+    text = req(part, key, str, path)
+    return {"type": "text", "text": text} if text else None
+
+
+def _image(part: JSONObj, path: str) -> JSONObj:
+    """An ``input_image`` part -> an image part dict."""
+    if part.get("file_id") is not None:
+        raise unsupported(join(path, "file_id"), "an input_image by file_id (this gateway stores no files)")
+    detail = part.get("detail")
+    if detail is not None and detail != "auto":
+        check(detail, str, join(path, "detail"))
+        raise unsupported(join(path, "detail"), f"image detail {detail!r} (no upstream slot; send auto)")
+    url = req(part, "image_url", str, path)
+    upath = join(path, "image_url")
+    if url.startswith("data:"):
+        parsed = parse_data_uri(url)
+        if parsed is None:
+            raise InvalidRequest(f"{upath}: data URI must be base64 encoded", param=upath)
+        return {"type": "image", "data": parsed[1], "media_type": parsed[0]}
+    if url.startswith(("http://", "https://")):
+        return {"type": "image", "url": url}
+    raise InvalidRequest(f"{upath}: expected an http(s) URL or a base64 data URI", param=upath)
+
+
+def _user_part(part: JSONObj, path: str) -> JSONObj | None:
+    kind = req(part, "type", str, path)
+    if kind == "input_text":
+        return _text(part, path)
+    if kind == "input_image":
+        return _image(part, path)
+    if kind == "input_file":
+        raise unsupported(
+            join(path, "type"), "an input_file part (the gateway's schema carries no documents)"
+        )
+    raise InvalidRequest(
+        f"{join(path, 'type')}: unknown content part type {kind!r} here (expected input_text or input_image)",
+        param=join(path, "type"),
+    )
+
+
+def _parts(content: Any, path: str, role: str) -> list[JSONObj]:
+    """A message's ``content`` (string or parts list) -> part dicts; empty text dropped."""
+    if type(content) is str:
+        return [{"type": "text", "text": content}] if content else []
+    if type(content) is not list:
+        raise wrong_type(path, "a string or an array of content parts", content)
+    out: list[JSONObj] = []
+    for i, raw in enumerate(content):
+        ppath = join(path, i)
+        if type(raw) is not dict:
+            raise wrong_type(ppath, "an object", raw)
+        kind = raw.get("type")
+        if role == "user":
+            part = _user_part(raw, ppath)
+        elif kind == "input_text" or (role == "assistant" and kind == "output_text"):
+            part = _text(raw, ppath)
+        elif role == "assistant" and kind == "refusal":
+            part = _text(raw, ppath, "refusal")
+        else:
+            kind = req(raw, "type", str, ppath)
+            allowed = "output_text, refusal or input_text" if role == "assistant" else "input_text"
+            raise InvalidRequest(
+                f"{join(ppath, 'type')}: content part type {kind!r} is not allowed in a {role} message "
+                f"(expected {allowed})",
+                param=join(ppath, "type"),
+            )
+        if part is not None:
+            out.append(part)
+    return out
+
+
+def _call_id(item: JSONObj, path: str, st: InputState) -> str:
+    raw = req(item, "call_id", str, path)
+    call_id = unwrap_tool_call_id(raw)[0] if ID_SEPARATOR in raw else raw
+    if plain_call_id(call_id) is None:
+        st.check_id(call_id, join(path, "call_id"))
+    return call_id
+
+
+def _function_call(item: JSONObj, path: str, st: InputState) -> JSONObj:
+    raw_id = req(item, "call_id", str, path)
+    if ID_SEPARATOR in raw_id:
+        call_id, sig, prov = unwrap_tool_call_id(raw_id)
+    else:
+        call_id, sig, prov = raw_id, None, None
+    if plain_call_id(call_id) is None:
+        st.check_id(call_id, join(path, "call_id"))
+    name = req(item, "name", str, path)
+    if item.get("type") == "custom_tool_call":
+        raw = orjson.dumps({CUSTOM_ARGUMENT: req(item, "input", str, path)}).decode()
+        arguments = parse_arguments(raw)
+    else:
+        raw = req(item, "arguments", str, path)
+        arguments = parse_arguments(raw)
+        check_embedded(arguments, raw, st.depth, _ARGUMENTS_LEVEL, join(path, "arguments"))
+    st.names.setdefault(call_id, name)
+    return {
+        "type": "tool_call",
+        "id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "raw_arguments": raw,
+        "signature": sig,
+        "provenance": prov,
+        "src": path,
+    }
+
+
+def _reasoning(item: JSONObj, path: str) -> JSONObj | None:
+    """A ``reasoning`` item -> a thinking (or redacted thinking) part dict; None when it holds
+    neither text nor encrypted content."""
+    texts: list[str] = []
+    for key, kind in (("content", "reasoning_text"), ("summary", "summary_text")):
+        parts = opt(item, key, list, path)
+        for i, raw in enumerate(parts or ()):
+            ppath = join(join(path, key), i)
+            if type(raw) is not dict:
+                raise wrong_type(ppath, "an object", raw)
+            ptype = req(raw, "type", str, ppath)
+            if ptype != kind:
+                raise InvalidRequest(
+                    f"{join(ppath, 'type')}: expected {kind}, got {ptype!r}", param=join(ppath, "type")
+                )
+            texts.append(req(raw, "text", str, ppath))
+        if texts:
+            break  # the full reasoning text wins over its summary
+    text = "\n\n".join(texts)
+    encrypted = opt(item, "encrypted_content", str, path)
+    if not encrypted:
+        return {"type": "thinking", "text": text} if text else None
+    epath = join(path, "encrypted_content")
+    try:
+        sig, prov = unwrap_signature(encrypted)
+    except ValueError as exc:
+        raise InvalidRequest(f"{epath}: damaged Turnstile signature envelope ({exc})", param=epath) from None
+    if not text:
+        return {"type": "redacted_thinking", "data": sig, "provenance": prov or NATIVE}
+    return {"type": "thinking", "text": text, "signature": sig, "provenance": prov or NATIVE}
+
+
+def _tool_output(item: JSONObj, path: str, st: InputState) -> JSONObj:
+    call_id = _call_id(item, path, st)
+    output = item.get("output")
+    opath = join(path, "output")
+    if output is None:
+        raise missing(opath)
+    parts = _parts(output, opath, "user")
+    return {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "content": parts,
+        "name": st.names.get(call_id),
+        "src": path,
+    }
+
+
+def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
+    """The ``input`` field (a string or a list of items) -> message dicts (``src`` =
+    ``input[i]``; an assistant message made of several items has the first one's). Raises
+    :class:`InvalidRequest` naming the field for wrong types, unknown roles or item types,
+    and the refused features listed in the module doc."""
+    if type(raw) is str:
+        return [{"role": "user", "content": [{"type": "text", "text": raw}], "src": "input"}]
+    if type(raw) is not list:
+        raise wrong_type("input", "a string or an array of input items", raw)
+    out: list[JSONObj] = []
+    assistant: JSONObj | None = None  # the assistant message being assembled
+    for i, item in enumerate(raw):
+        path = join("input", i)
+        if type(item) is not dict:
+            raise wrong_type(path, "an object", item)
+        kind = item.get("type")
+        if kind is None and "role" in item:
+            kind = "message"
+        if type(kind) is not str:
+            kind = req(item, "type", str, path)  # raises
+        role = item.get("role") if kind == "message" else None
+        if kind in _ASSISTANT_ITEMS or role == "assistant":
+            if assistant is None:
+                assistant = {"role": "assistant", "content": [], "src": path}
+                out.append(assistant)
+            if kind == "reasoning":
+                part = _reasoning(item, path)
+                if part is not None:
+                    assistant["content"].append(part)
+            elif kind == "message":
+                assistant["content"] += _parts(item.get("content") or "", join(path, "content"), "assistant")
+            else:
+                assistant["content"].append(_function_call(item, path, st))
+            continue
+        assistant = None
+        if kind in _OUTPUT_ITEMS:
+            out.append(_tool_output(item, path, st))
+        elif kind == "message":
+            msg = _message(item, path, role)
+            if msg is not None:
+                out.append(msg)
+        elif kind == "item_reference":
+            raise unsupported(
+                join(path, "type"),
+                "an item_reference input item (send the item itself, or continue a stored response "
+                "with previous_response_id)",
+            )
+        elif kind in _HOSTED_ITEMS:
+            raise unsupported(join(path, "type"), f"a {kind} input item (no upstream here runs hosted tools)")
+        else:
+            raise InvalidRequest(
+                f"{join(path, 'type')}: unknown input item type {kind!r}", param=join(path, "type")
+            )
+    return out
+
+
+def _message(item: JSONObj, path: str, role: Any) -> JSONObj | None:
+    """A user, system or developer message item -> its message dict; None for a system
+    message left without text."""
+    if role is None:
+        raise missing(join(path, "role"))
+    content = item.get("content")
+    cpath = join(path, "content")
+    if content is None:
+        raise missing(cpath)
+    if role == "user":
+        return {"role": "user", "content": _parts(content, cpath, "user"), "src": path}
+    if role == "system" or role == "developer":
+        parts = _parts(content, cpath, "system")
+        return {"role": "system", "content": parts, "src": path} if parts else None
+    rpath = join(path, "role")
+    check(role, str, rpath)
+    raise InvalidRequest(
+        f"{rpath}: unknown role {role!r} (expected user, assistant, system or developer)", param=rpath
+    )

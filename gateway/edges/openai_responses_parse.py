@@ -1,0 +1,532 @@
+"""OpenAI Responses request body -> :class:`ResponsesRequest` (a :class:`gateway.schema.Request`).
+
+Reference: https://platform.openai.com/docs/api-reference/responses/create. Every top-level
+field is carried, translated or refused by name (HTTP 400); an unknown field is refused too.
+
+* Translated: ``input`` (:mod:`gateway.edges.openai_responses_input`), ``instructions`` (a
+  system message first), ``tools`` (``function``; ``custom`` emulated as a function with one
+  string argument ``input``, its grammar put in the description — a ``regex`` grammar also as
+  the argument's ``pattern``; ``mcp`` naming a registered server by ``server_label`` -> the
+  server-side tool loop), ``tool_choice``, ``parallel_tool_calls``, ``text.format`` (the
+  structured-output field Chat's ``response_format`` maps to), ``reasoning.effort`` (as Chat's
+  ``reasoning_effort``), ``max_output_tokens``, ``temperature``, ``top_p``, ``metadata``,
+  ``user`` (``safety_identifier`` when there is no ``user``), ``stream``.
+* Carried for a Responses upstream (:attr:`gateway.schema.Request.passthrough`
+  ``["openai_responses"]``, verbatim): ``prompt_cache_key``, ``prompt_cache_retention``,
+  ``prompt_cache_options``, ``client_metadata`` (Codex CLI's client details), ``service_tier``,
+  ``truncation`` (``auto``; ``disabled`` is the default), ``text.verbosity``,
+  ``reasoning.summary`` (and the deprecated ``generate_summary``), ``reasoning.context``,
+  ``reasoning.mode``,
+  ``safety_identifier`` when ``user`` is also given.
+* Answered by the edge and the server: ``include: ["reasoning.encrypted_content"]`` (reasoning
+  items carry their signed content), ``store`` (default true) and ``previous_response_id``
+  (stored responses are sessions: :mod:`gateway.sessions.responses`; :func:`store_intent`,
+  :func:`with_history`), ``stream_options.include_obfuscation: false``.
+* Refused by name: hosted tools, ``allowed_tools`` tool choices, other ``include`` values,
+  ``item_reference`` items, ``conversation``,
+  ``prompt``, ``background: true``, ``max_tool_calls``, ``moderation``,
+  ``context_management``, ``top_logprobs`` above 0,
+  ``stream_options.include_obfuscation: true``.
+
+The parsed request keeps what the answer echoes (:class:`Echo`) on the edge's own
+:class:`ResponsesRequest`, excluded from every dump.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from gateway.edges._bounds import (
+    DEFAULT_LIMITS,
+    FieldPattern,
+    InputLimits,
+    ToolSite,
+    check_bounds,
+    tool_sites,
+)
+from gateway.edges._common import (
+    JSONObj,
+    as_obj,
+    check,
+    client_path,
+    invalid,
+    join,
+    load_body,
+    opt,
+    req,
+    unsupported,
+)
+from gateway.edges.call_ids import refusal
+from gateway.edges.openai_responses_input import CUSTOM_ARGUMENT, InputState, parse_input
+from gateway.errors import InvalidRequest
+from gateway.schema import Request
+
+API = "openai_responses"
+"""The wire API name this edge's passthrough fields are keyed by."""
+
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+
+_EFFORTS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
+
+_FIELD_NAMES = {"max_output_tokens": "max_output_tokens", "thinking": "reasoning.effort", "messages": "input"}
+
+_FREE_FORM: tuple[FieldPattern, ...] = (
+    ("metadata",),
+    ("tools", "*", "parameters"),
+    ("text", "format", "schema"),
+    ("input", "*", "arguments"),
+)
+
+_HOSTED_TOOLS = (
+    "web_search",
+    "web_search_preview",
+    "web_search_2025_08_26",
+    "web_search_preview_2025_03_11",
+    "file_search",
+    "code_interpreter",
+    "image_generation",
+    "computer_use",
+    "computer_use_preview",
+    "computer",
+    "local_shell",
+    "shell",
+    "apply_patch",
+    "tool_search",
+)
+
+_PASSTHROUGH = ("prompt_cache_key", "prompt_cache_retention", "service_tier")
+_PASSTHROUGH_OBJECTS = ("prompt_cache_options", "client_metadata")
+
+_HANDLED = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "text",
+        "reasoning",
+        "max_output_tokens",
+        "temperature",
+        "top_p",
+        "include",
+        "metadata",
+        "user",
+        "safety_identifier",
+        "truncation",
+        "store",
+        "previous_response_id",
+        "stream",
+        "stream_options",
+        *_PASSTHROUGH,
+        *_PASSTHROUGH_OBJECTS,
+    }
+)
+
+_REFUSED = {
+    "conversation": "conversation (this gateway keeps no conversations objects; send the whole conversation "
+    "in input)",
+    "prompt": "prompt templates (send the prompt's text in instructions and input)",
+    "max_tool_calls": "max_tool_calls (no upstream limit of hosted tool calls here)",
+    "moderation": "moderation policies (no upstream here scores or blocks by policy)",
+    "context_management": "context_management (server-side compaction items; the gateway compacts sessions "
+    "itself)",
+}
+
+
+class ResponsesRequest(Request):
+    """A :class:`Request` parsed by the Responses edge, with what its answer echoes
+    (``echo``: the client's own ``tools``, ``tool_choice``, ``text``, ``reasoning``, ...,
+    and ``custom_tools``, the names of custom tools to map calls back to). ``echo`` is the
+    edge's alone: never dumped, never read below the edge."""
+
+    echo: dict[str, Any] = Field(default_factory=dict, exclude=True)
+
+
+def _custom_tool(tool: JSONObj, path: str) -> JSONObj:
+    """A ``custom`` tool -> the function it is emulated as: one required string argument
+    ``input``; the grammar (``format``) is described to the model, and a regex grammar is
+    also the argument's ``pattern``. The client's ``format`` is kept as ``freeform`` (see
+    :class:`gateway.schema.ToolDefinition`)."""
+    name = req(tool, "name", str, path)
+    description = opt(tool, "description", str, path) or ""
+    prop: JSONObj = {"type": "string", "description": "The tool's free-form input."}
+    fmt = opt(tool, "format", dict, path)
+    if fmt is not None:
+        fpath = join(path, "format")
+        ftype = req(fmt, "type", str, fpath)
+        if ftype == "grammar":
+            syntax = req(fmt, "syntax", str, fpath)
+            definition = req(fmt, "definition", str, fpath)
+            if syntax == "regex":
+                prop["pattern"] = definition
+            elif syntax != "lark":
+                spath = join(fpath, "syntax")
+                raise InvalidRequest(f"{spath}: expected lark or regex, got {syntax!r}", param=spath)
+            note = f"The input must match this {syntax} grammar:\n{definition}"
+            description = f"{description}\n\n{note}" if description else note
+        elif ftype != "text":
+            tpath = join(fpath, "type")
+            raise InvalidRequest(f"{tpath}: expected text or grammar, got {ftype!r}", param=tpath)
+    return {
+        "name": name,
+        "description": description or None,
+        "freeform": fmt if fmt is not None else {"type": "text"},
+        "parameters": {
+            "type": "object",
+            "properties": {CUSTOM_ARGUMENT: prop},
+            "required": [CUSTOM_ARGUMENT],
+            "additionalProperties": False,
+        },
+    }
+
+
+def _mcp_tool(tool: JSONObj, path: str) -> str:
+    """An ``mcp`` tool naming a registered server -> its id (``server_label``). Fields of a
+    remote MCP server OpenAI would call itself are refused by name."""
+    for key in (
+        "server_url",
+        "connector_id",
+        "headers",
+        "authorization",
+        "allowed_tools",
+        "server_description",
+    ):
+        if tool.get(key) is not None:
+            raise unsupported(
+                join(path, key), f"{key} on an mcp tool (the gateway runs registered MCP servers only)"
+            )
+    approval = tool.get("require_approval")
+    if approval is not None and approval != "never":
+        raise unsupported(
+            join(path, "require_approval"),
+            "require_approval other than 'never' (the gateway runs registered servers' tools under "
+            "their trust tiers, without asking)",
+        )
+    label = req(tool, "server_label", str, path)
+    if not label:
+        lpath = join(path, "server_label")
+        raise InvalidRequest(f"{lpath}: must name a registered MCP server", param=lpath)
+    return label
+
+
+def _tools(raw: Any, out: JSONObj, echo: dict[str, Any]) -> None:
+    """``tools`` -> tool definition dicts in ``out["tools"]`` (and the servers of ``mcp``
+    tools in ``out["mcp_servers"]``); the names of custom tools in ``echo["custom_tools"]``.
+    Two tools of one name, hosted tools and unknown types are refused naming the field."""
+    tools = check(raw, list, "tools")
+    defs: list[JSONObj] = []
+    servers: list[str] = []
+    custom: set[str] = set()
+    names: dict[str, str] = {}
+    for i, t in enumerate(tools):
+        path = join("tools", i)
+        tool = as_obj(t, path)
+        ttype = req(tool, "type", str, path)
+        if ttype == "function":
+            params = opt(tool, "parameters", dict, path)
+            d: JSONObj = {
+                "name": req(tool, "name", str, path),
+                "description": opt(tool, "description", str, path),
+                "parameters": params if params is not None else {"type": "object", "properties": {}},
+                "strict": opt(tool, "strict", bool, path),
+            }
+        elif ttype == "custom":
+            d = _custom_tool(tool, path)
+            custom.add(d["name"])
+        elif ttype == "mcp":
+            label = _mcp_tool(tool, path)
+            if label not in servers:
+                servers.append(label)
+            continue
+        elif ttype in _HOSTED_TOOLS:
+            raise unsupported(join(path, "type"), f"the hosted tool {ttype!r} (no upstream here carries it)")
+        else:
+            raise InvalidRequest(
+                f"{join(path, 'type')}: unknown tool type {ttype!r}", param=join(path, "type")
+            )
+        if d["name"] in names:
+            npath = join(path, "name")
+            raise InvalidRequest(f"{npath}: tool name {d['name']!r} is also {names[d['name']]}", param=npath)
+        names[d["name"]] = path
+        defs.append(d)
+    out["tools"] = defs
+    if servers:
+        out["mcp_servers"] = servers
+    echo["custom_tools"] = custom
+
+
+def _tool_choice(data: JSONObj) -> JSONObj | None:
+    """``tool_choice`` and ``parallel_tool_calls`` -> a tool choice dict (a ``custom`` tool is
+    chosen by name as a function is); ``allowed_tools`` and hosted choices are refused."""
+    parallel = opt(data, "parallel_tool_calls", bool, "")
+    raw = data.get("tool_choice")
+    if raw is None:
+        return {"parallel": parallel} if parallel is not None else None
+    if type(raw) is str:
+        if raw not in ("auto", "none", "required"):
+            raise InvalidRequest(
+                f"tool_choice: expected auto, none or required, got {raw!r}", param="tool_choice"
+            )
+        return {"mode": raw, "parallel": parallel}
+    obj = as_obj(raw, "tool_choice")
+    ctype = req(obj, "type", str, "tool_choice")
+    if ctype == "function" or ctype == "custom":
+        name = req(obj, "name", str, "tool_choice")
+        return {"mode": "tool", "name": name, "parallel": parallel}
+    raise unsupported("tool_choice.type", f"tool_choice type {ctype!r}")
+
+
+def _text_format(text: JSONObj, out: JSONObj, extra: JSONObj) -> None:
+    fmt = opt(text, "format", dict, "text")
+    if fmt is not None:
+        ftype = req(fmt, "type", str, "text.format")
+        if ftype in ("text", "json_object"):
+            out["response_format"] = {"type": ftype}
+        elif ftype == "json_schema":
+            if fmt.get("description") is not None:
+                raise unsupported("text.format.description", "a json_schema description (no upstream slot)")
+            out["response_format"] = {
+                "type": "json_schema",
+                "name": req(fmt, "name", str, "text.format"),
+                "schema": req(fmt, "schema", dict, "text.format"),
+                "strict": opt(fmt, "strict", bool, "text.format"),
+            }
+        else:
+            raise InvalidRequest(f"text.format.type: unknown text format {ftype!r}", param="text.format.type")
+    verbosity = opt(text, "verbosity", str, "text")
+    if verbosity is not None:
+        if verbosity not in ("low", "medium", "high"):
+            raise InvalidRequest(
+                f"text.verbosity: expected low, medium or high, got {verbosity!r}", param="text.verbosity"
+            )
+        extra["text"] = {"verbosity": verbosity}
+    for key in text:
+        if key not in ("format", "verbosity"):
+            raise InvalidRequest(f"text.{key}: unknown field", param=f"text.{key}")
+
+
+def _reasoning(reasoning: JSONObj, out: JSONObj, extra: JSONObj) -> None:
+    effort = opt(reasoning, "effort", str, "reasoning")
+    if effort is not None:
+        if effort == "none":
+            out["thinking"] = {"enabled": False}
+        elif effort in _EFFORTS:
+            out["thinking"] = {"effort": _EFFORTS[effort]}
+        else:
+            raise InvalidRequest(
+                f"reasoning.effort: expected none, minimal, low, medium, high or xhigh, got {effort!r}",
+                param="reasoning.effort",
+            )
+    carried: JSONObj = {}
+    for key in ("context", "mode"):
+        value = opt(reasoning, key, str, "reasoning")
+        if value is not None:
+            carried[key] = value
+    for key in ("summary", "generate_summary"):
+        value = opt(reasoning, key, str, "reasoning")
+        if value is not None:
+            if value not in ("auto", "concise", "detailed"):
+                raise InvalidRequest(
+                    f"reasoning.{key}: expected auto, concise or detailed, got {value!r}",
+                    param=f"reasoning.{key}",
+                )
+            carried[key] = value
+    if carried:
+        extra["reasoning"] = carried
+    for key in reasoning:
+        if key not in ("effort", "summary", "generate_summary", "context", "mode"):
+            raise InvalidRequest(f"reasoning.{key}: unknown field", param=f"reasoning.{key}")
+
+
+def _include(raw: Any) -> bool:
+    """Whether ``include`` asks for the reasoning's encrypted content; other values refused."""
+    wanted = False
+    for i, value in enumerate(check(raw, list, "include")):
+        path = join("include", i)
+        check(value, str, path)
+        if value != ENCRYPTED_REASONING:
+            raise unsupported(path, f"include value {value!r}")
+        wanted = True
+    return wanted
+
+
+def _refuse(data: JSONObj) -> None:
+    """Refuse the top-level fields this edge does not carry (a null or a default value of one
+    is accepted: it asks for nothing), and every field it does not know, by name."""
+    for key in data:
+        if key in _HANDLED:
+            continue
+        value = data[key]
+        if key in _REFUSED:
+            if value is not None:
+                raise unsupported(key, _REFUSED[key])
+        elif key == "background":
+            if value is not None and check(value, bool, key):
+                raise unsupported(key, "background responses (answers are streamed or returned whole)")
+        elif key == "top_logprobs":
+            if value is not None and check(value, int, key) != 0:
+                raise unsupported(key, "top_logprobs (no log probabilities are carried)")
+        else:
+            raise InvalidRequest(f"{key}: unknown field of a Responses request", param=key)
+
+
+def _key(value: Any, key: str) -> Any:
+    return value.get(key) if type(value) is dict else None
+
+
+_TOOL_SITES = tool_sites(
+    ToolSite("tools", "parameters", lambda t: _key(t, "parameters"), lambda t: _key(t, "name"))
+)
+"""Where tool definitions are (function tools: ``parameters`` at the top of the tool), for
+:func:`gateway.edges._bounds.check_tools`."""
+
+
+def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> ResponsesRequest:
+    """Parse an OpenAI Responses request body (JSON bytes) into a :class:`ResponsesRequest`.
+
+    Messages get ``src`` = ``"input[i]"`` (``"instructions"`` for the instructions); tool
+    calls ``"input[i]"``. Raises :class:`gateway.errors.InvalidRequest` naming the field for
+    malformed JSON, wrong types, a missing ``model`` or ``input``, unknown roles, item and
+    part types, unknown fields and the refused features of the module doc, and
+    :class:`gateway.errors.PayloadTooLarge` past the item or part ``limits``.
+    """
+    data = load_body(body)
+    check_bounds(data, body, limits, _FREE_FORM, messages_key="input", tools=_TOOL_SITES)
+    _refuse(data)
+    model = data.get("model")
+    if type(model) is not str:
+        invalid(data, "model", str, "")
+    if not model:
+        raise InvalidRequest("model: must not be empty", param="model")
+    if data.get("input") is None:
+        invalid(data, "input", list, "")
+    st = InputState(limits.max_json_depth)
+    messages = parse_input(data["input"], st)
+    if st.bad_ids:
+        raise refusal(st.bad_ids)
+    echo: dict[str, Any] = {"custom_tools": set(), "include_encrypted": False}
+    extra: JSONObj = {}
+    instructions = opt(data, "instructions", str, "")
+    echo["instructions"] = instructions
+    if instructions:
+        messages.insert(
+            0, {"role": "system", "content": [{"type": "text", "text": instructions}], "src": "instructions"}
+        )
+    if not messages:
+        raise InvalidRequest("input: must contain at least one item", param="input")
+    out: JSONObj = {"model": model, "messages": messages}
+    metadata = opt(data, "metadata", dict, "")
+    if metadata is not None:
+        out["metadata"] = metadata
+    if data.get("tools") is not None:
+        _tools(data["tools"], out, echo)
+    if "tool_choice" in data or "parallel_tool_calls" in data:
+        out["tool_choice"] = _tool_choice(data)
+    max_out = opt(data, "max_output_tokens", int, "")
+    if max_out is not None:
+        if max_out < 1:
+            raise InvalidRequest(
+                f"max_output_tokens: must be at least 1, got {max_out}", param="max_output_tokens"
+            )
+        out["max_output_tokens"] = max_out
+    for key in ("temperature", "top_p"):
+        value = data.get(key)
+        if value is not None:
+            out[key] = check(value, float, key)
+    text = opt(data, "text", dict, "")
+    if text is not None:
+        _text_format(text, out, extra)
+    reasoning = opt(data, "reasoning", dict, "")
+    if reasoning is not None:
+        _reasoning(reasoning, out, extra)
+    if data.get("include") is not None:
+        echo["include_encrypted"] = _include(data["include"])
+    user = opt(data, "user", str, "")
+    safety = opt(data, "safety_identifier", str, "")
+    if user is not None:
+        out["user"] = user
+        if safety is not None:
+            extra["safety_identifier"] = safety
+    elif safety is not None:
+        out["user"] = safety
+    for key in _PASSTHROUGH:
+        value = opt(data, key, str, "")
+        if value is not None:
+            extra[key] = value
+    for key in _PASSTHROUGH_OBJECTS:
+        value = opt(data, key, dict, "")
+        if value is not None:
+            extra[key] = value
+    truncation = opt(data, "truncation", str, "")
+    if truncation is not None:
+        if truncation not in ("auto", "disabled"):
+            raise InvalidRequest(
+                f"truncation: expected auto or disabled, got {truncation!r}", param="truncation"
+            )
+        if truncation == "auto":
+            extra["truncation"] = truncation
+    store = opt(data, "store", bool, "")
+    echo["store"] = True if store is None else store  # OpenAI's default: stored
+    echo["previous_response_id"] = opt(data, "previous_response_id", str, "")
+    stream = opt(data, "stream", bool, "")
+    if stream is not None:
+        out["stream"] = stream
+    options = opt(data, "stream_options", dict, "")
+    if options is not None:
+        for key, value in options.items():
+            if key != "include_obfuscation":
+                raise InvalidRequest(f"stream_options.{key}: unknown field", param=f"stream_options.{key}")
+            if check(value, bool, "stream_options.include_obfuscation"):
+                raise unsupported(
+                    "stream_options.include_obfuscation", "obfuscation padding of stream events"
+                )
+    if stream:
+        out["include_usage"] = True  # response.completed always carries the usage
+    if extra:
+        out["passthrough"] = {API: extra}
+    echo["raw"] = {k: data.get(k) for k in ("tools", "tool_choice", "text", "reasoning", "truncation")}
+    echo["service_tier"] = data.get("service_tier")
+    echo["parallel_tool_calls"] = data.get("parallel_tool_calls")
+    out["echo"] = echo
+    return _validate(out)
+
+
+def _validate(data: JSONObj) -> ResponsesRequest:
+    """The one validation of the assembled request (see
+    :func:`gateway.edges._common.validate_request`)."""
+    try:
+        return ResponsesRequest.__pydantic_validator__.validate_python(data)  # type: ignore[no-any-return]
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        path = client_path(err["loc"], data, _FIELD_NAMES)
+        raise InvalidRequest(f"{path or 'body'}: invalid value ({err['msg']})", param=path or None) from None
+
+
+def store_intent(request: Request) -> tuple[bool, str | None]:
+    """``(store, previous_response_id)`` of a parsed request (``(False, None)`` for a request
+    another edge parsed)."""
+    if not isinstance(request, ResponsesRequest):
+        return False, None
+    return bool(request.echo.get("store")), request.echo.get("previous_response_id")
+
+
+def with_history(
+    request: ResponsesRequest, history: list[Any], *, response_id: str | None, stored: bool
+) -> ResponsesRequest:
+    """``request`` continuing ``history`` (the stored chain of its previous response: schema
+    messages, put after the instructions and before the new input items), answered as
+    ``response_id`` (None: an id from the upstream's) and echoing ``store: stored``."""
+    head = [m for m in request.messages if m.src == "instructions"]
+    rest = [m for m in request.messages if m.src != "instructions"]
+    echo = {**request.echo, "response_id": response_id, "store": stored}
+    return request.model_copy(update={"messages": [*head, *history, *rest], "echo": echo})
+
+
+def parse_input_tokens(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> ResponsesRequest:
+    """``POST /v1/responses/input_tokens``: the same body as a response (what would be sent),
+    parsed the same way; ``stream`` is irrelevant there. Raises as :func:`parse_request`."""
+    return parse_request(body, limits)
