@@ -204,6 +204,23 @@ class ThinkingConfig(BaseModel):
     effort: Literal["minimal", "low", "medium", "high"] | None = None
 
 
+class NativeFields(BaseModel):
+    """Fields of the client's own wire API that this schema has no place for, carried as the
+    client sent them to an upstream of that same wire API (``api``, e.g. ``gemini``: its
+    ``safetySettings``, built-in tools, ``generationConfig.seed``) and to no other: toward any
+    other upstream the request is refused (HTTP 400) naming ``paths``, the client's field paths
+    (``safetySettings``, ``tools[1].googleSearch``). ``fields`` is shaped like the upstream
+    body: top-level keys to set, ``tools`` entries to append, ``generationConfig`` /
+    ``toolConfig`` keys to add. Filled by an edge; read by the target layer (the refusal) and by
+    the provider of ``api`` (the merge)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    api: str
+    fields: dict[str, Any]
+    paths: list[str]
+
+
 class Request(BaseModel):
     """One turn as the client asked for it, in the internal schema.
 
@@ -233,6 +250,9 @@ class Request(BaseModel):
     fill it from a dialect's MCP tool entry (``{"type": "mcp", "server": "<id>"}`` in
     ``tools``); a model alias may add more (``ModelAlias.mcp_servers``). Never sent upstream:
     the loop turns it into :class:`ToolDefinition` entries of the servers' exposed tools."""
+    native: NativeFields | None = None
+    """Same-wire fields with no place in this schema (:class:`NativeFields`); None for most
+    requests."""
 
 
 # ---------------------------------------------------------------------------- response

@@ -4,7 +4,11 @@ Routes
 ------
 * ``POST /v1/chat/completions`` — OpenAI Chat Completions dialect.
 * ``POST /v1/messages`` and ``POST /v1/messages/count_tokens`` — Anthropic Messages dialect.
-* ``GET /v1/models`` — aliases and enabled deployments (a body both SDKs read).
+* ``POST /v1beta/models/{model}:generateContent``, ``:streamGenerateContent?alt=sse`` and
+  ``:countTokens`` — Gemini dialect; the same under ``/v1/models/`` (the google-genai SDK's
+  default path). The caller's key may be in ``x-goog-api-key`` or ``?key=``.
+* ``GET /v1/models`` — aliases and enabled deployments (a body both SDKs read); in Gemini's
+  shape for a Gemini client (:func:`_is_gemini_client`) and always under ``/v1beta/models``.
 * ``GET /health`` — liveness plus the deployment table.
 
 Shared objects (config, deployment table, providers, aiohttp session, transcript writer) are
@@ -37,6 +41,7 @@ from gateway.coalesce import coalesce
 from gateway.config import GatewayConfig, Settings, default_config_path, load_config
 from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
+from gateway.edges import gemini as gemini_edge
 from gateway.edges import openai_chat as openai_edge
 from gateway.errors import (
     AnonymousRefused,
@@ -234,8 +239,11 @@ def _error_response(edge: ModuleType, err: TurnstileError, rid: str) -> Response
     return _json(body, status, headers)
 
 
-async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Response:
+async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: Any = None) -> Response:
+    """One turn in ``edge``'s dialect; ``parse(body, limits) -> Request`` replaces
+    ``edge.parse_request`` (the Gemini edge takes the model and stream flag from the URL)."""
     state = scope["app"].state
+    parse_request = edge.parse_request if parse is None else parse
     gw: Gateway = state.gateway
     pipeline: Pipeline = state.pipeline
     rid: str = scope["state"]["request_id"]
@@ -249,9 +257,9 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
         body = await _read_body(scope, receive, limits.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:  # parse off the event loop: keeps other requests moving
             large = True
-            turn_request = await asyncio.to_thread(edge.parse_request, body, limits)
+            turn_request = await asyncio.to_thread(parse_request, body, limits)
         else:
-            turn_request = edge.parse_request(body, limits)
+            turn_request = parse_request(body, limits)
         headers = Headers(scope=scope)
         session_id = session_turns.session_id_for(headers, turn_request)
         turn_in = Turn(
@@ -351,35 +359,132 @@ async def messages(request: Request) -> Response:
 async def count_tokens(request: Request) -> Response:
     """Anthropic ``count_tokens``: input tokens of the request for its model (an estimate from
     litellm's tokenizer tables when the model is not OpenAI's)."""
+    return await _count_tokens(request, anthropic_edge, anthropic_edge.parse_count_tokens)
+
+
+async def _count_tokens(request: Request, edge: ModuleType, parse: Any) -> Response:
+    """Input tokens of the request ``parse(body, limits)`` reads, for its model, as
+    ``edge.render_count_tokens`` shapes them; errors in ``edge``'s dialect."""
     gw: Gateway = request.app.state.gateway
     rid: str = request.scope["state"]["request_id"]
     try:
         limits = gw.config.server
         body = await _read_body(request.scope, request.receive, limits.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:
-            turn_request = await asyncio.to_thread(anthropic_edge.parse_count_tokens, body, limits)
+            turn_request = await asyncio.to_thread(parse, body, limits)
         else:
-            turn_request = anthropic_edge.parse_count_tokens(body, limits)
+            turn_request = parse(body, limits)
         dep = gw.table.candidates(turn_request.model)[0]
         from gateway.providers.catalog import count_tokens as count
 
         # In a worker thread: tokenizing grows with the request, and the first call imports litellm.
         tokens = await asyncio.to_thread(count, turn_request, dep.model)
-        return _json(anthropic_edge.render_count_tokens(tokens))
+        return _json(edge.render_count_tokens(tokens))
     except TurnstileError as err:  # refused: one transcript row, as for a turn
-        await request.app.state.pipeline.record_refused(rid, anthropic_edge.DIALECT, err)
-        return _error_response(anthropic_edge, err, rid)
+        await request.app.state.pipeline.record_refused(rid, edge.DIALECT, err)
+        return _error_response(edge, err, rid)
     except ClientDisconnect:  # gone while the body was read: as a turn, not an ASGI error
         log.info("client_disconnected", request_id=rid)
         return Response(status_code=499)
     except Exception:  # a JSON error in the dialect, never Starlette's plain-text 500
         log.exception("internal_error", request_id=rid)
         internal = TurnstileError("internal error in the gateway; see its log")
-        return _error_response(anthropic_edge, internal, rid)
+        return _error_response(edge, internal, rid)
+
+
+_GEMINI_VERBS = ("generateContent", "streamGenerateContent", "countTokens")
+
+
+def _is_gemini_client(request: Request) -> bool:
+    """A request from a Google SDK (``x-goog-api-client`` or ``x-goog-api-key``) or with a
+    ``?key=``: ``GET /v1/models`` answers it in Gemini's shape."""
+    h = request.headers
+    return "x-goog-api-client" in h or "x-goog-api-key" in h or "key" in request.query_params
+
+
+def _key_from_query(request: Request) -> None:
+    """Gemini's ``?key=`` as the ``x-goog-api-key`` header of the turn (where the access layer
+    reads a caller's key), unless that header is already there. It identifies the caller only;
+    nothing of the client's request goes upstream."""
+    key = request.query_params.get("key")
+    scope = request.scope
+    if key and not any(k == b"x-goog-api-key" for k, _ in scope["headers"]):
+        scope["headers"] = [*scope["headers"], (b"x-goog-api-key", key.encode("latin-1", "replace"))]
+
+
+async def gemini_post(request: Request) -> Response:
+    """``POST .../models/{model}:{verb}`` of the Gemini dialect: ``generateContent``,
+    ``streamGenerateContent`` (``?alt=sse`` only: without it Gemini streams one JSON array,
+    which this gateway does not serve; 400 naming ``alt``) and ``countTokens``."""
+    rest: str = request.path_params["rest"]
+    model_name, sep, verb = rest.rpartition(":")
+    if not sep or not model_name or verb not in _GEMINI_VERBS:
+        missing = RouteNotFound(
+            f"no route for POST {request.url.path}: expected models/{{model}}:generateContent, "
+            ":streamGenerateContent or :countTokens"
+        )
+        _, body = gemini_edge.render_error(missing)
+        return _json(body, 404)
+    _key_from_query(request)
+    if verb == "countTokens":
+        return await _count_tokens(
+            request,
+            gemini_edge,
+            lambda body, limits: gemini_edge.parse_count_tokens(body, limits, model=model_name),
+        )
+    stream = verb == "streamGenerateContent"
+    if stream and request.query_params.get("alt") != "sse":
+        err = InvalidRequest(
+            "alt: streamGenerateContent is served as server-sent events only; add ?alt=sse "
+            "(the google-genai SDKs and Gemini CLI do)",
+            param="alt",
+        )
+        rid: str = request.scope["state"]["request_id"]
+        await request.app.state.pipeline.record_refused(rid, gemini_edge.DIALECT, err)
+        return _error_response(gemini_edge, err, rid)
+
+    def parse(body: bytes, limits: Any) -> Any:
+        return gemini_edge.parse_request(body, limits, model=model_name, stream=stream)
+
+    return await _handle_turn(request.scope, request.receive, gemini_edge, parse)
+
+
+def _gemini_entries(gw: Gateway) -> list[dict[str, Any]]:
+    """The model entries with each deployment's window and output limit (tokens)."""
+    entries: list[dict[str, Any]] = []
+    for e in gw.table.models():
+        dep = gw.table.deployments.get(e["id"])
+        entry: dict[str, Any] = dict(e)
+        if dep is not None:
+            entry["context_window"] = dep.context_window
+            entry["max_output_tokens"] = dep.max_output_tokens
+        entries.append(entry)
+    return entries
+
+
+async def gemini_models(request: Request) -> Response:
+    """``GET /v1beta/models``: the model list in Gemini's shape."""
+    gw: Gateway = request.app.state.gateway
+    return _json(gemini_edge.render_models(_gemini_entries(gw)))
+
+
+async def gemini_model(request: Request) -> Response:
+    """``GET /v1beta/models/{model}``: one model in Gemini's shape, or 404 in Gemini's shape."""
+    gw: Gateway = request.app.state.gateway
+    wanted = request.path_params.get("rest") or request.path_params.get("model_id") or ""
+    wanted = wanted[len("models/") :] if wanted.startswith("models/") else wanted
+    for entry in _gemini_entries(gw):
+        if entry["id"] == wanted:
+            return _json(gemini_edge.render_model(entry))
+    _, body = gemini_edge.render_error(RouteNotFound(f"models/{wanted} is not found for this gateway"))
+    return _json(body, 404)
 
 
 async def models(request: Request) -> Response:
-    """Model list in a shape both the OpenAI and Anthropic SDKs accept."""
+    """Model list in a shape both the OpenAI and Anthropic SDKs accept (Gemini's for a Gemini
+    client)."""
+    if _is_gemini_client(request):
+        return await gemini_models(request)
     gw: Gateway = request.app.state.gateway
     return _json(openai_edge.render_models(gw.table.models()))
 
@@ -407,8 +512,10 @@ async def health(request: Request) -> Response:
 
 
 def _edge_for_path(path: str) -> ModuleType:
-    """The dialect a path belongs to: Anthropic under ``/v1/messages``, else OpenAI's (the more
-    common client)."""
+    """The dialect a path belongs to: Anthropic under ``/v1/messages``, Gemini under
+    ``/v1beta``, else OpenAI's (the more common client)."""
+    if path.startswith("/v1beta"):
+        return gemini_edge
     return anthropic_edge if path.startswith("/v1/messages") else openai_edge
 
 
@@ -427,7 +534,10 @@ async def method_not_allowed(request: Request, exc: Exception) -> Response:
 
 
 async def model(request: Request) -> Response:
-    """One model, as ``GET /v1/models/{id}`` (``models.retrieve`` in both SDKs)."""
+    """One model, as ``GET /v1/models/{id}`` (``models.retrieve`` in both SDKs; Gemini's
+    ``models.get`` for a Gemini client)."""
+    if _is_gemini_client(request):
+        return await gemini_model(request)
     gw: Gateway = request.app.state.gateway
     wanted = request.path_params["model_id"]
     for entry in openai_edge.render_models(gw.table.models())["data"]:
@@ -564,6 +674,10 @@ def create_app(
             Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
+            Route("/v1/models/{rest:path}", gemini_post, methods=["POST"]),
+            Route("/v1beta/models", gemini_models, methods=["GET"]),
+            Route("/v1beta/models/{rest:path}", gemini_model, methods=["GET"]),
+            Route("/v1beta/models/{rest:path}", gemini_post, methods=["POST"]),
             Route("/models", models, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
             *mcp_api.routes(),
