@@ -56,6 +56,7 @@ field, :mod:`gateway.edges._common`) and assembles plain dicts in the shape of
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 import orjson
@@ -141,6 +142,24 @@ _MODES = {"AUTO": "auto", "NONE": "none", "ANY": "required", "VALIDATED": "auto"
 _LEVELS = {"MINIMAL": "minimal", "LOW": "low", "MEDIUM": "medium", "HIGH": "high"}
 
 
+def camel(obj: JSONObj) -> JSONObj:
+    """``obj`` with its snake_case keys spelled camelCase (``function_call`` ->
+    ``functionCall``), one level only: the REST API takes both spellings (protobuf JSON), and
+    the python SDK sends some fields snake_case (``parameters_json_schema``). Free-form values
+    below (arguments, schemas' property names) are not touched."""
+    if not any("_" in k for k in obj):
+        return obj
+    return {_CAMEL.sub(lambda m: m.group(1).upper(), k) if "_" in k else k: v for k, v in obj.items()}
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])_([a-z])")
+
+
+def _obj(value: Any, path: str) -> JSONObj:
+    """``value`` checked to be an object, keys camelCase (:func:`camel`)."""
+    return camel(as_obj(value, path))
+
+
 def call_id(content: int, part: int, name: str) -> str:
     """The internal id of a ``functionCall`` sent without one: ``"call_"`` + the first 24 hex
     of sha256 over its content index, part index and name (deterministic: the same history
@@ -163,6 +182,7 @@ def json_schema_from_gemini(schema: Any) -> Any:
     into the same ``Schema`` (:func:`gateway.providers.gemini_schema.to_gemini_schema`)."""
     if type(schema) is not dict:
         return schema
+    schema = camel(schema)
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key == "type" and type(value) is str and value.upper() in _GEMINI_TYPES:
@@ -219,7 +239,7 @@ def _given_ids(contents: list[Any]) -> set[str]:
             continue
         for part in content.get("parts") or ():
             if type(part) is dict:
-                fc = part.get("functionCall")
+                fc = part.get("functionCall") or part.get("function_call")
                 if type(fc) is dict and type(fc.get("id")) is str and fc["id"]:
                     out.add(fc["id"])
     return out
@@ -250,7 +270,7 @@ def _check_keys(part: JSONObj, path: str) -> None:
 def _media(part: JSONObj, key: str, path: str) -> JSONObj:
     """An ``inlineData`` / ``fileData`` part -> an image part dict (images only)."""
     mpath = join(path, key)
-    obj = as_obj(part[key], mpath)
+    obj = _obj(part[key], mpath)
     mime = req(obj, "mimeType", str, mpath)
     if not mime.startswith("image/"):
         raise unsupported(join(mpath, "mimeType"), f"{key} of type {mime!r} (only image/* is)")
@@ -269,7 +289,7 @@ def _model_part(part: JSONObj, i: int, j: int, path: str, st: _State, out: list[
     fc = part.get("functionCall")
     if fc is not None:
         fpath = join(path, "functionCall")
-        fc = as_obj(fc, fpath)
+        fc = _obj(fc, fpath)
         for k in fc:
             if k not in ("id", "name", "args"):
                 raise InvalidRequest(f"{join(fpath, k)}: unknown field {k!r}", param=join(fpath, k))
@@ -332,10 +352,10 @@ def _user_turn(content: JSONObj, i: int, path: str, st: _State, out: list[JSONOb
     responses: list[tuple[str, JSONObj]] = []  # (path, functionResponse)
     for j, raw in enumerate(parts):
         bpath = join(ppath, j)
-        part = as_obj(raw, bpath)
+        part = _obj(raw, bpath)
         _check_keys(part, bpath)
         if "functionResponse" in part:
-            responses.append((join(bpath, "functionResponse"), as_obj(part["functionResponse"], bpath)))
+            responses.append((join(bpath, "functionResponse"), _obj(part["functionResponse"], bpath)))
         elif "inlineData" in part or "fileData" in part:
             media.append(_media(part, "inlineData" if "inlineData" in part else "fileData", bpath))
         elif "functionCall" in part:
@@ -391,7 +411,7 @@ def _results(responses: list[tuple[str, JSONObj]], i: int, st: _State) -> list[J
         content: list[JSONObj] = [{"type": "text", "text": text}] if text else []
         for n, raw_part in enumerate(opt(fr, "parts", list, path) or ()):
             rpath = join(join(path, "parts"), n)
-            part = as_obj(raw_part, rpath)
+            part = _obj(raw_part, rpath)
             key = "inlineData" if "inlineData" in part else "fileData" if "fileData" in part else None
             if key is None or len(part) != 1:
                 raise unsupported(rpath, "a functionResponse part other than inlineData or fileData")
@@ -414,11 +434,11 @@ def _contents(data: JSONObj, st: _State) -> list[JSONObj]:
     system = data.get("systemInstruction")
     if system is not None:
         spath = "systemInstruction"
-        sys_obj = as_obj(system, spath)
+        sys_obj = _obj(system, spath)
         texts = []
         for j, raw in enumerate(req(sys_obj, "parts", list, spath)):
             bpath = join(join(spath, "parts"), j)
-            part = as_obj(raw, bpath)
+            part = _obj(raw, bpath)
             for key in part:
                 if key != "text":
                     raise unsupported(join(bpath, key), f"{key!r} in systemInstruction (text only)")
@@ -432,7 +452,7 @@ def _contents(data: JSONObj, st: _State) -> list[JSONObj]:
         raise InvalidRequest("contents: must contain at least one content", param="contents")
     for i, raw in enumerate(contents):
         path = join("contents", i)
-        content = as_obj(raw, path)
+        content = _obj(raw, path)
         for key in content:
             if key not in ("role", "parts"):
                 raise InvalidRequest(f"{join(path, key)}: unknown field {key!r}", param=join(path, key))
@@ -442,7 +462,7 @@ def _contents(data: JSONObj, st: _State) -> list[JSONObj]:
             st.last_calls = []
             for j, part in enumerate(req(content, "parts", list, path)):
                 bpath = join(join(path, "parts"), j)
-                _model_part(as_obj(part, bpath), i, j, bpath, st, parts)
+                _model_part(_obj(part, bpath), i, j, bpath, st, parts)
             st.last_index = i
             out.append({"role": "assistant", "content": parts, "src": path})
         elif role == "user":
@@ -478,7 +498,7 @@ class _Native:
 
 
 def _declaration(raw: Any, path: str) -> JSONObj:
-    decl = as_obj(raw, path)
+    decl = _obj(raw, path)
     for key in decl:
         if key not in ("name", "description", "parameters", "parametersJsonSchema"):
             kpath = join(path, key)
@@ -505,7 +525,7 @@ def _tools(data: JSONObj, native: _Native) -> tuple[list[JSONObj], bool]:
     has_mcp = False
     for i, raw in enumerate(opt(data, "tools", list, "") or ()):
         path = join("tools", i)
-        tool = as_obj(raw, path)
+        tool = _obj(raw, path)
         if tool.get("type") == "mcp":  # Turnstile's own entry: a registered MCP server's tools
             has_mcp = True
             continue
@@ -522,17 +542,21 @@ def _tools(data: JSONObj, native: _Native) -> tuple[list[JSONObj], bool]:
     return out, has_mcp
 
 
-def _tool_choice(data: JSONObj, native: _Native) -> JSONObj | None:
+def _tool_choice(data: JSONObj, native: _Native) -> tuple[JSONObj | None, bool]:
+    """The tool choice of ``toolConfig`` (None when it sets none), and whether its mode is
+    ``VALIDATED`` (the tools are then made strict)."""
     cfg = opt(data, "toolConfig", dict, "")
     if cfg is None:
-        return None
+        return None, False
+    cfg = camel(cfg)
     choice: JSONObj | None = None
+    validated = False
     for key, value in cfg.items():
         path = join("toolConfig", key)
         if key != "functionCallingConfig":
             native.add_to("toolConfig", key, value, path)
             continue
-        fcc = as_obj(value, path)
+        fcc = _obj(value, path)
         mode = opt(fcc, "mode", str, path) or "AUTO"
         if mode not in _MODES:
             mpath = join(path, "mode")
@@ -554,7 +578,8 @@ def _tool_choice(data: JSONObj, native: _Native) -> JSONObj | None:
             raise unsupported(npath, "allowedFunctionNames with mode VALIDATED")
         else:
             choice = {"mode": _MODES[mode]}
-    return choice
+        validated = mode == "VALIDATED"
+    return choice, validated
 
 
 def _thinking(cfg: JSONObj) -> JSONObj | None:
@@ -588,6 +613,7 @@ def _generation(data: JSONObj, out: JSONObj, native: _Native) -> None:
     gen = opt(data, "generationConfig", dict, "")
     if not gen:
         return
+    gen = camel(gen)
     path = "generationConfig"
     for key, value in gen.items():
         if key not in _TRANSLATED_GENERATION and value is not None:
@@ -643,7 +669,7 @@ def _generation(data: JSONObj, out: JSONObj, native: _Native) -> None:
         out["response_format"] = {"type": "json_object"}
     thinking = opt(gen, "thinkingConfig", dict, path)
     if thinking is not None:
-        out["thinking"] = _thinking(thinking)
+        out["thinking"] = _thinking(camel(thinking))
 
 
 def parse_request(
@@ -661,7 +687,7 @@ def parse_request(
     features listed in the module docstring; :class:`gateway.errors.PayloadTooLarge` past the
     content or part ``limits``.
     """
-    data = load_body(body)
+    data = camel(load_body(body))
     check_contents_bounds(data, body, limits, _FREE_FORM)
     for key in data:
         if key not in _TOP_LEVEL:
@@ -677,12 +703,12 @@ def parse_request(
     has_mcp = False
     if "tools" in data:
         out["tools"], has_mcp = _tools(data, native)
-    choice = _tool_choice(data, native)
+    choice, validated = _tool_choice(data, native)
     if choice is not None:
         out["tool_choice"] = choice
-        if data["toolConfig"]["functionCallingConfig"].get("mode") == "VALIDATED":
-            for tool in out.get("tools", ()):
-                tool["strict"] = True
+    if validated:
+        for tool in out.get("tools", ()):
+            tool["strict"] = True
     _generation(data, out, native)
     for key in ("safetySettings", "labels"):
         value = data.get(key)
@@ -701,7 +727,7 @@ def parse_count_tokens(body: bytes, limits: InputLimits = DEFAULT_LIMITS, *, mod
     """Parse a ``:countTokens`` body: ``{"contents": [...]}`` or
     ``{"generateContentRequest": {...}}`` (the whole request, its ``model`` optional). Raises
     as :func:`parse_request`."""
-    data = load_body(body)
+    data = camel(load_body(body))
     inner = data.get("generateContentRequest")
     if inner is not None:
         for key in data:
