@@ -624,13 +624,10 @@ def _generation(data: JSONObj, out: JSONObj, native: _Native) -> None:
         ("topK", "top_k", int),
         ("maxOutputTokens", "max_output_tokens", int),
     ):
-        value = opt(gen, key, typ, path)
-        if key == "topK" and value is None:
-            value = gen.get("topK")
-            if type(value) is float and value.is_integer():  # the SDKs type topK as a float
-                value = int(value)
-            elif value is not None:
-                check(value, int, join(path, key))
+        value = gen.get(key)
+        if key == "topK" and type(value) is float and value.is_integer():  # the SDKs type topK as a float
+            value = int(value)
+        value = opt({key: value}, key, typ, path)
         if value is not None:
             out[field] = value
     if out.get("max_output_tokens") is not None and out["max_output_tokens"] < 1:

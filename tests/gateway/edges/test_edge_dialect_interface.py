@@ -1,4 +1,4 @@
-"""Both dialect modules expose the verbs the server and pipeline call, and real recorded
+"""The dialect modules expose the verbs the server and pipeline call, and real recorded
 client requests shipped as test fixtures parse (runs without the corpus)."""
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ VERBS = (
 )
 
 
-@pytest.mark.parametrize("name", ["openai_chat", "anthropic_messages"])
+@pytest.mark.parametrize("name", ["openai_chat", "anthropic_messages", "gemini"])
 def test_each_dialect_module_exposes_the_same_verbs(name: str) -> None:
     module = get_dialect(name)
     assert name == module.DIALECT
     for verb in VERBS:
         assert callable(getattr(module, verb)) or verb == "DIALECT", verb
-    assert set(DIALECTS) == {"openai_chat", "anthropic_messages"}
+    assert set(DIALECTS) == {"openai_chat", "anthropic_messages", "gemini"}
 
 
 def test_anthropic_has_count_tokens_verbs() -> None:
