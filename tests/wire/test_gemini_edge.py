@@ -85,10 +85,16 @@ def _ask(client: genai.Client, model: str, contents: Any, stream: bool, **config
         for cand in chunk.candidates or []:
             for p in (cand.content.parts if cand.content else None) or []:
                 plain = p.text is not None and not p.thought and p.thought_signature is None
-                if plain and parts and parts[-1].text is not None and not parts[-1].thought:
-                    if parts[-1].thought_signature is None:
-                        parts[-1] = types.Part(text=(parts[-1].text or "") + (p.text or ""))
-                        continue
+                prev = parts[-1] if parts else None
+                if (
+                    plain
+                    and prev is not None
+                    and prev.text is not None
+                    and not prev.thought
+                    and prev.thought_signature is None
+                ):
+                    parts[-1] = types.Part(text=(prev.text or "") + (p.text or ""))
+                    continue
                 if p.text == "" and p.thought_signature is None:
                     continue
                 parts.append(p)
