@@ -39,14 +39,6 @@ def _client(gateway_url: str, version: str | None) -> genai.Client:
 
 
 @pytest.fixture
-def gem(gateway_url: str) -> Iterator[genai.Client]:
-    """google-genai pointed at the gateway's ``/v1beta`` (Gemini CLI's API version)."""
-    client = _client(gateway_url, "v1beta")
-    yield client
-    client.close()
-
-
-@pytest.fixture
 def gem_v1(gateway_url: str) -> Iterator[genai.Client]:
     """google-genai with its default API version (``/v1``)."""
     client = _client(gateway_url, None)
