@@ -19,7 +19,7 @@ from google.genai import errors, types
 from standins import recordings
 from standins.drive import ADD_MULTIPLY
 from standins.topology import MATRIX
-from standins.upstream import UpstreamStandin, replay
+from standins.upstream import UpstreamStandin, http_error, replay, reset_mid_stream
 from standins.wirekit import recorded_calls, recorded_text, recorded_usage
 
 APIS = ["openai_chat", "anthropic_messages", "gemini"]
@@ -333,3 +333,116 @@ def test_thought_signature_is_a_base64_envelope_the_sdk_keeps() -> None:
     raw = base64.b64decode(wrapped)  # what the SDK keeps (bytes) and encodes again
     assert base64.b64encode(raw).decode() == wrapped
     assert unwrap_b64_signature(wrapped) == ("EsIN+/=", prov, False)
+
+
+# ------------------------------------------------------------------------------ guards and faults
+
+
+def _user(text: str) -> types.Content:
+    return types.Content(role="user", parts=[types.Part(text=text)])
+
+
+def _call(name: str, call_id: str | None = None) -> types.Part:
+    return types.Part(function_call=types.FunctionCall(id=call_id, name=name, args={"a": 1}))
+
+
+def test_a_function_call_without_its_response_is_refused_naming_it(
+    upstream: UpstreamStandin, gem: genai.Client
+) -> None:
+    contents = [_user("add"), types.Content(role="model", parts=[_call("add", "c1")]), _user("and?")]
+    with pytest.raises(errors.ClientError) as info:
+        gem.models.generate_content(model=MATRIX["openai_chat"][0], contents=contents)
+
+    assert info.value.code == 400
+    assert "contents[1].parts[0].functionCall" in str(info.value.message)
+    assert "c1" in str(info.value.message)
+    assert upstream.requests() == []
+
+
+def test_one_id_on_two_different_calls_is_refused(upstream: UpstreamStandin, gem: genai.Client) -> None:
+    calls = types.Content(
+        role="model",
+        parts=[
+            _call("add", "dup"),
+            types.Part(function_call=types.FunctionCall(id="dup", name="mul", args={})),
+        ],
+    )
+    results = types.Content(
+        role="user",
+        parts=[
+            types.Part(
+                function_response=types.FunctionResponse(id="dup", name="add", response={"output": "1"})
+            )
+        ],
+    )
+    with pytest.raises(errors.ClientError) as info:
+        gem.models.generate_content(model=MATRIX["openai_chat"][0], contents=[_user("go"), calls, results])
+
+    assert info.value.code == 400
+    assert "dup" in str(info.value.message)
+    assert upstream.requests() == []
+
+
+def test_responses_out_of_call_order_are_put_in_call_order(
+    upstream: UpstreamStandin, gem: genai.Client
+) -> None:
+    api = "anthropic_messages"
+    upstream.script(replay(recordings.common(api, "simple", False)[0], api=api))
+    calls = types.Content(role="model", parts=[_call("add", "c1"), _call("mul", "c2")])
+    results = types.Content(
+        role="user",
+        parts=[
+            types.Part(
+                function_response=types.FunctionResponse(id="c2", name="mul", response={"output": "6"})
+            ),
+            types.Part(
+                function_response=types.FunctionResponse(id="c1", name="add", response={"output": "5"})
+            ),
+        ],
+    )
+
+    gem.models.generate_content(model=MATRIX[api][0], contents=[_user("go"), calls, results])
+
+    msgs = upstream.requests()[0].body["messages"]
+    assert [b["tool_use_id"] for b in msgs[2]["content"] if b["type"] == "tool_result"] == ["c1", "c2"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["nonstream", "stream"])
+def test_a_call_cut_by_the_output_limit_is_withheld(
+    stream: bool, upstream: UpstreamStandin, gem: genai.Client
+) -> None:
+    ex = recordings.common("gemini", "multi_tool", stream)[0]
+    ex = ex.with_body(ex.body.replace(b'"finishReason": "STOP"', b'"finishReason": "MAX_TOKENS"'))
+    upstream.script(replay(ex, api="gemini"))
+
+    content = _ask(gem, MATRIX["gemini"][0], "Add and multiply the number 2 and 3", stream, tools=_TOOLS)
+
+    assert not [p for p in content.parts or [] if p.function_call is not None]
+    assert _last().candidates[0].finish_reason == types.FinishReason.MAX_TOKENS
+
+
+def test_an_upstream_rate_limit_reaches_the_client_as_resource_exhausted(
+    upstream: UpstreamStandin, gem: genai.Client
+) -> None:
+    upstream.script(
+        http_error(429, recordings.anthropic_rate_limited(), api="anthropic_messages", retry_after="7")
+    )
+    with pytest.raises(errors.ClientError) as info:
+        gem.models.generate_content(model=MATRIX["anthropic_messages"][0], contents="hi")
+
+    assert info.value.code == 429
+    assert info.value.status == "RESOURCE_EXHAUSTED"
+
+
+def test_an_error_after_the_stream_started_is_raised_by_the_sdk(
+    upstream: UpstreamStandin, gem: genai.Client
+) -> None:
+    ex = recordings.common("openai_chat", "simple", True)[0]
+    upstream.script(reset_mid_stream(ex, 2, api="openai_chat"))
+    seen: list[Any] = []
+    with pytest.raises(errors.APIError) as info:
+        for chunk in gem.models.generate_content_stream(model=MATRIX["openai_chat"][0], contents="hi"):
+            seen.append(chunk)
+
+    assert seen, "the stream had started"
+    assert info.value.code == 502
