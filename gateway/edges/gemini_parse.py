@@ -25,13 +25,18 @@ the google-genai SDKs and Gemini CLI send); any other key is refused naming it.
   ``videoMetadata`` parts, ``functionDeclarations[].response`` schemas and ``behavior``,
   ``allowedFunctionNames`` naming several functions under mode ``ANY``.
 
+``thinkingConfig``: ``thinkingBudget`` 0 turns thinking off, -1 is dynamic, N a budget;
+``thinkingLevel`` is an effort; ``includeThoughts`` asks for thinking (thought summaries are
+rendered whenever the upstream returns them). ``toolConfig`` mode ``VALIDATED`` is ``auto``
+with strict tool schemas (constrained calls are what strict means on the other APIs).
+
 **Pairing of ``functionResponse`` with ``functionCall``.** A ``functionResponse`` answers
 
 1. the ``functionCall`` with the same ``id``, when it has an ``id`` that a call of the request
    has; otherwise
 2. by name and order: within one user turn, the n-th such ``functionResponse`` of name X
-   answers the n-th ``functionCall`` of name X of the preceding model turn that no response
-   answered by id.
+   answers the n-th ``functionCall`` of name X of the preceding model turn (the model contents
+   right before it) that no response answered by id.
 
 A call without an ``id`` gets a deterministic internal id (:func:`call_id`: its content and
 part index and name), so the same history always gives the same ids, and the gateway's
@@ -258,13 +263,24 @@ def _signature(part: JSONObj, path: str) -> tuple[str, Provenance, bool] | None:
     return sig, prov or NATIVE, redacted
 
 
+_DATA_KEYS = ("text", "inlineData", "fileData", "functionCall", "functionResponse")
+
+
 def _check_keys(part: JSONObj, path: str) -> None:
+    """Refuse a part with a field this edge does not know (naming it), or with more than one
+    kind of data (``text`` and ``functionCall`` together: Gemini's ``Part`` is a oneof)."""
+    data = 0
     for key in part:
         if key not in _PART_KEYS:
             kpath = join(path, key)
             if key in _REFUSED_PARTS:
                 raise unsupported(kpath, f"the part field {key!r}")
             raise InvalidRequest(f"{kpath}: unknown part field {key!r}", param=kpath)
+        if key in _DATA_KEYS:
+            data += 1
+    if data > 1:
+        kinds = ", ".join(k for k in _DATA_KEYS if k in part)
+        raise InvalidRequest(f"{path}: a part holds one kind of data, this one has {kinds}", param=path)
 
 
 def _media(part: JSONObj, key: str, path: str) -> JSONObj:
@@ -275,7 +291,7 @@ def _media(part: JSONObj, key: str, path: str) -> JSONObj:
     if not mime.startswith("image/"):
         raise unsupported(join(mpath, "mimeType"), f"{key} of type {mime!r} (only image/* is)")
     for k in obj:
-        if k not in ("mimeType", "data", "fileUri", "displayName"):
+        if k not in ("mimeType", "data", "fileUri"):
             raise InvalidRequest(f"{join(mpath, k)}: unknown field {k!r}", param=join(mpath, k))
     if key == "inlineData":
         return {"type": "image", "data": req(obj, "data", str, mpath), "media_type": mime}
@@ -459,7 +475,8 @@ def _contents(data: JSONObj, st: _State) -> list[JSONObj]:
         role = opt(content, "role", str, path) or "user"
         if role == "model":
             parts: list[JSONObj] = []
-            st.last_calls = []
+            if st.last_index != i - 1:  # consecutive model contents are one model turn
+                st.last_calls = []
             for j, part in enumerate(req(content, "parts", list, path)):
                 bpath = join(join(path, "parts"), j)
                 _model_part(_obj(part, bpath), i, j, bpath, st, parts)

@@ -367,3 +367,30 @@ def test_count_tokens_reads_a_whole_generate_content_request() -> None:
     body = {"generateContentRequest": {"model": "models/g", "contents": [USER]}}
     req = gemini.parse_count_tokens(orjson.dumps(body), model="g")
     assert req.messages[0].content[0].text == "hi"
+
+
+def test_a_part_with_two_kinds_of_data_is_refused() -> None:
+    err = refused(
+        {"contents": [{"parts": [{"text": "x", "inlineData": {"mimeType": "image/png", "data": "AA=="}}]}]}
+    )
+    assert err.param == "contents[0].parts[0]"
+
+
+def test_consecutive_model_contents_are_one_turn_for_pairing() -> None:
+    req = parse(
+        {
+            "contents": [
+                USER,
+                {"role": "model", "parts": [{"functionCall": {"name": "a"}}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "b"}}]},
+                {
+                    "parts": [
+                        {"functionResponse": {"name": "a", "response": {}}},
+                        {"functionResponse": {"name": "b", "response": {}}},
+                    ]
+                },
+            ]
+        }
+    )
+    ids = [c.id for m in req.messages if type(m) is AssistantMessage for c in m.tool_calls]
+    assert [m.tool_call_id for m in req.messages if type(m) is ToolResultMessage] == ids
