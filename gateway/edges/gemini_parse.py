@@ -540,7 +540,10 @@ def _tools(data: JSONObj, native: _Native) -> tuple[list[JSONObj], bool]:
     out: list[JSONObj] = []
     builtin: list[JSONObj] = []
     has_mcp = False
-    for i, raw in enumerate(opt(data, "tools", list, "") or ()):
+    tools = data.get("tools")
+    if type(tools) is dict:  # one Tool for the repeated field: the API takes it (pydantic-ai cassettes)
+        tools = [tools]
+    for i, raw in enumerate(check(tools, list, "tools") if tools is not None else ()):
         path = join("tools", i)
         tool = _obj(raw, path)
         if tool.get("type") == "mcp":  # Turnstile's own entry: a registered MCP server's tools
@@ -559,7 +562,7 @@ def _tools(data: JSONObj, native: _Native) -> tuple[list[JSONObj], bool]:
     return out, has_mcp
 
 
-def _tool_choice(data: JSONObj, native: _Native) -> tuple[JSONObj | None, bool]:
+def _tool_choice(data: JSONObj, native: _Native, declared: set[str]) -> tuple[JSONObj | None, bool]:
     """The tool choice of ``toolConfig`` (None when it sets none), and whether its mode is
     ``VALIDATED`` (the tools are then made strict)."""
     cfg = opt(data, "toolConfig", dict, "")
@@ -587,8 +590,10 @@ def _tool_choice(data: JSONObj, native: _Native) -> tuple[JSONObj | None, bool]:
                 raise InvalidRequest(f"{join(path, k)}: unknown field {k!r}", param=join(path, k))
         if names and mode not in ("ANY", "VALIDATED"):
             raise InvalidRequest(f"{npath}: allowed only with mode ANY or VALIDATED", param=npath)
+        if mode == "ANY" and len(set(names)) > 1 and set(names) == declared:
+            names = []  # every declared function: any call (pydantic-ai sends this for ANY)
         if len(set(names)) > 1:
-            raise unsupported(npath, "allowedFunctionNames naming more than one function")
+            raise unsupported(npath, "allowedFunctionNames naming some but not all of several functions")
         if names and mode == "ANY":
             choice = {"mode": "tool", "name": names[0]}
         elif names:
@@ -717,7 +722,8 @@ def parse_request(
     has_mcp = False
     if "tools" in data:
         out["tools"], has_mcp = _tools(data, native)
-    choice, validated = _tool_choice(data, native)
+    declared = {t["name"] for t in out.get("tools", ())}
+    choice, validated = _tool_choice(data, native, declared)
     if choice is not None:
         out["tool_choice"] = choice
     if validated:
