@@ -394,3 +394,21 @@ def test_consecutive_model_contents_are_one_turn_for_pairing() -> None:
     )
     ids = [c.id for m in req.messages if type(m) is AssistantMessage for c in m.tool_calls]
     assert [m.tool_call_id for m in req.messages if type(m) is ToolResultMessage] == ids
+
+
+def test_bounds_count_contents_and_parts_and_name_deep_fields() -> None:
+    from gateway.config import ServerConfig
+    from gateway.errors import PayloadTooLarge
+
+    limits = ServerConfig.model_construct(max_request_messages=3, max_request_parts=4, max_json_depth=8)
+    with pytest.raises(PayloadTooLarge) as many:
+        gemini.parse_request(orjson.dumps({"contents": [USER] * 4}), limits, model="g")
+    assert many.value.param == "contents"
+    parts = {"role": "user", "parts": [{"text": "x"}] * 5}
+    with pytest.raises(PayloadTooLarge):
+        gemini.parse_request(orjson.dumps({"contents": [parts]}), limits, model="g")
+    deep: dict[str, Any] = {"a": {"b": {"c": {"d": {"e": 1}}}}}
+    call = {"role": "model", "parts": [{"functionCall": {"name": "f", "args": deep}}]}
+    with pytest.raises(InvalidRequest) as too_deep:
+        gemini.parse_request(orjson.dumps({"contents": [USER, call]}), limits, model="g")
+    assert too_deep.value.param == "contents[1].parts[0].functionCall.args"
