@@ -120,17 +120,24 @@ class Front:
     request id, method, path, status, deployment, duration (ms), client request id.
 
     ``POST`` to a turn endpoint (``routes`` maps an exact path to ``handler(scope, receive) ->
-    Response``) goes straight to its handler, past Starlette's router and exception middleware
+    Response``, ``prefixes`` a path prefix: Gemini's ``/v1beta/models/``) goes straight to its handler, past Starlette's router and exception middleware
     (a few percent of a request's CPU each); the handlers answer every error themselves, so
     nothing the skipped layers would do applies to them. Every other request takes the normal
     route. A turn is counted in ``open_turns`` until its answer was sent (or cut) and its row
     recorded: the shutdown waits for those rows before closing the transcript.
     """
 
-    def __init__(self, app: ASGIApp, routes: dict[str, Any], open_turns: OpenTurns | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        routes: dict[str, Any],
+        open_turns: OpenTurns | None = None,
+        prefixes: tuple[tuple[str, Any], ...] = (),
+    ) -> None:
         self.app = app
         self.routes = routes
         self.open_turns = open_turns or OpenTurns()
+        self.prefixes = prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -152,6 +159,8 @@ class Front:
         status = 0
         deployment: str | None = None
         handler = self.routes.get(scope["path"]) if scope["method"] == "POST" else None
+        if handler is None and scope["method"] == "POST":
+            handler = next((h for p, h in self.prefixes if scope["path"].startswith(p)), None)
         turns = self.open_turns if handler is not None else None
         if turns is not None:
             turns.count += 1
@@ -412,11 +421,13 @@ def _key_from_query(request: Request) -> None:
         scope["headers"] = [*scope["headers"], (b"x-goog-api-key", key.encode("latin-1", "replace"))]
 
 
-async def gemini_post(request: Request) -> Response:
-    """``POST .../models/{model}:{verb}`` of the Gemini dialect: ``generateContent``,
-    ``streamGenerateContent`` (``?alt=sse`` only: without it Gemini streams one JSON array,
-    which this gateway does not serve; 400 naming ``alt``) and ``countTokens``."""
-    rest: str = request.path_params["rest"]
+async def _gemini_turn(scope: Scope, receive: Receive) -> Response:
+    """``POST .../models/{model}:{verb}`` of the Gemini dialect (dispatched by :class:`Front`
+    on the path prefix): ``generateContent``, ``streamGenerateContent`` (``?alt=sse`` only:
+    without it Gemini streams one JSON array, which this gateway does not serve; 400 naming
+    ``alt``) and ``countTokens``."""
+    request = Request(scope, receive)
+    rest = scope["path"].split("/models/", 1)[1]
     model_name, sep, verb = rest.rpartition(":")
     if not sep or not model_name or verb not in _GEMINI_VERBS:
         missing = RouteNotFound(
@@ -674,10 +685,8 @@ def create_app(
             Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
-            Route("/v1/models/{rest:path}", gemini_post, methods=["POST"]),
             Route("/v1beta/models", gemini_models, methods=["GET"]),
             Route("/v1beta/models/{rest:path}", gemini_model, methods=["GET"]),
-            Route("/v1beta/models/{rest:path}", gemini_post, methods=["POST"]),
             Route("/models", models, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
             *mcp_api.routes(),
@@ -694,6 +703,7 @@ def create_app(
             "/v1/messages": _anthropic_turn,
         },
         open_turns=open_turns,
+        prefixes=(("/v1beta/models/", _gemini_turn), ("/v1/models/", _gemini_turn)),
     )
     if not (exposure.client_auth_configured(config) or exposure.anonymous_allowed(config, settings)):
         app.add_middleware(exposure.LoopbackOnly, refuse=_refuse_anonymous)  # for hosts not seen here

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from standins import recordings
 from standins.drive import ADD_MULTIPLY
 from standins.topology import MATRIX
 from standins.upstream import UpstreamStandin, http_error, replay, reset_mid_stream
-from standins.wirekit import recorded_calls, recorded_text, recorded_usage
+from standins.wirekit import recorded_calls, recorded_text, recorded_usage, transcript_count, transcript_row
 
 APIS = ["openai_chat", "anthropic_messages", "gemini"]
 CASES = [(a, s) for a in APIS for s in (False, True)]
@@ -446,3 +447,21 @@ def test_an_error_after_the_stream_started_is_raised_by_the_sdk(
 
     assert seen, "the stream had started"
     assert info.value.code == 502
+
+
+def test_each_gemini_turn_is_one_transcript_row_refused_or_answered(
+    upstream: UpstreamStandin, gem: genai.Client, db_path: Path
+) -> None:
+    api = "openai_chat"
+    upstream.script(replay(recordings.common(api, "simple", False)[0], api=api))
+    resp = gem.models.generate_content(model=MATRIX[api][0], contents="hi")
+    rid = (resp.sdk_http_response.headers or {})["x-turnstile-request-id"]
+    row = transcript_row(db_path, rid)
+    assert (row["client_dialect"], row["status"]) == ("gemini", 200)
+
+    with pytest.raises(errors.ClientError) as info:
+        gem.models.generate_content(model=MATRIX[api][0], contents="hi", config={"candidate_count": 2})
+    refused_rid = info.value.response.headers["x-turnstile-request-id"]
+    row = transcript_row(db_path, refused_rid)
+    assert (row["client_dialect"], row["status"]) == ("gemini", 400)
+    assert transcript_count(db_path, refused_rid) == 1
