@@ -48,7 +48,9 @@ upstream's or the gateway's), so clients echo it and rule 1 applies on the next 
 **Thought signatures.** A ``thoughtSignature`` the gateway rendered is base64 of its provenance
 envelope (:func:`gateway.edges.signatures.unwrap_b64_signature`); any other is a raw Gemini
 signature with provenance :data:`NATIVE`. On a ``thought`` part it is the thinking part's
-signature (``redacted:`` envelopes become redacted thinking), on a ``functionCall`` the tool
+signature (``redacted:`` envelopes become redacted thinking; consecutive thought parts are one
+thinking part, which a signed one ends: a streamed thought as a client keeps it), on a
+``functionCall`` the tool
 call's, and on a plain text part it becomes an empty signed thinking part right after the text
 (the convention of :mod:`gateway.providers.gemini_stream`, which the Gemini request builder
 undoes).
@@ -337,6 +339,14 @@ def _model_part(part: JSONObj, i: int, j: int, path: str, st: _State, out: list[
     if thought:
         if signed and signed[2]:
             out.append({"type": "redacted_thinking", "data": signed[0], "provenance": signed[1]})
+            return
+        last = out[-1] if out else None
+        if last is not None and last["type"] == "thinking" and "signature" not in last:
+            # the thought parts of a stream, as a client kept them: one thinking part, closed
+            # by the signature that ends it (as gateway.providers.gemini_stream reads them)
+            last["text"] += text
+            if signed:
+                last["signature"], last["provenance"] = signed[0], signed[1]
         elif signed:
             out.append({"type": "thinking", "text": text, "signature": signed[0], "provenance": signed[1]})
         elif text:

@@ -18,7 +18,7 @@ import pytest
 from google import genai
 from google.genai import errors, types
 from standins import recordings
-from standins.drive import ADD_MULTIPLY
+from standins.drive import ADD_MULTIPLY, ask, tool_results, user
 from standins.topology import MATRIX
 from standins.upstream import UpstreamStandin, http_error, replay, reset_mid_stream
 from standins.wirekit import recorded_calls, recorded_text, recorded_usage, transcript_count, transcript_row
@@ -465,3 +465,66 @@ def test_each_gemini_turn_is_one_transcript_row_refused_or_answered(
     row = transcript_row(db_path, refused_rid)
     assert (row["client_dialect"], row["status"]) == ("gemini", 400)
     assert transcript_count(db_path, refused_rid) == 1
+
+
+WEATHER = [
+    {
+        "name": "weather",
+        "description": "Get weather information for a location",
+        "parameters": {
+            "type": "object",
+            "required": ["location"],
+            "properties": {"location": {"description": "the city", "type": "string"}},
+        },
+    }
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["nonstream", "stream"])
+def test_anthropic_signed_thinking_round_trips_through_a_gemini_client(
+    stream: bool, upstream: UpstreamStandin, gem: genai.Client
+) -> None:
+    first, second = recordings.anthropic_thinking(stream)[:2]
+    upstream.script(replay(first, api="anthropic_messages"), replay(second, api="anthropic_messages"))
+    thinking = types.ThinkingConfig(thinking_budget=4000, include_thoughts=True)
+    kwargs: dict[str, Any] = {
+        "model": MATRIX["anthropic_messages"][0],
+        "stream": stream,
+        "tools": WEATHER,
+        "max_tokens": 4096,
+        "system": "You are a helpful assistant",
+        "thinking_config": thinking,
+    }
+    history: list[Any] = [user("gemini", "What's the weather in Florence, Italy?")]
+    turn1 = ask("gemini", gem, messages=history, **kwargs)
+
+    assert turn1.error is None, turn1.error
+    assert upstream.requests()[0].body["thinking"] == {"type": "enabled", "budget_tokens": 4000}
+    assert "".join(t["thinking"] for t in turn1.thinking), "the thought text reaches the client"
+    assert turn1.thinking[-1]["signature"], "the thought ends with its signature"
+    assert turn1.stop == "tool_use"
+    call = turn1.calls[0]
+    results = tool_results("gemini", [(call["id"], "40 C", False)], {call["id"]: call["name"]})
+    turn2 = ask("gemini", gem, messages=[*history, turn1.echo, *results], **kwargs)
+
+    assert turn2.error is None, turn2.error
+    assert turn2.text == recorded_text(second, "anthropic_messages")
+    body = upstream.requests()[1].body
+    blocks = body["messages"][1]["content"]
+    assert blocks[0]["type"] == "thinking", "thinking stays first in the turn"
+    assert (blocks[0]["thinking"], blocks[0]["signature"]) == _recorded_thinking(first), (
+        "the thinking goes back to its signer whole, its signature byte-identical"
+    )
+
+
+def _recorded_thinking(ex: recordings.Exchange) -> tuple[str, str]:
+    """``(thinking text, signature)`` of a recorded Anthropic answer, whole or streamed."""
+    if not ex.stream:
+        block = next(b for b in ex.json()["content"] if b["type"] == "thinking")
+        return block["thinking"], block["signature"]
+    text, sig = "", ""
+    for ev in ex.sse_data():
+        delta = ev.get("delta") or {}
+        text += delta.get("thinking", "") if delta.get("type") == "thinking_delta" else ""
+        sig += delta.get("signature", "") if delta.get("type") == "signature_delta" else ""
+    return text, sig

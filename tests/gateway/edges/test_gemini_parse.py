@@ -412,3 +412,22 @@ def test_bounds_count_contents_and_parts_and_name_deep_fields() -> None:
     with pytest.raises(InvalidRequest) as too_deep:
         gemini.parse_request(orjson.dumps({"contents": [USER, call]}), limits, model="g")
     assert too_deep.value.param == "contents[1].parts[0].functionCall.args"
+
+
+def test_streamed_thought_parts_are_one_thinking_part_ended_by_its_signature() -> None:
+    model = {
+        "role": "model",
+        "parts": [
+            {"text": "a", "thought": True},
+            {"text": "b", "thought": True},
+            {"text": "", "thought": True, "thoughtSignature": "S1"},
+            {"text": "c", "thought": True},
+            {"text": "answer"},
+        ],
+    }
+    req = parse({"contents": [USER, model, USER]})
+    assert req.messages[1].content == [
+        ThinkingPart(text="ab", signature="S1", provenance=gemini.NATIVE),
+        ThinkingPart(text="c"),
+        TextPart(text="answer"),
+    ]
