@@ -461,6 +461,9 @@ def _contents(data: JSONObj, st: _State) -> list[JSONObj]:
     if system is not None:
         spath = "systemInstruction"
         sys_obj = _obj(system, spath)
+        for key in sys_obj:
+            if key not in ("role", "parts"):  # the role of a system instruction means nothing
+                raise InvalidRequest(f"{join(spath, key)}: unknown field {key!r}", param=join(spath, key))
         texts = []
         for j, raw in enumerate(req(sys_obj, "parts", list, spath)):
             bpath = join(join(spath, "parts"), j)
