@@ -120,7 +120,8 @@ class Front:
     request id, method, path, status, deployment, duration (ms), client request id.
 
     ``POST`` to a turn endpoint (``routes`` maps an exact path to ``handler(scope, receive) ->
-    Response``, ``prefixes`` a path prefix: Gemini's ``/v1beta/models/``) goes straight to its handler, past Starlette's router and exception middleware
+    Response``, ``prefixes`` a path prefix: Gemini's ``/v1beta/models/``) goes straight to its
+    handler, past Starlette's router and exception middleware
     (a few percent of a request's CPU each); the handlers answer every error themselves, so
     nothing the skipped layers would do applies to them. Every other request takes the normal
     route. A turn is counted in ``open_turns`` until its answer was sent (or cut) and its row

@@ -17,13 +17,17 @@ the google-genai SDKs and Gemini CLI send); any other key is refused naming it.
   ``responseMimeType`` / ``responseSchema`` / ``responseJsonSchema`` / ``thinkingConfig``;
 * carried to a Gemini upstream only (:class:`gateway.schema.NativeFields`; toward any other
   upstream the target layer refuses them by name): ``safetySettings``, ``labels``, built-in
-  tools (``googleSearch``, ``codeExecution``, ``urlContext``, ...), ``toolConfig`` keys other
+  tools (``googleSearch``, ``urlContext``, ``googleMaps``, ...), ``toolConfig`` keys other
   than ``functionCallingConfig`` and the other ``generationConfig`` keys (``seed``,
-  ``presencePenalty``, ``frequencyPenalty``, ``responseLogprobs``, ``responseModalities``, ...);
+  ``presencePenalty``, ``frequencyPenalty``, ``mediaResolution``, ...); the search tools' grounding
+  metadata (``groundingMetadata``) is not relayed back yet, their answer text is;
 * refused: ``cachedContent`` (a cache lives in one upstream project), ``candidateCount`` > 1,
+  output the gateway does not relay (``responseLogprobs``/``logprobs``, ``speechConfig``,
+  ``imageConfig``, ``responseModalities`` other than text; the built-in tools ``codeExecution``,
+  ``computerUse``, ``fileSearch``, ``retrieval``, ``mcpServers``, whose results are parts),
   non-image ``inlineData`` / ``fileData``, ``executableCode`` / ``codeExecutionResult`` /
   ``videoMetadata`` parts, ``functionDeclarations[].response`` schemas and ``behavior``,
-  ``allowedFunctionNames`` naming several functions under mode ``ANY``.
+  ``allowedFunctionNames`` naming some but not all of several functions under mode ``ANY``.
 
 ``thinkingConfig``: ``thinkingBudget`` 0 turns thinking off, -1 is dynamic, N a budget;
 ``thinkingLevel`` is an effort; ``includeThoughts`` asks for thinking (thought summaries are
@@ -145,6 +149,14 @@ _TRANSLATED_GENERATION = frozenset(
         "thinkingConfig",
     }
 )
+_UNRELAYED_TOOLS = frozenset({"codeExecution", "computerUse", "fileSearch", "retrieval", "mcpServers"})
+"""Built-in tools whose results Gemini answers with parts the gateway does not relay
+(``executableCode``, ``codeExecutionResult``, ...): refused rather than lost."""
+_UNRELAYED_GENERATION = frozenset(
+    {"responseLogprobs", "logprobs", "speechConfig", "imageConfig", "audioTimestamp", "responseModalities"}
+)
+"""``generationConfig`` keys whose output (log probabilities, audio, images) the gateway does
+not relay: refused by name (``responseModalities`` only when it asks for more than text)."""
 _MODES = {"AUTO": "auto", "NONE": "none", "ANY": "required", "VALIDATED": "auto", "MODE_UNSPECIFIED": "auto"}
 _LEVELS = {"MINIMAL": "minimal", "LOW": "low", "MEDIUM": "medium", "HIGH": "high"}
 
@@ -567,6 +579,11 @@ def _tools(data: JSONObj, native: _Native) -> tuple[list[JSONObj], bool]:
                 dpath = join(path, key)
                 for k, decl in enumerate(check(value, list, dpath)):
                     out.append(_declaration(decl, join(dpath, k)))
+            elif key in _UNRELAYED_TOOLS:
+                raise unsupported(
+                    join(path, key),
+                    f"the built-in tool {key!r} (Gemini answers it with parts the gateway does not relay)",
+                )
             else:
                 builtin.append({key: value})
                 native.paths.append(join(path, key))
@@ -651,8 +668,13 @@ def _generation(data: JSONObj, out: JSONObj, native: _Native) -> None:
     gen = camel(gen)
     path = "generationConfig"
     for key, value in gen.items():
-        if key not in _TRANSLATED_GENERATION and value is not None:
-            native.add_to("generationConfig", key, value, join(path, key))
+        if key in _TRANSLATED_GENERATION or value is None or value is False:
+            continue
+        if key in _UNRELAYED_GENERATION:
+            if key == "responseModalities" and value in (["TEXT"], ["text"]):
+                continue  # the default: text only
+            raise unsupported(join(path, key), f"{key} (that output is not relayed yet)")
+        native.add_to("generationConfig", key, value, join(path, key))
     for key, field, typ in (
         ("temperature", "temperature", float),
         ("topP", "top_p", float),

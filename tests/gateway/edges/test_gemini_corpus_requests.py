@@ -1,7 +1,8 @@
 """Every recorded Gemini ``generateContent`` request body of the client-library cassettes
 (pydantic-ai, simonw-llm, fantasy ...) parses through the Gemini edge: the model from the URL,
 snake_case and camelCase keys, a single ``tools`` object, ``allowedFunctionNames`` listing every
-declared function."""
+declared function; only a built-in tool whose results are not relayed (``codeExecution``) is
+refused, by name."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ _URL = re.compile(r"/models/([^/:?]+):(generateContent|streamGenerateContent)")
 
 
 def _parse_all(root: object) -> tuple[int, list[str]]:
+    """Requests parsed, and the failures: anything but a refusal of a built-in tool whose
+    results the gateway does not relay (named, "not supported yet")."""
     parsed = 0
     failures: list[str] = []
     for rel, i, url, body, _status in iter_recorded_requests(root):  # type: ignore[arg-type]
@@ -26,7 +29,8 @@ def _parse_all(root: object) -> tuple[int, list[str]]:
         try:
             req = gemini.parse_request(body, model=m.group(1), stream=m.group(2) == "streamGenerateContent")
         except InvalidRequest as exc:
-            failures.append(f"{rel}#{i}: {exc.message}")
+            if not ("not supported yet" in exc.message and "built-in tool" in exc.message and exc.param):
+                failures.append(f"{rel}#{i}: {exc.message}")
             continue
         assert req.messages, f"{rel}#{i}"
         parsed += 1
@@ -44,4 +48,4 @@ def test_recorded_gemini_requests_in_the_test_fixtures_parse() -> None:
 def test_every_recorded_gemini_request_in_the_corpus_parses() -> None:
     parsed, failures = _parse_all(CORPUS)
     assert not failures, "\n".join(failures)
-    assert parsed >= 70
+    assert parsed >= 69
