@@ -6,7 +6,8 @@ The verbs the server and pipeline call:
 
 * ``parse_request(body: bytes, limits, *, model, stream) -> Request``,
   ``parse_count_tokens(body, limits, *, model) -> Request`` (:mod:`gateway.edges.gemini_parse`;
-  the model and the stream flag come from the URL);
+  the model and the stream flag come from the URL; tools and configuration:
+  :mod:`gateway.edges.gemini_options`);
 * ``render_response(resp, request) -> dict``, ``render_error(err) -> (status, body)``,
   ``render_count_tokens(n) -> dict``, ``render_models(entries) -> dict``,
   ``render_model(entry) -> dict`` (:mod:`gateway.edges.gemini_render`);
@@ -16,10 +17,10 @@ The verbs the server and pipeline call:
 
 from __future__ import annotations
 
+from gateway.edges.gemini_options import json_schema_from_gemini
 from gateway.edges.gemini_parse import (
     NATIVE,
     call_id,
-    json_schema_from_gemini,
     parse_count_tokens,
     parse_request,
 )
