@@ -117,14 +117,17 @@ class Native:
         self.paths: list[str] = []
 
     def add(self, key: str, value: Any, path: str) -> None:
+        """Carry top-level field ``key`` (the client's ``path``) as it is."""
         self.fields[key] = value
         self.paths.append(path)
 
     def add_to(self, key: str, sub: str, value: Any, path: str) -> None:
+        """Carry ``key.sub`` (``generationConfig.seed``; the client's ``path``) as it is."""
         self.fields.setdefault(key, {})[sub] = value
         self.paths.append(path)
 
     def dump(self) -> JSONObj | None:
+        """The :class:`gateway.schema.NativeFields` dict, or None when nothing is carried."""
         return {"api": API, "fields": self.fields, "paths": self.paths} if self.paths else None
 
 
@@ -151,6 +154,10 @@ def _declaration(raw: Any, path: str) -> JSONObj:
 
 
 def tools(data: JSONObj, native: Native) -> tuple[list[JSONObj], bool]:
+    """Tool definition dicts of ``tools[].functionDeclarations`` (a single Tool object is read
+    as a list of one), and whether an ``{"type": "mcp"}`` entry is there (read by
+    :func:`gateway.edges._common.mcp_server_entries`). Other built-in tools go to ``native``;
+    those answered with parts the gateway does not relay raise :class:`InvalidRequest`."""
     out: list[JSONObj] = []
     builtin: list[JSONObj] = []
     has_mcp = False
@@ -251,6 +258,10 @@ def _thinking(cfg: JSONObj) -> JSONObj | None:
 
 
 def generation(data: JSONObj, out: JSONObj, native: Native) -> None:
+    """Set the schema fields ``generationConfig`` translates into ``out`` (the request dict
+    being assembled: sampling, ``max_output_tokens``, ``stop``, ``response_format``,
+    ``thinking``); its other keys go to ``native``, or raise :class:`InvalidRequest` naming
+    them when their output is not relayed (module docstring of :mod:`gateway.edges.gemini_parse`)."""
     gen = opt(data, "generationConfig", dict, "")
     if not gen:
         return
