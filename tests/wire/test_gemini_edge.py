@@ -1,6 +1,6 @@
 """The Gemini client dialect through the real gateway, driven by the official ``google-genai``
 SDK, against every upstream wire API's stand-in (the Gemini row of the wire matrix), stream and
-whole, on ``/v1beta`` (Gemini CLI's path) and ``/v1`` (the SDK's default).
+whole, on ``/v1beta`` (Gemini CLI's and the python SDK's default) and ``/v1``.
 
 Recordings: charmbracelet/fantasy ``TestXCommon`` cassettes (``simple``: one text answer;
 ``multi_tool``: parallel ``add`` + ``multiply`` calls, then the answer to their results); the
@@ -32,17 +32,16 @@ def _id(p: tuple[str, bool]) -> str:
     return f"gemini-{p[0]}-{'stream' if p[1] else 'nonstream'}"
 
 
-def _client(gateway_url: str, version: str | None) -> genai.Client:
-    opts = types.HttpOptions(base_url=gateway_url, timeout=15_000)
-    if version is not None:
-        opts = types.HttpOptions(base_url=gateway_url, api_version=version, timeout=15_000)
+def _client(gateway_url: str, version: str) -> genai.Client:
+    opts = types.HttpOptions(base_url=gateway_url, api_version=version, timeout=15_000)
     return genai.Client(api_key="gemini-client-key", http_options=opts)
 
 
 @pytest.fixture
 def gem_v1(gateway_url: str) -> Iterator[genai.Client]:
-    """google-genai with its default API version (``/v1``)."""
-    client = _client(gateway_url, None)
+    """google-genai on API version ``v1`` (the python SDK's default is ``v1beta``; other
+    clients use ``v1``)."""
+    client = _client(gateway_url, "v1")
     yield client
     client.close()
 
@@ -131,7 +130,7 @@ def test_plain_text_answer_matches_recording(
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["nonstream", "stream"])
-def test_default_v1_path_serves_generate_content(
+def test_the_v1_path_serves_generate_content(
     stream: bool, upstream: UpstreamStandin, gem_v1: genai.Client
 ) -> None:
     api = "openai_chat"
