@@ -20,7 +20,7 @@ far), with ``modelVersion`` and ``responseId``:
 
 Keep-alive: the google-genai SDKs read every non-empty line that is not ``data:`` as JSON,
 and the JS SDK's line pattern stalls on anything but ``data:`` frames, so an SSE comment would
-break them; :func:`ping_frame` is a ``data:`` frame with no candidates instead.
+break them; :func:`ping_frame` is an empty ``data: {}`` frame instead.
 """
 
 from __future__ import annotations
@@ -53,11 +53,13 @@ from gateway.schema import (
     StreamEvent,
 )
 
-_KEEPALIVE = sse({"candidates": []})
+_KEEPALIVE = sse({})
 
 
 def ping_frame() -> bytes:
-    """A keep-alive frame the SDKs read as an empty chunk: ``data: {"candidates": []}``."""
+    """A keep-alive frame the SDKs read as an empty chunk: ``data: {}`` (no ``candidates`` key:
+    the python SDK's stream reads ``candidates[0]`` of a chunk whose list is there, even empty;
+    Gemini CLI skips a chunk without candidates)."""
     return _KEEPALIVE
 
 

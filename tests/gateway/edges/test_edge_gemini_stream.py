@@ -118,6 +118,6 @@ def test_a_stream_cut_before_its_end_finishes_with_an_error() -> None:
     assert chunk["error"]["code"] == 502
 
 
-def test_keep_alive_is_a_data_frame_without_candidates() -> None:
-    assert _chunks([gemini.ping_frame()]) == [{"candidates": []}]
+def test_keep_alive_is_an_empty_data_frame() -> None:
+    assert _chunks([gemini.ping_frame()]) == [{}]
     assert gemini.tool_progress_frame("x") == gemini.ping_frame()
