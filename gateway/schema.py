@@ -212,6 +212,23 @@ class ThinkingConfig(BaseModel):
     effort: Literal["minimal", "low", "medium", "high"] | None = None
 
 
+class NativeFields(BaseModel):
+    """Fields of the client's own wire API that this schema has no place for, carried as the
+    client sent them to an upstream of that same wire API (``api``, e.g. ``gemini``: its
+    ``safetySettings``, built-in tools, ``generationConfig.seed``) and to no other: toward any
+    other upstream the request is refused (HTTP 400) naming ``paths``, the client's field paths
+    (``safetySettings``, ``tools[1].googleSearch``). ``fields`` is shaped like the upstream
+    body: top-level keys to set, ``tools`` entries to append, ``generationConfig`` /
+    ``toolConfig`` keys to add. Filled by an edge; read by the target layer (the refusal) and by
+    the provider of ``api`` (the merge)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    api: str
+    fields: dict[str, Any]
+    paths: list[str]
+
+
 class Request(BaseModel):
     """One turn as the client asked for it, in the internal schema.
 
@@ -248,6 +265,9 @@ class Request(BaseModel):
     {"prompt_cache_key": "k", "text": {"verbosity": "low"}}}``). A provider of that API merges
     them into its body; other providers have no slot for them. The edge that fills it lists
     the fields it puts here."""
+    native: NativeFields | None = None
+    """Same-wire fields with no place in this schema (:class:`NativeFields`); None for most
+    requests."""
 
 
 # ---------------------------------------------------------------------------- response

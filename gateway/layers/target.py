@@ -56,7 +56,15 @@ class TargetLayer:
 
 
 def check_capabilities(request: Request, dep: Deployment) -> None:
-    """Raise :class:`CapabilityError` when ``dep`` cannot take the request's tools or images."""
+    """Raise :class:`CapabilityError` when ``dep`` cannot take the request's tools or images, or
+    the request carries fields of a wire API (``request.native``) that ``dep`` does not speak."""
+    native = request.native
+    if native is not None and native.api != dep.api:
+        raise CapabilityError(
+            f"{', '.join(native.paths)}: carried only to a {native.api} upstream, and model {dep.name!r} "
+            f"is served by the {dep.api} wire API; remove them or use a {native.api} model",
+            param=native.paths[0],
+        )
     if request.tools and not dep.supports_tools:
         raise CapabilityError(
             f"the request offers {len(request.tools)} tool(s), and model {dep.name!r} cannot take tools",
