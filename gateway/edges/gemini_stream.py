@@ -114,6 +114,10 @@ class StreamRenderer:
             return self._frame([{"text": text, "thought": True} if thought else {"text": text}])
         return tpl[0] + orjson.dumps(text) + tpl[1]
 
+    def tool_progress(self, name: str, is_error: bool = False) -> bytes:
+        """Progress of the server-side tool loop in this stream: :func:`tool_progress_frame`."""
+        return tool_progress_frame(name, is_error)
+
     def render(self, event: StreamEvent) -> list[bytes]:
         """The SSE frames for one internal event (possibly none)."""
         if self.closed:
