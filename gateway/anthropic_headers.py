@@ -7,8 +7,11 @@ beta names, the header may repeat) and https://docs.anthropic.com/en/api/version
 * **An Anthropic Messages deployment** gets the client's betas that the config admits
   (``anthropic.betas``: ``allow``, None = all, minus ``deny``; :class:`gateway.config.BetaList`),
   merged by the adapter with the deployment's own configured betas; and the client's
-  ``anthropic-version`` when it is one of ``anthropic.versions`` (else the deployment's own is
-  sent). A denied beta or a version not allowed is *dropped*.
+  ``anthropic-version`` when it is one of ``anthropic.versions`` (default ``2023-06-01``, the
+  version the adapter is written for), else the deployment's own. A denied beta is *dropped*.
+  A version not listed is not reported as dropped: the version governs the client's wire to the
+  gateway, which the edge speaks (the Anthropic SDK 2.14 sends ``2026-10-21``); the upstream call
+  is the gateway's own, built by an adapter that reads the listed versions' answers.
 * **Any other wire API**: a beta means nothing there, so none is forwarded; every beta the
   client sent is *dropped* for that target. ``anthropic-version`` is the version of the
   dialect the client speaks to the gateway (the Anthropic edge speaks it), not a field of the
@@ -96,11 +99,5 @@ def admit(betas: list[str], version: str | None, dep: Deployment, policy: Anthro
     if len(allowed) < len(wanted):
         denied = tuple(b for b in wanted if b not in allowed)
         dropped.append(Dropped(BETA, denied, dep.name, "not admitted by the anthropic.betas allow/deny list"))
-    sent_version = None
-    if version is not None:
-        if version in policy.versions:
-            sent_version = version
-        else:
-            reason = "not in anthropic.versions: the deployment's own version was sent"
-            dropped.append(Dropped(VERSION, (version,), dep.name, reason))
+    sent_version = version if version is not None and version in policy.versions else None
     return Admitted(allowed, sent_version, tuple(dropped))

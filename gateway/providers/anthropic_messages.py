@@ -414,8 +414,9 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
     deployment), ``redacted_thinking`` and ``tool_use`` blocks become parts; ``tool_use.input``
     is kept as the arguments object and as compact JSON text in ``raw_arguments``; ids and names
     are mapped back through ``ctx.names``. A call of the structured-output tool
-    (``ctx.output_tool``) becomes a text part of its JSON (:func:`gateway.providers.anthropic_output.map_back_parts`). The answer is assembled as plain dicts and validated
-    once (:func:`gateway.providers.wire_common.validate_response`). Raises
+    (``ctx.output_tool``) becomes a text part of its JSON
+    (:func:`gateway.providers.anthropic_output.map_back_parts`). The answer is assembled as
+    plain dicts and validated once (:func:`gateway.providers.wire_common.validate_response`). Raises
     :class:`UpstreamProtocolError` for an error object, a body without ``content`` or a
     thinking ``signature`` that is not a string, :class:`UnknownStopReason` for an unknown
     stop reason.

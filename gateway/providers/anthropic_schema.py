@@ -96,9 +96,13 @@ def to_anthropic_schema(schema: dict[str, Any], path: str = "$") -> dict[str, An
         out["allOf"] = [_member(m, f"{path}.allOf[{i}]") for i, m in enumerate(all_of)]
     elif not literal:
         if type_ is None:
-            raise SchemaNotExpressible(path, "a schema without type, anyOf, oneOf, allOf, $ref, enum or const")
+            raise SchemaNotExpressible(
+                path, "a schema without type, anyOf, oneOf, allOf, $ref, enum or const"
+            )
         if not isinstance(type_, str) or type_ not in _TYPES:
-            raise SchemaNotExpressible(path, f"type {type_!r} (structured outputs take one JSON type per node)")
+            raise SchemaNotExpressible(
+                path, f"type {type_!r} (structured outputs take one JSON type per node)"
+            )
         out["type"] = type_
     for key in ("description", "title"):
         value = node.pop(key, None)
@@ -107,7 +111,8 @@ def to_anthropic_schema(schema: dict[str, Any], path: str = "$") -> dict[str, An
     if type_ == "object":
         props = node.pop("properties", None) or {}
         out["properties"] = {
-            k: _member(v, f"{path}.properties.{k}") for k, v in (props.items() if isinstance(props, dict) else ())
+            k: _member(v, f"{path}.properties.{k}")
+            for k, v in (props.items() if isinstance(props, dict) else ())
         }
         node.pop("additionalProperties", None)
         out["additionalProperties"] = False
@@ -142,7 +147,9 @@ def _member(value: Any, path: str) -> dict[str, Any]:
     return to_anthropic_schema(value, path)
 
 
-_FAMILY = re.compile(r"claude-(?:(opus|sonnet|haiku)-(\d+)(?:-(\d)(?!\d))?|(\d)(?:-(\d))?-(?:opus|sonnet|haiku))")
+_FAMILY = re.compile(
+    r"claude-(?:(opus|sonnet|haiku)-(\d+)(?:-(\d)(?!\d))?|(\d)(?:-(\d))?-(?:opus|sonnet|haiku))"
+)
 
 
 def has_native_output(model: str) -> bool:

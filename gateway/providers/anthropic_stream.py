@@ -8,9 +8,9 @@ Events (https://docs.anthropic.com/en/docs/build-with-claude/streaming): ``messa
 ``message_stop`` -> ``MessageEnd``; a ``tool_use`` block of the structured-output tool
 (``ctx.output_tool``, :mod:`gateway.providers.anthropic_output`) is a text part whose text is
 its ``input_json_delta`` fragments (held to the block's end and unwrapped for a wrapped
-schema), and ``tool_use`` is then ``stop`` when no other tool was called; ``ping`` ignored; ``error`` -> :class:`StreamError`
-(``overloaded_error`` -> ``overloaded``…). Unknown event types are ignored, as the streaming
-documentation asks ("we may occasionally add new event types").
+schema), and ``tool_use`` is then ``stop`` when no other tool was called; ``ping`` ignored;
+``error`` -> :class:`StreamError` (``overloaded_error`` -> ``overloaded``…). Unknown event
+types are ignored, as the streaming documentation asks ("we may occasionally add new event types").
 
 Part indexes are contiguous and Turnstile's own: Anthropic block indexes are mapped, and
 blocks with no internal representation (server tools, compaction…) are skipped with their
@@ -244,7 +244,11 @@ class AnthropicStreamParser:
                     provenance=provenance(dep),
                 )
             )
-        elif btype == "tool_use" and self.ctx.output_tool is not None and cb.get("name") == self.ctx.output_tool:
+        elif (
+            btype == "tool_use"
+            and self.ctx.output_tool is not None
+            and cb.get("name") == self.ctx.output_tool
+        ):
             block = _Block("output", part=self._new_part(), start_input=cb.get("input"))
             block.held = [] if self.ctx.output_wrapped else None
             self.blocks[index] = block
@@ -330,7 +334,9 @@ class AnthropicStreamParser:
             return
         raw = "".join(block.held)
         if not block.got_args:
-            raw = wire_common.dumps_arguments(block.start_input if isinstance(block.start_input, dict) else {})
+            raw = wire_common.dumps_arguments(
+                block.start_input if isinstance(block.start_input, dict) else {}
+            )
         try:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:

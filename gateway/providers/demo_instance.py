@@ -77,7 +77,9 @@ def _instance(schema: Any, root: Any, depth: int) -> Any:
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
         if isinstance(branches, list) and branches:
-            chosen = next((b for b in branches if not (isinstance(b, dict) and b.get("type") == "null")), None)
+            chosen = next(
+                (b for b in branches if not (isinstance(b, dict) and b.get("type") == "null")), None
+            )
             return None if chosen is None else _instance(chosen, root, depth + 1)
     all_of = schema.get("allOf")
     if isinstance(all_of, list) and all_of:
@@ -113,10 +115,7 @@ def _object(schema: dict[str, Any], root: Any, depth: int) -> dict[str, Any]:
     props = schema.get("properties")
     props = props if isinstance(props, dict) else {}
     required = schema.get("required")
-    if isinstance(required, list):
-        names = [k for k in required if isinstance(k, str)]
-    else:
-        names = list(props)
+    names = [k for k in required if isinstance(k, str)] if isinstance(required, list) else list(props)
     return {k: _instance(props.get(k, {}), root, depth + 1) for k in names}
 
 

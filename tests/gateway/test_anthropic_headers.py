@@ -13,14 +13,22 @@ OA = Deployment(name="oa", api="openai_chat", model="gpt-4o")
 
 
 def test_betas_are_split_on_commas_across_repeated_headers_each_once() -> None:
-    h = Headers(raw=[(b"anthropic-beta", b"a-1, b-2"), (b"anthropic-beta", b"a-1,c-3"), (b"anthropic-version", b"2023-06-01")])
+    h = Headers(
+        raw=[
+            (b"anthropic-beta", b"a-1, b-2"),
+            (b"anthropic-beta", b"a-1,c-3"),
+            (b"anthropic-version", b"2023-06-01"),
+        ]
+    )
     assert client_betas(h, True) == (["a-1", "b-2", "c-3"], "2023-06-01")
     assert client_betas(h, False) == (["a-1", "b-2", "c-3"], None)
     assert client_betas(Headers(raw=[]), True) == ([], None)
 
 
 def test_an_anthropic_target_gets_every_beta_by_default_but_the_translated_ones() -> None:
-    got = admit(["context-1m-2025-08-07", "structured-outputs-2025-11-13"], "2023-06-01", AN, AnthropicHeaders())
+    got = admit(
+        ["context-1m-2025-08-07", "structured-outputs-2025-11-13"], "2023-06-01", AN, AnthropicHeaders()
+    )
     assert got.betas == ("context-1m-2025-08-07",)
     assert got.version == "2023-06-01"
     assert got.dropped == ()
@@ -33,10 +41,10 @@ def test_the_allow_and_deny_lists_filter_and_what_they_refuse_is_dropped() -> No
     assert [(d.field, d.values) for d in got.dropped] == [("anthropic-beta", ("b", "c"))]
 
 
-def test_a_version_not_allowed_is_replaced_and_noted() -> None:
-    got = admit([], "2099-01-01", AN, AnthropicHeaders())
-    assert got.version is None
-    assert got.dropped[0].field == "anthropic-version"
+def test_a_version_not_allowed_is_replaced_by_the_deployments_own() -> None:
+    got = admit([], "2026-10-21", AN, AnthropicHeaders())
+    assert (got.version, got.dropped) == (None, ())
+    assert admit([], "2026-10-21", AN, AnthropicHeaders(versions=["2026-10-21"])).version == "2026-10-21"
 
 
 def test_a_non_anthropic_target_gets_no_beta_and_each_is_dropped() -> None:

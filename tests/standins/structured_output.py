@@ -31,8 +31,19 @@ from typing import Any
 from .recordings import Exchange
 from .tool_answers import Call, text_answer, tool_call_answer
 
-FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"})
-UNSUPPORTED = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "maxItems")
+FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+)
+UNSUPPORTED = (
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "maxItems",
+)
 NO_NATIVE_PREFIXES = ("claude-sonnet-4-2025", "claude-opus-4-2025", "claude-opus-4-1", "claude-3", "claude-2")
 
 
@@ -106,7 +117,9 @@ def instance(schema: Any, root: Any = None, depth: int = 0) -> Any:
         return schema["enum"][0]
     for key in ("anyOf", "oneOf"):
         if schema.get(key):
-            branch = next((b for b in schema[key] if str(b.get("type", "")).lower() != "null"), schema[key][0])
+            branch = next(
+                (b for b in schema[key] if str(b.get("type", "")).lower() != "null"), schema[key][0]
+            )
             return instance(branch, root, depth + 1)
     kind = str(schema.get("type", "string")).lower()
     if kind == "object":

@@ -12,15 +12,16 @@ What a real provider checks first is checked here too, with the provider's own e
 the API key header (``Authorization: Bearer``, ``x-api-key`` + ``anthropic-version``,
 ``x-goog-api-key`` or ``?key=``), a JSON object body, the model, Anthropic's required
 ``max_tokens``, Anthropic's structured-output schema rule
-(:mod:`standins.structured_output`), and Gemini's ``Schema`` rule (no unknown member at any depth of a function
-declaration's parameters or the response schema: :mod:`standins.gemini_schema_rule`).
+(:mod:`standins.structured_output`), and Gemini's ``Schema`` rule (no unknown member at any
+depth of a function declaration's parameters or the response schema: :mod:`standins.gemini_schema_rule`).
 
 A test *scripts* the stand-in with :class:`Answer` objects (see the factory functions
 :func:`replay`, :func:`http_error`, :func:`reset_mid_stream`, :func:`cut_before_stop`,
-:func:`huge`, :func:`held`, :func:`structured_answer`): each request takes the first queued answer whose ``api``/``model`` match. A
-request with no matching answer gets HTTP 418 naming what was asked, so a missing script fails
-loudly. Every request is recorded (:class:`Received`: parsed JSON body, headers, query) so a
-test can assert what went upstream, and that nothing did.
+:func:`huge`, :func:`held`, :func:`structured_answer`): each request takes the first queued
+answer whose ``api``/``model`` match. A request with no matching answer gets HTTP 418 naming
+what was asked, so a missing script fails loudly. Every request is recorded
+(:class:`Received`: parsed JSON body, headers, query) so a test can assert what went upstream,
+and that nothing did.
 """
 
 from __future__ import annotations
@@ -264,7 +265,9 @@ def _huge_parts(ans: Answer) -> tuple[bytes, bytes, bytes]:
 def structured_answer(*, api: str | None = None, model: str | None = None) -> Answer:
     """Answer with a minimal instance of the schema the request asks for, in the request's own
     shape, whole or streamed (:func:`standins.structured_output.structured`)."""
-    placeholder = Exchange(status=200, content_type="application/json", body=b"{}", stream=False, source="structured")
+    placeholder = Exchange(
+        status=200, content_type="application/json", body=b"{}", stream=False, source="structured"
+    )
     return Answer(placeholder, api=api, model=model, fault="structured")
 
 

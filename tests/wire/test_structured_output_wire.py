@@ -75,7 +75,9 @@ def test_openai_sdk_parse_returns_the_model_instance_on_every_upstream(
         ) as s:
             completion = s.get_final_completion()
     else:
-        completion = oai.chat.completions.parse(model=target, messages=PROMPT, response_format=Order, max_tokens=500)
+        completion = oai.chat.completions.parse(
+            model=target, messages=PROMPT, response_format=Order, max_tokens=500
+        )
     message = completion.choices[0].message
     assert isinstance(message.parsed, Order)
     assert message.tool_calls in (None, [])
@@ -109,7 +111,12 @@ def test_the_beta_top_level_output_format_reaches_claude_and_its_beta_is_not_for
     resp = httpx.post(
         f"{gateway_url}/v1/messages",
         headers={"anthropic-version": "2023-06-01", "anthropic-beta": "structured-outputs-2025-11-13"},
-        json={"model": target, "max_tokens": 100, "messages": PROMPT, "output_format": {"type": "json_schema", "schema": schema}},
+        json={
+            "model": target,
+            "max_tokens": 100,
+            "messages": PROMPT,
+            "output_format": {"type": "json_schema", "schema": schema},
+        },
         timeout=15,
     )
     assert resp.status_code == 200, resp.text
@@ -127,7 +134,12 @@ def test_the_standin_refuses_a_keyword_claude_does_not_take(upstream: UpstreamSt
         "model": "claude-sonnet-4-5",
         "max_tokens": 10,
         "messages": PROMPT,
-        "output_config": {"format": {"type": "json_schema", "schema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}}},
+        "output_config": {
+            "format": {
+                "type": "json_schema",
+                "schema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}},
+            }
+        },
     }
     resp = httpx.post(
         f"{upstream.url}/v1/messages",

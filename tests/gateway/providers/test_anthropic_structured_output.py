@@ -212,7 +212,9 @@ def _tool_answer(name: str, args: dict[str, Any], extra: list[dict[str, Any]] | 
 
 def test_the_output_tool_call_comes_back_as_text_with_stop() -> None:
     _, ctx = built(req(schema_format()), dep("claude-sonnet-4-20250514"))
-    resp = anthropic_messages.parse_response(_tool_answer("json_output", {"product": "tea", "quantity": 2}), ctx)
+    resp = anthropic_messages.parse_response(
+        _tool_answer("json_output", {"product": "tea", "quantity": 2}), ctx
+    )
     assert resp.stop_reason == "stop"
     assert resp.message.tool_calls == []
     assert json.loads(resp.message.text) == {"product": "tea", "quantity": 2}
@@ -250,7 +252,11 @@ def _tool_stream(name: str, fragments: list[str]) -> bytes:
                 "content_block": {"type": "tool_use", "id": "toolu_1", "name": name, "input": {}},
             },
             *(
-                {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": f}}
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": f},
+                }
                 for f in fragments
             ),
             {"type": "content_block_stop", "index": 0},
@@ -262,7 +268,10 @@ def _tool_stream(name: str, fragments: list[str]) -> bytes:
 
 def test_a_streamed_output_tool_call_streams_as_text_with_stop() -> None:
     _, ctx = built(req(schema_format(), stream=True), dep("claude-3-haiku"))
-    events = replay(anthropic_messages.new_stream_parser(ctx), _tool_stream("json_output", ['{"product"', ': "tea", "quantity": 2}']))
+    events = replay(
+        anthropic_messages.new_stream_parser(ctx),
+        _tool_stream("json_output", ['{"product"', ': "tea", "quantity": 2}']),
+    )
     resp = collect(events)
     assert resp.stop_reason == "stop"
     assert resp.message.tool_calls == []
@@ -273,7 +282,11 @@ def test_a_streamed_output_tool_call_streams_as_text_with_stop() -> None:
 def test_a_streamed_wrapped_answer_is_held_and_unwrapped() -> None:
     schema = {"type": "array", "items": {"type": "integer"}}
     _, ctx = built(req(schema_format(schema), stream=True), dep("claude-3-haiku"))
-    resp = collect(replay(anthropic_messages.new_stream_parser(ctx), _tool_stream("json_output", ['{"value": [1,', " 2]}"])))
+    resp = collect(
+        replay(
+            anthropic_messages.new_stream_parser(ctx), _tool_stream("json_output", ['{"value": [1,', " 2]}"])
+        )
+    )
     assert resp.message.text == "[1,2]"
     assert resp.stop_reason == "stop"
 
@@ -282,7 +295,15 @@ def test_a_streamed_wrapped_answer_is_held_and_unwrapped() -> None:
 
 
 def test_client_betas_merge_with_the_deployments_and_the_clients_version_wins() -> None:
-    d = dep(quirks={"extra_headers": {"Anthropic-Beta": "conf-1,shared", "anthropic-version": "2023-01-01", "x-extra": "1"}})
+    d = dep(
+        quirks={
+            "extra_headers": {
+                "Anthropic-Beta": "conf-1,shared",
+                "anthropic-version": "2023-01-01",
+                "x-extra": "1",
+            }
+        }
+    )
     r = req(anthropic_betas=["shared", "client-2"], anthropic_version="2023-06-01")
     up, _ = anthropic_messages.build_request(r, d, "k")
     assert up.headers["anthropic-beta"] == "conf-1,shared,client-2"

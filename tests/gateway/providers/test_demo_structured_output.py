@@ -17,13 +17,54 @@ from gateway.schema import PartDelta, Request, ResponseFormat, TextPart, UserMes
 DEP = Deployment(name="demo", api="demo", model="turnstile-demo")
 
 SCHEMAS: list[dict[str, Any]] = [
-    {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name", "age"], "additionalProperties": False},
-    {"type": "object", "properties": {"kind": {"enum": ["cat", "dog"]}, "n": {"type": "number", "minimum": 3, "exclusiveMaximum": 4}}, "required": ["kind", "n"]},
+    {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+        "required": ["name", "age"],
+        "additionalProperties": False,
+    },
+    {
+        "type": "object",
+        "properties": {
+            "kind": {"enum": ["cat", "dog"]},
+            "n": {"type": "number", "minimum": 3, "exclusiveMaximum": 4},
+        },
+        "required": ["kind", "n"],
+    },
     {"type": "array", "items": {"type": "string", "format": "date-time"}, "minItems": 2},
-    {"$defs": {"P": {"type": "object", "properties": {"id": {"type": "string", "format": "uuid"}}, "required": ["id"]}}, "type": "object", "properties": {"p": {"$ref": "#/$defs/P"}, "q": {"anyOf": [{"type": "null"}, {"type": "integer", "maximum": -5}]}}, "required": ["p", "q"]},
-    {"type": "object", "properties": {"s": {"type": "string", "minLength": 10, "maxLength": 12}, "c": {"const": 7}, "b": {"type": ["null", "boolean"]}}, "required": ["s", "c", "b"]},
-    {"type": "object", "properties": {"x": {"type": "integer"}}, "allOf": [{"type": "object", "properties": {"y": {"type": "string"}}, "required": ["y"]}]},
-    {"$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}}, "$ref": "#/$defs/Node"},
+    {
+        "$defs": {
+            "P": {
+                "type": "object",
+                "properties": {"id": {"type": "string", "format": "uuid"}},
+                "required": ["id"],
+            }
+        },
+        "type": "object",
+        "properties": {
+            "p": {"$ref": "#/$defs/P"},
+            "q": {"anyOf": [{"type": "null"}, {"type": "integer", "maximum": -5}]},
+        },
+        "required": ["p", "q"],
+    },
+    {
+        "type": "object",
+        "properties": {
+            "s": {"type": "string", "minLength": 10, "maxLength": 12},
+            "c": {"const": 7},
+            "b": {"type": ["null", "boolean"]},
+        },
+        "required": ["s", "c", "b"],
+    },
+    {
+        "type": "object",
+        "properties": {"x": {"type": "integer"}},
+        "allOf": [{"type": "object", "properties": {"y": {"type": "string"}}, "required": ["y"]}],
+    },
+    {
+        "$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}},
+        "$ref": "#/$defs/Node",
+    },
 ]
 
 
@@ -33,7 +74,12 @@ def test_the_minimal_instance_validates_against_its_schema(schema: dict[str, Any
 
 
 def _req(fmt: ResponseFormat, **kw: Any) -> Request:
-    return Request(model="demo", messages=[UserMessage(content=[TextPart(text="invent a dog")])], response_format=fmt, **kw)
+    return Request(
+        model="demo",
+        messages=[UserMessage(content=[TextPart(text="invent a dog")])],
+        response_format=fmt,
+        **kw,
+    )
 
 
 def test_the_demo_answer_is_json_of_the_requested_schema() -> None:
