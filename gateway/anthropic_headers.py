@@ -40,6 +40,8 @@ TRANSLATED_BETAS = frozenset({"structured-outputs-2025-11-13"})
 
 BETA = "anthropic-beta"
 VERSION = "anthropic-version"
+_BETA_B = BETA.encode()
+_VERSION_B = VERSION.encode()
 
 
 @dataclass(frozen=True)
@@ -76,13 +78,22 @@ def client_betas(headers: Mapping[str, str] | None, with_version: bool) -> tuple
     """The client's beta names (every ``anthropic-beta`` header, split on commas, blanks
     dropped, each once) and, when ``with_version``, its ``anthropic-version`` (else None: only
     an Anthropic target reads it). ``headers`` is a starlette ``Headers`` (``getlist``) or any
-    mapping with lower-case keys."""
+    mapping with lower-case keys (starlette's raw header names are lower-case bytes)."""
     if headers is None:
         return [], None
-    getlist = getattr(headers, "getlist", None)
-    raw = getlist(BETA) if getlist is not None else ([headers[BETA]] if BETA in headers else [])
+    pairs = getattr(headers, "raw", None)
+    if pairs is not None:  # starlette: one dict made in C answers the common case (no beta)
+        last = dict(pairs)
+        if _BETA_B not in last and not with_version:
+            return [], None
+        version = last.get(_VERSION_B)
+        raw = [v.decode("latin-1") for k, v in pairs if k == _BETA_B] if _BETA_B in last else []
+        text_version = version.decode("latin-1") if version is not None and with_version else None
+    else:
+        raw = [headers[BETA]] if BETA in headers else []
+        text_version = headers.get(VERSION) if with_version else None
     betas = list(dict.fromkeys(b.strip() for v in raw for b in v.split(",") if b.strip())) if raw else []
-    return betas, (headers.get(VERSION) if with_version else None)
+    return betas, text_version
 
 
 def admit(betas: list[str], version: str | None, dep: Deployment, policy: AnthropicHeaders) -> Admitted:

@@ -139,7 +139,7 @@ class Turn:
     tried: int = 0  # the index in ``order`` of the deployment that answered
     attempts: list[dict[str, Any]] = field(default_factory=list)
     # target layer
-    dropped: list[dict[str, Any]] = field(default_factory=list)  # client fields a target could not take
+    dropped: tuple[dict[str, Any], ...] = ()  # client fields a target could not take (note_dropped)
     # the layer that produced a stream's events
     outcome: StreamOutcome | None = None
 
@@ -161,7 +161,7 @@ class Turn:
         """Keep ``note`` (``{"kind": "dropped", "field", "values", "deployment", "reason"}``)
         of a client field the deployment tried could not take: stored with the transcript
         row's repairs, named in ``x-turnstile-dropped`` when that deployment answers."""
-        self.dropped.append(note)
+        self.dropped = (*self.dropped, note)
 
     def dropped_fields(self) -> list[str]:
         """The fields dropped for the deployment that answered (or is being tried), each once."""

@@ -117,7 +117,10 @@ def upstream_headers(request: Request, deployment: Deployment) -> dict[str, str]
 
     Reference: https://docs.anthropic.com/en/api/versioning and
     https://docs.anthropic.com/en/api/beta-headers. Never raises."""
-    extra = {k.lower(): v for k, v in deployment.quirks.extra_headers.items()}
+    configured_headers = deployment.quirks.extra_headers
+    if not configured_headers and not request.anthropic_betas and request.anthropic_version is None:
+        return {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
+    extra = {k.lower(): v for k, v in configured_headers.items()}
     version = request.anthropic_version or extra.pop("anthropic-version", None) or ANTHROPIC_VERSION
     extra.pop("anthropic-version", None)
     headers = {"content-type": "application/json", "anthropic-version": version}
