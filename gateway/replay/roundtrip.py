@@ -25,9 +25,9 @@ from gateway.errors import GuardViolation, TurnstileError
 from gateway.providers import anthropic_messages, gemini, openai_chat
 from gateway.providers.naming import NameMap
 from gateway.providers.recorded import gemini_read
+from gateway.providers.wire import CallContext
 from gateway.replay.compare import POLICY, Difference, diff
 from gateway.replay.report import Report
-from gateway.providers.wire import CallContext
 from gateway.schema import AssistantMessage, Request, ResponseFormat, ToolCallPart, ToolResultMessage
 
 TARGETS: dict[str, tuple[ModuleType, Deployment]] = {
@@ -102,7 +102,9 @@ def _output_tool_back(back: Request, prepared: Request, ctx: CallContext) -> Req
         else ResponseFormat(type="json_schema", schema=schema)
     )
     tools = [t for t in back.tools if t.name != ctx.output_tool]
-    return back.model_copy(update={"tools": tools, "tool_choice": prepared.tool_choice, "response_format": fmt})
+    return back.model_copy(
+        update={"tools": tools, "tool_choice": prepared.tool_choice, "response_format": fmt}
+    )
 
 
 def round_trip(request: Request, targets: tuple[str, ...] = tuple(TARGETS)) -> list[TargetResult]:
