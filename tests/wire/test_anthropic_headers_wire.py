@@ -14,8 +14,8 @@ import anthropic
 import openai
 import pytest
 from standins.tool_answers import text_answer
-from standins.topology import KEYS
-from standins.upstream import UpstreamStandin, replay
+from standins.topology import FALLBACK, KEYS
+from standins.upstream import UpstreamStandin, http_error, replay
 from standins.wirekit import transcript_row
 
 from gateway.config import AnthropicHeaders
@@ -116,3 +116,23 @@ def test_an_openai_client_credential_never_reaches_an_anthropic_upstream(
     assert "authorization" not in got.headers
     assert got.headers["x-api-key"] == KEYS["anthropic_messages"]
     assert "anthropic-beta" not in got.headers
+
+
+def test_after_a_fallback_the_dropped_header_names_what_the_answering_deployment_lost(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic, db_path: Path
+) -> None:
+    """``wire-fallback``: the Anthropic primary (which got the betas) fails, the OpenAI backup
+    answers without them: the answer says so, and the row notes it for the backup only."""
+    upstream.script(
+        http_error(529, {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}),
+        replay(text_answer("openai_chat", "hi", stream=False), api="openai_chat"),
+    )
+    raw = _create(ant, FALLBACK, **{"anthropic-beta": BETAS})
+    assert raw.headers["x-turnstile-deployment"] == "oa-backup"
+    assert raw.headers["x-turnstile-dropped"] == "anthropic-beta"
+    primary, backup = upstream.requests()
+    assert primary.headers["anthropic-beta"] == "context-1m-2025-08-07,interleaved-thinking-2025-05-14"
+    assert "anthropic-beta" not in backup.headers
+    row = transcript_row(db_path, raw.headers["x-turnstile-request-id"])
+    notes = [n for n in json.loads(row["repairs"]) if n.get("kind") == "dropped"]
+    assert [n["deployment"] for n in notes] == ["oa-backup"]

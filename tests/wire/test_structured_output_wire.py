@@ -149,3 +149,25 @@ def test_the_standin_refuses_a_keyword_claude_does_not_take(upstream: UpstreamSt
     )
     assert resp.status_code == 400
     assert "additionalProperties" in resp.json()["error"]["message"]
+
+
+def test_openai_json_object_mode_on_claude_answers_a_json_object(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    """No native form exists for "any JSON object" on Claude: the forced output tool with an
+    open object schema carries it, and the client gets the object as its content."""
+    upstream.script(structured_answer(api="anthropic_messages"))
+    completion = oai.chat.completions.create(
+        model="claude-sonnet-4-5", messages=PROMPT, response_format={"type": "json_object"}, max_tokens=100
+    )
+    assert isinstance(json.loads(completion.choices[0].message.content or ""), dict)
+    assert completion.choices[0].finish_reason == "stop"
+    (got,) = upstream.requests()
+    assert got.body["tools"] == [
+        {
+            "name": "json_output",
+            "description": got.body["tools"][0]["description"],
+            "input_schema": {"type": "object"},
+        }
+    ]
+    assert "output_config" not in got.body
