@@ -159,7 +159,9 @@ def has_native_output(model: str) -> bool:
     ``claude-sonnet-4-20250514``, ``claude-opus-4-1-*``...) do not. A model name that names no
     Claude family (a proxy's own id) is taken to be a current model: True. Bedrock / Vertex
     style ids (``us.anthropic.claude-sonnet-4-5-...``, ``claude-haiku-4-5@2025...``) are read
-    the same way."""
+    the same way. (litellm's bundled ``supports_response_schema`` is not this: it is True for
+    the Claude 3 models too, because litellm itself emulates the format with a tool.) A
+    deployment's ``structured_output`` setting overrides this rule."""
     name = model.lower()
     if "claude-2" in name or "claude-instant" in name:
         return False
