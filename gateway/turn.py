@@ -160,8 +160,10 @@ class Turn:
     def note_dropped(self, note: dict[str, Any]) -> None:
         """Keep ``note`` (``{"kind": "dropped", "field", "values", "deployment", "reason"}``)
         of a client field the deployment tried could not take: stored with the transcript
-        row's repairs, named in ``x-turnstile-dropped`` when that deployment answers."""
-        self.dropped = (*self.dropped, note)
+        row's repairs, named in ``x-turnstile-dropped`` when that deployment answers. The same
+        note again (the next tool-loop step on that deployment) is kept once."""
+        if note not in self.dropped:
+            self.dropped = (*self.dropped, note)
 
     def dropped_fields(self) -> list[str]:
         """The fields dropped for the deployment that answered (or is being tried), each once."""

@@ -54,3 +54,22 @@ def test_a_non_anthropic_target_gets_no_beta_and_each_is_dropped() -> None:
         ("anthropic-beta", ("context-1m-2025-08-07",), "oa")
     ]
     assert admit(["structured-outputs-2025-11-13"], None, OA, AnthropicHeaders()).dropped == ()
+
+
+def test_a_turn_keeps_each_dropped_note_once_and_names_it_for_the_answering_deployment() -> None:
+    from gateway.schema import Request, TextPart, UserMessage
+    from gateway.turn import Turn
+
+    turn = Turn(
+        request_id="r",
+        dialect="anthropic",
+        request=Request(model="m", messages=[UserMessage(content=[TextPart(text="x")])]),
+    )
+    note = admit(["b-1"], None, OA, AnthropicHeaders()).dropped[0].note()
+    turn.note_dropped(note)
+    turn.note_dropped(dict(note))  # a second tool-loop step
+    assert turn.dropped == (note,)
+    turn.deployment = AN
+    assert "x-turnstile-dropped" not in turn.headers()
+    turn.deployment = OA
+    assert turn.headers()["x-turnstile-dropped"] == "anthropic-beta"
