@@ -121,13 +121,7 @@ def output_text(arguments: Any, wrapped: bool) -> str:
     """The JSON text a call of the output tool stands for: its ``arguments`` (a dict) as
     compact JSON, or their ``value`` when the schema was wrapped. Never raises."""
     value = arguments.get("value") if wrapped and isinstance(arguments, dict) else arguments
-    return wire_common.dumps_arguments(value) if isinstance(value, dict) else _dumps(value)
-
-
-def _dumps(value: Any) -> str:
-    import orjson
-
-    return orjson.dumps(value).decode()
+    return wire_common.dumps_arguments(value)
 
 
 def map_back_parts(parts: list[dict[str, Any]], ctx: CallContext, stop_reason: Any) -> Any:
