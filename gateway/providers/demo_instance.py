@@ -12,13 +12,17 @@ the ``format`` for ``date-time``, ``date``, ``time``, ``email``, ``uri``, ``uuid
 ``hostname``, ``ipv4``, ``ipv6``, ``duration``), padded to ``minLength`` and cut to
 ``maxLength``; integers and numbers 1 moved into ``minimum`` / ``maximum`` /
 ``exclusiveMinimum`` / ``exclusiveMaximum``; booleans ``true``; a node with no type
-``"demo"``. ``pattern`` is not honoured. Past :data:`MAX_DEPTH` nested schemas (a recursive
+``"demo"``. ``pattern`` is not honoured. Numeric and length bounds that the Anthropic SDK's
+``transform_schema`` (and :func:`gateway.providers.anthropic_schema.to_anthropic_schema`) moved
+into a description as ``{minimum: 2, maxLength: 5}`` are read back from it, so a client's
+``parse()`` validation (which still has them) accepts the answer. Past :data:`MAX_DEPTH` nested schemas (a recursive
 schema) a node gives its type's empty value (``{}``, ``[]``, ``null``, ``"demo"``).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 __all__ = ["MAX_DEPTH", "minimal_instance"]
@@ -61,9 +65,43 @@ def _resolve(ref: str, root: Any) -> Any:
     return node
 
 
+_BOUNDS = (
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+)
+_DESCRIBED = re.compile(r"\{([^{}]*)\}\s*$")
+
+
+def _with_described_bounds(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` plus the bounds its description carries in the SDK's ``{key: value}`` form
+    (keywords already in the schema win)."""
+    desc = schema.get("description")
+    m = _DESCRIBED.search(desc) if isinstance(desc, str) else None
+    if m is None:
+        return schema
+    extra: dict[str, Any] = {}
+    for item in m.group(1).split(","):
+        key, _, value = item.partition(":")
+        key = key.strip()
+        if key in _BOUNDS and key not in schema:
+            try:
+                number = float(value.strip())
+            except ValueError:
+                continue
+            extra[key] = int(number) if number.is_integer() else number
+    return {**schema, **extra} if extra else schema
+
+
 def _instance(schema: Any, root: Any, depth: int) -> Any:
     if not isinstance(schema, dict) or depth > MAX_DEPTH:
         return "demo" if not isinstance(schema, dict) else _empty(schema)
+    schema = _with_described_bounds(schema)
     ref = schema.get("$ref")
     if isinstance(ref, str):
         target = _resolve(ref, root)

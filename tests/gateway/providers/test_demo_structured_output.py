@@ -4,10 +4,12 @@ minimal instance that validates against the requested schema, whole and streamed
 from __future__ import annotations
 
 import json
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 import jsonschema
 import pytest
+from pydantic import BaseModel, Field
 
 from gateway.config import Deployment
 from gateway.providers.demo import answer, response_events
@@ -98,3 +100,70 @@ def test_the_streamed_demo_answer_is_the_same_json() -> None:
 def test_json_object_mode_answers_a_json_object() -> None:
     resp = answer(_req(ResponseFormat(type="json_object")), DEP)
     assert isinstance(json.loads(resp.message.text)["answer"], str)
+
+
+class Pet(BaseModel):
+    name: str
+    legs: int = Field(ge=2, le=4)
+    kind: Literal["cat", "dog"]
+    born: datetime
+    nickname: str | None
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_both_sdks_parse_the_keyless_demo_answer(tmp_path: Any, stream: bool) -> None:
+    """What a newcomer without a key runs first: each SDK's ``parse()`` against the embedded
+    ``demo`` deployment returns the model instance."""
+    import anthropic
+    import openai
+    from starlette.testclient import TestClient
+
+    from gateway import server
+    from gateway.config import Settings, parse_config
+
+    cfg = parse_config(
+        {
+            "server": {"db_path": str(tmp_path / "t.db")},
+            "deployments": [
+                {"name": "demo", "api": "demo", "model": "turnstile-demo", "price": {"input": 0, "output": 0}}
+            ],
+        }
+    )
+    prompt = [{"role": "user", "content": "invent a pet"}]
+    with TestClient(
+        server.create_app(config=cfg, settings=Settings()), base_url="http://127.0.0.1:4000"
+    ) as http:
+        oai = openai.OpenAI(
+            base_url="http://127.0.0.1:4000/v1", api_key="unused", http_client=http, max_retries=0
+        )
+        ant = anthropic.Anthropic(
+            base_url="http://127.0.0.1:4000", api_key="unused", http_client=http, max_retries=0
+        )
+        if stream:
+            with oai.chat.completions.stream(model="demo", messages=prompt, response_format=Pet) as s:
+                parsed = s.get_final_completion().choices[0].message.parsed
+            with ant.messages.stream(model="demo", max_tokens=200, messages=prompt, output_format=Pet) as a:
+                output = a.get_final_message().parsed_output
+        else:
+            parsed = (
+                oai.chat.completions.parse(model="demo", messages=prompt, response_format=Pet)
+                .choices[0]
+                .message.parsed
+            )
+            output = ant.messages.parse(
+                model="demo", max_tokens=200, messages=prompt, output_format=Pet
+            ).parsed_output
+    assert isinstance(parsed, Pet) and isinstance(output, Pet)
+    assert (parsed.kind, parsed.legs) == ("cat", 2)
+
+
+def test_bounds_the_sdk_moved_into_descriptions_are_honoured() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "legs": {"type": "integer", "description": "Legs\n\n{minimum: 2, maximum: 4}"},
+            "tag": {"type": "string", "description": "{minLength: 6}"},
+        },
+        "required": ["legs", "tag"],
+    }
+    assert minimal_instance(schema) == {"legs": 2, "tag": "demooo"}
