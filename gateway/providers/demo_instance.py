@@ -15,8 +15,9 @@ the ``format`` for ``date-time``, ``date``, ``time``, ``email``, ``uri``, ``uuid
 ``"demo"``. ``pattern`` is not honoured. Numeric and length bounds that the Anthropic SDK's
 ``transform_schema`` (and :func:`gateway.providers.anthropic_schema.to_anthropic_schema`) moved
 into a description as ``{minimum: 2, maxLength: 5}`` are read back from it, so a client's
-``parse()`` validation (which still has them) accepts the answer. Past :data:`MAX_DEPTH` nested schemas (a recursive
-schema) a node gives its type's empty value (``{}``, ``[]``, ``null``, ``"demo"``).
+``parse()`` validation (which still has them) accepts the answer. Past :data:`MAX_DEPTH`
+nested schemas (a recursive schema) a node gives its type's empty value (``{}``, ``[]``,
+``null``, ``"demo"``).
 """
 
 from __future__ import annotations
