@@ -268,6 +268,14 @@ class Request(BaseModel):
     native: NativeFields | None = None
     """Same-wire fields with no place in this schema (:class:`NativeFields`); None for most
     requests."""
+    anthropic_betas: list[str] = Field(default_factory=list)
+    """Passed through to an Anthropic Messages upstream only: the client's ``anthropic-beta``
+    header values that the config's allow/deny list admits (``gateway.config.AnthropicHeaders``).
+    Filled by the target layer for an ``anthropic_messages`` deployment, read only by that
+    adapter (merged with the deployment's own betas); empty for every other target."""
+    anthropic_version: str | None = None
+    """Passed through like :attr:`anthropic_betas`: the client's ``anthropic-version`` when the
+    config allows it (else the deployment's own is sent)."""
 
 
 # ---------------------------------------------------------------------------- response

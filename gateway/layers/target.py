@@ -3,7 +3,10 @@
 The deployment must be able to take what the request carries (tools, images: else
 :class:`CapabilityError`, HTTP 400, naming the message); a request without an output limit
 gets the deployment's ``max_output_tokens``; the thinking policy adapts thinking parts to the
-target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs kept on the turn).
+target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs kept on the turn);
+the client's ``anthropic-beta`` / ``anthropic-version`` headers are admitted for an Anthropic
+deployment or dropped for any other (:mod:`gateway.anthropic_headers`; what is dropped is noted
+on the turn: transcript row, ``x-turnstile-dropped`` header, one log line).
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ from __future__ import annotations
 import structlog
 
 from gateway import invariants
+from gateway.anthropic_headers import admit, client_betas
 from gateway.config import Deployment
 from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
-from gateway.schema import ImagePart, Request, Response, ToolResultMessage, UserMessage
+from gateway.schema import ImagePart, Request, Response, ToolResultMessage, UserMessage, evolve
 from gateway.turn import Batches, Gateway, Service, Turn
 
 log = structlog.get_logger("turnstile.pipeline")
@@ -26,6 +30,7 @@ class TargetLayer:
     def __init__(self, gw: Gateway, inner: Service) -> None:
         self.inner = inner
         self.policy = gw.config.guards
+        self.anthropic = gw.config.anthropic
 
     def for_target(self, turn: Turn, request: Request) -> Request:
         """``request`` for ``turn.deployment`` (see the module docstring). Raises
@@ -35,6 +40,9 @@ class TargetLayer:
         check_capabilities(request, dep)
         if request.max_output_tokens is None and dep.max_output_tokens is not None:
             request = request.model_copy(update={"max_output_tokens": dep.max_output_tokens})
+        headers = turn.headers_in
+        if headers is not None:
+            request = self.client_headers(turn, request, dep)
         prepared, repairs = invariants.apply_thinking_policy(request, provenance_of(dep), self.policy)
         if repairs:
             turn.add_repairs(repairs)
@@ -45,6 +53,27 @@ class TargetLayer:
                 repairs=len(repairs),
             )
         return prepared
+
+    def client_headers(self, turn: Turn, request: Request, dep: Deployment) -> Request:
+        """``request`` carrying the client's Anthropic headers that ``dep`` may get (none for
+        a target of another wire API); what is dropped is noted on ``turn`` and logged."""
+        betas, version = client_betas(turn.headers_in, dep.api == "anthropic_messages")
+        if not betas and version is None:
+            return request
+        admitted = admit(betas, version, dep, self.anthropic)
+        for d in admitted.dropped:
+            turn.note_dropped(d.note())
+            log.info(
+                "header_dropped",
+                request_id=turn.request_id,
+                deployment=dep.name,
+                field=d.field,
+                values=list(d.values),
+                reason=d.reason,
+            )
+        if dep.api != "anthropic_messages":
+            return request
+        return evolve(request, anthropic_betas=list(admitted.betas), anthropic_version=admitted.version)
 
     async def complete(self, turn: Turn, request: Request) -> Response:
         """The inner answer to the target's request."""

@@ -45,7 +45,10 @@ LIMITS: dict[tuple[str, str], str] = {
     ("gemini", "user"): "Gemini has no end-user field",
     ("gemini", "redacted_thinking"): "Gemini cannot read Anthropic's encrypted reasoning",
     ("gemini", "result_images"): "Gemini carries tool-result images as parts after the function responses",
-    ("anthropic_messages", "response_format"): "the Messages API has no structured-output slot",
+    ("anthropic_messages", "response_format"): (
+        "output_config.format takes a JSON Schema subset and no name (unsupported keywords go into"
+        " descriptions); JSON object mode and older models get a forced output tool instead"
+    ),
     ("anthropic_messages", "thinking"): "thinking without a signature cannot be verified by Anthropic",
     ("anthropic_messages", "strict"): "Anthropic tool definitions have no strict flag",
     ("gemini", "strict"): "Gemini function declarations have no strict flag",
