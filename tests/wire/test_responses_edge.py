@@ -101,16 +101,7 @@ class City(BaseModel):
     population: int
 
 
-ANTHROPIC_DROPS_FORMAT = pytest.mark.xfail(
-    strict=True,
-    reason="gateway/providers/anthropic_messages.py sends no response_format (its docstring: no "
-    "stable slot); a Chat client's response_format is lost the same way",
-)
-
-
-@pytest.mark.parametrize(
-    "api", ["openai_chat", pytest.param("anthropic_messages", marks=ANTHROPIC_DROPS_FORMAT), "gemini"]
-)
+@pytest.mark.parametrize("api", ["openai_chat", "anthropic_messages", "gemini", "openai_responses"])
 def test_parse_with_a_pydantic_model_sends_the_schema_upstream(
     api: str, upstream: UpstreamStandin, oai: Any
 ) -> None:
