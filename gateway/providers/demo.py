@@ -90,9 +90,12 @@ _CLAUSES = re.compile(r"\s+and\s+|;|\n", re.IGNORECASE)
 _WORDS = re.compile(r"[A-Za-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _COMMON = frozenset(
-    "what when where which with from that this these those there their them then than your "
-    "have into about some only also more does tell please give using want would could should "
-    "need call tool tools make show find".split()
+    {
+        *("what", "when", "where", "which", "with", "from", "that", "this", "these", "those"),
+        *("there", "their", "them", "then", "than", "your", "have", "into", "about", "some"),
+        *("only", "also", "more", "does", "tell", "please", "give", "using", "want", "would"),
+        *("could", "should", "need", "call", "tool", "tools", "make", "show", "find"),
+    }
 )
 
 
@@ -183,16 +186,14 @@ def _pending_results(messages: list[Message]) -> list[ToolResultMessage]:
 
 
 def _quote_results(messages: list[Message], results: list[ToolResultMessage]) -> str:
-    names = {
-        c.id: c.name for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls
-    }
+    names = {c.id: c.name for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls}
     quotes = []
     for r in results:
         body = " ".join(p.text if isinstance(p, TextPart) else "[image]" for p in r.content)
         body = body.strip()[:QUOTE_CHARS]
         name = r.name or names.get(r.tool_call_id, r.tool_call_id)
         verb = "failed with" if r.is_error else "returned"
-        quotes.append(f"{name} {verb} {orjson.dumps(body).decode()}")
+        quotes.append(f'{name} {verb} "{body}"')
     return f"{LABEL} The tool results: " + "; ".join(quotes) + "."
 
 

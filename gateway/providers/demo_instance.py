@@ -173,7 +173,9 @@ def _array(schema: dict[str, Any], root: Any, depth: int, text: str) -> list[Any
         if isinstance(prefix, list) and i < len(prefix):
             out.append(_instance(prefix[i], root, depth + 1, text))
         else:
-            out.append(_instance(items if isinstance(items, dict) else {"type": "string"}, root, depth + 1, text))
+            out.append(
+                _instance(items if isinstance(items, dict) else {"type": "string"}, root, depth + 1, text)
+            )
     return out
 
 

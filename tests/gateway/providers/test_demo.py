@@ -4,9 +4,9 @@ output budget (issue 14 item 10)."""
 
 from __future__ import annotations
 
-from gateway.config import Deployment
 import jsonschema
 
+from gateway.config import Deployment
 from gateway.providers import demo_tokens
 from gateway.providers.demo import DemoProvider, answer, response_events
 from gateway.schema import (
