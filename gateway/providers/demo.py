@@ -31,6 +31,8 @@ What it answers, by the request's last messages:
 
 A JSON ``response_format`` makes any text answer JSON instead: for ``json_schema`` a minimal
 instance that validates against the schema, for ``json_object`` ``{"answer": <the sentence>}``.
+A text answer ends before the first of the request's ``stop`` sequences it contains (stop
+reason ``stop``, the sequence left out, as the chat APIs do).
 
 Usage counts real ``cl100k_base`` tokens (:mod:`gateway.providers.demo_tokens`): input is the
 messages' text, tool calls' arguments, tool results and the tool definitions, plus a few tokens
@@ -250,6 +252,9 @@ def answer(request: Request, deployment: Deployment) -> Response:
             reply = f"{LABEL} This is a local stand-in, not a model. You said: {text[:500]}"
         reply = _structured(request, reply)
         stop = "stop"
+        hits = [reply.find(seq) for seq in request.stop if seq and seq in reply]
+        if hits:
+            reply = reply[: min(hits)]
         if demo_tokens.count(reply) > budget:
             reply, stop = demo_tokens.cut(reply, budget), "length"
         parts.append(TextPart(text=reply))

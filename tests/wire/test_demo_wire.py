@@ -7,7 +7,9 @@ that each SDK's ``parse()`` accepts, whole and streamed."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import anthropic
@@ -130,8 +132,10 @@ def test_openai_chat_streams_parallel_tool_calls_with_arguments_in_pieces(oai: o
 def test_anthropic_completes_a_two_round_tool_loop_with_parallel_calls(ant: anthropic.Anthropic) -> None:
     tools: Any = [{"name": "get_weather", "description": WEATHER_DESCRIPTION, "input_schema": WEATHER_SCHEMA}]
     messages: list[Any] = [{"role": "user", "content": ASK_TWO}]
-    first = ant.messages.create(model="demo", max_tokens=512, messages=messages, tools=tools)
-    assert first.stop_reason == "tool_use"
+    with ant.messages.stream(model="demo", max_tokens=512, messages=messages, tools=tools) as stream:
+        pieces = [e.partial_json for e in stream if e.type == "input_json"]
+        first = stream.get_final_message()
+    assert first.stop_reason == "tool_use" and len(pieces) > 2
     uses = [b for b in first.content if b.type == "tool_use"]
     assert len(uses) == 2
     results = [get_weather(**u.input) for u in uses]  # type: ignore[arg-type]
@@ -177,7 +181,10 @@ def test_responses_completes_a_two_round_tool_loop_with_parallel_calls(oai: open
             "strict": True,
         }
     ]
-    first = oai.responses.create(model="demo", input=ASK_TWO, tools=tools)
+    with oai.responses.stream(model="demo", input=ASK_TWO, tools=tools) as stream:
+        deltas = [e for e in stream if e.type == "response.function_call_arguments.delta"]
+        first = stream.get_final_response()
+    assert len({e.output_index for e in deltas}) == 2
     calls = [item for item in first.output if item.type == "function_call"]
     assert len(calls) == 2
     results = [get_weather(**json.loads(c.arguments)) for c in calls]
@@ -228,3 +235,15 @@ def test_gemini_structured_output_parses_into_the_model(gem: genai.Client) -> No
     config = types.GenerateContentConfig(response_mime_type="application/json", response_schema=Pet)
     resp = gem.models.generate_content(model="demo", contents="invent a pet", config=config)
     assert isinstance(resp.parsed, Pet)
+
+
+def test_the_readme_tool_loop_runs_against_the_keyless_default(url: str, capsys: Any) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    [block] = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "get_weather" in b]
+    exec(compile(block.replace("http://127.0.0.1:4000", url), "README.md", "exec"), {})
+    assert 'get_weather returned "Sunny in ' in capsys.readouterr().out
+
+
+def test_the_models_list_labels_demo_a_stand_in(oai: openai.OpenAI) -> None:
+    [demo] = [m for m in oai.models.list() if m.id == "demo"]
+    assert "stand-in" in str(demo.model_dump().get("description"))

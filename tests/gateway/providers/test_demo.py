@@ -204,3 +204,8 @@ def test_streamed_parallel_calls_arrive_one_after_another_with_arguments_in_piec
     deltas = {i: [e.arguments for e in events if isinstance(e, PartDelta) and e.index == i] for i in (0, 1)}
     assert all(len(d) > 1 for d in deltas.values())
     assert ["".join(deltas[i]) for i in (0, 1)] == [c.raw_arguments for c in resp.message.tool_calls]
+
+
+def test_a_stop_sequence_ends_the_text_answer_before_it() -> None:
+    resp = answer(_req(_user("hello there"), stop=["You said"]), DEP)
+    assert resp.stop_reason == "stop" and resp.message.text.endswith("not a model. ")
