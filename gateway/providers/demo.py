@@ -13,13 +13,15 @@ What it answers, by the request's last messages:
   ``tool_choice`` says, so a client's tool loop always ends.
 * **A user message, tools offered** and ``tool_choice`` not ``none``: tool calls, when
   - ``tool_choice`` names a tool: one call of it;
-  - else the user text is split into clauses at ``and``, ``;`` and line breaks, and a clause
-    *matches* a tool when it contains the tool's name (case-insensitive), or one of its words
+  - else the user text is split into clauses at ``and``, ``;`` and line breaks. A clause
+    *names* a tool when it contains the tool's name (case-insensitive) or one of its words
     (4+ letters, a trailing ``s`` ignored, common words such as ``what``/``please`` left out)
-    is a word of the tool's name (split at ``_``, ``-``, ``.`` and camelCase) or a 5+ letter
-    word of its description. Each matching clause calls every tool it matches; a clause of at
-    most three words that matches nothing continues the previous clause's tools (``weather in
-    Paris and in Tokyo`` gives two ``get_weather`` calls). Several calls in one turn are
+    is a word of the tool's name (split at ``_``, ``-``, ``.`` and camelCase). A clause calls
+    every tool it names; naming none, it calls the one tool whose description shares the most
+    5+ letter words with it (the first offered on a tie), so an agent's many long tool
+    descriptions give one call, not one of each. A clause of at most three words that
+    matches nothing continues the previous clause's tools (``weather in Paris and in Tokyo``
+    gives two ``get_weather`` calls). Several calls in one turn are
     parallel tool calls (at most :data:`MAX_CALLS`); ``parallel_tool_calls: false`` (any
     dialect's equivalent) keeps only the first;
   - else, with ``tool_choice`` ``required``, one call of the first tool;
@@ -110,14 +112,27 @@ def _clause_words(text: str) -> set[str]:
     return {_stem(w) for w in _WORDS.findall(text) if len(w) >= 4} - _COMMON
 
 
-def _tool_words(tool: ToolDefinition) -> set[str]:
-    name = {_stem(w) for w in _WORDS.findall(_CAMEL.sub(" ", tool.name)) if len(w) >= 4}
-    desc = {_stem(w) for w in _WORDS.findall(tool.description or "") if len(w) >= 5}
-    return (name | desc) - _COMMON
+def _name_words(tool: ToolDefinition) -> set[str]:
+    return {_stem(w) for w in _WORDS.findall(_CAMEL.sub(" ", tool.name)) if len(w) >= 4} - _COMMON
 
 
-def _matches(tool: ToolDefinition, clause: str, words: set[str]) -> bool:
-    return tool.name.lower() in clause.lower() or bool(words & _tool_words(tool))
+def _description_words(tool: ToolDefinition) -> set[str]:
+    return {_stem(w) for w in _WORDS.findall(tool.description or "") if len(w) >= 5} - _COMMON
+
+
+def _matching_tools(tools: list[ToolDefinition], clause: str) -> list[ToolDefinition]:
+    """The tools ``clause`` names (by name or a word of it), else the one whose description
+    shares the most words with it (the first offered on a tie), else none."""
+    words = _clause_words(clause)
+    named = [t for t in tools if t.name.lower() in clause.lower() or words & _name_words(t)]
+    if named:
+        return named
+    best, score = None, 0
+    for tool in tools:
+        shared = len(words & _description_words(tool))
+        if shared > score:
+            best, score = tool, shared
+    return [best] if best is not None else []
 
 
 def _planned_calls(request: Request, text: str) -> list[tuple[ToolDefinition, str]]:
@@ -134,8 +149,7 @@ def _planned_calls(request: Request, text: str) -> list[tuple[ToolDefinition, st
         clause = raw.strip(" ,.?!")
         if not clause:
             continue
-        words = _clause_words(clause)
-        matched = [t for t in request.tools if _matches(t, clause, words)]
+        matched = _matching_tools(request.tools, clause)
         if not matched and len(clause.split()) <= 3:
             matched = previous
         previous = matched

@@ -209,3 +209,13 @@ def test_streamed_parallel_calls_arrive_one_after_another_with_arguments_in_piec
 def test_a_stop_sequence_ends_the_text_answer_before_it() -> None:
     resp = answer(_req(_user("hello there"), stop=["You said"]), DEP)
     assert resp.stop_reason == "stop" and resp.message.text.endswith("not a model. ")
+
+
+def test_among_many_described_tools_a_clause_calls_only_the_best_described_one() -> None:
+    tools = [
+        ToolDefinition(name="Read", description="Reads a file from the local filesystem."),
+        ToolDefinition(name="Write", description="Writes a file to the local filesystem."),
+        ToolDefinition(name="Glob", description="Fast file pattern matching; finds files by pattern."),
+    ]
+    resp = answer(_req(_user("find the files matching a pattern"), tools=tools), DEP)
+    assert [c.name for c in resp.message.tool_calls] == ["Glob"]
