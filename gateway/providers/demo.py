@@ -48,6 +48,7 @@ argument deltas of :data:`CHUNK_CHARS` characters, one part after another.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 from collections.abc import AsyncIterator
@@ -311,12 +312,14 @@ class DemoProvider(Provider):
     api = "demo"
 
     async def complete(self, request: Request, deployment: Deployment, api_key: str | None) -> Response:
-        """The demo answer (never raises for a well-formed request)."""
-        return answer(request, deployment)
+        """The demo answer (never raises for a well-formed request), made in a worker thread:
+        tokenizing a long agent prompt, or building the encoder on first use (~0.3 s), does
+        not hold the event loop."""
+        return await asyncio.to_thread(answer, request, deployment)
 
     async def stream(
         self, request: Request, deployment: Deployment, api_key: str | None
     ) -> AsyncIterator[StreamEvent]:
-        """The demo answer as internal stream events."""
-        for ev in response_events(answer(request, deployment)):
+        """The demo answer as internal stream events (made as in :meth:`complete`)."""
+        for ev in response_events(await asyncio.to_thread(answer, request, deployment)):
             yield ev
