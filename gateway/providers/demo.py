@@ -27,8 +27,10 @@ What it answers, by the request's last messages:
   - else, with ``tool_choice`` ``required``, one call of the first tool;
   - else no tool call: the text answer below.
   A call's arguments are :func:`gateway.providers.demo_instance.minimal_instance` of the tool's
-  input schema with the clause's text as the value of plain strings, so they validate against
-  that schema (a schema that is not an object gives ``{"input": <value>}``).
+  input schema, so they validate against it (a schema that is not an object gives ``{"input":
+  <value>}``), with the clause as the value of plain strings, less the words that matched the
+  tool and the filler around them (``What's the weather in Paris`` gives ``Paris``; the whole
+  clause when nothing is left).
 * **Otherwise** a fixed sentence quoting the user's last message.
 
 A JSON ``response_format`` makes any text answer JSON instead: for ``json_schema`` a minimal
@@ -84,7 +86,7 @@ from gateway.schema import (
 LABEL = "[turnstile demo deployment]"
 MAX_CALLS = 8
 """Tool calls in one turn at most."""
-CHUNK_CHARS = 16
+CHUNK_CHARS = 8
 """Characters per streamed text or argument delta."""
 IMAGE_TOKENS = 85
 """Input tokens counted per image (OpenAI's low-detail image cost)."""
@@ -100,6 +102,13 @@ _COMMON = frozenset(
         *("there", "their", "them", "then", "than", "your", "have", "into", "about", "some"),
         *("only", "also", "more", "does", "tell", "please", "give", "using", "want", "would"),
         *("could", "should", "need", "call", "tool", "tools", "make", "show", "find"),
+    }
+)
+
+_FILLER = frozenset(
+    {
+        *("what's", "what", "whats", "is", "are", "the", "a", "an", "in", "at", "of", "for", "me"),
+        *("please", "get", "show", "tell", "use", "call", "with", "to", "on", "now", "current"),
     }
 )
 
@@ -134,6 +143,19 @@ def _matching_tools(tools: list[ToolDefinition], clause: str) -> list[ToolDefini
         if shared > score:
             best, score = tool, shared
     return [best] if best is not None else []
+
+
+def _argument_text(tool: ToolDefinition, clause: str) -> str:
+    """The words of ``clause`` that say what to call ``tool`` on: without the words that
+    matched the tool and the filler words around them (``What's the weather in Paris`` gives
+    ``Paris``); the whole clause when nothing is left."""
+    tool_words = _name_words(tool) | _description_words(tool) | {tool.name.lower()}
+    kept = [w for w in clause.split() if _stem(w.strip(",.?!:;\"'")) not in tool_words]
+    while kept and kept[0].lower().strip(",.?!:;\"'") in _FILLER:
+        kept.pop(0)
+    while kept and kept[-1].lower().strip(",.?!:;\"'") in _FILLER:
+        kept.pop()
+    return " ".join(kept).strip(",.?!:;") or clause
 
 
 def _planned_calls(request: Request, text: str) -> list[tuple[ToolDefinition, str]]:
@@ -230,7 +252,7 @@ def _tool_call_parts(
     parts: list[ToolCallPart] = []
     left = budget
     for i, (tool, clause) in enumerate(calls):
-        value = minimal_instance(tool.parameters, clause[:200])
+        value = minimal_instance(tool.parameters, _argument_text(tool, clause)[:200])
         raw = orjson.dumps(value if isinstance(value, dict) else {"input": value}).decode()
         spent = demo_tokens.count(raw)
         cut = spent > left

@@ -129,7 +129,7 @@ def test_a_word_of_the_tool_description_triggers_a_call_whose_arguments_validate
     [call] = resp.message.tool_calls
     assert call.name == "get_weather"
     jsonschema.validate(call.arguments, WEATHER.parameters)
-    assert call.arguments["unit"] == "celsius" and "Paris" in call.arguments["city"]
+    assert call.arguments == {"city": "Paris", "unit": "celsius"}
 
 
 def test_a_question_no_tool_matches_gets_text_even_with_tools_offered() -> None:
@@ -146,7 +146,7 @@ def test_two_matching_tools_are_called_in_parallel_in_the_offered_order() -> Non
 def test_asking_for_two_things_calls_the_same_tool_twice() -> None:
     resp = answer(_req(_user("weather in Paris and in Tokyo"), tools=[WEATHER]), DEP)
     cities = [c.arguments["city"] for c in resp.message.tool_calls]
-    assert cities == ["weather in Paris", "in Tokyo"]
+    assert cities == ["Paris", "Tokyo"]
 
 
 def test_parallel_tool_calls_false_keeps_only_the_first_call() -> None:
@@ -155,7 +155,7 @@ def test_parallel_tool_calls_false_keeps_only_the_first_call() -> None:
         tools=[WEATHER],
         tool_choice=ToolChoice(mode="auto", parallel=False),
     )
-    assert [c.arguments["city"] for c in answer(req, DEP).message.tool_calls] == ["weather in Paris"]
+    assert [c.arguments["city"] for c in answer(req, DEP).message.tool_calls] == ["Paris"]
 
 
 def test_required_tool_choice_calls_the_first_tool_and_a_named_choice_calls_that_one() -> None:
