@@ -14,9 +14,9 @@ What it answers, by the request's last messages:
 * **A user message, tools offered** and ``tool_choice`` not ``none``: tool calls, when
   - ``tool_choice`` names a tool: one call of it;
   - else the user text is split into clauses at ``and``, ``;`` and line breaks. A clause
-    *names* a tool when it contains the tool's name (case-insensitive) or one of its words
-    (4+ letters, a trailing ``s`` ignored, common words such as ``what``/``please`` left out)
-    is a word of the tool's name (split at ``_``, ``-``, ``.`` and camelCase). A clause calls
+    *names* a tool when it contains the tool's name as a word (case-insensitive), or one of
+    its words (4+ letters, a trailing ``s`` ignored, common words such as ``what``/``please``
+    left out) is a word of the tool's name (split at ``_``, ``-``, ``.`` and camelCase). A clause calls
     every tool it names; naming none, it calls the one tool whose description shares the most
     5+ letter words with it (the first offered on a tie), so an agent's many long tool
     descriptions give one call, not one of each. A clause of at most three words that
@@ -130,11 +130,18 @@ def _description_words(tool: ToolDefinition) -> set[str]:
     return {_stem(w) for w in _WORDS.findall(tool.description or "") if len(w) >= 5} - _COMMON
 
 
+def _says_name(name: str, clause: str) -> bool:
+    """Whether ``clause`` contains ``name`` as a whole word (case-insensitive)."""
+    return (
+        re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", clause, re.IGNORECASE) is not None
+    )
+
+
 def _matching_tools(tools: list[ToolDefinition], clause: str) -> list[ToolDefinition]:
     """The tools ``clause`` names (by name or a word of it), else the one whose description
     shares the most words with it (the first offered on a tie), else none."""
     words = _clause_words(clause)
-    named = [t for t in tools if t.name.lower() in clause.lower() or words & _name_words(t)]
+    named = [t for t in tools if _says_name(t.name, clause) or words & _name_words(t)]
     if named:
         return named
     best, score = None, 0

@@ -219,3 +219,11 @@ def test_among_many_described_tools_a_clause_calls_only_the_best_described_one()
     ]
     resp = answer(_req(_user("find the files matching a pattern"), tools=tools), DEP)
     assert [c.name for c in resp.message.tool_calls] == ["Glob"]
+
+
+def test_a_short_tool_name_inside_another_word_is_not_a_call() -> None:
+    tool = ToolDefinition(name="ls")
+    assert answer(_req(_user("tell me a false story"), tools=[tool]), DEP).message.tool_calls == []
+    assert [c.name for c in answer(_req(_user("run ls here"), tools=[tool]), DEP).message.tool_calls] == [
+        "ls"
+    ]
