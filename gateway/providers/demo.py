@@ -18,8 +18,9 @@ What it answers, by the request's last messages:
     its words (4+ letters, a trailing ``s`` ignored, common words such as ``what``/``please``
     left out) is a word of the tool's name (split at ``_``, ``-``, ``.`` and camelCase). A clause calls
     every tool it names; naming none, it calls the one tool whose description shares the most
-    5+ letter words with it (the first offered on a tie), so an agent's many long tool
-    descriptions give one call, not one of each. A clause of at most three words that
+    5+ letter words with it (the first offered on a tie; only when at most
+    :data:`DESCRIPTION_MATCH_MAX_TOOLS` tools are offered, so an agent's shell or file tools are
+    never called on a description match). A clause of at most three words that
     matches nothing continues the previous clause's tools (``weather in Paris and in Tokyo``
     gives two ``get_weather`` calls). Several calls in one turn are
     parallel tool calls (at most :data:`MAX_CALLS`); ``parallel_tool_calls: false`` (any
@@ -137,12 +138,18 @@ def _says_name(name: str, clause: str) -> bool:
     )
 
 
+DESCRIPTION_MATCH_MAX_TOOLS = 8
+"""Above this many offered tools (a coding agent's whole tool set), only a tool the user names
+is called: a description match would make the demo call an agent's shell or file tools on
+words that were never meant as a command."""
+
+
 def _matching_tools(tools: list[ToolDefinition], clause: str) -> list[ToolDefinition]:
     """The tools ``clause`` names (by name or a word of it), else the one whose description
     shares the most words with it (the first offered on a tie), else none."""
     words = _clause_words(clause)
     named = [t for t in tools if _says_name(t.name, clause) or words & _name_words(t)]
-    if named:
+    if named or len(tools) > DESCRIPTION_MATCH_MAX_TOOLS:
         return named
     best, score = None, 0
     for tool in tools:

@@ -227,3 +227,18 @@ def test_a_short_tool_name_inside_another_word_is_not_a_call() -> None:
     assert [c.name for c in answer(_req(_user("run ls here"), tools=[tool]), DEP).message.tool_calls] == [
         "ls"
     ]
+
+
+def test_among_a_coding_agents_many_tools_only_a_named_tool_is_called() -> None:
+    from gateway.providers import demo
+    from gateway.schema import Request, TextPart, ToolDefinition, UserMessage
+
+    tools = [
+        ToolDefinition(
+            name=f"tool{i}", description="Executes a shell command in the terminal", input_schema={}
+        )
+        for i in range(demo.DESCRIPTION_MATCH_MAX_TOOLS + 1)
+    ]
+    words = "please execute the command in a terminal"
+    request = Request(model="demo", messages=[UserMessage(content=[TextPart(text=words)])], tools=tools)
+    assert demo._planned_calls(request, words) == []
