@@ -184,6 +184,16 @@ class ToolDefinition(BaseModel):
     freeform: dict[str, Any] | None = None
 
 
+def freeform_note(freeform: dict[str, Any] | None) -> str | None:
+    """What an emulated free-form tool's description says of its grammar (appended after a
+    blank line to the client's description): ``"The input must match this <syntax>
+    grammar:\n<definition>"`` for a ``grammar`` format, None for ``text`` or no format. A
+    Responses upstream sending the tool natively removes it again."""
+    if not freeform or freeform.get("type") != "grammar":
+        return None
+    return f"The input must match this {freeform.get('syntax')} grammar:\n{freeform.get('definition')}"
+
+
 class ToolChoice(BaseModel):
     """How the model may use tools: ``auto``, ``none``, ``required`` (any tool) or ``tool``
     (the one named); ``parallel`` False forbids several calls in one turn."""
