@@ -138,17 +138,22 @@ class Turn:
     deployment: Deployment | None = None  # the deployment being tried (then: that answered)
     tried: int = 0  # the index in ``order`` of the deployment that answered
     attempts: list[dict[str, Any]] = field(default_factory=list)
+    # target layer: passed-through fields the deployment cannot carry (gateway.providers.passthrough)
+    dropped: list[str] = field(default_factory=list)
     # the layer that produced a stream's events
     outcome: StreamOutcome | None = None
 
     def headers(self) -> dict[str, str]:
-        """Response headers known before the answer: request id and serving deployment (values
-        made safe by :func:`gateway.http_headers.header_value`)."""
+        """Response headers known before the answer: request id, serving deployment, route and
+        the passed-through fields it could not carry (``x-turnstile-dropped``; values made safe
+        by :func:`gateway.http_headers.header_value`)."""
         h = {"x-turnstile-request-id": self.request_id}
         if self.deployment is not None:
             h["x-turnstile-deployment"] = header_value(self.deployment.name)
         if self.route is not None:
             h["x-turnstile-route"] = header_value(self.route["header"])
+        if self.dropped:
+            h["x-turnstile-dropped"] = header_list(self.dropped)
         return h
 
     def final_headers(self, resp: Response) -> dict[str, str]:
