@@ -58,7 +58,7 @@ def response_id(upstream_id: str, request: Request | None = None) -> str:
 
 
 def item_id(prefix: str, resp_id: str, n: int) -> str:
-    """The id of output item ``n`` of response ``resp_id``: ``msg_``, ``rs_`` or ``fc_`` +
+    """The id of output item ``n`` of response ``resp_id``: ``msg_``, ``rs_``, ``fc_`` or ``ctc_`` +
     the response id's tail + ``_n``."""
     return f"{prefix}_{resp_id.removeprefix('resp_')}_{n}"
 
@@ -181,10 +181,11 @@ def output_item(part: AnyPart, resp_id: str, n: int, request: Request) -> dict[s
     if type(part) is TextPart:
         return message_item(item_id("msg", resp_id, n), part.text)
     if type(part) is ToolCallPart:
+        custom = part.name in custom_tools(request)
         return call_item(
-            item_id("fc", resp_id, n),
+            item_id("ctc" if custom else "fc", resp_id, n),
             part,
-            part.name in custom_tools(request),
+            custom,
             namespace=namespaced_tools(request).get(part.name),
         )
     if type(part) is ThinkingPart:

@@ -222,7 +222,8 @@ class StreamRenderer:
 
     def _call(self, item: _Item, out: list[bytes]) -> None:
         """A held tool call, rendered whole."""
-        n = self._open(item, "fc")
+        custom = item.name in self.custom
+        n = self._open(item, "ctc" if custom else "fc")
         raw = "".join(item.fragments)
         call = ToolCallPart(
             id=item.call_id,
@@ -232,7 +233,6 @@ class StreamRenderer:
             signature=item.signature,
             provenance=item.provenance,
         )
-        custom = call.name in self.custom
         namespace = self.namespaced.get(call.name)
         added = call_item(item.id, call, custom, "in_progress", namespace)
         done = call_item(item.id, call, custom, namespace=namespace)
