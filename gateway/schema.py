@@ -393,12 +393,14 @@ class ToolProgress(BaseModel):
     """Progress of the server-side tool loop inside a stream (not part of the answer): the
     call ``id`` of tool ``name`` finished (``is_error`` when its result is an error result).
     Emitted in completion order; edges render it as a comment or keep-alive event that SDKs
-    ignore. Deliberately not a member of :data:`StreamEvent`."""
+    ignore. ``done`` False: no call finished, the calls still run (a keep-alive, ``id`` and
+    ``name`` empty). Deliberately not a member of :data:`StreamEvent`."""
 
     type: Literal["tool_progress"] = "tool_progress"
     id: str
     name: str
     is_error: bool = False
+    done: bool = True
 
 
 _M = TypeVar("_M", bound=BaseModel)

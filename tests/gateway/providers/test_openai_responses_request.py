@@ -404,7 +404,7 @@ def test_calls_of_free_form_tools_go_back_as_custom_tool_call_items() -> None:
 
 def test_a_custom_tool_call_in_the_answer_maps_back_to_the_flattened_name() -> None:
     request = _req(_user("go"), tools=[EXEC])
-    up, ctx = openai_responses.build_request(request, DEP, "sk-test")
+    _up, ctx = openai_responses.build_request(request, DEP, "sk-test")
     answer = {
         "id": "resp_1",
         "status": "completed",
