@@ -24,7 +24,7 @@ from standins.recordings import json_exchange
 from standins.tool_answers import LENGTH_STOP, Call, text_answer, tool_call_answer
 from standins.topology import MATRIX
 from standins.upstream import UpstreamStandin, replay, reset_mid_stream
-from standins.wirekit import recorded_text
+from standins.wirekit import recorded_text, transcript_row
 
 APIS = ["openai_chat", "anthropic_messages", "gemini"]
 STREAMS = [False, True]
@@ -700,3 +700,30 @@ def test_codex_code_mode_recorded_turns_run_their_tool_loop_on_every_upstream_ap
     if api == "openai_responses":
         kinds = [i.get("type") for i in sent2["input"]]
         assert "custom_tool_call" in kinds and "custom_tool_call_output" in kinds
+
+
+def test_fields_another_wire_api_cannot_carry_are_named_in_a_header_and_the_transcript(
+    upstream: UpstreamStandin, gateway_url: str, db_path: Path
+) -> None:
+    upstream.script(replay(text_answer("gemini", "Hi.", stream=False), api="gemini"))
+    body = {
+        "model": MATRIX["gemini"][0],
+        "input": "hi",
+        "prompt_cache_key": "k1",
+        "service_tier": "priority",
+        "text": {"verbosity": "low"},
+    }
+    resp = httpx.post(f"{gateway_url}/v1/responses", json=body, timeout=15)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["output"][0]["content"][0]["text"] == "Hi."
+    assert resp.headers["x-turnstile-dropped"] == "prompt_cache_key,service_tier,text.verbosity"
+    sent = json.dumps(upstream.requests()[0].body)
+    assert "k1" not in sent and "priority" not in sent
+    row = transcript_row(db_path, resp.headers["x-turnstile-request-id"])
+    (note,) = [r for r in json.loads(row["repairs"]) if r.get("kind") == "passthrough_dropped"]
+    assert note == {
+        "kind": "passthrough_dropped",
+        "deployment": MATRIX["gemini"][0],
+        "api": "gemini",
+        "fields": ["prompt_cache_key", "service_tier", "text.verbosity"],
+    }
