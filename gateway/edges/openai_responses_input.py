@@ -19,6 +19,9 @@ rules, each a decision written here:
   ``function_call_output`` / ``custom_tool_call_output`` -> a tool result paired by
   ``call_id`` (``output`` a string or a list of ``input_text`` / ``input_image`` parts). The
   item ``id`` (``fc_...``) and ``status`` echo the gateway's own output and carry nothing.
+* Every item's ``id`` (Codex CLI sends one on each: ``msg_…``, ``at_…``, ``ctc_…``) names the
+  client's copy of it; the whole conversation comes every time, so it carries nothing and no
+  upstream is sent it (as OpenAI reads items without ids when nothing is stored).
 * ``reasoning``: ``encrypted_content`` is the signature of the thinking (a Turnstile envelope
   names its signer; a raw one is OpenAI's own, :data:`NATIVE`); its text is the
   ``reasoning_text`` content when given, else the ``summary_text`` parts joined by a blank

@@ -57,6 +57,9 @@ Decisions worth knowing
   go in ``metadata`` (at most 16, as OpenAI allows), except the gateway's own keys.
 * Tool names are rewritten to ``^[a-zA-Z0-9_-]{1,64}$`` and call ids longer than 40 characters
   to 40, as for Chat Completions (:mod:`gateway.providers.openai_chat`), mapped back on the way in.
+  A member of a client's ``namespace`` tool (flattened to ``<namespace>.<name>`` by the edge) is
+  sent as the top-level tool ``<namespace>__<name>`` (:class:`NameMap`): the schema keeps no
+  namespaces, and the client gets its calls back with ``namespace`` and ``name`` again.
 """
 
 from __future__ import annotations
