@@ -99,6 +99,10 @@ class Deployment(BaseModel):
     supports_thinking: bool = True
     supports_tools: bool = True
     supports_json_mode: bool = True
+    structured_output: Literal["native", "tool"] | None = None
+    """How an ``anthropic_messages`` deployment carries a JSON response format: ``native``
+    (``output_config.format``), ``tool`` (a forced output tool, mapped back to text), or None:
+    decided from the model name (:func:`gateway.providers.anthropic_schema.has_native_output`)."""
     quirks: Quirks = Field(default_factory=Quirks)
     timeouts_s: dict[Literal["connect", "first_byte", "between_chunks", "total"], float] = Field(
         default_factory=dict
@@ -374,6 +378,32 @@ class TimeoutConfig(BaseModel):
     total: float = Field(default=900.0, gt=0)
 
 
+class BetaList(BaseModel):
+    """Which of a client's ``anthropic-beta`` values reach an Anthropic upstream: those in
+    ``allow`` (None: every beta) and not in ``deny``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allow: list[str] | None = None
+    deny: list[str] = Field(default_factory=list)
+
+    def admits(self, beta: str) -> bool:
+        """Whether ``beta`` may be forwarded."""
+        return beta not in self.deny and (self.allow is None or beta in self.allow)
+
+
+class AnthropicHeaders(BaseModel):
+    """What of a client's Anthropic headers reaches an ``anthropic_messages`` deployment
+    (:mod:`gateway.anthropic_headers`): ``betas`` filters ``anthropic-beta`` values (betas the
+    gateway translates itself are never forwarded), and a client's ``anthropic-version`` is
+    sent only when it is one of ``versions`` (else the deployment's own)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    betas: BetaList = Field(default_factory=BetaList)
+    versions: list[str] = Field(default_factory=lambda: ["2023-06-01"])
+
+
 class GatewayConfig(BaseModel):
     """The whole configuration file."""
 
@@ -387,6 +417,7 @@ class GatewayConfig(BaseModel):
     mcp: McpConfig = Field(default_factory=McpConfig)
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
     tool_loop: ToolLoopConfig = Field(default_factory=ToolLoopConfig)
+    anthropic: AnthropicHeaders = Field(default_factory=AnthropicHeaders)
 
     @model_validator(mode="after")
     def _check_references(self) -> GatewayConfig:

@@ -222,6 +222,23 @@ class ThinkingConfig(BaseModel):
     effort: Literal["minimal", "low", "medium", "high"] | None = None
 
 
+class NativeFields(BaseModel):
+    """Fields of the client's own wire API that this schema has no place for, carried as the
+    client sent them to an upstream of that same wire API (``api``, e.g. ``gemini``: its
+    ``safetySettings``, built-in tools, ``generationConfig.seed``) and to no other: toward any
+    other upstream the request is refused (HTTP 400) naming ``paths``, the client's field paths
+    (``safetySettings``, ``tools[1].googleSearch``). ``fields`` is shaped like the upstream
+    body: top-level keys to set, ``tools`` entries to append, ``generationConfig`` /
+    ``toolConfig`` keys to add. Filled by an edge; read by the target layer (the refusal) and by
+    the provider of ``api`` (the merge)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    api: str
+    fields: dict[str, Any]
+    paths: list[str]
+
+
 class Request(BaseModel):
     """One turn as the client asked for it, in the internal schema.
 
@@ -258,6 +275,17 @@ class Request(BaseModel):
     {"prompt_cache_key": "k", "text": {"verbosity": "low"}}}``). A provider of that API merges
     them into its body; other providers have no slot for them. The edge that fills it lists
     the fields it puts here."""
+    native: NativeFields | None = None
+    """Same-wire fields with no place in this schema (:class:`NativeFields`); None for most
+    requests."""
+    anthropic_betas: list[str] = Field(default_factory=list)
+    """Passed through to an Anthropic Messages upstream only: the client's ``anthropic-beta``
+    header values that the config's allow/deny list admits (``gateway.config.AnthropicHeaders``).
+    Filled by the target layer for an ``anthropic_messages`` deployment, read only by that
+    adapter (merged with the deployment's own betas); empty for every other target."""
+    anthropic_version: str | None = None
+    """Passed through like :attr:`anthropic_betas`: the client's ``anthropic-version`` when the
+    config allows it (else the deployment's own is sent)."""
 
 
 # ---------------------------------------------------------------------------- response

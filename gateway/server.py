@@ -8,7 +8,11 @@ Routes
   Responses dialect; ``GET``/``DELETE /v1/responses/{id}`` and ``GET
   /v1/responses/{id}/input_items`` read stored responses (sessions:
   :mod:`gateway.sessions.responses`).
-* ``GET /v1/models`` — aliases and enabled deployments (a body both SDKs read).
+* ``POST /v1beta/models/{model}:generateContent``, ``:streamGenerateContent?alt=sse`` and
+  ``:countTokens`` — Gemini dialect; the same under ``/v1/models/`` (the google-genai SDK's
+  default path). The caller's key may be in ``x-goog-api-key`` or ``?key=``.
+* ``GET /v1/models`` — aliases and enabled deployments (a body both SDKs read); in Gemini's
+  shape for a Gemini client (:func:`_is_gemini_client`) and always under ``/v1beta/models``.
 * ``GET /health`` — liveness plus the deployment table.
 
 Shared objects (config, deployment table, providers, aiohttp session, transcript writer) are
@@ -41,6 +45,7 @@ from gateway.coalesce import coalesce
 from gateway.config import GatewayConfig, Settings, default_config_path, load_config
 from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
+from gateway.edges import gemini as gemini_edge
 from gateway.edges import openai_chat as openai_edge
 from gateway.edges import openai_responses as responses_edge
 from gateway.errors import (
@@ -122,17 +127,25 @@ class Front:
     request id, method, path, status, deployment, duration (ms), client request id.
 
     ``POST`` to a turn endpoint (``routes`` maps an exact path to ``handler(scope, receive) ->
-    Response``) goes straight to its handler, past Starlette's router and exception middleware
+    Response``, ``prefixes`` a path prefix: Gemini's ``/v1beta/models/``) goes straight to its
+    handler, past Starlette's router and exception middleware
     (a few percent of a request's CPU each); the handlers answer every error themselves, so
     nothing the skipped layers would do applies to them. Every other request takes the normal
     route. A turn is counted in ``open_turns`` until its answer was sent (or cut) and its row
     recorded: the shutdown waits for those rows before closing the transcript.
     """
 
-    def __init__(self, app: ASGIApp, routes: dict[str, Any], open_turns: OpenTurns | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        routes: dict[str, Any],
+        open_turns: OpenTurns | None = None,
+        prefixes: tuple[tuple[str, Any], ...] = (),
+    ) -> None:
         self.app = app
         self.routes = routes
         self.open_turns = open_turns or OpenTurns()
+        self.prefixes = prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -154,6 +167,8 @@ class Front:
         status = 0
         deployment: str | None = None
         handler = self.routes.get(scope["path"]) if scope["method"] == "POST" else None
+        if handler is None and scope["method"] == "POST":
+            handler = next((h for p, h in self.prefixes if scope["path"].startswith(p)), None)
         turns = self.open_turns if handler is not None else None
         if turns is not None:
             turns.count += 1
@@ -246,8 +261,11 @@ def _error_response(edge: ModuleType, err: TurnstileError, rid: str) -> Response
     return _json(body, status, headers)
 
 
-async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Response:
+async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: Any = None) -> Response:
+    """One turn in ``edge``'s dialect; ``parse(body, limits) -> Request`` replaces
+    ``edge.parse_request`` (the Gemini edge takes the model and stream flag from the URL)."""
     state = scope["app"].state
+    parse_request = edge.parse_request if parse is None else parse
     gw: Gateway = state.gateway
     pipeline: Pipeline = state.pipeline
     rid: str = scope["state"]["request_id"]
@@ -261,9 +279,9 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType) -> Resp
         body = await _read_body(scope, receive, limits.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:  # parse off the event loop: keeps other requests moving
             large = True
-            turn_request = await asyncio.to_thread(edge.parse_request, body, limits)
+            turn_request = await asyncio.to_thread(parse_request, body, limits)
         else:
-            turn_request = edge.parse_request(body, limits)
+            turn_request = parse_request(body, limits)
         headers = Headers(scope=scope)
         session_id = session_turns.session_id_for(headers, turn_request)
         if edge is responses_edge:  # a stored response is a session (gateway/sessions/responses.py)
@@ -487,8 +505,102 @@ async def stored_response(request: Request) -> Response:
         return _error_response(responses_edge, err, rid)
 
 
+_GEMINI_VERBS = ("generateContent", "streamGenerateContent", "countTokens")
+
+
+def _is_gemini_client(request: Request) -> bool:
+    """A request from a Google SDK (``x-goog-api-client`` or ``x-goog-api-key``) or with a
+    ``?key=``: ``GET /v1/models`` answers it in Gemini's shape."""
+    h = request.headers
+    return "x-goog-api-client" in h or "x-goog-api-key" in h or "key" in request.query_params
+
+
+def _key_from_query(request: Request) -> None:
+    """Gemini's ``?key=`` as the ``x-goog-api-key`` header of the turn (where the access layer
+    reads a caller's key), unless that header is already there. It identifies the caller only;
+    nothing of the client's request goes upstream."""
+    key = request.query_params.get("key")
+    scope = request.scope
+    if key and not any(k == b"x-goog-api-key" for k, _ in scope["headers"]):
+        scope["headers"] = [*scope["headers"], (b"x-goog-api-key", key.encode("latin-1", "replace"))]
+
+
+async def _gemini_turn(scope: Scope, receive: Receive) -> Response:
+    """``POST .../models/{model}:{verb}`` of the Gemini dialect (dispatched by :class:`Front`
+    on the path prefix): ``generateContent``, ``streamGenerateContent`` (``?alt=sse`` only:
+    without it Gemini streams one JSON array, which this gateway does not serve; 400 naming
+    ``alt``) and ``countTokens``."""
+    request = Request(scope, receive)
+    rest = scope["path"].split("/models/", 1)[1]
+    model_name, sep, verb = rest.rpartition(":")
+    if not sep or not model_name or verb not in _GEMINI_VERBS:
+        missing = RouteNotFound(
+            f"no route for POST {request.url.path}: expected models/{{model}}:generateContent, "
+            ":streamGenerateContent or :countTokens"
+        )
+        _, body = gemini_edge.render_error(missing)
+        return _json(body, 404)
+    _key_from_query(request)
+    if verb == "countTokens":
+        return await _count(
+            request,
+            gemini_edge,
+            lambda body, limits: gemini_edge.parse_count_tokens(body, limits, model=model_name),
+            gemini_edge.render_count_tokens,
+        )
+    stream = verb == "streamGenerateContent"
+    if stream and request.query_params.get("alt") != "sse":
+        err = InvalidRequest(
+            "alt: streamGenerateContent is served as server-sent events only; add ?alt=sse "
+            "(the google-genai SDKs and Gemini CLI do)",
+            param="alt",
+        )
+        rid: str = request.scope["state"]["request_id"]
+        await request.app.state.pipeline.record_refused(rid, gemini_edge.DIALECT, err)
+        return _error_response(gemini_edge, err, rid)
+
+    def parse(body: bytes, limits: Any) -> Any:
+        return gemini_edge.parse_request(body, limits, model=model_name, stream=stream)
+
+    return await _handle_turn(request.scope, request.receive, gemini_edge, parse)
+
+
+def _gemini_entries(gw: Gateway) -> list[dict[str, Any]]:
+    """The model entries with each deployment's window and output limit (tokens)."""
+    entries: list[dict[str, Any]] = []
+    for e in gw.table.models():
+        dep = gw.table.deployments.get(e["id"])
+        entry: dict[str, Any] = dict(e)
+        if dep is not None:
+            entry["context_window"] = dep.context_window
+            entry["max_output_tokens"] = dep.max_output_tokens
+        entries.append(entry)
+    return entries
+
+
+async def gemini_models(request: Request) -> Response:
+    """``GET /v1beta/models``: the model list in Gemini's shape."""
+    gw: Gateway = request.app.state.gateway
+    return _json(gemini_edge.render_models(_gemini_entries(gw)))
+
+
+async def gemini_model(request: Request) -> Response:
+    """``GET /v1beta/models/{model}``: one model in Gemini's shape, or 404 in Gemini's shape."""
+    gw: Gateway = request.app.state.gateway
+    wanted = request.path_params.get("rest") or request.path_params.get("model_id") or ""
+    wanted = wanted[len("models/") :] if wanted.startswith("models/") else wanted
+    for entry in _gemini_entries(gw):
+        if entry["id"] == wanted:
+            return _json(gemini_edge.render_model(entry))
+    _, body = gemini_edge.render_error(RouteNotFound(f"models/{wanted} is not found for this gateway"))
+    return _json(body, 404)
+
+
 async def models(request: Request) -> Response:
-    """Model list in a shape both the OpenAI and Anthropic SDKs accept."""
+    """Model list in a shape both the OpenAI and Anthropic SDKs accept (Gemini's for a Gemini
+    client)."""
+    if _is_gemini_client(request):
+        return await gemini_models(request)
     gw: Gateway = request.app.state.gateway
     return _json(openai_edge.render_models(gw.table.models()))
 
@@ -517,11 +629,13 @@ async def health(request: Request) -> Response:
 
 def _edge_for_path(path: str) -> ModuleType:
     """The dialect a path belongs to: Anthropic under ``/v1/messages``, Responses under
-    ``/v1/responses``, else OpenAI Chat's (the more common client)."""
+    ``/v1/responses``, Gemini under ``/v1beta``, else OpenAI Chat's (the more common client)."""
     if path.startswith("/v1/messages"):
         return anthropic_edge
     if path.startswith(("/v1/responses", "/responses")):
         return responses_edge
+    if path.startswith("/v1beta"):
+        return gemini_edge
     return openai_edge
 
 
@@ -540,7 +654,10 @@ async def method_not_allowed(request: Request, exc: Exception) -> Response:
 
 
 async def model(request: Request) -> Response:
-    """One model, as ``GET /v1/models/{id}`` (``models.retrieve`` in both SDKs)."""
+    """One model, as ``GET /v1/models/{id}`` (``models.retrieve`` in both SDKs; Gemini's
+    ``models.get`` for a Gemini client)."""
+    if _is_gemini_client(request):
+        return await gemini_model(request)
     gw: Gateway = request.app.state.gateway
     wanted = request.path_params["model_id"]
     for entry in openai_edge.render_models(gw.table.models())["data"]:
@@ -682,6 +799,8 @@ def create_app(
             Route("/v1/responses/{response_id}/input_items", stored_response, methods=["GET"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
+            Route("/v1beta/models", gemini_models, methods=["GET"]),
+            Route("/v1beta/models/{rest:path}", gemini_model, methods=["GET"]),
             Route("/models", models, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
             *mcp_api.routes(),
@@ -700,6 +819,7 @@ def create_app(
             "/responses": _responses_turn,
         },
         open_turns=open_turns,
+        prefixes=(("/v1beta/models/", _gemini_turn), ("/v1/models/", _gemini_turn)),
     )
     if not (exposure.client_auth_configured(config) or exposure.anonymous_allowed(config, settings)):
         app.add_middleware(exposure.LoopbackOnly, refuse=_refuse_anonymous)  # for hosts not seen here

@@ -138,23 +138,37 @@ class Turn:
     deployment: Deployment | None = None  # the deployment being tried (then: that answered)
     tried: int = 0  # the index in ``order`` of the deployment that answered
     attempts: list[dict[str, Any]] = field(default_factory=list)
-    # target layer: passed-through fields the deployment cannot carry (gateway.providers.passthrough)
-    dropped: list[str] = field(default_factory=list)
+    # target layer
+    dropped: tuple[dict[str, Any], ...] = ()  # client fields a target could not take (note_dropped)
     # the layer that produced a stream's events
     outcome: StreamOutcome | None = None
 
     def headers(self) -> dict[str, str]:
-        """Response headers known before the answer: request id, serving deployment, route and
-        the passed-through fields it could not carry (``x-turnstile-dropped``; values made safe
-        by :func:`gateway.http_headers.header_value`)."""
+        """Response headers known before the answer: request id and serving deployment (values
+        made safe by :func:`gateway.http_headers.header_value`)."""
         h = {"x-turnstile-request-id": self.request_id}
         if self.deployment is not None:
             h["x-turnstile-deployment"] = header_value(self.deployment.name)
         if self.route is not None:
             h["x-turnstile-route"] = header_value(self.route["header"])
         if self.dropped:
-            h["x-turnstile-dropped"] = header_list(self.dropped)
+            fields = self.dropped_fields()
+            if fields:
+                h["x-turnstile-dropped"] = header_list(fields)
         return h
+
+    def note_dropped(self, note: dict[str, Any]) -> None:
+        """Keep ``note`` (``{"kind": "dropped", "field", "values", "deployment", "reason"}``)
+        of a client field the deployment tried could not take: stored with the transcript
+        row's repairs, named in ``x-turnstile-dropped`` when that deployment answers. The same
+        note again (the next tool-loop step on that deployment) is kept once."""
+        if note not in self.dropped:
+            self.dropped = (*self.dropped, note)
+
+    def dropped_fields(self) -> list[str]:
+        """The fields dropped for the deployment that answered (or is being tried), each once."""
+        name = self.deployment.name if self.deployment is not None else None
+        return list(dict.fromkeys(d["field"] for d in self.dropped if d.get("deployment") == name))
 
     def final_headers(self, resp: Response) -> dict[str, str]:
         """:meth:`headers` plus what the whole answer tells: its cost (USD), the ids of tool

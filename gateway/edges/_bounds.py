@@ -277,3 +277,35 @@ def check_embedded(value: Any, raw: str, limit: int, above: int, field: str) -> 
     room = limit - above
     if len(raw) > 2 * room and raw.count("{") + raw.count("[") > room and nesting_exceeds(value, room):
         raise too_deep(field, limit)
+
+
+def check_contents_bounds(
+    data: JSONObj, body: bytes, limits: InputLimits, fields: tuple[FieldPattern, ...]
+) -> None:
+    """:func:`check_bounds` for a Gemini body: ``contents`` count as messages (and
+    ``systemInstruction`` too when present), their ``parts`` as parts (PayloadTooLarge, 413,
+    naming ``contents``); nesting past ``max_json_depth`` is an InvalidRequest naming the field
+    (one of ``fields``). Values that are not of the expected type are left for the edge."""
+    contents = data.get("contents")
+    if type(contents) is list:
+        n = len(contents)
+        if n > limits.max_request_messages:
+            raise PayloadTooLarge(
+                f"contents: {n} contents; at most {limits.max_request_messages} are accepted per request "
+                "(limit server.max_request_messages)",
+                param="contents",
+            )
+        if len(body) >= 2 * limits.max_request_parts:
+            try:
+                parts = sum(map(len, filter(is_list, map(_get, filter(is_dict, contents), repeat("parts")))))
+            except TypeError:  # pragma: no cover - filtered to dicts and lists above
+                parts = 0
+            if parts > limits.max_request_parts:
+                raise PayloadTooLarge(
+                    f"contents: {parts} parts; at most {limits.max_request_parts} are accepted per request "
+                    "(limit server.max_request_parts)",
+                    param="contents",
+                )
+    limit = limits.max_json_depth
+    if body.count(b"{") + body.count(b"[") > limit and nesting_exceeds(data, limit):
+        raise too_deep(field_of(path_past(data, limit), fields), limit)

@@ -13,7 +13,8 @@ Reference: https://docs.anthropic.com/en/api/messages. Notes:
 * ``role: "system"`` inside ``messages`` (mid-conversation system prompts, observed in
   pydantic-ai cassettes ``test_anthropic_mid_conversation_system/*``) -> :class:`SystemMessage`.
 * ``output_config.effort`` -> ``ThinkingConfig.effort`` (``max``/``xhigh`` clamp to
-  ``high``); ``output_config.format`` (json_schema) -> ``ResponseFormat``.
+  ``high``); ``output_config.format`` (json_schema), or the beta top-level ``output_format``
+  (not both) -> ``ResponseFormat``.
 * Not supported yet, rejected naming the path: documents, search results, server tools
   (``web_search_*``, ``code_execution_*``, ...), their result blocks, ``mcp_servers``.
 
@@ -103,6 +104,7 @@ _FREE_FORM: tuple[FieldPattern, ...] = (
     ("tools", "*", "input_schema"),
     ("tools", "*", "cache_control"),
     ("output_config", "format", "schema"),
+    ("output_format", "schema"),
     ("system", "*", "cache_control"),
     ("messages", "*", "content", "*", "input"),
     ("messages", "*", "content", "*", "cache_control"),
@@ -518,11 +520,24 @@ def _thinking(data: JSONObj, out_cfg: JSONObj) -> JSONObj | None:
     return cfg
 
 
-def _response_format(out_cfg: JSONObj) -> JSONObj | None:
-    fmt = opt(out_cfg, "format", dict, "output_config")
+def _response_format(data: JSONObj, out_cfg: JSONObj | None) -> JSONObj | None:
+    """``output_config.format`` (GA) or the beta top-level ``output_format`` (structured
+    outputs beta ``structured-outputs-2025-11-13``; the SDK calls it deprecated) -> a
+    response-format dict; both at once is refused, as the SDK refuses it ("Both output_format
+    and output_config.format were provided")."""
+    fmt = opt(out_cfg, "format", dict, "output_config") if out_cfg else None
+    path = "output_config.format"
+    beta = data.get("output_format")
+    if beta is not None:
+        if fmt is not None:
+            raise InvalidRequest(
+                "output_format: give either output_format or output_config.format, not both "
+                "(output_format is the deprecated beta form)",
+                param="output_format",
+            )
+        fmt, path = check(beta, dict, "output_format"), "output_format"
     if fmt is None:
         return None
-    path = "output_config.format"
     ftype = req(fmt, "type", str, path)
     if ftype != "json_schema":
         raise unsupported(join(path, "type"), f"output format {ftype!r}")
@@ -578,8 +593,8 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     out_cfg = get("output_config")
     if out_cfg is not None and type(out_cfg) is not dict:
         check(out_cfg, dict, "output_config")  # raises
-    if out_cfg:
-        out["response_format"] = _response_format(out_cfg)
+    if out_cfg or "output_format" in data:
+        out["response_format"] = _response_format(data, out_cfg)
     if out_cfg or "thinking" in data:
         out["thinking"] = _thinking(data, out_cfg or {})
     stream = get("stream")

@@ -12,6 +12,12 @@ model) inside the opaque strings the client keeps verbatim:
   ``id + "__ts1_" + base64url(orjson([signature, api, provider, model]))`` without padding,
   so the id still matches ``^[a-zA-Z0-9_-]+$`` when the original id does (Anthropic's rule).
 
+* Gemini clients keep ``thoughtSignature`` as *bytes* (the google-genai SDKs decode it from
+  base64 and encode it again when they send it back), so toward them the envelope is itself
+  base64-encoded (standard alphabet, padded): ``base64("tsig1." ...)`` for a signature and
+  ``base64("redacted:" + "tsig1." ...)`` for redacted-thinking data
+  (:func:`wrap_b64_signature`). A value that does not decode to one is a raw Gemini signature.
+
 A raw (unwrapped) signature means "signed by the client dialect's native provider"; the edge
 assigns that provenance (for Anthropic: ``Provenance(api="anthropic_messages",
 provider="anthropic", model="")``, model ``""`` = any model of that provider).
@@ -131,3 +137,35 @@ def unwrap_tool_call_id(s: str) -> tuple[str, str | None, Provenance | None]:
             start = pos + 1
             continue
         return s[:pos], sig, prov
+
+
+_REDACTED = "redacted:"
+
+
+def wrap_b64_signature(sig: str, prov: Provenance | None, *, redacted: bool = False) -> str:
+    """A signature (or, with ``redacted``, redacted-thinking data) as a Gemini
+    ``thoughtSignature``: standard padded base64 of the envelope (:func:`wrap_signature`),
+    prefixed with ``redacted:`` for redacted data. Without provenance the raw ``sig``."""
+    if prov is None:
+        return sig
+    text = (_REDACTED if redacted else "") + wrap_signature(sig, prov)
+    return base64.b64encode(text.encode()).decode("ascii")
+
+
+def unwrap_b64_signature(value: str) -> tuple[str, Provenance | None, bool]:
+    """Inverse of :func:`wrap_b64_signature`: ``(signature, provenance, redacted)``. A value
+    that is not base64 of an envelope is a raw signature: ``(value, None, False)``. Raises
+    ``ValueError`` for an envelope whose provenance is damaged."""
+    if len(value) < 8 or not value.startswith(("dHNpZzEu", "cmVkYWN0ZWQ6")):  # base64 of the prefixes
+        return value, None, False
+    try:
+        text = base64.b64decode(value, validate=True).decode()
+    except (binascii.Error, ValueError):
+        return value, None, False
+    redacted = text.startswith(_REDACTED)
+    if redacted:
+        text = text[len(_REDACTED) :]
+    if not text.startswith(SIG_PREFIX):
+        return value, None, False
+    sig, prov = unwrap_signature(text)
+    return sig, prov, redacted

@@ -109,7 +109,7 @@ class RecordLayer:
             cost_usd=usage.cost_usd,
             latency_ms=round((time.perf_counter() - turn.started) * 1000, 3),
             guard_outcome=turn.guard_outcome,
-            repairs=turn.repairs,
+            repairs=[*turn.repairs, *turn.dropped] if turn.dropped else turn.repairs,
             withheld=list(resp.withheld_tool_calls) if resp is not None else [],
             attempts=turn.attempts,
             error=error.message if error is not None else None,

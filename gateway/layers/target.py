@@ -3,11 +3,12 @@
 The deployment must be able to take what the request carries (tools, images: else
 :class:`CapabilityError`, HTTP 400, naming the message); a request without an output limit
 gets the deployment's ``max_output_tokens``; the thinking policy adapts thinking parts to the
-target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs kept on the turn).
-Passed-through fields the target cannot carry (:func:`gateway.providers.passthrough.split`:
-fields of another wire API) are dropped and said so: ``turn.dropped`` (the
-``x-turnstile-dropped`` header), a ``passthrough_dropped`` repair on the transcript row and one
-log line.
+target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs kept on the turn);
+the client's ``anthropic-beta`` / ``anthropic-version`` headers are admitted for an Anthropic
+deployment or dropped for any other (:mod:`gateway.anthropic_headers`); passed-through fields the
+target cannot carry (:func:`gateway.providers.passthrough.split`: fields of another wire API) are
+dropped. What is dropped is noted on the turn: transcript row, ``x-turnstile-dropped`` header,
+one log line.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from __future__ import annotations
 import structlog
 
 from gateway import invariants
+from gateway.anthropic_headers import admit, client_betas
 from gateway.config import Deployment
 from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
 from gateway.providers import passthrough
-from gateway.schema import ImagePart, Request, Response, ToolResultMessage, UserMessage
+from gateway.schema import ImagePart, Request, Response, ToolResultMessage, UserMessage, evolve
 from gateway.turn import Batches, Gateway, Service, Turn
 
 log = structlog.get_logger("turnstile.pipeline")
@@ -31,6 +33,7 @@ class TargetLayer:
     def __init__(self, gw: Gateway, inner: Service) -> None:
         self.inner = inner
         self.policy = gw.config.guards
+        self.anthropic = gw.config.anthropic
 
     def for_target(self, turn: Turn, request: Request) -> Request:
         """``request`` for ``turn.deployment`` (see the module docstring). Raises
@@ -40,7 +43,11 @@ class TargetLayer:
         check_capabilities(request, dep)
         if request.max_output_tokens is None and dep.max_output_tokens is not None:
             request = request.model_copy(update={"max_output_tokens": dep.max_output_tokens})
-        note_dropped(turn, request, dep)
+        headers = turn.headers_in
+        if headers is not None:
+            request = self.client_headers(turn, request, dep)
+        if request.passthrough:
+            note_passthrough(turn, request, dep)
         prepared, repairs = invariants.apply_thinking_policy(request, provenance_of(dep), self.policy)
         if repairs:
             turn.add_repairs(repairs)
@@ -52,6 +59,27 @@ class TargetLayer:
             )
         return prepared
 
+    def client_headers(self, turn: Turn, request: Request, dep: Deployment) -> Request:
+        """``request`` carrying the client's Anthropic headers that ``dep`` may get (none for
+        a target of another wire API); what is dropped is noted on ``turn`` and logged."""
+        betas, version = client_betas(turn.headers_in, dep.api == "anthropic_messages")
+        if not betas and version is None:
+            return request
+        admitted = admit(betas, version, dep, self.anthropic)
+        for d in admitted.dropped:
+            turn.note_dropped(d.note())
+            log.info(
+                "header_dropped",
+                request_id=turn.request_id,
+                deployment=dep.name,
+                field=d.field,
+                values=list(d.values),
+                reason=d.reason,
+            )
+        if dep.api != "anthropic_messages":
+            return request
+        return evolve(request, anthropic_betas=list(admitted.betas), anthropic_version=admitted.version)
+
     async def complete(self, turn: Turn, request: Request) -> Response:
         """The inner answer to the target's request."""
         return await self.inner.complete(turn, self.for_target(turn, request))
@@ -61,20 +89,26 @@ class TargetLayer:
         return await self.inner.stream(turn, self.for_target(turn, request))
 
 
-def note_dropped(turn: Turn, request: Request, dep: Deployment) -> None:
-    """Set ``turn.dropped`` to the passed-through fields ``dep`` cannot carry (each attempt
-    anew: a fallback target may carry them) and note them on the turn and in the log."""
+def note_passthrough(turn: Turn, request: Request, dep: Deployment) -> None:
+    """Note on ``turn`` (and log once) the passed-through fields ``dep`` cannot carry."""
     dropped = passthrough.split(request, dep)[1]
-    turn.dropped = dropped
+    for note in dropped:
+        turn.note_dropped(note)
     if dropped:
-        turn.add_repairs(
-            [{"kind": "passthrough_dropped", "deployment": dep.name, "api": dep.api, "fields": dropped}]
-        )
-        log.info("passthrough_dropped", request_id=turn.request_id, deployment=dep.name, fields=dropped)
+        fields = [d["field"] for d in dropped]
+        log.info("passthrough_dropped", request_id=turn.request_id, deployment=dep.name, fields=fields)
 
 
 def check_capabilities(request: Request, dep: Deployment) -> None:
-    """Raise :class:`CapabilityError` when ``dep`` cannot take the request's tools or images."""
+    """Raise :class:`CapabilityError` when ``dep`` cannot take the request's tools or images, or
+    the request carries fields of a wire API (``request.native``) that ``dep`` does not speak."""
+    native = request.native
+    if native is not None and native.api != dep.api:
+        raise CapabilityError(
+            f"{', '.join(native.paths)}: carried only to a {native.api} upstream, and model {dep.name!r} "
+            f"is served by the {dep.api} wire API; remove them or use a {native.api} model",
+            param=native.paths[0],
+        )
     if request.tools and not dep.supports_tools:
         raise CapabilityError(
             f"the request offers {len(request.tools)} tool(s), and model {dep.name!r} cannot take tools",

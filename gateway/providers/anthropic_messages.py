@@ -31,7 +31,11 @@ Decisions worth knowing
   becomes ``B + max_tokens`` so the visible answer keeps the budget the client asked for.
   ``enabled: false`` sends ``{"type": "disabled"}``; a deployment with
   ``supports_thinking: false`` gets no thinking field.
-* ``response_format`` has no stable slot in the Messages API and is not sent.
+* ``response_format`` (JSON schema or JSON object): ``output_config.format`` on a model with
+  structured outputs, else a forced output tool whose call comes back as the answer's text
+  (:mod:`gateway.providers.anthropic_output`).
+* Headers: the client's ``anthropic-beta`` and ``anthropic-version`` (as the target layer
+  admitted them) merged with the deployment's own (:func:`upstream_headers`).
 * Server-side blocks in answers (``server_tool_use``, ``*_tool_result``, ``mcp_tool_use``,
   ``compaction``…) have no internal representation and are skipped; Turnstile never asks for
   server tools.
@@ -50,6 +54,7 @@ from gateway.errors import CapabilityError, UpstreamProtocolError
 from gateway.providers import wire_common
 from gateway.providers.anthropic_common import API as API  # the wire API name (WireModule.API)
 from gateway.providers.anthropic_common import map_stop_reason, provenance
+from gateway.providers.anthropic_output import add_output, map_back_parts
 from gateway.providers.anthropic_stream import AnthropicStreamParser
 from gateway.providers.naming import ANTHROPIC_ID, TOOL_NAME, NameMap
 from gateway.providers.wire import CallContext, StreamParser, UpstreamRequest
@@ -81,24 +86,52 @@ EFFORT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 def build_request(
     request: Request, deployment: Deployment, api_key: str | None
 ) -> tuple[UpstreamRequest, CallContext]:
-    """Internal request -> ``POST {base_url}/v1/messages`` with ``x-api-key`` and
-    ``anthropic-version: 2023-06-01`` (``base_url`` defaults to https://api.anthropic.com; one
-    that already ends in ``/v1`` is not doubled). ``deployment.quirks.extra_headers`` (e.g.
-    ``anthropic-beta``) are added last. Raises :class:`CapabilityError` for images the
-    deployment cannot take."""
+    """Internal request -> ``POST {base_url}/v1/messages`` with ``x-api-key`` (``base_url``
+    defaults to https://api.anthropic.com; one that already ends in ``/v1`` is not doubled).
+    Headers: :func:`upstream_headers`. A JSON response format goes in its native slot or a
+    forced output tool (:mod:`gateway.providers.anthropic_output`). Raises
+    :class:`CapabilityError` for images the deployment cannot take."""
     ctx = CallContext(deployment=deployment, request=request, names=NameMap())
     body = to_wire_body(request, deployment, ctx.names)
-    headers = {
-        "content-type": "application/json",
-        "anthropic-version": ANTHROPIC_VERSION,
-        "accept": "text/event-stream" if request.stream else "application/json",
-    }
+    if request.response_format is not None:
+        add_output(body, request, deployment, ctx)
+    headers = upstream_headers(request, deployment)
+    headers["accept"] = "text/event-stream" if request.stream else "application/json"
     if api_key:
         headers["x-api-key"] = api_key
-    headers.update(deployment.quirks.extra_headers)
     base = (deployment.base_url or DEFAULT_BASE_URL).rstrip("/")
     url = base + ("/messages" if base.endswith("/v1") else "/v1/messages")
     return UpstreamRequest(url=url, headers=headers, body=orjson.dumps(body), stream=request.stream), ctx
+
+
+def upstream_headers(request: Request, deployment: Deployment) -> dict[str, str]:
+    """``content-type``, ``anthropic-version`` and ``anthropic-beta`` for ``deployment``, then
+    its other ``quirks.extra_headers`` (names lower-cased).
+
+    * ``anthropic-version``: the client's (``request.anthropic_version``, already admitted by
+      the config's list in the target layer), else the deployment's ``extra_headers`` value,
+      else ``2023-06-01``.
+    * ``anthropic-beta``: the union of the deployment's configured betas and the client's
+      (``request.anthropic_betas``, already filtered by the config's allow/deny list), the
+      deployment's first, each once; absent when both are empty.
+
+    Reference: https://docs.anthropic.com/en/api/versioning and
+    https://docs.anthropic.com/en/api/beta-headers. Never raises."""
+    configured_headers = deployment.quirks.extra_headers
+    if not configured_headers and not request.anthropic_betas and request.anthropic_version is None:
+        return {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
+    extra = {k.lower(): v for k, v in configured_headers.items()}
+    version = request.anthropic_version or extra.pop("anthropic-version", None) or ANTHROPIC_VERSION
+    extra.pop("anthropic-version", None)
+    headers = {"content-type": "application/json", "anthropic-version": version}
+    configured = extra.pop("anthropic-beta", "")
+    if configured or request.anthropic_betas:
+        betas = [b.strip() for b in configured.split(",") if b.strip()]
+        betas.extend(b for b in request.anthropic_betas if b not in betas)
+        if betas:
+            headers["anthropic-beta"] = ",".join(dict.fromkeys(betas))
+    headers.update(extra)
+    return headers
 
 
 def parse_response(body: bytes, ctx: CallContext) -> Response:
@@ -383,8 +416,10 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
     ``text`` (empty ones skipped), ``thinking`` (signature byte-identical, provenance of the
     deployment), ``redacted_thinking`` and ``tool_use`` blocks become parts; ``tool_use.input``
     is kept as the arguments object and as compact JSON text in ``raw_arguments``; ids and names
-    are mapped back through ``ctx.names``. The answer is assembled as plain dicts and validated
-    once (:func:`gateway.providers.wire_common.validate_response`). Raises
+    are mapped back through ``ctx.names``. A call of the structured-output tool
+    (``ctx.output_tool``) becomes a text part of its JSON
+    (:func:`gateway.providers.anthropic_output.map_back_parts`). The answer is assembled as
+    plain dicts and validated once (:func:`gateway.providers.wire_common.validate_response`). Raises
     :class:`UpstreamProtocolError` for an error object, a body without ``content`` or a
     thinking ``signature`` that is not a string, :class:`UnknownStopReason` for an unknown
     stop reason.
@@ -442,11 +477,14 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
                 }
             )
     usage = obj.get("usage")
+    stop = obj.get("stop_reason")
+    if ctx.output_tool is not None:
+        stop = map_back_parts(parts, ctx, stop)
     data = {
         "id": str(obj.get("id") or ""),
         "model": str(obj.get("model") or dep.model),
         "message": {"content": parts},
-        "stop_reason": map_stop_reason(obj.get("stop_reason")),
+        "stop_reason": map_stop_reason(stop),
         "usage": usage_fields(usage if isinstance(usage, dict) else None),
     }
     return wire_common.validate_response(data, what="message", deployment=dep.name)

@@ -5,9 +5,12 @@ Events (https://docs.anthropic.com/en/docs/build-with-claude/streaming): ``messa
 ``content_block_delta`` (``text_delta``, ``thinking_delta``, ``signature_delta``,
 ``input_json_delta``; ``citations_delta`` ignored) / ``content_block_stop`` -> part events;
 ``message_delta`` (stop reason, cumulative usage: the latest value of each field wins);
-``message_stop`` -> ``MessageEnd``; ``ping`` ignored; ``error`` -> :class:`StreamError`
-(``overloaded_error`` -> ``overloaded``…). Unknown event types are ignored, as the streaming
-documentation asks ("we may occasionally add new event types").
+``message_stop`` -> ``MessageEnd``; a ``tool_use`` block of the structured-output tool
+(``ctx.output_tool``, :mod:`gateway.providers.anthropic_output`) is a text part whose text is
+its ``input_json_delta`` fragments (held to the block's end and unwrapped for a wrapped
+schema), and ``tool_use`` is then ``stop`` when no other tool was called; ``ping`` ignored;
+``error`` -> :class:`StreamError` (``overloaded_error`` -> ``overloaded``…). Unknown event
+types are ignored, as the streaming documentation asks ("we may occasionally add new event types").
 
 Part indexes are contiguous and Turnstile's own: Anthropic block indexes are mapped, and
 blocks with no internal representation (server tools, compaction…) are skipped with their
@@ -28,6 +31,7 @@ import orjson
 from gateway.errors import UpstreamProtocolError
 from gateway.providers import wire_common
 from gateway.providers.anthropic_common import map_stop_reason, provenance
+from gateway.providers.anthropic_output import output_text
 from gateway.providers.wire import CallContext
 from gateway.schema import (
     MessageEnd,
@@ -71,11 +75,12 @@ per upstream chunk, and this is a third cheaper."""
 
 @dataclass
 class _Block:
-    kind: str  # text | thinking | redacted_thinking | tool_call | skip
+    kind: str  # text | thinking | redacted_thinking | tool_call | output | skip
     part: int | None = None
     start_input: Any = None
     got_args: bool = False
     ended: bool = False
+    held: list[str] | None = None  # output tool of a wrapped schema: its input, held to the end
 
 
 class AnthropicStreamParser:
@@ -91,6 +96,7 @@ class AnthropicStreamParser:
         self.started = False
         self.ended = False
         self.failed = False
+        self.calls = 0  # tool_use blocks that are client tool calls (not the output tool)
 
     def feed(self, event: str | None, data: bytes) -> list[StreamEvent]:
         """One SSE event. Raises :class:`UpstreamProtocolError` for non-JSON data or a
@@ -153,7 +159,10 @@ class AnthropicStreamParser:
             delta = wire_common.as_dict(obj.get("delta"))
             self._usage(wire_common.as_dict(obj.get("usage")))
             if delta.get("stop_reason") is not None:
-                self.stop = map_stop_reason(str(delta["stop_reason"]))
+                raw = str(delta["stop_reason"])
+                if raw == "tool_use" and self.ctx.output_tool is not None and not self.calls:
+                    raw = "end_turn"  # the only call was the structured answer: plain text
+                self.stop = map_stop_reason(raw)
                 self._end_all(out)
         elif kind == "message_stop":
             out.extend(self._end())
@@ -235,7 +244,17 @@ class AnthropicStreamParser:
                     provenance=provenance(dep),
                 )
             )
+        elif (
+            btype == "tool_use"
+            and self.ctx.output_tool is not None
+            and cb.get("name") == self.ctx.output_tool
+        ):
+            block = _Block("output", part=self._new_part(), start_input=cb.get("input"))
+            block.held = [] if self.ctx.output_wrapped else None
+            self.blocks[index] = block
+            out.append(PartStart(index=block.part or 0, kind="text"))
         elif btype == "tool_use":
+            self.calls += 1
             block = _Block("tool_call", part=self._new_part(), start_input=cb.get("input"))
             self.blocks[index] = block
             out.append(
@@ -283,7 +302,12 @@ class AnthropicStreamParser:
             fragment = delta.get("partial_json")
             if fragment:
                 block.got_args = True
-                out.append(_part_delta({"index": block.part, "arguments": str(fragment)}))
+                if block.kind == "tool_call":
+                    out.append(_part_delta({"index": block.part, "arguments": str(fragment)}))
+                elif block.held is not None:
+                    block.held.append(str(fragment))
+                else:  # the output tool's input is the answer's text, as it streams
+                    out.append(_part_delta({"index": block.part, "text": str(fragment)}))
 
     def _end_block(self, block: _Block, out: list[StreamEvent], *, complete: bool) -> None:
         if block.ended:
@@ -294,7 +318,32 @@ class AnthropicStreamParser:
         if complete and block.kind == "tool_call" and not block.got_args:
             start = block.start_input if isinstance(block.start_input, dict) else {}
             out.append(PartDelta(index=block.part, arguments=wire_common.dumps_arguments(start)))
+        elif block.kind == "output":
+            self._end_output(block, out, complete)
         out.append(PartEnd(index=block.part))
+
+    def _end_output(self, block: _Block, out: list[StreamEvent], complete: bool) -> None:
+        """The rest of the output tool's text: its start input when no delta came, or the
+        ``value`` of a wrapped schema's held input (the held text as it is when cut short or
+        not JSON, so nothing the model wrote is lost)."""
+        part = block.part or 0
+        if block.held is None:
+            if complete and not block.got_args:
+                start = block.start_input if isinstance(block.start_input, dict) else {}
+                out.append(PartDelta(index=part, text=wire_common.dumps_arguments(start)))
+            return
+        raw = "".join(block.held)
+        if not block.got_args:
+            raw = wire_common.dumps_arguments(
+                block.start_input if isinstance(block.start_input, dict) else {}
+            )
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            value = None
+        text = output_text(value, True) if complete and isinstance(value, dict) else raw
+        if text:
+            out.append(PartDelta(index=part, text=text))
 
     def _end_all(self, out: list[StreamEvent]) -> None:
         for block in sorted(self.blocks.values(), key=lambda b: -1 if b.part is None else b.part):

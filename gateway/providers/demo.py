@@ -7,7 +7,11 @@ labelled as a stand-in in ``GET /v1/models`` and in every answer's text. Behavio
   requires one): it calls that tool, arguments built from the tool's JSON Schema (strings get
   the user's text, numbers 1, booleans true, arrays one item, objects recursively);
 * last message a tool result: it summarises the results it received;
-* otherwise it answers with a fixed sentence quoting the user's last message.
+* otherwise it answers with a fixed sentence quoting the user's last message;
+* a JSON ``response_format`` makes any text answer (the two cases above) JSON instead: for
+  ``json_schema`` a minimal instance that validates against the schema
+  (:func:`gateway.providers.demo_instance.minimal_instance`), for ``json_object``
+  ``{"answer": <the sentence>}``.
 
 ``max_output_tokens`` is honoured with the same ~4-characters-per-token estimate used for its
 usage: an answer longer than the budget is cut and reported with stop reason ``length`` (a cut
@@ -25,6 +29,7 @@ import orjson
 
 from gateway.config import Deployment
 from gateway.providers.base import Provider
+from gateway.providers.demo_instance import minimal_instance
 from gateway.schema import (
     AssistantMessage,
     MessageEnd,
@@ -75,6 +80,16 @@ def _example(schema: Any, text: str, depth: int = 0) -> Any:
     if kind == "boolean":
         return True
     return text[:200]
+
+
+def _structured(request: Request, reply: str) -> str:
+    """``reply`` as the JSON the request's response format asks for (module docstring)."""
+    fmt = request.response_format
+    if fmt is None or fmt.type == "text":
+        return reply
+    if fmt.type == "json_object" or fmt.schema_ is None:
+        return orjson.dumps({"answer": reply}).decode()
+    return orjson.dumps(minimal_instance(fmt.schema_)).decode()
 
 
 def _last_user_text(request: Request) -> str:
@@ -133,6 +148,7 @@ def answer(request: Request, deployment: Deployment) -> Response:
             reply = (
                 f"[turnstile demo deployment] This is a local stand-in, not a model. You said: {text[:500]}"
             )
+        reply = _structured(request, reply)
         if _tokens(reply) > budget:
             reply = reply[: budget * CHARS_PER_TOKEN]
             stop = "length"

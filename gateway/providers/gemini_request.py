@@ -26,6 +26,9 @@ Decisions (each documented where it is made):
 * ``cache_control`` markers are not sent: Gemini caches implicitly or via ``cachedContents``.
 * ``ToolChoice.parallel`` has no Gemini equivalent and is not sent; ``request.user`` and
   ``metadata`` have no slot either.
+* ``request.native`` of the ``gemini`` API (a Gemini client's ``safetySettings``, built-in
+  tools, ``generationConfig`` keys without a schema field, ...) is laid over the body as the
+  client sent it: :func:`merge_native`.
 """
 
 from __future__ import annotations
@@ -306,4 +309,23 @@ def build_body(request: Request, deployment: Deployment, names: NameMap) -> dict
     gen = _generation_config(request, deployment)
     if gen:
         body["generationConfig"] = gen
+    native = request.native
+    if native is not None and native.api == "gemini":
+        merge_native(body, native.fields)
     return body
+
+
+_NESTED = ("generationConfig", "toolConfig")
+
+
+def merge_native(body: dict[str, Any], fields: dict[str, Any]) -> None:
+    """Lay a Gemini client's own fields (``NativeFields.fields``) over ``body``: ``tools``
+    entries are appended, ``generationConfig`` / ``toolConfig`` keys added to those objects,
+    any other top-level key (``safetySettings``, ``labels``) set."""
+    for key, value in fields.items():
+        if key == "tools":
+            body["tools"] = [*body.get("tools", ()), *value]
+        elif key in _NESTED:
+            body[key] = {**body.get(key, {}), **value}
+        else:
+            body[key] = value

@@ -112,7 +112,9 @@ def is_responses_signed(prov: Provenance | None) -> bool:
 
 def usage_fields(u: dict[str, Any] | None) -> dict[str, int]:
     """The :class:`gateway.schema.Usage` fields (tokens) of a Responses ``usage`` object:
-    ``input_tokens`` includes ``input_tokens_details.cached_tokens`` (split out as cache reads);
+    ``input_tokens`` includes ``input_tokens_details.cached_tokens`` (split out as cache reads)
+    and ``cache_write_tokens`` (split out as cache writes; OpenAI reports them for extended
+    prompt caching, recorded in pydantic-ai's ``test_openai_responses_prompt_cache_e2e``);
     ``output_tokens`` includes ``output_tokens_details.reasoning_tokens``
     (https://platform.openai.com/docs/api-reference/responses/object#responses/object-usage).
     Empty for a missing usage (the accounting layer then estimates)."""
@@ -120,12 +122,15 @@ def usage_fields(u: dict[str, Any] | None) -> dict[str, int]:
         return {}
     int_field = wire_common.int_field
     total_in = int_field(u, "input_tokens") or 0
-    cached = int_field(wire_common.as_dict(u.get("input_tokens_details")), "cached_tokens") or 0
+    details = wire_common.as_dict(u.get("input_tokens_details"))
+    cached = int_field(details, "cached_tokens") or 0
+    written = int_field(details, "cache_write_tokens") or 0
     reasoning = int_field(wire_common.as_dict(u.get("output_tokens_details")), "reasoning_tokens") or 0
     return {
-        "input_tokens": max(total_in - cached, 0),
+        "input_tokens": max(total_in - cached - written, 0),
         "output_tokens": int_field(u, "output_tokens") or 0,
         "cache_read_tokens": cached,
+        "cache_write_tokens": written,
         "reasoning_tokens": reasoning,
     }
 

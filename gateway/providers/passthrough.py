@@ -8,8 +8,8 @@ upstream of the client's own wire API serves the turn. The rule, per deployment:
   merges them, e.g. :mod:`gateway.providers.openai_responses_request`), except where that
   upstream refuses them for the model (OpenAI Responses: ``reasoning.*`` only for a reasoning
   model, :func:`gateway.providers.openai_responses_common.is_reasoning_model`);
-* toward any other target a field is **dropped**, and said so: the turn's repairs (its
-  transcript row) get ``{"kind": "passthrough_dropped", "deployment", "api", "fields"}``, the
+* toward any other target a field is **dropped**, and said so: the turn keeps a ``dropped``
+  note per field (:meth:`gateway.turn.Turn.note_dropped`: the transcript row's repairs), the
   pipeline logs one line and the answer carries the ``x-turnstile-dropped: field,field``
   header (issue 14 item 1) — unless dropping it changes what the answer means, when the edge
   refuses it by name instead (no passed-through field is such a field today).
@@ -41,30 +41,44 @@ _MODEL_BOUND = {"openai_responses": ("reasoning",)}
 settings only for a reasoning model)."""
 
 
-def _names(key: str, value: Any) -> list[str]:
-    """Dotted field names of one passed-through value: ``text.verbosity`` for ``{"text":
-    {"verbosity": ...}}``, ``client_metadata`` for an opaque object."""
+def _fields(key: str, value: Any) -> list[tuple[str, Any]]:
+    """Dotted field names and values of one passed-through value: ``("text.verbosity", "low")``
+    for ``{"text": {"verbosity": "low"}}``, ``("client_metadata", {...})`` for an opaque object."""
     if key in ("text", "reasoning") and isinstance(value, dict):
-        return [f"{key}.{k}" for k in value]
-    return [key]
+        return [(f"{key}.{k}", v) for k, v in value.items()]
+    return [(key, value)]
 
 
-def split(request: Request, deployment: Deployment) -> tuple[dict[str, Any], list[str]]:
+def split(request: Request, deployment: Deployment) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``(sent, dropped)`` for ``request`` on ``deployment``: the passed-through fields of
-    ``deployment.api`` its upstream is sent (top-level field -> value, verbatim), and the dotted
-    names of every other passed-through field (sorted). Pure."""
+    ``deployment.api`` its upstream is sent (top-level field -> value, verbatim), and a note for
+    every other passed-through field, sorted by field (``{"kind": "dropped", "field": dotted
+    name, "values": [value], "deployment", "reason"}``, the shape
+    :meth:`gateway.turn.Turn.note_dropped` keeps). Pure."""
     sent: dict[str, Any] = {}
-    dropped: list[str] = []
+    dropped: list[dict[str, Any]] = []
     for api, fields in request.passthrough.items():
         for key, value in fields.items():
-            own = api == deployment.api
-            if own and key in _MODEL_BOUND.get(api, ()) and not _takes_model_bound(api, deployment):
-                own = False
-            if own:
-                sent[key] = value
+            if api != deployment.api:
+                reason = f"only an upstream of the {api} wire API takes it; this one speaks {deployment.api}"
+            elif key in _MODEL_BOUND.get(api, ()) and not _takes_model_bound(api, deployment):
+                reason = (
+                    f"model {deployment.model!r} has no reasoning (its upstream refuses reasoning settings)"
+                )
             else:
-                dropped.extend(_names(key, value))
-    return sent, sorted(dropped)
+                sent[key] = value
+                continue
+            for name, v in _fields(key, value):
+                dropped.append(
+                    {
+                        "kind": "dropped",
+                        "field": name,
+                        "values": [v],
+                        "deployment": deployment.name,
+                        "reason": reason,
+                    }
+                )
+    return sent, sorted(dropped, key=lambda d: str(d["field"]))
 
 
 def _takes_model_bound(api: str, deployment: Deployment) -> bool:

@@ -43,11 +43,16 @@ class UpstreamRequest:
 @dataclass
 class CallContext:
     """What a wire module needs to read the answer of the request it built: the deployment,
-    the original request and the tool name / id rewrites it applied."""
+    the original request and the tool name / id rewrites it applied. ``output_tool`` is the
+    upstream name of the tool that carries a structured answer when the upstream has no native
+    slot for it (its call is the answer's text, never a tool call); ``output_wrapped``: the
+    answer is that tool's ``value`` argument (a schema whose root is not an object)."""
 
     deployment: Deployment
     request: Request
     names: NameMap = field(default_factory=NameMap)
+    output_tool: str | None = None
+    output_wrapped: bool = False
 
 
 class StreamParser(Protocol):

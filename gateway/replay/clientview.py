@@ -15,11 +15,12 @@ import orjson
 from gateway.edges import get_dialect
 from gateway.edges.signatures import unwrap_signature, unwrap_tool_call_id
 from gateway.providers.recorded import meaning as mn
+from gateway.providers.recorded import meaning_responses as mr
 from gateway.providers.sse import decode_all
 from gateway.replay.upstream import response_events
 from gateway.schema import Request, Response
 
-CLIENT_DIALECTS = ("openai_chat", "anthropic_messages")
+CLIENT_DIALECTS = ("openai_chat", "anthropic_messages", "openai_responses")
 DIALECT_LIMITS = {
     ("openai_chat", "thinking_signatures"): "Chat Completions has no slot for reasoning signatures",
     ("openai_chat", "redacted_thinking"): "Chat Completions has no slot for encrypted reasoning",
@@ -36,19 +37,27 @@ def _short(v: Any) -> str:
 
 def read_body(dialect: str, body: dict[str, Any]) -> mn.Meaning:
     """The meaning of a rendered non-streaming body of ``dialect``."""
-    return mn.openai_body(body) if dialect == "openai_chat" else mn.anthropic_body(body)
+    if dialect == "openai_chat":
+        return mn.openai_body(body)
+    return mr.responses_body(body) if dialect == "openai_responses" else mn.anthropic_body(body)
 
 
 def read_stream(dialect: str, frames: list[bytes]) -> mn.Meaning:
     """The meaning of rendered SSE frames of ``dialect``."""
     objs = [orjson.loads(data) for _, data in decode_all(b"".join(frames)) if data.strip() != b"[DONE]"]
-    return mn.openai_chunks(objs) if dialect == "openai_chat" else mn.anthropic_events(objs)
+    if dialect == "openai_chat":
+        return mn.openai_chunks(objs)
+    return mr.responses_events(objs) if dialect == "openai_responses" else mn.anthropic_events(objs)
 
 
 def render(dialect: str, resp: Response, request: Request) -> tuple[mn.Meaning, mn.Meaning]:
     """``resp`` rendered to a ``dialect`` client, non-streaming and streaming, read back."""
     edge = get_dialect(dialect)
     req = request.model_copy(update={"include_usage": True, "stream": True})
+    if dialect == "openai_responses":  # a client that asked for its reasoning's encrypted content
+        fields = dict(req)
+        echo = {"custom_tools": set(), **fields.pop("echo", {}), "include_encrypted": True}
+        req = edge.ResponsesRequest.model_construct(**fields, echo=echo)
     body = orjson.loads(orjson.dumps(edge.render_response(resp, req)))
     renderer = edge.StreamRenderer(req)
     frames: list[bytes] = []
@@ -125,6 +134,11 @@ def compare(
     got_think = "".join(t for t, _ in got.thinking)
     if exp_think != got_think:
         add("thinking", exp_think, got_think)
+    if dialect == "openai_responses" and expected.redacted and not got.redacted:
+        # Responses has one kind of reasoning item: redacted thinking is one with only its
+        # encrypted content, read back as a thinking part without text
+        folded = [*expected.thinking, *(("", r) for r in expected.redacted)]
+        expected = mn.Meaning(**{**vars(expected), "redacted": [], "thinking": folded})
     exp_sigs = "".join(s or "" for _, s in expected.thinking)
     got_sigs = "".join(s or "" for _, s in got.thinking)
     if exp_sigs != got_sigs:

@@ -45,7 +45,10 @@ LIMITS: dict[tuple[str, str], str] = {
     ("gemini", "user"): "Gemini has no end-user field",
     ("gemini", "redacted_thinking"): "Gemini cannot read Anthropic's encrypted reasoning",
     ("gemini", "result_images"): "Gemini carries tool-result images as parts after the function responses",
-    ("anthropic_messages", "response_format"): "the Messages API has no structured-output slot",
+    ("anthropic_messages", "response_format"): (
+        "output_config.format takes a JSON Schema subset and no name (unsupported keywords go into"
+        " descriptions); JSON object mode and older models get a forced output tool instead"
+    ),
     ("anthropic_messages", "thinking"): "thinking without a signature cannot be verified by Anthropic",
     ("anthropic_messages", "strict"): "Anthropic tool definitions have no strict flag",
     ("gemini", "strict"): "Gemini function declarations have no strict flag",
@@ -210,6 +213,20 @@ def _no_media(item: Any) -> Any:
     return item.split(":", 1)[1] if isinstance(item, str) and ":" in item else item
 
 
+ANTHROPIC_MIN_BUDGET = (
+    "Anthropic's smallest thinking budget is 1,024 tokens; a smaller one is raised to it "
+    "(https://docs.claude.com/en/docs/build-with-claude/extended-thinking)"
+)
+
+
+def _raised_budget(value: Any, other: Any) -> bool:
+    """A thinking budget under Anthropic's minimum that went up to exactly the minimum."""
+    if not isinstance(value, dict) or not isinstance(other, dict):
+        return False
+    before, after = value.get("budget_tokens"), other.get("budget_tokens")
+    return isinstance(before, int) and before < 1024 and after == 1024
+
+
 def diff(before: Request, after: Request, target: str) -> list[Difference]:
     """The facets in which ``after`` (read back from what was sent to ``target``) differs from
     ``before``. ``max_output_tokens`` unset before is not compared (targets that require it
@@ -246,7 +263,10 @@ def diff(before: Request, after: Request, target: str) -> list[Difference]:
             other = [_no_media(x) for x in other or []]
         if value != other:
             x, y = _first_difference(value, other)
-            out.append(Difference(facet, x, y, LIMITS.get((target, facet), "")))
+            limit = LIMITS.get((target, facet), "")
+            if facet == "thinking_config" and target == "anthropic_messages" and _raised_budget(value, other):
+                limit = ANTHROPIC_MIN_BUDGET
+            out.append(Difference(facet, x, y, limit))
     if target == "openai_chat" and any(d.facet == "result_images" for d in out):
         for d in out:
             if d.facet in ("user_text", "user_images") and not d.limit:

@@ -4,9 +4,9 @@ through every client dialect.
 For one exchange: the wire API comes from the reader, the URL or the content; APIs with no
 adapter (Gemini interactions, Bedrock, embeddings, stored OpenAI responses ...) are reported
 as unsupported.
-The recorded request, when it is a client-dialect body (OpenAI Chat or Anthropic Messages
-histories, often multi-turn), goes through the edge, the guards (findings) and the round trip
-like a conversation turn. The recorded answer goes through the wire module
+The recorded request, when it is a client-dialect body (OpenAI Chat, Anthropic Messages,
+OpenAI Responses or Gemini histories, often multi-turn), goes through the edge, the guards
+(findings) and the round trip like a conversation turn. The recorded answer goes through the wire module
 (``parse_response`` or ``new_stream_parser``) and the truncation guard, then is rendered to
 each client dialect, streamed and not; the client-visible meaning is compared with the
 meaning read independently from the recording (:mod:`gateway.providers.recorded.meaning`).
@@ -98,6 +98,16 @@ def _server_tools(ex: Exchange) -> str | None:
         if marker in body:
             return name
     return None
+
+
+_HISTORY = {
+    "openai_chat": "messages",
+    "anthropic_messages": "messages",
+    "openai_responses": "input",
+    "gemini": "contents",
+}
+"""The top-level key of each client dialect's conversation history: a recorded request that
+has it goes through that dialect's edge."""
 
 
 def _background(ex: Exchange) -> bool:
@@ -235,17 +245,24 @@ class RecordingReplayer:
 
     def _request(self, ex: Exchange, api: str, where: str, seen: set[tuple[str, ...]]) -> Request | None:
         key: tuple[str, ...]
+        history = _HISTORY.get(api)
         if (
-            api == "gemini"
+            history is None
             or not isinstance(ex.request, dict)
-            or not isinstance(ex.request.get("messages"), list)
+            or not isinstance(ex.request.get(history), list)
         ):
             return None
         rep = self.report
         rep.counts["requests"] += 1
         body = {k: v for k, v in ex.request.items() if k not in ("stream", "stream_options")}
         try:
-            request = get_dialect(api).parse_request(orjson.dumps(body))
+            if api == "gemini":  # the model and the stream flag are in the URL
+                model = (
+                    ex.url.split("/models/", 1)[-1].rsplit(":", 1)[0] if "/models/" in ex.url else "recorded"
+                )
+                request = get_dialect(api).parse_request(orjson.dumps(body), model=model, stream=ex.stream)
+            else:
+                request = get_dialect(api).parse_request(orjson.dumps(body))
         except InvalidRequest as err:
             key = ("invalid_request", err.message)
             if key not in seen:

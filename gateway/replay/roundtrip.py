@@ -4,7 +4,11 @@ For each target (``openai_chat``, ``anthropic_messages``, ``gemini``): apply the
 policy for that target (as the pipeline does), ``build_request``, then read the built body
 back as what it means (the OpenAI and Anthropic bodies with the client edges, which parse the
 same formats; Gemini with :mod:`gateway.providers.recorded.gemini_read`), map rewritten tool
-names and ids back, and compare facet by facet (:mod:`gateway.replay.compare`).
+names and ids back, and compare facet by facet (:mod:`gateway.replay.compare`). A structured
+answer an Anthropic body asks for through the forced output tool
+(:mod:`gateway.providers.anthropic_output`) is read back as the response format it stands for:
+the tool is taken out, its input schema is the format's schema, and the tool choice is the
+request's (the forced choice is that format's translation, not a choice of the client's).
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from gateway.errors import GuardViolation, TurnstileError
 from gateway.providers import anthropic_messages, gemini, openai_chat
 from gateway.providers.naming import NameMap
 from gateway.providers.recorded import gemini_read
+from gateway.providers.wire import CallContext
 from gateway.replay.compare import POLICY, Difference, diff
 from gateway.replay.report import Report
-from gateway.schema import AssistantMessage, Request, ToolCallPart, ToolResultMessage
+from gateway.schema import AssistantMessage, Request, ResponseFormat, ToolCallPart, ToolResultMessage
 
 TARGETS: dict[str, tuple[ModuleType, Deployment]] = {
     "openai_chat": (openai_chat, Deployment(name="rt-openai", api="openai_chat", model="gpt-4o")),
@@ -83,6 +88,25 @@ def read_back(target: str, body: bytes, names: NameMap, dep: Deployment) -> Requ
     return _map_back(gemini_read.read_request(body, names, dep), names)
 
 
+def _output_tool_back(back: Request, prepared: Request, ctx: CallContext) -> Request:
+    """``back`` with the output tool read as the response format it carries (module docstring)."""
+    tool = next((t for t in back.tools if t.name == ctx.output_tool), None)
+    if tool is None:
+        return back
+    schema = tool.parameters
+    if ctx.output_wrapped:
+        schema = schema.get("properties", {}).get("value", schema)
+    fmt = (
+        ResponseFormat(type="json_object")
+        if prepared.response_format is not None and prepared.response_format.type == "json_object"
+        else ResponseFormat(type="json_schema", schema=schema)
+    )
+    tools = [t for t in back.tools if t.name != ctx.output_tool]
+    return back.model_copy(
+        update={"tools": tools, "tool_choice": prepared.tool_choice, "response_format": fmt}
+    )
+
+
 def round_trip(request: Request, targets: tuple[str, ...] = tuple(TARGETS)) -> list[TargetResult]:
     """Convert ``request`` (already guarded) to each target and back; see module docstring.
 
@@ -103,6 +127,8 @@ def round_trip(request: Request, targets: tuple[str, ...] = tuple(TARGETS)) -> l
         except TurnstileError as err:
             out.append(TargetResult(target, [], refused=f"the body built for it is not valid: {err.message}"))
             continue
+        if ctx.output_tool is not None:
+            back = _output_tool_back(back, prepared, ctx)
         diffs = diff(prepared, back, target)
         if prepared is not request:
             for d in diff(request, prepared, target):

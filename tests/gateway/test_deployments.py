@@ -100,3 +100,20 @@ def test_upstream_model_id_resolves_to_its_deployment() -> None:
     cfg = parse_config({"deployments": [{"name": "d1", "api": "demo", "model": "m-1"}]})
     table = DeploymentTable.build(cfg, Settings(), resolve_prices=False)
     assert [d.name for d in table.candidates("m-1")] == ["d1"]
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "gemini-2.5-pro",
+        "gemini-2.5-flash",
+        "gemini-2.5-flash-lite",
+        "gemini-3-pro-preview",
+        "gemini-3-flash-preview",
+    ],
+)
+def test_the_names_gemini_cli_asks_for_are_served_with_a_gemini_key(
+    monkeypatch: pytest.MonkeyPatch, model: str
+) -> None:
+    table = _table(monkeypatch, GEMINI_API_KEY="k")
+    assert [d.model for d in table.candidates(model)] == [model]

@@ -10,7 +10,7 @@ import asyncio
 
 import orjson
 
-from gateway.edges import anthropic_messages, openai_chat, openai_responses
+from gateway.edges import anthropic_messages, gemini, openai_chat, openai_responses
 from gateway.schema import AssistantMessage, Response, TextPart, ToolCallPart, ToolProgress, ToolResultMessage
 from gateway.tool_loop import Step, ToolLoop
 from gateway.tool_loop_stream import _progress
@@ -57,3 +57,6 @@ def test_every_edge_renders_a_keep_alive() -> None:
     )
     renderer = anthropic_messages.StreamRenderer(anthropic_messages.parse_request(anthropic_body))
     assert renderer.ping() == anthropic_messages.ping_frame()
+    gemini_body = orjson.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    gemini_request = gemini.parse_request(gemini_body, model="m", stream=True)
+    assert gemini.StreamRenderer(gemini_request).ping() == gemini.ping_frame()

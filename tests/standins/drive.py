@@ -2,9 +2,10 @@
 back into one comparable shape (:class:`Turn`).
 
 ``dialect`` is ``"openai"`` (``openai.OpenAI().chat.completions``), ``"anthropic"``
-(``anthropic.Anthropic().messages``) or ``"responses"`` (``openai.OpenAI().responses``).
-Requests are built from dialect-neutral pieces (user text, tool definitions, tool results with
-images) so one test runs in every dialect.
+(``anthropic.Anthropic().messages``), ``"responses"`` (``openai.OpenAI().responses``) or
+``"gemini"`` (``google.genai.Client().models``, :mod:`standins.drive_gemini`). Requests are
+built from dialect-neutral pieces (user text, tool definitions, tool results with images) so
+one test runs in every dialect.
 """
 
 from __future__ import annotations
@@ -131,6 +132,21 @@ def ask(
         else:
             read_response(turn, parsed)
         return turn
+    if dialect == "gemini":
+        from . import drive_gemini
+
+        return drive_gemini.ask(
+            Turn(dialect, {}),
+            client,
+            model=model,
+            messages=messages,
+            stream=stream,
+            tools=tools,
+            max_tokens=max_tokens,
+            system=system,
+            on_chunk=on_chunk,
+            **extra,
+        )
     if dialect == "openai":
         msgs = ([{"role": "system", "content": system}] if system else []) + messages
         kwargs: dict[str, Any] = {"model": model, "messages": msgs, "max_tokens": max_tokens, **extra}
@@ -360,13 +376,22 @@ def _loads(raw: str) -> Any:
 
 def user(dialect: str, text: str) -> dict[str, Any]:
     """A user message with plain text."""
+    if dialect == "gemini":
+        return {"role": "user", "parts": [{"text": text}]}
     return {"role": "user", "content": text}
 
 
-def tool_results(dialect: str, results: list[tuple[str, str, bool]]) -> list[dict[str, Any]]:
+def tool_results(
+    dialect: str, results: list[tuple[str, str, bool]], names: dict[str, str] | None = None
+) -> list[Any]:
     """Tool results ``(call id, text, with_image)`` as the dialect sends them: OpenAI one
     ``role: tool`` message each (content parts when an image is attached), Anthropic one user
-    message of ``tool_result`` blocks."""
+    message of ``tool_result`` blocks, Gemini one user turn of ``functionResponse`` parts
+    (``names``: call id -> function name, which Gemini's responses carry)."""
+    if dialect == "gemini":
+        from . import drive_gemini
+
+        return list(drive_gemini.tool_results(results, names or {}))
     image_openai = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_B64}"}}
     image_anthropic = {
         "type": "image",

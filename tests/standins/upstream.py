@@ -12,18 +12,20 @@ Endpoints (paths exactly as the providers serve them):
 What a real provider checks first is checked here too, with the provider's own error shape:
 the API key header (``Authorization: Bearer``, ``x-api-key`` + ``anthropic-version``,
 ``x-goog-api-key`` or ``?key=``), a JSON object body, the model, Anthropic's required
-``max_tokens``, and Gemini's ``Schema`` rule (no unknown member at any depth of a function
-declaration's parameters or the response schema: :mod:`standins.gemini_schema_rule`), and the
-Responses API's rules (unknown parameters, ``function_call_output`` paired to an earlier
-``function_call``, ``encrypted_content`` only as this stand-in issued it for that model, strict
-function schemas: :mod:`standins.responses_rules`).
+``max_tokens``, Anthropic's structured-output schema rule
+(:mod:`standins.structured_output`), Gemini's ``Schema`` rule (no unknown member at any depth
+of a function declaration's parameters or the response schema:
+:mod:`standins.gemini_schema_rule`), and the Responses API's rules (unknown parameters,
+``function_call_output`` paired to an earlier ``function_call``, ``encrypted_content`` only as
+this stand-in issued it for that model, strict function schemas: :mod:`standins.responses_rules`).
 
 A test *scripts* the stand-in with :class:`Answer` objects (see the factory functions
 :func:`replay`, :func:`http_error`, :func:`reset_mid_stream`, :func:`cut_before_stop`,
-:func:`huge`, :func:`held`): each request takes the first queued answer whose ``api``/``model`` match. A
-request with no matching answer gets HTTP 418 naming what was asked, so a missing script fails
-loudly. Every request is recorded (:class:`Received`: parsed JSON body, headers, query) so a
-test can assert what went upstream, and that nothing did.
+:func:`huge`, :func:`held`, :func:`structured_answer`): each request takes the first queued
+answer whose ``api``/``model`` match. A request with no matching answer gets HTTP 418 naming
+what was asked, so a missing script fails loudly. Every request is recorded
+(:class:`Received`: parsed JSON body, headers, query) so a test can assert what went upstream,
+and that nothing did.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from .recordings import Exchange, split_sse
 from .responses_rules import Issued
 from .responses_rules import error as responses_error
 from .responses_rules import violation as responses_violation
+from .structured_output import anthropic_violations, structured
 
 OPENAI = "openai_chat"
 RESPONSES = "openai_responses"
@@ -269,6 +272,15 @@ def _huge_parts(ans: Answer) -> tuple[bytes, bytes, bytes]:
     raise ValueError(f"{ex.source}: no text chunk to repeat")
 
 
+def structured_answer(*, api: str | None = None, model: str | None = None) -> Answer:
+    """Answer with a minimal instance of the schema the request asks for, in the request's own
+    shape, whole or streamed (:func:`standins.structured_output.structured`)."""
+    placeholder = Exchange(
+        status=200, content_type="application/json", body=b"{}", stream=False, source="structured"
+    )
+    return Answer(placeholder, api=api, model=model, fault="structured")
+
+
 def held(answer: Answer, gate: Gate) -> Answer:
     """``answer`` delayed before its first byte until ``gate`` is released (or times out)."""
     answer.gate = gate
@@ -429,6 +441,10 @@ class UpstreamStandin:
                 return web.json_response(bad, status=400)
         if rec.api == ANTHROPIC and not isinstance(body.get("max_tokens"), int):
             return self._fail(rec.api, 400, "max_tokens: Field required")
+        if rec.api == ANTHROPIC:
+            refused = anthropic_violations(body)
+            if refused:  # structured outputs' schema rule (standins.structured_output)
+                return self._fail(rec.api, 400, refused[0])
         if rec.api == GEMINI and not body.get("contents"):
             return self._fail(rec.api, 400, "* GenerateContentRequest.contents: contents is not specified")
         if rec.api == GEMINI:
@@ -466,6 +482,8 @@ class UpstreamStandin:
         if ans.gate is not None:
             await ans.gate.wait()
         ex = ans.exchange
+        if ans.fault == "structured":
+            ex = structured(api, body, rec.stream)
         if api == RESPONSES and ex.status < 400:
             self.issued.note(rec.model, ex.body)
         headers = {"content-type": ex.content_type, **ans.headers}
@@ -476,7 +494,7 @@ class UpstreamStandin:
         resp = web.StreamResponse(status=ex.status, headers=headers)
         await resp.prepare(request)
         frames = split_sse(ex.body)
-        if ans.fault is not None:
+        if ans.fault is not None and ans.fault != "structured":
             frames = frames[: ans.frames]
         for frame in frames:
             await resp.write(frame)

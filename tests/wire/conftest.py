@@ -10,6 +10,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from google import genai
 from standins.upstream import UpstreamStandin
 
 
@@ -57,5 +58,15 @@ def oai(gateway_url: str) -> Iterator[openai.OpenAI]:
 def ant(gateway_url: str) -> Iterator[anthropic.Anthropic]:
     """The official Anthropic SDK, unchanged, pointed at the gateway (no SDK retries)."""
     client = anthropic.Anthropic(base_url=gateway_url, api_key="sk-ant-client-key", max_retries=0, timeout=15)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def gem(gateway_url: str) -> Iterator[genai.Client]:
+    """The official google-genai SDK, unchanged, pointed at the gateway's ``/v1beta`` (Gemini
+    CLI's API version; the SDK does not retry without retry options)."""
+    options = genai.types.HttpOptions(base_url=gateway_url, api_version="v1beta", timeout=15_000)
+    client = genai.Client(api_key="gemini-client-key", http_options=options)
     yield client
     client.close()

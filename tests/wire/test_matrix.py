@@ -1,6 +1,6 @@
-"""The wire matrix: client dialect {openai, anthropic, responses} x upstream API {openai_chat,
-anthropic_messages, gemini, openai_responses} x {stream, non-stream}, through the real gateway
-server and the recorded-traffic upstream stand-in, driven by the official SDKs.
+"""The wire matrix: client dialect {openai, anthropic, responses, gemini} x upstream API
+{openai_chat, anthropic_messages, gemini, openai_responses} x {stream, non-stream}, through the
+real gateway server and the recorded-traffic upstream stand-in, driven by the official SDKs.
 
 Recordings: charmbracelet/fantasy ``TestXCommon`` cassettes (``simple``: one text answer;
 ``multi_tool``: parallel ``add`` + ``multiply`` calls, then the answer to their results).
@@ -18,7 +18,7 @@ from standins.topology import KEYS, MATRIX
 from standins.upstream import UpstreamStandin, replay
 from standins.wirekit import RecordedCall, image_sites, recorded_calls, recorded_text, recorded_usage
 
-DIALECTS = ["openai", "anthropic", "responses"]
+DIALECTS = ["openai", "anthropic", "responses", "gemini"]
 APIS = ["openai_chat", "anthropic_messages", "gemini", "openai_responses"]
 MATRIX_IDS = [(d, a, s) for d in DIALECTS for a in APIS for s in (False, True)]
 
@@ -27,8 +27,8 @@ def _id(p: tuple[str, str, bool]) -> str:
     return f"{p[0]}-{p[1]}-{'stream' if p[2] else 'nonstream'}"
 
 
-def _client(dialect: str, oai: Any, ant: Any) -> Any:
-    return ant if dialect == "anthropic" else oai
+def _client(dialect: str, oai: Any, ant: Any, gem: Any = None) -> Any:
+    return {"openai": oai, "responses": oai, "anthropic": ant, "gemini": gem}[dialect]
 
 
 def _assert_headers(turn: Turn, deployment: str, cost: float | None) -> None:
@@ -70,7 +70,7 @@ def _assert_calls_equal_recording(turn: Turn, rec: list[RecordedCall]) -> None:
 
 @pytest.mark.parametrize("case", MATRIX_IDS, ids=_id)
 def test_plain_text_answer_matches_recording(
-    case: tuple[str, str, bool], upstream: UpstreamStandin, oai: Any, ant: Any
+    case: tuple[str, str, bool], upstream: UpstreamStandin, oai: Any, ant: Any, gem: Any
 ) -> None:
     dialect, api, stream = case
     name, model = MATRIX[api]
@@ -79,7 +79,7 @@ def test_plain_text_answer_matches_recording(
 
     turn = ask(
         dialect,
-        _client(dialect, oai, ant),
+        _client(dialect, oai, ant, gem),
         model=name,
         stream=stream,
         messages=[user(dialect, "Say hi in Portuguese")],
@@ -111,17 +111,18 @@ def _assert_upstream_key(sent: Any, api: str) -> None:
         assert KEYS[api] in (h.get("x-goog-api-key"), sent.query.get("key"))
     everything = json.dumps([h, sent.query]) + sent.raw.decode()
     assert "sk-client-key" not in everything and "sk-ant-client-key" not in everything
+    assert "gemini-client-key" not in everything
 
 
 @pytest.mark.parametrize("case", MATRIX_IDS, ids=_id)
 def test_parallel_tool_calls_then_results_with_image(
-    case: tuple[str, str, bool], upstream: UpstreamStandin, oai: Any, ant: Any
+    case: tuple[str, str, bool], upstream: UpstreamStandin, oai: Any, ant: Any, gem: Any
 ) -> None:
     dialect, api, stream = case
     name, _ = MATRIX[api]
     first, second = recordings.common(api, "multi_tool", stream)[:2]
     upstream.script(replay(first, api=api), replay(second, api=api))
-    client = _client(dialect, oai, ant)
+    client = _client(dialect, oai, ant, gem)
     history = [user(dialect, "Add and multiply the number 2 and 3")]
     system = (
         "You are a helpful assistant. CRITICAL: Always use both add and multiply at the same time ALWAYS."
@@ -145,10 +146,11 @@ def test_parallel_tool_calls_then_results_with_image(
     # follow-up turn: the client echoes the assistant turn and answers both calls; the first
     # result carries an image
     ids = [c["id"] for c in turn1.calls]
+    names = {c["id"]: c["name"] for c in turn1.calls}
     history2 = [
         *history,
         *turn1.echo_items,
-        *tool_results(dialect, [(ids[0], "5", True), (ids[1], "6", False)]),
+        *tool_results(dialect, [(ids[0], "5", True), (ids[1], "6", False)], names),
     ]
     turn2 = ask(
         dialect, client, model=name, stream=stream, messages=history2, tools=ADD_MULTIPLY, system=system
@@ -286,7 +288,7 @@ WEATHER_TOOL = [
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("recording", sorted(OTHER_RECORDINGS))
 def test_other_recorded_answers_reach_both_dialects(
-    dialect: str, recording: str, upstream: UpstreamStandin, oai: Any, ant: Any
+    dialect: str, recording: str, upstream: UpstreamStandin, oai: Any, ant: Any, gem: Any
 ) -> None:
     api, load = OTHER_RECORDINGS[recording]
     ex = load()
@@ -294,7 +296,7 @@ def test_other_recorded_answers_reach_both_dialects(
     upstream.script(replay(ex, api=api))
     turn = ask(
         dialect,
-        _client(dialect, oai, ant),
+        _client(dialect, oai, ant, gem),
         model=name,
         stream=ex.stream,
         messages=[user(dialect, "What is the weather like in San Francisco?")],

@@ -102,16 +102,7 @@ class City(BaseModel):
     population: int
 
 
-ANTHROPIC_DROPS_FORMAT = pytest.mark.xfail(
-    strict=True,
-    reason="gateway/providers/anthropic_messages.py sends no response_format (its docstring: no "
-    "stable slot); a Chat client's response_format is lost the same way",
-)
-
-
-@pytest.mark.parametrize(
-    "api", ["openai_chat", pytest.param("anthropic_messages", marks=ANTHROPIC_DROPS_FORMAT), "gemini"]
-)
+@pytest.mark.parametrize("api", ["openai_chat", "anthropic_messages", "gemini", "openai_responses"])
 def test_parse_with_a_pydantic_model_sends_the_schema_upstream(
     api: str, upstream: UpstreamStandin, oai: Any
 ) -> None:
@@ -720,10 +711,9 @@ def test_fields_another_wire_api_cannot_carry_are_named_in_a_header_and_the_tran
     sent = json.dumps(upstream.requests()[0].body)
     assert "k1" not in sent and "priority" not in sent
     row = transcript_row(db_path, resp.headers["x-turnstile-request-id"])
-    (note,) = [r for r in json.loads(row["repairs"]) if r.get("kind") == "passthrough_dropped"]
-    assert note == {
-        "kind": "passthrough_dropped",
-        "deployment": MATRIX["gemini"][0],
-        "api": "gemini",
-        "fields": ["prompt_cache_key", "service_tier", "text.verbosity"],
-    }
+    notes = [r for r in json.loads(row["repairs"]) if r.get("kind") == "dropped"]
+    assert [(n["field"], n["values"], n["deployment"]) for n in notes] == [
+        ("prompt_cache_key", ["k1"], MATRIX["gemini"][0]),
+        ("service_tier", ["priority"], MATRIX["gemini"][0]),
+        ("text.verbosity", ["low"], MATRIX["gemini"][0]),
+    ]

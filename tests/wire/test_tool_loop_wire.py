@@ -435,3 +435,72 @@ def test_responses_stream_keeps_alive_with_in_progress_events_while_the_loop_run
     at = [i for i, t in enumerate(types) if t == "response.in_progress"]
     assert len(at) == 2, types  # the start, then the tool's progress: a data event Codex's idle timer counts
     assert at[1] < types.index("response.output_text.delta")
+
+
+# ---------------------------------------------------------------------- a Gemini client
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["nonstream", "stream"])
+def test_google_genai_sdk_runs_the_tool_loop_and_reads_its_progress_frames(
+    loop_gw: dict[str, Any], standin: UpstreamStandin, stream: bool
+) -> None:
+    from google import genai
+    from google.genai import types
+
+    standin.script(
+        replay(json_exchange(_tool_call_answer("call_g", {"timezone": "UTC"})), api=OPENAI),
+        replay(json_exchange(_text_answer("It is noon in UTC.")), api=OPENAI),
+    )
+    if stream:
+        standin.reset()
+        first = {
+            "id": "t",
+            "object": "chat.completion.chunk",
+            "created": 3,
+            "model": MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_g",
+                                "type": "function",
+                                "function": {
+                                    "name": "time__get_current_time",
+                                    "arguments": '{"timezone": "UTC"}',
+                                },
+                            }
+                        ],
+                    },
+                    "finish_reason": "tool_calls",
+                }
+            ],
+        }
+        second = {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 3,
+            "model": MODEL,
+            "choices": [{"index": 0, "delta": {"content": "It is noon in UTC."}, "finish_reason": "stop"}],
+        }
+        standin.script(
+            replay(stream_exchange(OPENAI, [first]), api=OPENAI),
+            replay(stream_exchange(OPENAI, [second]), api=OPENAI),
+        )
+    options = types.HttpOptions(base_url=loop_gw["url"], api_version="v1beta", timeout=30_000)
+    client = genai.Client(api_key="gemini-key", http_options=options)
+    # the alias attaches the time server (the SDK has no field for Turnstile's {"type": "mcp"} entry)
+    if stream:
+        chunks = list(client.models.generate_content_stream(model="oa-time", contents="What time is it?"))
+        text = "".join(c.text or "" for c in chunks)
+        assert not any(c.function_calls for c in chunks), "the gateway's own calls are never handed out"
+    else:
+        resp = client.models.generate_content(model="oa-time", contents="What time is it?")
+        text = resp.text or ""
+        assert not resp.function_calls, "the gateway's own calls are never handed to the client"
+    assert text == "It is noon in UTC."
+    results = _tool_results(standin.requests(OPENAI)[-1].body)
+    assert [r["tool_call_id"] for r in results] == ["call_g"]

@@ -17,8 +17,9 @@ Reading rules (https://platform.openai.com/docs/api-reference/responses/object):
 * stop: ``completed`` -> ``stop`` (``tool_use`` when there are calls); ``incomplete`` with
   ``incomplete_details.reason`` ``max_output_tokens`` -> ``length``, ``content_filter`` ->
   ``content_filter``; ``failed`` / ``cancelled`` -> ``error``;
-* usage: ``input_tokens`` includes ``input_tokens_details.cached_tokens`` (so ``input`` is
-  the difference), ``output_tokens`` includes ``output_tokens_details.reasoning_tokens``.
+* usage: ``input_tokens`` includes ``input_tokens_details.cached_tokens`` and, where a server
+  reports them (openai SDK 3.57 types), ``cache_write_tokens`` (so ``input`` is the
+  difference); ``output_tokens`` includes ``output_tokens_details.reasoning_tokens``.
 
 A stream is read from its deltas and ``output_item.done`` events, not from the final
 response object, so a stream cut before its end still means what it delivered; the final
@@ -42,13 +43,15 @@ _TERMINAL = ("response.completed", "response.incomplete", "response.failed", "re
 def _usage(u: Any) -> dict[str, int]:
     if not isinstance(u, dict):
         return {}
-    cached = int((u.get("input_tokens_details") or {}).get("cached_tokens") or 0)
+    details = u.get("input_tokens_details") or {}
+    cached = int(details.get("cached_tokens") or 0)
+    write = int(details.get("cache_write_tokens") or 0)
     reasoning = int((u.get("output_tokens_details") or {}).get("reasoning_tokens") or 0)
     return {
-        "input": max(int(u.get("input_tokens") or 0) - cached, 0),
+        "input": max(int(u.get("input_tokens") or 0) - cached - write, 0),
         "output": int(u.get("output_tokens") or 0),
         "cache_read": cached,
-        "cache_write": 0,
+        "cache_write": write,
         "reasoning": reasoning,
     }
 

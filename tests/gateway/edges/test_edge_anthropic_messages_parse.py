@@ -451,3 +451,25 @@ def test_invalid_requests_name_the_field_and_are_400(body: dict[str, Any], param
 def test_malformed_json_is_invalid_request() -> None:
     with pytest.raises(InvalidRequest, match="body is not valid JSON"):
         anthropic_messages.parse_request(b'{"model": ')
+
+
+def _with(**extra: Any) -> dict[str, Any]:
+    return {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}], **extra}
+
+
+def test_the_beta_top_level_output_format_is_the_same_response_format() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    beta = parse(_with(output_format={"type": "json_schema", "schema": schema}))
+    ga = parse(_with(output_config={"format": {"type": "json_schema", "schema": schema}}))
+    assert beta.response_format == ga.response_format
+    assert beta.response_format.schema_ == schema
+
+
+def test_output_format_beside_output_config_format_is_refused_by_name() -> None:
+    fmt = {"type": "json_schema", "schema": {"type": "object"}}
+    with pytest.raises(InvalidRequest) as err:
+        parse(_with(output_format=fmt, output_config={"format": fmt}))
+    assert err.value.param == "output_format"
+    with pytest.raises(InvalidRequest) as err:
+        parse(_with(output_format={"type": "text"}))
+    assert err.value.param == "output_format.type"

@@ -19,13 +19,13 @@ VERBS = (
 )
 
 
-@pytest.mark.parametrize("name", ["openai_chat", "anthropic_messages", "openai_responses"])
+@pytest.mark.parametrize("name", ["openai_chat", "anthropic_messages", "openai_responses", "gemini"])
 def test_each_dialect_module_exposes_the_same_verbs(name: str) -> None:
     module = get_dialect(name)
     assert name == module.DIALECT
     for verb in VERBS:
         assert callable(getattr(module, verb)) or verb == "DIALECT", verb
-    assert set(DIALECTS) == {"openai_chat", "anthropic_messages", "openai_responses"}
+    assert set(DIALECTS) == {"openai_chat", "anthropic_messages", "openai_responses", "gemini"}
 
 
 def test_anthropic_has_count_tokens_verbs() -> None:

@@ -585,3 +585,32 @@ def test_error_message_reads_google_error_body() -> None:
     assert gemini.error_message(429, body) == "RESOURCE_EXHAUSTED: Resource has been exhausted"
     assert gemini.error_message(500, b"[" + body + b"]") == "RESOURCE_EXHAUSTED: Resource has been exhausted"
     assert gemini.error_message(502, b"") == "HTTP 502 from Gemini"
+
+
+# ---------------------------------------------------------------------------- native fields
+
+
+def test_native_gemini_fields_are_laid_over_the_body() -> None:
+    from gateway.schema import NativeFields
+
+    req = user_request().model_copy(
+        update={
+            "temperature": 0.3,
+            "tools": [ToolDefinition(name="f")],
+            "native": NativeFields(
+                api="gemini",
+                fields={
+                    "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}],
+                    "tools": [{"googleSearch": {}}],
+                    "generationConfig": {"seed": 7},
+                },
+                paths=["safetySettings", "tools[1].googleSearch", "generationConfig.seed"],
+            ),
+        }
+    )
+    body = body_of(req)
+    assert body["safetySettings"] == [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}]
+    assert body["tools"][1] == {"googleSearch": {}}
+    assert "functionDeclarations" in body["tools"][0]
+    assert body["generationConfig"]["seed"] == 7
+    assert body["generationConfig"]["temperature"] == 0.3

@@ -32,11 +32,25 @@ def test_an_upstream_of_the_same_api_is_sent_every_field() -> None:
 
 def test_reasoning_settings_are_dropped_for_a_model_without_reasoning() -> None:
     sent, dropped = split(_req(), _dep("openai_responses", "gpt-4.1-mini"))
-    assert "reasoning" not in sent and dropped == ["reasoning.context"]
+    assert "reasoning" not in sent
+    assert [(d["field"], d["values"]) for d in dropped] == [("reasoning.context", ["all_turns"])]
+    assert "no reasoning" in dropped[0]["reason"]
 
 
 def test_every_other_wire_api_drops_them_by_dotted_name() -> None:
     for api in ("openai_chat", "anthropic_messages", "gemini", "litellm", "demo"):
         sent, dropped = split(_req(), _dep(api))
         assert sent == {}
-        assert dropped == ["client_metadata", "prompt_cache_key", "reasoning.context", "text.verbosity"]
+        assert [d["field"] for d in dropped] == [
+            "client_metadata",
+            "prompt_cache_key",
+            "reasoning.context",
+            "text.verbosity",
+        ]
+        assert dropped[0] == {
+            "kind": "dropped",
+            "field": "client_metadata",
+            "values": [{"a": "b"}],
+            "deployment": "d",
+            "reason": f"only an upstream of the openai_responses wire API takes it; this one speaks {api}",
+        }

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from gateway.cli import app
 from gateway.replay.cli import print_routing
+from gateway.replay.clientview import CLIENT_DIALECTS
 from gateway.replay.runner import run
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,11 +39,11 @@ def test_truncated_tool_call_recording_is_withheld_not_lost() -> None:
     assert rep.counts["exchanges"] == 3 and not rep.failed
 
 
-def test_provider_recordings_keep_their_meaning_in_both_client_dialects() -> None:
+def test_provider_recordings_keep_their_meaning_in_every_client_dialect() -> None:
     rep = run([FIX / "fantasy", FIX / "envoy-ai-gateway"], jobs=1)
-    assert (
-        rep.counts["exchanges"] > 10
-        and rep.counts["rendered"] == 4 * rep.counts["exchanges"] - 4 * rep.counts["error_responses"]
+    renders = 2 * len(CLIENT_DIALECTS)  # streamed and whole
+    assert rep.counts["exchanges"] > 10 and rep.counts["rendered"] == renders * (
+        rep.counts["exchanges"] - rep.counts["error_responses"]
     )
     assert rep.losses == [] and rep.crashes == []
 
@@ -148,7 +149,7 @@ CORPUS_TOTALS = {
     "conversations": 186,
     "turns": 3657,
     "calls": 2396,
-    "requests": 459,
+    "requests": 640,
     "exchanges": 798,
     "streams": 303,
     "pipeline_turns": 3422,
@@ -158,12 +159,12 @@ CORPUS_TOTALS = {
 CORPUS_FINDINGS = {
     "duplicate_tool_call": 68,
     "duplicate_tool_result": 68,
-    "edge_unsupported": 16,
-    "invalid_request": 6,
+    "edge_unsupported": 24,
+    "invalid_request": 7,
     "orphan_tool_call": 27,
     "orphan_tool_result": 1,
     "pipeline_rejected": 235,
-    "target_refused": 5,
+    "target_refused": 7,
     "truncated_tool_call": 1,
     "upstream_error_in_body": 2,
 }

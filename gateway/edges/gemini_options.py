@@ -1,0 +1,326 @@
+"""Gemini ``tools``, ``toolConfig`` and ``generationConfig`` -> the parts of
+:class:`gateway.schema.Request` they set (tools, tool choice, sampling, output limit, stop
+sequences, structured output, thinking), and the fields carried only to a Gemini upstream
+(:class:`Native` -> :class:`gateway.schema.NativeFields`). The rules (what is translated,
+carried or refused) are listed in :mod:`gateway.edges.gemini_parse`.
+
+Keys are read in either spelling (:func:`camel`): the REST API takes camelCase and snake_case
+(protobuf JSON), and the python SDK sends some fields snake_case (``parameters_json_schema``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gateway.edges._common import JSONObj, as_obj, check, join, opt, req, unsupported
+from gateway.errors import InvalidRequest
+from gateway.providers.gemini_common import API
+
+_TRANSLATED_GENERATION = frozenset(
+    {
+        "temperature",
+        "topP",
+        "topK",
+        "candidateCount",
+        "maxOutputTokens",
+        "stopSequences",
+        "responseMimeType",
+        "responseSchema",
+        "responseJsonSchema",
+        "thinkingConfig",
+    }
+)
+_UNRELAYED_TOOLS = frozenset({"codeExecution", "computerUse", "fileSearch", "retrieval", "mcpServers"})
+"""Built-in tools whose results Gemini answers with parts the gateway does not relay
+(``executableCode``, ``codeExecutionResult``, ...): refused rather than lost."""
+_UNRELAYED_GENERATION = frozenset(
+    {"responseLogprobs", "logprobs", "speechConfig", "imageConfig", "audioTimestamp", "responseModalities"}
+)
+"""``generationConfig`` keys whose output (log probabilities, audio, images) the gateway does
+not relay: refused by name (``responseModalities`` only when it asks for more than text)."""
+_MODES = {"AUTO": "auto", "NONE": "none", "ANY": "required", "VALIDATED": "auto", "MODE_UNSPECIFIED": "auto"}
+_LEVELS = {"MINIMAL": "minimal", "LOW": "low", "MEDIUM": "medium", "HIGH": "high"}
+
+
+def camel(obj: JSONObj) -> JSONObj:
+    """``obj`` with its snake_case keys spelled camelCase (``function_call`` ->
+    ``functionCall``), one level only: the REST API takes both spellings (protobuf JSON), and
+    the python SDK sends some fields snake_case (``parameters_json_schema``). Free-form values
+    below (arguments, schemas' property names) are not touched."""
+    if not any("_" in k for k in obj):
+        return obj
+    return {_CAMEL.sub(lambda m: m.group(1).upper(), k) if "_" in k else k: v for k, v in obj.items()}
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])_([a-z])")
+
+
+def obj(value: Any, path: str) -> JSONObj:
+    """``value`` checked to be an object, keys camelCase (:func:`camel`)."""
+    return camel(as_obj(value, path))
+
+
+# ---------------------------------------------------------------------------- schemas
+
+_GEMINI_TYPES = {"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL", "TYPE_UNSPECIFIED"}
+
+
+def json_schema_from_gemini(schema: Any) -> Any:
+    """A Gemini ``Schema`` (ai.google.dev/api/caching#Schema) as JSON Schema: ``type`` values
+    lower-cased (``"STRING"`` -> ``"string"``), ``nullable: true`` -> ``"null"`` added to the
+    type, ``example`` -> ``examples: [example]``, ``propertyOrdering`` -> the order of
+    ``properties``; recursive over ``properties``, ``items`` and ``anyOf``. Every other keyword
+    is the same in both and kept. The Gemini request builder's normaliser turns the result back
+    into the same ``Schema`` (:func:`gateway.providers.gemini_schema.to_gemini_schema`)."""
+    if type(schema) is not dict:
+        return schema
+    schema = camel(schema)
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type" and type(value) is str and value.upper() in _GEMINI_TYPES:
+            out["type"] = "object" if value.upper() == "TYPE_UNSPECIFIED" else value.lower()
+        elif key == "properties" and type(value) is dict:
+            out["properties"] = {k: json_schema_from_gemini(v) for k, v in value.items()}
+        elif key == "items":
+            out["items"] = json_schema_from_gemini(value)
+        elif key == "anyOf" and type(value) is list:
+            out["anyOf"] = [json_schema_from_gemini(v) for v in value]
+        elif key == "example":
+            out["examples"] = [value]
+        elif key in ("nullable", "propertyOrdering"):
+            continue  # applied below
+        else:
+            out[key] = value
+    if schema.get("nullable") is True:
+        t = out.get("type")
+        if type(t) is str:
+            out["type"] = [t, "null"]
+        elif "anyOf" in out:
+            out["anyOf"] = [*out["anyOf"], {"type": "null"}]
+    order = schema.get("propertyOrdering")
+    props = out.get("properties")
+    if type(order) is list and type(props) is dict:
+        ranked = [k for k in order if k in props] + [k for k in props if k not in order]
+        out["properties"] = {k: props[k] for k in ranked}
+    return out
+
+
+# ---------------------------------------------------------------------------- tools and config
+
+
+class Native:
+    """The fields carried only to a Gemini upstream, collected while parsing."""
+
+    def __init__(self) -> None:
+        self.fields: dict[str, Any] = {}
+        self.paths: list[str] = []
+
+    def add(self, key: str, value: Any, path: str) -> None:
+        """Carry top-level field ``key`` (the client's ``path``) as it is."""
+        self.fields[key] = value
+        self.paths.append(path)
+
+    def add_to(self, key: str, sub: str, value: Any, path: str) -> None:
+        """Carry ``key.sub`` (``generationConfig.seed``; the client's ``path``) as it is."""
+        self.fields.setdefault(key, {})[sub] = value
+        self.paths.append(path)
+
+    def dump(self) -> JSONObj | None:
+        """The :class:`gateway.schema.NativeFields` dict, or None when nothing is carried."""
+        return {"api": API, "fields": self.fields, "paths": self.paths} if self.paths else None
+
+
+def _declaration(raw: Any, path: str) -> JSONObj:
+    decl = obj(raw, path)
+    for key in decl:
+        if key not in ("name", "description", "parameters", "parametersJsonSchema"):
+            kpath = join(path, key)
+            if key in ("response", "responseJsonSchema", "behavior"):
+                raise unsupported(kpath, f"the function declaration field {key!r}")
+            raise InvalidRequest(f"{kpath}: unknown field {key!r}", param=kpath)
+    params = opt(decl, "parametersJsonSchema", dict, path)
+    if params is None:
+        gemini = opt(decl, "parameters", dict, path)
+        params = json_schema_from_gemini(gemini) if gemini is not None else None
+    elif decl.get("parameters") is not None:
+        ppath = join(path, "parameters")
+        raise InvalidRequest(f"{ppath}: give parameters or parametersJsonSchema, not both", param=ppath)
+    return {
+        "name": req(decl, "name", str, path),
+        "description": opt(decl, "description", str, path),
+        "parameters": params if params is not None else {"type": "object", "properties": {}},
+    }
+
+
+def tools(data: JSONObj, native: Native) -> tuple[list[JSONObj], bool]:
+    """Tool definition dicts of ``tools[].functionDeclarations`` (a single Tool object is read
+    as a list of one), and whether an ``{"type": "mcp"}`` entry is there (read by
+    :func:`gateway.edges._common.mcp_server_entries`). Other built-in tools go to ``native``;
+    those answered with parts the gateway does not relay raise :class:`InvalidRequest`."""
+    out: list[JSONObj] = []
+    builtin: list[JSONObj] = []
+    has_mcp = False
+    tools = data.get("tools")
+    if type(tools) is dict:  # one Tool for the repeated field: the API takes it (pydantic-ai cassettes)
+        tools = [tools]
+    for i, raw in enumerate(check(tools, list, "tools") if tools is not None else ()):
+        path = join("tools", i)
+        tool = obj(raw, path)
+        if tool.get("type") == "mcp":  # Turnstile's own entry: a registered MCP server's tools
+            has_mcp = True
+            continue
+        for key, value in tool.items():
+            if key == "functionDeclarations":
+                dpath = join(path, key)
+                for k, decl in enumerate(check(value, list, dpath)):
+                    out.append(_declaration(decl, join(dpath, k)))
+            elif key in _UNRELAYED_TOOLS:
+                raise unsupported(
+                    join(path, key),
+                    f"the built-in tool {key!r} (Gemini answers it with parts the gateway does not relay)",
+                )
+            else:
+                builtin.append({key: value})
+                native.paths.append(join(path, key))
+    if builtin:
+        native.fields["tools"] = builtin
+    return out, has_mcp
+
+
+def tool_choice(data: JSONObj, native: Native, declared: set[str]) -> tuple[JSONObj | None, bool]:
+    """The tool choice of ``toolConfig`` (None when it sets none), and whether its mode is
+    ``VALIDATED`` (the tools are then made strict)."""
+    cfg = opt(data, "toolConfig", dict, "")
+    if cfg is None:
+        return None, False
+    cfg = camel(cfg)
+    choice: JSONObj | None = None
+    validated = False
+    for key, value in cfg.items():
+        path = join("toolConfig", key)
+        if key != "functionCallingConfig":
+            native.add_to("toolConfig", key, value, path)
+            continue
+        fcc = obj(value, path)
+        mode = opt(fcc, "mode", str, path) or "AUTO"
+        if mode not in _MODES:
+            mpath = join(path, "mode")
+            raise InvalidRequest(f"{mpath}: expected AUTO, ANY, NONE or VALIDATED, got {mode!r}", param=mpath)
+        names = opt(fcc, "allowedFunctionNames", list, path) or []
+        npath = join(path, "allowedFunctionNames")
+        for n, name in enumerate(names):
+            check(name, str, join(npath, n))
+        for k in fcc:
+            if k not in ("mode", "allowedFunctionNames"):
+                raise InvalidRequest(f"{join(path, k)}: unknown field {k!r}", param=join(path, k))
+        if names and mode not in ("ANY", "VALIDATED"):
+            raise InvalidRequest(f"{npath}: allowed only with mode ANY or VALIDATED", param=npath)
+        if mode == "ANY" and len(set(names)) > 1 and set(names) == declared:
+            names = []  # every declared function: any call (pydantic-ai sends this for ANY)
+        if len(set(names)) > 1:
+            raise unsupported(npath, "allowedFunctionNames naming some but not all of several functions")
+        if names and mode == "ANY":
+            choice = {"mode": "tool", "name": names[0]}
+        elif names:
+            raise unsupported(npath, "allowedFunctionNames with mode VALIDATED")
+        else:
+            choice = {"mode": _MODES[mode]}
+        validated = mode == "VALIDATED"
+    return choice, validated
+
+
+def _thinking(cfg: JSONObj) -> JSONObj | None:
+    path = "generationConfig.thinkingConfig"
+    for key in cfg:
+        if key not in ("thinkingBudget", "includeThoughts", "thinkingLevel"):
+            raise InvalidRequest(f"{join(path, key)}: unknown field {key!r}", param=join(path, key))
+    budget = opt(cfg, "thinkingBudget", int, path)
+    level = opt(cfg, "thinkingLevel", str, path)
+    include = opt(cfg, "includeThoughts", bool, path)
+    if budget is not None and level is not None:
+        raise InvalidRequest(f"{path}: give thinkingBudget or thinkingLevel, not both", param=path)
+    if level is not None:
+        if level.upper() not in _LEVELS:
+            lpath = join(path, "thinkingLevel")
+            raise InvalidRequest(
+                f"{lpath}: expected MINIMAL, LOW, MEDIUM or HIGH, got {level!r}", param=lpath
+            )
+        return {"effort": _LEVELS[level.upper()]}
+    if budget == 0:
+        return {"enabled": False}
+    if budget is not None and budget > 0:
+        return {"budget_tokens": budget}
+    if budget is not None and budget != -1:
+        bpath = join(path, "thinkingBudget")
+        raise InvalidRequest(f"{bpath}: expected -1 (dynamic), 0 (off) or a positive budget", param=bpath)
+    return {"enabled": True} if include or budget == -1 else None
+
+
+def generation(data: JSONObj, out: JSONObj, native: Native) -> None:
+    """Set the schema fields ``generationConfig`` translates into ``out`` (the request dict
+    being assembled: sampling, ``max_output_tokens``, ``stop``, ``response_format``,
+    ``thinking``); its other keys go to ``native``, or raise :class:`InvalidRequest` naming
+    them when their output is not relayed (module docstring of :mod:`gateway.edges.gemini_parse`)."""
+    gen = opt(data, "generationConfig", dict, "")
+    if not gen:
+        return
+    gen = camel(gen)
+    path = "generationConfig"
+    for key, value in gen.items():
+        if key in _TRANSLATED_GENERATION or value is None or value is False:
+            continue
+        if key in _UNRELAYED_GENERATION:
+            if key == "responseModalities" and value in (["TEXT"], ["text"]):
+                continue  # the default: text only
+            raise unsupported(join(path, key), f"{key} (that output is not relayed yet)")
+        native.add_to("generationConfig", key, value, join(path, key))
+    for key, field, typ in (
+        ("temperature", "temperature", float),
+        ("topP", "top_p", float),
+        ("topK", "top_k", int),
+        ("maxOutputTokens", "max_output_tokens", int),
+    ):
+        value = gen.get(key)
+        if key == "topK" and type(value) is float and value.is_integer():  # the SDKs type topK as a float
+            value = int(value)
+        value = opt({key: value}, key, typ, path)
+        if value is not None:
+            out[field] = value
+    if out.get("max_output_tokens") is not None and out["max_output_tokens"] < 1:
+        raise InvalidRequest(
+            f"{path}.maxOutputTokens: must be at least 1, got {out['max_output_tokens']}",
+            param="generationConfig.maxOutputTokens",
+        )
+    count = opt(gen, "candidateCount", int, path)
+    if count is not None and count != 1:
+        raise unsupported(join(path, "candidateCount"), "candidateCount other than 1")
+    stops = opt(gen, "stopSequences", list, path)
+    if stops:
+        for k, s in enumerate(stops):
+            check(s, str, join(join(path, "stopSequences"), k))
+        out["stop"] = list(stops)
+    mime = opt(gen, "responseMimeType", str, path)
+    schema = opt(gen, "responseJsonSchema", dict, path)
+    gschema = opt(gen, "responseSchema", dict, path)
+    if schema is not None and gschema is not None:
+        raise InvalidRequest(
+            f"{path}: give responseSchema or responseJsonSchema, not both",
+            param=join(path, "responseJsonSchema"),
+        )
+    if schema is None and gschema is not None:
+        schema = json_schema_from_gemini(gschema)
+    if schema is not None and mime != "application/json":
+        mpath = join(path, "responseMimeType")
+        raise InvalidRequest(
+            f"{mpath}: a response schema needs responseMimeType application/json", param=mpath
+        )
+    if mime is not None and mime not in ("text/plain", "application/json"):
+        raise unsupported(join(path, "responseMimeType"), f"responseMimeType {mime!r}")
+    if schema is not None:
+        out["response_format"] = {"type": "json_schema", "schema": schema}
+    elif mime == "application/json":
+        out["response_format"] = {"type": "json_object"}
+    thinking = opt(gen, "thinkingConfig", dict, path)
+    if thinking is not None:
+        out["thinking"] = _thinking(camel(thinking))
