@@ -265,12 +265,16 @@ class ToolLoopConfig(BaseModel):
       answer with tool choice ``none``).
     * ``call_timeout_s``: bound on one tool call, seconds (the MCP server's own
       ``call_timeout_s`` applies too; the smaller wins).
+    * ``keepalive_s``: while the gateway's tools run inside a stream, a keep-alive is sent to
+      the client every this many seconds with nothing else to send (Codex CLI's idle timer
+      counts data events only: the Responses edge sends ``response.in_progress``).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     max_steps: int = Field(default=8, ge=1, le=100)
     call_timeout_s: float = Field(default=120.0, gt=0)
+    keepalive_s: float = Field(default=15.0, gt=0)
 
 
 class ServerConfig(BaseModel):

@@ -305,7 +305,10 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
                     out: list[bytes] = []
                     for event in batch:
                         if isinstance(event, ToolProgress):  # server-side tool loop progress
-                            out.append(renderer.tool_progress(event.name, event.is_error))
+                            if event.done:
+                                out.append(renderer.tool_progress(event.name, event.is_error))
+                            else:  # its tools still run: a keep-alive
+                                out.append(renderer.ping())
                         else:
                             out += render(event)
                     if renderer.closed:  # the batch that ended the answer (its end or an error)

@@ -184,6 +184,10 @@ class StreamRenderer:
         """Progress of the server-side tool loop in this stream: :func:`tool_progress_frame`."""
         return tool_progress_frame(name, is_error)
 
+    def ping(self) -> bytes:
+        """A keep-alive while the gateway's tools run: :func:`ping_frame`."""
+        return ping_frame()
+
     # ------------------------------------------------------------------ events
 
     def render(self, event: StreamEvent) -> list[bytes]:

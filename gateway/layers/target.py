@@ -5,8 +5,10 @@ The deployment must be able to take what the request carries (tools, images: els
 gets the deployment's ``max_output_tokens``; the thinking policy adapts thinking parts to the
 target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs kept on the turn);
 the client's ``anthropic-beta`` / ``anthropic-version`` headers are admitted for an Anthropic
-deployment or dropped for any other (:mod:`gateway.anthropic_headers`; what is dropped is noted
-on the turn: transcript row, ``x-turnstile-dropped`` header, one log line).
+deployment or dropped for any other (:mod:`gateway.anthropic_headers`); passed-through fields the
+target cannot carry (:func:`gateway.providers.passthrough.split`: fields of another wire API) are
+dropped. What is dropped is noted on the turn: transcript row, ``x-turnstile-dropped`` header,
+one log line.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from gateway.anthropic_headers import admit, client_betas
 from gateway.config import Deployment
 from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
+from gateway.providers import passthrough
 from gateway.schema import ImagePart, Request, Response, ToolResultMessage, UserMessage, evolve
 from gateway.turn import Batches, Gateway, Service, Turn
 
@@ -43,6 +46,8 @@ class TargetLayer:
         headers = turn.headers_in
         if headers is not None:
             request = self.client_headers(turn, request, dep)
+        if request.passthrough:
+            note_passthrough(turn, request, dep)
         prepared, repairs = invariants.apply_thinking_policy(request, provenance_of(dep), self.policy)
         if repairs:
             turn.add_repairs(repairs)
@@ -82,6 +87,16 @@ class TargetLayer:
     async def stream(self, turn: Turn, request: Request) -> Batches:
         """The inner stream of the target's request."""
         return await self.inner.stream(turn, self.for_target(turn, request))
+
+
+def note_passthrough(turn: Turn, request: Request, dep: Deployment) -> None:
+    """Note on ``turn`` (and log once) the passed-through fields ``dep`` cannot carry."""
+    dropped = passthrough.split(request, dep)[1]
+    for note in dropped:
+        turn.note_dropped(note)
+    if dropped:
+        fields = [d["field"] for d in dropped]
+        log.info("passthrough_dropped", request_id=turn.request_id, deployment=dep.name, fields=fields)
 
 
 def check_capabilities(request: Request, dep: Deployment) -> None:
