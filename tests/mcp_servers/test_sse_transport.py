@@ -1,0 +1,194 @@
+"""The legacy HTTP+SSE transport (``GET /sse`` + ``POST /messages/?session_id=``) serves what
+``/mcp`` serves, to the same callers: the ``mcp`` SDK's own ``sse_client`` initializes, lists and
+calls tools, each key sees only its client's tools, confirmations are asked over the stream,
+and sessions are bounded (unknown id 404, a disconnect frees its session, an idle session is
+closed, a cap on open streams, the same Host check as ``/mcp``)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import ElicitResult, TextContent
+from mcp_harness import McpGateway, fixture_spec, start_gateway
+
+ALICE, BOB = "alice-sse-key", "bob-sse-key"
+CLIENTS = [
+    {"name": "alice", "key_env": "SSE_KEY_ALICE", "tools": ["docs__*"]},
+    {"name": "bob", "key_env": "SSE_KEY_BOB", "tools": ["ops__*"]},
+]
+ENV = {"SSE_KEY_ALICE": ALICE, "SSE_KEY_BOB": BOB}
+
+
+@pytest.fixture(scope="module")
+def sse_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpGateway]:
+    """A gateway with the fixture server as ``docs`` and as ``ops``; alice sees ``docs``'
+    tools, bob ``ops``'; at most 3 SSE sessions."""
+    servers = [fixture_spec("docs"), fixture_spec("ops")]
+    yield from start_gateway(
+        tmp_path_factory.mktemp("sse"), servers, env=ENV, clients=CLIENTS, sse={"max_sessions": 3}
+    )
+
+
+def _client(gw: McpGateway, key: str, **kw: Any) -> Client:
+    return Client(sse_client(f"{gw.url}/sse", headers={"Authorization": f"Bearer {key}"}), **kw)
+
+
+def _text(result: Any) -> str:
+    return "".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+def _sessions(gw: McpGateway) -> int:
+    return len(gw.app.state.mcp.legacy_sse.sessions)
+
+
+async def _until(check: Any, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await anyio.sleep(0.02)
+
+
+async def _endpoint(lines: AsyncIterator[str]) -> str:
+    """The ``data`` of the stream's first event, ``endpoint``. ``lines`` is the stream's
+    ``aiter_lines()``, kept by the caller: an abandoned iterator, once collected, closes the
+    connection (which the gateway rightly takes for a disconnect)."""
+    event = None
+    async for line in lines:
+        if line.startswith("event:"):
+            event = line.split(":", 1)[1].strip()
+        elif line.startswith("data:") and event == "endpoint":
+            return line.split(":", 1)[1].strip()
+    raise AssertionError("the stream ended without an endpoint event")
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_sdk_sse_client_initializes_lists_and_calls_a_tool(sse_gw: McpGateway, mode: str) -> None:
+    async with _client(sse_gw, ALICE, mode=mode) as alice:
+        assert alice.server_info is not None and alice.server_info.name == "turnstile"
+        names = {t.name for t in (await alice.list_tools()).tools}
+        assert "docs__echo" in names
+        result = await alice.call_tool("docs__echo", {"text": "over sse"})
+        assert not result.is_error and _text(result) == "over sse"
+        assert result.meta is not None and result.meta["io.turnstile/origin"]["server"] == "docs"
+    row = sse_gw.registry.store.audit_rows(1)[0]
+    assert (row["exposed"], row["client"]) == ("docs__echo", "alice")  # audited with the caller
+
+
+async def test_each_key_sees_and_calls_only_its_clients_tools(sse_gw: McpGateway) -> None:
+    async with _client(sse_gw, ALICE) as alice, _client(sse_gw, BOB) as bob:
+        seen_a = {t.name for t in (await alice.list_tools()).tools}
+        seen_b = {t.name for t in (await bob.list_tools()).tools}
+        assert seen_a and all(n.startswith("docs__") for n in seen_a)
+        assert seen_b and all(n.startswith("ops__") for n in seen_b)
+        with pytest.raises(MCPError, match="unknown tool"):
+            await alice.call_tool("ops__echo", {"text": "hi"})
+        assert _text(await bob.call_tool("ops__echo", {"text": "hi"})) == "hi"
+        prompts = {p.name for p in (await bob.list_prompts()).prompts}
+        assert prompts == {"ops__summarize"}
+
+
+async def test_a_destructive_call_is_confirmed_over_the_stream(sse_gw: McpGateway) -> None:
+    asked: list[str] = []
+
+    async def approve(ctx: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"approve": True})
+
+    async with _client(sse_gw, ALICE, mode="legacy", elicitation_callback=approve) as alice:
+        result = await alice.call_tool("docs__delete_file", {"path": "/srv/app/data.db"})
+    assert not result.is_error and _text(result) == "deleted /srv/app/data.db"
+    assert len(asked) == 1 and 'tool "delete_file" of MCP server "docs"' in asked[0]
+
+
+async def test_without_a_clients_key_the_stream_is_refused(sse_gw: McpGateway) -> None:
+    async with httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http:
+        r = await http.get("/sse", headers={"Authorization": "Bearer wrong"})
+    assert r.status_code == 401 and r.json()["error"]["type"] == "authentication"
+
+
+async def test_unknown_or_missing_session_id_is_a_json_error(sse_gw: McpGateway) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    auth = {"Authorization": f"Bearer {ALICE}"}
+    async with httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http:
+        unknown = await http.post(f"/messages/?session_id={uuid.uuid4().hex}", json=body, headers=auth)
+        missing = await http.post("/messages/", json=body, headers=auth)
+        malformed = await http.post("/messages/?session_id=nope", json=body, headers=auth)
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["type"] == "not_found" and "GET /sse" in unknown.json()["error"]["message"]
+    assert missing.status_code == 400 and "session_id" in missing.json()["error"]["message"]
+    assert malformed.status_code == 400 and malformed.json()["error"]["type"] == "invalid_request"
+
+
+async def test_another_clients_key_cannot_post_into_a_session(sse_gw: McpGateway) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    async with httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http:
+        async with http.stream("GET", "/sse", headers={"Authorization": f"Bearer {ALICE}"}) as stream:
+            endpoint = await _endpoint(lines := stream.aiter_lines())
+            assert endpoint.startswith("/messages/?session_id=")
+            foreign = await http.post(endpoint, json=body, headers={"Authorization": f"Bearer {BOB}"})
+            own = await http.post(endpoint, json=body, headers={"Authorization": f"Bearer {ALICE}"})
+    assert foreign.status_code == 404 and foreign.json()["error"]["type"] == "not_found"
+    assert own.status_code == 202, own.text
+
+
+async def test_a_disconnected_stream_frees_its_session(sse_gw: McpGateway) -> None:
+    await _until(lambda: _sessions(sse_gw) == 0)
+    async with httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http:
+        async with http.stream("GET", "/sse", headers={"Authorization": f"Bearer {ALICE}"}) as stream:
+            endpoint = await _endpoint(lines := stream.aiter_lines())
+            assert _sessions(sse_gw) == 1
+        await _until(lambda: _sessions(sse_gw) == 0)
+        late = await http.post(
+            endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Authorization": f"Bearer {ALICE}"}
+        )
+    assert late.status_code == 404
+
+
+async def test_open_streams_are_capped(sse_gw: McpGateway) -> None:
+    await _until(lambda: _sessions(sse_gw) == 0)
+    auth = {"Authorization": f"Bearer {BOB}"}
+    async with httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http:
+        async with (
+            http.stream("GET", "/sse", headers=auth) as s1,
+            http.stream("GET", "/sse", headers=auth) as s2,
+            http.stream("GET", "/sse", headers=auth) as s3,
+        ):
+            kept = [s.aiter_lines() for s in (s1, s2, s3)]
+            for lines in kept:
+                await _endpoint(lines)
+            over = await http.get("/sse", headers=auth)
+    assert over.status_code == 503 and over.headers["retry-after"]
+    assert "mcp.sse.max_sessions" in over.json()["error"]["message"]
+
+
+async def test_a_foreign_host_header_is_refused_as_on_mcp(sse_gw: McpGateway) -> None:
+    auth = {"Authorization": f"Bearer {ALICE}", "Host": "evil.example"}
+    async with httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http:
+        sse = await http.get("/sse", headers=auth)
+        post = await http.post(f"/messages/?session_id={uuid.uuid4().hex}", json={}, headers=auth)
+        mcp = await http.post("/mcp", json={}, headers=auth)
+    assert sse.status_code == post.status_code == mcp.status_code == 421
+
+
+async def test_an_idle_session_is_closed(tmp_path_factory: pytest.TempPathFactory) -> None:
+    for gw in start_gateway(tmp_path_factory.mktemp("sse-idle"), [fixture_spec("docs")], sse={"idle_timeout_s": 0.3}):
+        async with httpx.AsyncClient(base_url=gw.url, timeout=10) as http:
+            async with http.stream("GET", "/sse") as stream:
+                endpoint = await _endpoint(lines := stream.aiter_lines())
+                started = time.monotonic()
+                with anyio.fail_after(10):
+                    async for _ in lines:  # the gateway ends the stream
+                        pass
+                assert time.monotonic() - started >= 0.25
+            assert _sessions(gw) == 0
+            late = await http.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert late.status_code == 404
