@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -20,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, TextContent
 from mcp_harness import McpGateway, fixture_spec, start_gateway
 
+Lines = AsyncIterator[str]
 ALICE, BOB = "alice-sse-key", "bob-sse-key"
 CLIENTS = [
     {"name": "alice", "key_env": "SSE_KEY_ALICE", "tools": ["docs__*"]},
@@ -57,17 +59,32 @@ async def _until(check: Any, timeout_s: float = 10.0) -> None:
         await anyio.sleep(0.02)
 
 
-async def _endpoint(lines: AsyncIterator[str]) -> str:
-    """The ``data`` of the stream's first event, ``endpoint``. ``lines`` is the stream's
-    ``aiter_lines()``, kept by the caller: an abandoned iterator, once collected, closes the
-    connection (which the gateway rightly takes for a disconnect)."""
-    event = None
-    async for line in lines:
-        if line.startswith("event:"):
-            event = line.split(":", 1)[1].strip()
-        elif line.startswith("data:") and event == "endpoint":
-            return line.split(":", 1)[1].strip()
-    raise AssertionError("the stream ended without an endpoint event")
+@asynccontextmanager
+async def _stream(
+    http: httpx.AsyncClient, key: str | None = None
+) -> AsyncIterator[tuple[str, AsyncIterator[str]]]:
+    """``GET /sse`` open: the ``data`` of its first event (``endpoint``) and its lines, kept
+    here: an abandoned line iterator, once collected, closes the connection (which the gateway
+    rightly takes for a disconnect)."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with http.stream("GET", "/sse", headers=headers) as stream:
+        lines = stream.aiter_lines()
+        event = None
+        async for line in lines:
+            if line.startswith("event:"):
+                event = line.split(":", 1)[1].strip()
+            elif line.startswith("data:") and event == "endpoint":
+                yield line.split(":", 1)[1].strip(), lines
+                return
+        raise AssertionError("the stream ended without an endpoint event")
+
+
+def _ping(key: str | None = None) -> dict[str, Any]:
+    """``json`` and ``headers`` of a POSTed ``ping``."""
+    return {
+        "json": {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        "headers": {"Authorization": f"Bearer {key}"} if key else {},
+    }
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -129,13 +146,13 @@ async def test_unknown_or_missing_session_id_is_a_json_error(sse_gw: McpGateway)
 
 
 async def test_another_clients_key_cannot_post_into_a_session(sse_gw: McpGateway) -> None:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    async with httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http:
-        async with http.stream("GET", "/sse", headers={"Authorization": f"Bearer {ALICE}"}) as stream:
-            endpoint = await _endpoint(lines := stream.aiter_lines())
-            assert endpoint.startswith("/messages/?session_id=")
-            foreign = await http.post(endpoint, json=body, headers={"Authorization": f"Bearer {BOB}"})
-            own = await http.post(endpoint, json=body, headers={"Authorization": f"Bearer {ALICE}"})
+    async with (
+        httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http,
+        _stream(http, ALICE) as (endpoint, _),
+    ):
+        assert endpoint.startswith("/messages/?session_id=")
+        foreign = await http.post(endpoint, **_ping(BOB))
+        own = await http.post(endpoint, **_ping(ALICE))
     assert foreign.status_code == 404 and foreign.json()["error"]["type"] == "not_found"
     assert own.status_code == 202, own.text
 
@@ -143,29 +160,22 @@ async def test_another_clients_key_cannot_post_into_a_session(sse_gw: McpGateway
 async def test_a_disconnected_stream_frees_its_session(sse_gw: McpGateway) -> None:
     await _until(lambda: _sessions(sse_gw) == 0)
     async with httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http:
-        async with http.stream("GET", "/sse", headers={"Authorization": f"Bearer {ALICE}"}) as stream:
-            endpoint = await _endpoint(lines := stream.aiter_lines())
+        async with _stream(http, ALICE) as (endpoint, _):
             assert _sessions(sse_gw) == 1
         await _until(lambda: _sessions(sse_gw) == 0)
-        late = await http.post(
-            endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Authorization": f"Bearer {ALICE}"}
-        )
+        late = await http.post(endpoint, **_ping(ALICE))
     assert late.status_code == 404
 
 
 async def test_open_streams_are_capped(sse_gw: McpGateway) -> None:
     await _until(lambda: _sessions(sse_gw) == 0)
-    auth = {"Authorization": f"Bearer {BOB}"}
-    async with httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http:
-        async with (
-            http.stream("GET", "/sse", headers=auth) as s1,
-            http.stream("GET", "/sse", headers=auth) as s2,
-            http.stream("GET", "/sse", headers=auth) as s3,
-        ):
-            kept = [s.aiter_lines() for s in (s1, s2, s3)]
-            for lines in kept:
-                await _endpoint(lines)
-            over = await http.get("/sse", headers=auth)
+    async with (
+        httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http,
+        _stream(http, BOB),
+        _stream(http, BOB),
+        _stream(http, BOB),
+    ):
+        over = await http.get("/sse", headers={"Authorization": f"Bearer {BOB}"})
     assert over.status_code == 503 and over.headers["retry-after"]
     assert "mcp.sse.max_sessions" in over.json()["error"]["message"]
 
@@ -180,15 +190,15 @@ async def test_a_foreign_host_header_is_refused_as_on_mcp(sse_gw: McpGateway) ->
 
 
 async def test_an_idle_session_is_closed(tmp_path_factory: pytest.TempPathFactory) -> None:
-    for gw in start_gateway(tmp_path_factory.mktemp("sse-idle"), [fixture_spec("docs")], sse={"idle_timeout_s": 0.3}):
+    servers = [fixture_spec("docs")]
+    for gw in start_gateway(tmp_path_factory.mktemp("sse-idle"), servers, sse={"idle_timeout_s": 0.3}):
         async with httpx.AsyncClient(base_url=gw.url, timeout=10) as http:
-            async with http.stream("GET", "/sse") as stream:
-                endpoint = await _endpoint(lines := stream.aiter_lines())
+            async with _stream(http) as (endpoint, lines):
                 started = time.monotonic()
                 with anyio.fail_after(10):
                     async for _ in lines:  # the gateway ends the stream
                         pass
                 assert time.monotonic() - started >= 0.25
             assert _sessions(gw) == 0
-            late = await http.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            late = await http.post(endpoint, **_ping())
         assert late.status_code == 404
