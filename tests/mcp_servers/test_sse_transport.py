@@ -199,6 +199,6 @@ async def test_an_idle_session_is_closed(tmp_path_factory: pytest.TempPathFactor
                     async for _ in lines:  # the gateway ends the stream
                         pass
                 assert time.monotonic() - started >= 0.25
-            assert _sessions(gw) == 0
+            await _until(lambda: _sessions(gw) == 0)
             late = await http.post(endpoint, **_ping())
         assert late.status_code == 404
