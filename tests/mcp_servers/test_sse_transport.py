@@ -199,19 +199,32 @@ async def test_a_foreign_host_header_is_refused_as_on_mcp(sse_gw: McpGateway) ->
     assert sse.status_code == post.status_code == mcp.status_code == 421
 
 
-async def test_an_idle_session_is_closed(tmp_path_factory: pytest.TempPathFactory) -> None:
-    servers = [fixture_spec("docs")]
-    for gw in start_gateway(tmp_path_factory.mktemp("sse-idle"), servers, sse={"idle_timeout_s": 0.3}):
-        async with httpx.AsyncClient(base_url=gw.url, timeout=10) as http:
-            async with _stream(http) as (endpoint, lines):
-                started = time.monotonic()
-                with anyio.fail_after(10):
-                    async for _ in lines:  # the gateway ends the stream
-                        pass
-                assert time.monotonic() - started >= 0.25
-            await _until(lambda g=gw: _sessions(g) == 0)
-            late = await http.post(endpoint, **_ping())
-        assert late.status_code == 404
+@pytest.fixture(scope="module")
+def idle_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpGateway]:
+    """A gateway whose SSE sessions close after 0.3 s idle; its ``docs`` calls time out at 1.5 s."""
+    servers = [fixture_spec("docs", call_timeout_s=1.5)]
+    yield from start_gateway(tmp_path_factory.mktemp("sse-idle"), servers, sse={"idle_timeout_s": 0.3})
+
+
+async def test_an_idle_session_is_closed(idle_gw: McpGateway) -> None:
+    async with httpx.AsyncClient(base_url=idle_gw.url, timeout=10) as http:
+        async with _stream(http) as (endpoint, lines):
+            started = time.monotonic()
+            with anyio.fail_after(10):
+                async for _ in lines:  # the gateway ends the stream
+                    pass
+            assert time.monotonic() - started >= 0.25
+        await _until(lambda: _sessions(idle_gw) == 0)
+        late = await http.post(endpoint, **_ping())
+    assert late.status_code == 404
+
+
+async def test_a_request_in_flight_keeps_its_session_open_past_the_idle_timeout(idle_gw: McpGateway) -> None:
+    async with Client(sse_client(f"{idle_gw.url}/sse"), mode="legacy") as client:
+        started = time.monotonic()
+        result = await client.call_tool("docs__hang", {})  # held 1.5 s, five idle periods
+        assert time.monotonic() - started >= 1.4
+        assert result.is_error and "did not answer within 1.5 s" in _text(result)  # not a closed stream
 
 
 @pytest.fixture(scope="module")
