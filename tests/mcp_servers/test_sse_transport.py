@@ -121,16 +121,19 @@ async def test_each_key_sees_and_calls_only_its_clients_tools(sse_gw: McpGateway
         assert _text(await bob.call_tool("ops__echo", {"text": "hi"})) == "hi"
         prompts = {p.name for p in (await bob.list_prompts()).prompts}
         assert prompts == {"ops__summarize"}
+        uris = [str(r.uri) for r in (await alice.list_resources()).resources]
+        assert uris and all("docs" in u and "ops" not in u for u in uris)
 
 
-async def test_a_destructive_call_is_confirmed_over_the_stream(sse_gw: McpGateway) -> None:
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_destructive_call_is_confirmed_over_the_stream(sse_gw: McpGateway, mode: str) -> None:
     asked: list[str] = []
 
     async def approve(ctx: Any, params: Any) -> ElicitResult:
         asked.append(params.message)
         return ElicitResult(action="accept", content={"approve": True})
 
-    async with _client(sse_gw, ALICE, mode="legacy", elicitation_callback=approve) as alice:
+    async with _client(sse_gw, ALICE, mode=mode, elicitation_callback=approve) as alice:
         result = await alice.call_tool("docs__delete_file", {"path": "/srv/app/data.db"})
     assert not result.is_error and _text(result) == "deleted /srv/app/data.db"
     assert len(asked) == 1 and 'tool "delete_file" of MCP server "docs"' in asked[0]
