@@ -29,7 +29,6 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -179,6 +178,7 @@ class LegacySse:
         self._security = TransportSecurityMiddleware(security)
         self.sessions: dict[uuid.UUID, SseSession] = {}
         self._closing = False
+        self._open = 0
 
     async def open_stream(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``GET /sse``: checks (Host/Origin, key, session cap), then serves one session until
@@ -202,24 +202,22 @@ class LegacySse:
                     log.info("mcp_sse_session_opened", session=key[0].hex, client=session.visibility.client)
             await send(message)
 
+        self._open += 1  # counted from admission, so concurrent opens cannot pass the cap together
         token = CALLER.set(session.visibility)
         try:
-            async with AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(
-                    self.transport.connect_sse(scope, receive, send_noting_session)
-                )
-                watched_write = _WriteWatch(write, session)
+            async with self.transport.connect_sse(scope, receive, send_noting_session) as (read, write):
                 with session.scope:
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(self._idle_watch, session, tg.cancel_scope)
                         await self.server.run(
                             _ReadWatch(read, session),
-                            watched_write,
+                            _WriteWatch(write, session),
                             self.server.create_initialization_options(),
                         )
                         tg.cancel_scope.cancel()
                 await write.aclose()  # ends the event stream when the session was cut from here
         finally:
+            self._open -= 1
             CALLER.reset(token)
             if key:
                 self.sessions.pop(key[0], None)
@@ -238,7 +236,7 @@ class LegacySse:
             response.headers["WWW-Authenticate"] = "Bearer"
             return response
         limit = self.config.sse.max_sessions
-        if self._closing or len(self.sessions) >= limit:
+        if self._closing or self._open >= limit:
             why = "the gateway is shutting down" if self._closing else f"{limit} MCP SSE sessions are open"
             text = f"no MCP SSE session can be opened now: {why} (mcp.sse.max_sessions)"
             response = json_error(text, 503, "overloaded")

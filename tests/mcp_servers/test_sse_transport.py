@@ -16,7 +16,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -191,6 +191,22 @@ async def test_open_streams_are_capped(sse_gw: McpGateway) -> None:
         over = await http.get("/sse", headers={"Authorization": f"Bearer {BOB}"})
     assert over.status_code == 503 and over.headers["retry-after"]
     assert "mcp.sse.max_sessions" in over.json()["error"]["message"]
+
+
+async def test_concurrent_opens_cannot_pass_the_cap_together(sse_gw: McpGateway) -> None:
+    await _until(lambda: _sessions(sse_gw) == 0)
+    statuses: list[int] = []
+    auth = {"Authorization": f"Bearer {BOB}"}
+    async with httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http, AsyncExitStack() as streams:
+
+        async def open_one() -> None:
+            stream = await streams.enter_async_context(http.stream("GET", "/sse", headers=auth))
+            statuses.append(stream.status_code)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(6):
+                tg.start_soon(open_one)
+    assert sorted(statuses) == [200, 200, 200, 503, 503, 503]
 
 
 async def test_a_foreign_host_header_is_refused_as_on_mcp(sse_gw: McpGateway) -> None:
