@@ -52,7 +52,9 @@ def client(gateway_url: str, sent: list[dict[str, Any]]) -> Iterator[anthropic.A
         sent.append({"body": json.loads(request.content), "beta": request.headers.get("anthropic-beta", "")})
 
     http = httpx2.Client(event_hooks={"request": [keep]}, timeout=15)
-    sdk = anthropic.Anthropic(base_url=gateway_url, api_key="sk-ant-client-key", max_retries=0, http_client=http)
+    sdk = anthropic.Anthropic(
+        base_url=gateway_url, api_key="sk-ant-client-key", max_retries=0, http_client=http
+    )
     yield sdk
     sdk.close()
 
@@ -94,10 +96,12 @@ def _roles_and_kinds(api: str, body: dict[str, Any]) -> list[str]:
                 continue
             out.append(f"{m['role']}:{'tool_calls' if m.get('tool_calls') else 'text'}")
         return out
-    return [
-        f"{m['role']}:{','.join(b['type'] for b in m['content']) if isinstance(m['content'], list) else 'text'}"
-        for m in body["messages"]
-    ]
+    out = []
+    for m in body["messages"]:
+        content = m["content"]
+        kinds = ",".join(b["type"] for b in content) if isinstance(content, list) else "text"
+        out.append(f"{m['role']}:{kinds}")
+    return out
 
 
 def _system_of(api: str, body: dict[str, Any]) -> str:
@@ -185,7 +189,12 @@ def test_an_unknown_thread_is_thread_not_found_and_the_sdk_replays_under_a_new_t
     gateway_url: str, upstream: UpstreamStandin, client: anthropic.Anthropic, sent: list[dict[str, Any]]
 ) -> None:
     unknown = {"type": "continue", "previous_message_id": "msg_" + "0" * 32}
-    body = {"model": "an", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}], "thread": unknown}
+    body = {
+        "model": "an",
+        "max_tokens": 16,
+        "messages": [{"role": "user", "content": "hi"}],
+        "thread": unknown,
+    }
     r = httpx.post(f"{gateway_url}/v1/messages", json=body, timeout=10)
     assert r.status_code == 404
     assert r.json()["error"]["type"] == "not_found_error"
