@@ -68,23 +68,26 @@ def threads_off(wire_servers: dict[str, Any]) -> Iterator[None]:
         yield
 
 
-def _script_loop(upstream: UpstreamStandin, api: str) -> None:
+def _script_loop(upstream: UpstreamStandin, api: str, stream: bool = False) -> None:
     call = Call("call_w1" if api == "openai_chat" else "toolu_w1", "get_weather", '{"city": "Paris"}')
     upstream.script(
-        replay(tool_call_answer(api, [call], stream=False), api=api),
-        replay(text_answer(api, ANSWER, stream=False), api=api),
+        replay(tool_call_answer(api, [call], stream=stream), api=api),
+        replay(text_answer(api, ANSWER, stream=stream), api=api),
     )
 
 
-def _run(client: anthropic.Anthropic, model: str) -> list[Any]:
-    runner = client.beta.messages.tool_runner(
-        model=model,
-        max_tokens=256,
-        system=SYSTEM,
-        tools=[get_weather],
-        messages=[{"role": "user", "content": QUESTION}],
-    )
-    return list(runner)
+def _run(client: anthropic.Anthropic, model: str, stream: bool = False) -> list[Any]:
+    """The SDK's tool runner with its defaults (threaded), whole or streamed: its messages."""
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": 256,
+        "system": SYSTEM,
+        "tools": [get_weather],
+        "messages": [{"role": "user", "content": QUESTION}],
+    }
+    if stream:
+        return [s.get_final_message() for s in client.beta.messages.tool_runner(**params, stream=True)]
+    return list(client.beta.messages.tool_runner(**params))
 
 
 def _roles_and_kinds(api: str, body: dict[str, Any]) -> list[str]:
@@ -123,13 +126,14 @@ WHOLE_HISTORY = {
 }
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.parametrize("model", sorted(TARGETS))
 def test_the_default_tool_runner_threads_a_two_round_loop_and_the_upstream_gets_the_whole_history(
-    model: str, upstream: UpstreamStandin, client: anthropic.Anthropic, sent: list[dict[str, Any]]
+    model: str, stream: bool, upstream: UpstreamStandin, client: anthropic.Anthropic, sent: list[dict[str, Any]]
 ) -> None:
     api = TARGETS[model]
-    _script_loop(upstream, api)
-    first, last = _run(client, model)
+    _script_loop(upstream, api, stream)
+    first, last = _run(client, model, stream)
     assert last.content[0].text == ANSWER
     # what the SDK sent: a create with everything, then a continue with only the tool result
     create, cont = (s["body"] for s in sent)
