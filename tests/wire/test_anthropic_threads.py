@@ -129,7 +129,11 @@ WHOLE_HISTORY = {
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.parametrize("model", sorted(TARGETS))
 def test_the_default_tool_runner_threads_a_two_round_loop_and_the_upstream_gets_the_whole_history(
-    model: str, stream: bool, upstream: UpstreamStandin, client: anthropic.Anthropic, sent: list[dict[str, Any]]
+    model: str,
+    stream: bool,
+    upstream: UpstreamStandin,
+    client: anthropic.Anthropic,
+    sent: list[dict[str, Any]],
 ) -> None:
     api = TARGETS[model]
     _script_loop(upstream, api, stream)
