@@ -289,7 +289,7 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
         session_id = session_turns.session_id_for(headers, turn_request)
         if edge is responses_edge:  # a stored response is a session (gateway/sessions/responses.py)
             turn_request, session_id = await _stored_response(gw, turn_request, session_id)
-        elif edge is anthropic_edge and anthropic_edge.thread_of(turn_request) is not None:
+        elif type(turn_request) is anthropic_edge.ThreadedRequest:  # a message thread
             turn_request, session_id = await _message_thread(gw, turn_request, session_id)
         turn_in = Turn(
             request_id=rid,

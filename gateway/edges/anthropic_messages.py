@@ -27,7 +27,7 @@ from gateway.edges.anthropic_messages_render import (
     stop_reason,
 )
 from gateway.edges.anthropic_messages_stream import StreamRenderer, ping_frame, tool_progress_frame
-from gateway.edges.anthropic_messages_thread import continued, created, settings, thread_of
+from gateway.edges.anthropic_messages_thread import ThreadedRequest, continued, created, settings, thread_of
 from gateway.edges.openai_chat_render import render_models
 
 DIALECT = "anthropic_messages"
@@ -37,6 +37,7 @@ __all__ = [
     "NATIVE",
     "STOP_REASONS",
     "StreamRenderer",
+    "ThreadedRequest",
     "continued",
     "created",
     "parse_count_tokens",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.edges.anthropic_messages_thread import thread_message_id
+from gateway.edges.anthropic_messages_thread import ThreadedRequest
 from gateway.edges.signatures import wrap_signature, wrap_tool_call_id
 from gateway.errors import TurnstileError
 from gateway.schema import (
@@ -50,8 +50,9 @@ def message_id(resp_id: str) -> str:
 def answer_id(resp_id: str, request: Request | None) -> str:
     """The ``id`` of the answer: the message id of its thread turn when the request is
     threaded (the id the client continues from), else :func:`message_id` of ``resp_id``."""
-    threaded = thread_message_id(request) if request is not None else None
-    return threaded if threaded is not None else message_id(resp_id)
+    if type(request) is ThreadedRequest and request.thread.message_id is not None:
+        return request.thread.message_id
+    return resp_id if resp_id.startswith("msg_") else "msg_" + resp_id
 
 
 def render_usage(u: Usage) -> dict[str, Any]:

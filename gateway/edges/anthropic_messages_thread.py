@@ -83,11 +83,6 @@ def thread_of(request: Request) -> Thread | None:
     return request.thread if type(request) is ThreadedRequest else None
 
 
-def thread_message_id(request: Request) -> str | None:
-    """The id the answer of a threaded turn carries, or None (not threaded)."""
-    return request.thread.message_id if type(request) is ThreadedRequest else None
-
-
 def settings(request: Request) -> tuple[list[SystemMessage], list[ToolDefinition], list[str]]:
     """What a thread keeps from the request that creates it: the top-level system prompt,
     the tools and the MCP servers of ``mcp`` tool entries."""
@@ -150,7 +145,6 @@ __all__ = [
     "created",
     "parse_thread",
     "settings",
-    "thread_message_id",
     "thread_of",
     "threaded",
 ]
