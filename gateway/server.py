@@ -383,8 +383,9 @@ async def _message_thread(gw: Gateway, request: Any, session_id: str | None) -> 
     """An Anthropic request naming a ``thread`` and the session its turn binds to, the id its
     answer carries (:mod:`gateway.sessions.threads`): a new thread's session, or a fork of the
     continued one with its system prompt, tools and history put in. Raises
-    :class:`ThreadUnsupported` when threads are off (``sessions.threads``) or the client bound
-    the turn to a session itself, :class:`ThreadNotFound` for an unknown previous message and
+    :class:`ThreadUnsupported` when threads are off (``sessions.threads``), the client bound
+    the turn to a session itself or a system message sits inside ``messages``;
+    :class:`gateway.errors.ThreadNotFound` for an unknown previous message and
     :class:`gateway.errors.ThreadFingerprintMismatch` for a changed system prompt or tools."""
     if not gw.config.sessions.threads:
         raise ThreadUnsupported(
@@ -398,6 +399,7 @@ async def _message_thread(gw: Gateway, request: Any, session_id: str | None) -> 
             "the conversation; send the whole conversation without thread",
             param="thread",
         )
+    anthropic_edge.check_threadable(request)
     thread = anthropic_edge.thread_of(request)
     mid = stored_threads.new_message_id()
     if thread is None or thread.previous_message_id is None:  # create

@@ -20,7 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.edges._common import JSONObj, as_obj, join, req
-from gateway.errors import InvalidRequest, ThreadFingerprintMismatch
+from gateway.errors import InvalidRequest, ThreadFingerprintMismatch, ThreadUnsupported
 from gateway.schema import Message, Request, SystemMessage, ToolDefinition
 
 PATH = "thread"
@@ -83,6 +83,21 @@ def thread_of(request: Request) -> Thread | None:
     return request.thread if type(request) is ThreadedRequest else None
 
 
+def check_threadable(request: Request) -> None:
+    """Refuse what a thread cannot hold: a ``role: "system"`` message inside ``messages`` (the
+    session log keeps no system message in place, and moving it into the top-level prompt
+    would change the conversation). Raises :class:`ThreadUnsupported` naming the message, on
+    which the SDK's tool runner resends the whole conversation without ``thread``."""
+    for m in request.messages:
+        if type(m) is SystemMessage and m.src != TOP_LEVEL_SYSTEM:
+            where = m.src or "messages"
+            raise ThreadUnsupported(
+                f"{where}: a system message inside messages cannot be held in a thread; "
+                "send the whole conversation without thread",
+                param=where,
+            )
+
+
 def settings(request: Request) -> tuple[list[SystemMessage], list[ToolDefinition], list[str]]:
     """What a thread keeps from the request that creates it: the top-level system prompt,
     the tools and the MCP servers of ``mcp`` tool entries."""
@@ -141,6 +156,7 @@ def continued(
 __all__ = [
     "Thread",
     "ThreadedRequest",
+    "check_threadable",
     "continued",
     "created",
     "parse_thread",

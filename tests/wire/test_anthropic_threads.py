@@ -272,3 +272,23 @@ def test_a_session_bound_turn_refuses_a_thread_and_the_sdk_keeps_the_session(
     assert all("thread" not in s["body"] for s in sent[1:])
     _, two = upstream.requests(api)
     assert _roles_and_kinds(api, two.body) == WHOLE_HISTORY[api]
+
+
+def test_a_system_message_inside_messages_makes_the_sdk_send_the_loop_unthreaded(
+    upstream: UpstreamStandin, client: anthropic.Anthropic, sent: list[dict[str, Any]]
+) -> None:
+    api = "anthropic_messages"
+    _script_loop(upstream, api)
+    messages: list[Any] = [
+        {"role": "user", "content": QUESTION},
+        {"role": "system", "content": "Answer in one sentence."},
+    ]
+    runner = client.beta.messages.tool_runner(
+        model="an", max_tokens=256, system=SYSTEM, tools=[get_weather], messages=messages
+    )
+    *_, last = list(runner)
+    assert last.content[0].text == ANSWER
+    assert sent[0]["body"]["thread"] == {"type": "create"}
+    assert all("thread" not in s["body"] for s in sent[1:]), "refused, then unthreaded"
+    one, two = upstream.requests(api)
+    assert len(two.body["messages"]) == len(one.body["messages"]) + 2, "round 2 carries the whole history"

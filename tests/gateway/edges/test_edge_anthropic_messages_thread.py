@@ -130,3 +130,13 @@ def test_thread_errors_carry_the_error_code_in_error_details(
 
 def test_other_errors_have_no_details() -> None:
     assert "details" not in edge.render_error(InvalidRequest("bad", param="x"))[1]["error"]
+
+
+def test_a_system_message_inside_messages_cannot_be_held_in_a_thread() -> None:
+    messages = [{"role": "user", "content": "hi"}, {"role": "system", "content": "Now in French."}]
+    request = _parse(thread={"type": "create"}, system="Be brief.", messages=messages)
+    with pytest.raises(ThreadUnsupported) as err:
+        edge.check_threadable(request)
+    assert err.value.param == "messages[1]"
+    assert err.value.error_code == "thread_unsupported_request"
+    edge.check_threadable(_parse(thread={"type": "create"}, system="Be brief."))  # the top-level one is kept
