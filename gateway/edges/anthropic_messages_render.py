@@ -52,7 +52,7 @@ def answer_id(resp_id: str, request: Request | None) -> str:
     threaded (the id the client continues from), else :func:`message_id` of ``resp_id``."""
     if type(request) is ThreadedRequest and request.thread.message_id is not None:
         return request.thread.message_id
-    return resp_id if resp_id.startswith("msg_") else "msg_" + resp_id
+    return message_id(resp_id)
 
 
 def render_usage(u: Usage) -> dict[str, Any]:
