@@ -248,6 +248,10 @@ class SessionsConfig(BaseModel):
       a session that outgrows the target window is refused (HTTP 400) instead of compacted.
     * ``keep_ratio``: share of the budget the kept suffix may use right after a compaction.
     * ``chunk_tokens``: tokens of dropped history per summariser call.
+    * ``threads``: Anthropic message threads (the ``thread`` request field, beta
+      ``message-threads-2026-08-12``) held in the session log (:mod:`gateway.sessions.threads`);
+      off, a request naming a thread is refused with ``error_code``
+      ``thread_unsupported_request``, on which the Anthropic SDK resends it whole, unthreaded.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -256,6 +260,7 @@ class SessionsConfig(BaseModel):
     compaction_deployment: str | None = None
     keep_ratio: float = Field(default=0.5, gt=0, le=1)
     chunk_tokens: int = Field(default=24_000, gt=0)
+    threads: bool = True
 
 
 class ToolLoopConfig(BaseModel):

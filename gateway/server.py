@@ -53,6 +53,7 @@ from gateway.errors import (
     InvalidRequest,
     PayloadTooLarge,
     RouteNotFound,
+    ThreadUnsupported,
     TranscriptUnavailable,
     TurnstileError,
     UpstreamError,
@@ -67,7 +68,9 @@ from gateway.serving import STATE_KEY as CONNECTIONS_KEY
 from gateway.serving import make_guard
 from gateway.sessions import api as session_api
 from gateway.sessions import responses as stored_responses
+from gateway.sessions import threads as stored_threads
 from gateway.sessions import turns as session_turns
+from gateway.sessions.model import ThreadPayload
 from gateway.shutdown import OpenTurns, answer_cut
 from gateway.sse_response import EventStream
 from gateway.transcript import TranscriptWriter
@@ -286,6 +289,8 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
         session_id = session_turns.session_id_for(headers, turn_request)
         if edge is responses_edge:  # a stored response is a session (gateway/sessions/responses.py)
             turn_request, session_id = await _stored_response(gw, turn_request, session_id)
+        elif type(turn_request) is anthropic_edge.ThreadedRequest:  # a message thread
+            turn_request, session_id = await _message_thread(gw, turn_request, session_id)
         turn_in = Turn(
             request_id=rid,
             dialect=edge.DIALECT,
@@ -375,6 +380,48 @@ async def _stored_response(gw: Gateway, request: Any, session_id: str | None) ->
     rid = stored_responses.new_response_id()
     history = await stored_responses.open_response(gw.sessions, rid, request.model, previous)
     return responses_edge.with_history(request, history, response_id=rid, stored=True), rid
+
+
+async def _message_thread(gw: Gateway, request: Any, session_id: str | None) -> tuple[Any, str]:
+    """An Anthropic request naming a ``thread`` and the session its turn binds to, the id its
+    answer carries (:mod:`gateway.sessions.threads`): a new thread's session, or a fork of the
+    continued one with its system prompt, tools and history put in. Raises
+    :class:`ThreadUnsupported` when threads are off (``sessions.threads``), the client bound
+    the turn to a session itself or a system message sits inside ``messages``;
+    :class:`gateway.errors.ThreadNotFound` for an unknown previous message and
+    :class:`gateway.errors.ThreadFingerprintMismatch` for a changed system prompt or tools."""
+    if not gw.config.sessions.threads:
+        raise ThreadUnsupported(
+            "thread: message threads are off on this gateway (sessions.threads); "
+            "send the whole conversation without thread",
+            param="thread",
+        )
+    if session_id is not None:
+        raise ThreadUnsupported(
+            f"thread: this turn is bound to session {session_id!r} by the client, which holds "
+            "the conversation; send the whole conversation without thread",
+            param="thread",
+        )
+    anthropic_edge.check_threadable(request)
+    thread = anthropic_edge.thread_of(request)
+    mid = stored_threads.new_message_id()
+    if thread is None or thread.previous_message_id is None:  # create
+        system, tools, mcp_servers = anthropic_edge.settings(request)
+        payload = ThreadPayload(system=system, tools=tools, mcp_servers=mcp_servers)
+        await stored_threads.create(gw.sessions, mid, request.model, payload)
+        return anthropic_edge.created(request, mid), mid
+    previous = await stored_threads.load(gw.sessions, thread.previous_message_id)
+    held = previous.settings
+    request = anthropic_edge.continued(
+        request,
+        mid,
+        system=held.system,
+        tools=held.tools,
+        mcp_servers=held.mcp_servers,
+        history=previous.history,
+    )
+    await stored_threads.continue_from(gw.sessions, mid, request.model, previous)
+    return request, mid
 
 
 def _transcript_unavailable(edge: ModuleType, transcript: TranscriptWriter, rid: str) -> Response:

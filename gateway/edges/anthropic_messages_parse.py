@@ -15,6 +15,8 @@ Reference: https://docs.anthropic.com/en/api/messages. Notes:
 * ``output_config.effort`` -> ``ThinkingConfig.effort`` (``max``/``xhigh`` clamp to
   ``high``); ``output_config.format`` (json_schema), or the beta top-level ``output_format``
   (not both) -> ``ResponseFormat``.
+* ``thread`` (message threads beta) -> a :class:`~gateway.edges.anthropic_messages_thread.ThreadedRequest`;
+  the server continues it from the session log. Refused on ``count_tokens``.
 * Not supported yet, rejected naming the path: documents, search results, server tools
   (``web_search_*``, ``code_execution_*``, ...), their result blocks, ``mcp_servers``.
 
@@ -53,6 +55,7 @@ from gateway.edges._common import (
     validate_request,
     wrong_type,
 )
+from gateway.edges.anthropic_messages_thread import parse_thread, threaded
 from gateway.edges.call_ids import BadIds, plain_call_id, refusal
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
@@ -605,6 +608,14 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
         out["metadata"] = metadata
     if has_mcp:
         out["mcp_servers"] = mcp_server_entries(data)
+    thread = get("thread")
+    if thread is not None:  # message threads: gateway/edges/anthropic_messages_thread.py
+        if count_tokens:
+            raise InvalidRequest(
+                "thread: count_tokens counts the conversation it is given; send it whole, without thread",
+                param="thread",
+            )
+        return threaded(validate_request(out, _FIELD_NAMES), parse_thread(thread))
     return validate_request(out, _FIELD_NAMES)
 
 
