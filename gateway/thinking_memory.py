@@ -80,6 +80,11 @@ class ThinkingMemory:
     def __len__(self) -> int:
         return len(self._answers)
 
+    def clear(self) -> None:
+        """Forget everything."""
+        self._answers.clear()
+        self._by_call.clear()
+
     def remember(self, response: Response) -> None:
         """Keep the signed thinking of ``response`` when it has tool calls and signed thinking
         (parts with a signature and a provenance); otherwise do nothing."""
