@@ -19,6 +19,7 @@ turns thinking off for that request and says so (``x-turnstile-dropped: thinking
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -53,11 +54,11 @@ class _Entry:
 
 
 def _signed(part: object) -> bool:
-    tp = type(part)
-    if tp is ThinkingPart:
-        return bool(part.signature) and part.provenance is not None  # type: ignore[union-attr]
-    if tp is RedactedThinkingPart:
-        return part.provenance is not None  # type: ignore[union-attr]
+    """True for thinking with a signature and a provenance, or redacted thinking with one."""
+    if type(part) is ThinkingPart:
+        return bool(part.signature) and part.provenance is not None
+    if type(part) is RedactedThinkingPart:
+        return part.provenance is not None
     return False
 
 
@@ -76,14 +77,16 @@ class ThinkingMemory:
         self.clock = clock
         self._answers: OrderedDict[str, _Entry] = OrderedDict()  # first call id -> entry
         self._by_call: dict[str, str] = {}  # every call id -> first call id
+        self._lock = threading.Lock()  # the guards layer restores long requests in a worker thread
 
     def __len__(self) -> int:
         return len(self._answers)
 
     def clear(self) -> None:
         """Forget everything."""
-        self._answers.clear()
-        self._by_call.clear()
+        with self._lock:
+            self._answers.clear()
+            self._by_call.clear()
 
     def remember(self, response: Response) -> None:
         """Keep the signed thinking of ``response`` when it has tool calls and signed thinking
@@ -104,12 +107,14 @@ class ThinkingMemory:
         if self.entries <= 0:
             return
         key = calls[0]
-        self._drop(key)
-        self._answers[key] = _Entry(tuple(calls), tuple(groups), tuple(pending), self.clock() + self.ttl_s)
-        for cid in calls:
-            self._by_call[cid] = key
-        while len(self._answers) > self.entries:
-            self._drop(next(iter(self._answers)))
+        entry = _Entry(tuple(calls), tuple(groups), tuple(pending), self.clock() + self.ttl_s)
+        with self._lock:
+            self._drop(key)
+            self._answers[key] = entry
+            for cid in calls:
+                self._by_call[cid] = key
+            while len(self._answers) > self.entries:
+                self._drop(next(iter(self._answers)))
 
     def _drop(self, key: str) -> None:
         entry = self._answers.pop(key, None)
@@ -120,17 +125,18 @@ class ThinkingMemory:
 
     def _lookup(self, calls: list[str]) -> _Entry | None:
         """The live entry holding every id of ``calls`` (in that order), or None."""
-        key = self._by_call.get(calls[0])
-        if key is None:
-            return None
-        entry = self._answers[key]
-        if entry.expires <= self.clock():
-            self._drop(key)
-            return None
-        if [c for c in entry.calls if c in calls] != calls:
-            return None
-        self._answers.move_to_end(key)
-        return entry
+        with self._lock:
+            key = self._by_call.get(calls[0])
+            if key is None:
+                return None
+            entry = self._answers[key]
+            if entry.expires <= self.clock():
+                self._drop(key)
+                return None
+            if [c for c in entry.calls if c in calls] != calls:
+                return None
+            self._answers.move_to_end(key)
+            return entry
 
     def restore(self, request: Request) -> tuple[Request, list[Repair]]:
         """``request`` with the remembered signed thinking put back into every assistant

@@ -164,7 +164,9 @@ def test_forgotten_thinking_turns_thinking_off_and_says_so(
     assert "thinking" not in body or body["thinking"]["type"] == "disabled", "never an invalid request"
     assert headers["x-turnstile-dropped"] == "thinking"
     row = transcript_row(db_path, headers["x-turnstile-request-id"])
-    notes = [r for r in json.loads(row["repairs"]) if r.get("kind") == "dropped" and r.get("field") == "thinking"]
+    notes = [
+        r for r in json.loads(row["repairs"]) if r.get("kind") == "dropped" and r.get("field") == "thinking"
+    ]
     assert len(notes) == 1 and "thinking disabled" in notes[0]["reason"]
 
 
