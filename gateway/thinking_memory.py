@@ -45,9 +45,11 @@ SignedPart = ThinkingPart | RedactedThinkingPart
 class _Entry:
     """The signed parts of one answer: ``groups[k]`` are those that stood before the answer's
     ``k``-th tool call (``groups[0]``: before the first call, the whole head of the answer),
-    ``tail`` those after the last call; ``calls`` the answer's tool-call ids in order."""
+    ``tail`` those after the last call; ``calls`` the answer's tool-call ids in order and
+    ``names`` their tool names (a message naming other tools under those ids is not that answer)."""
 
     calls: tuple[str, ...]
+    names: tuple[str, ...]
     groups: tuple[tuple[SignedPart, ...], ...]
     tail: tuple[SignedPart, ...]
     expires: float
@@ -95,11 +97,13 @@ class ThinkingMemory:
         if not any(type(p) is ToolCallPart for p in content) or not any(_signed(p) for p in content):
             return
         calls: list[str] = []
+        names: list[str] = []
         groups: list[tuple[SignedPart, ...]] = []
         pending: list[SignedPart] = []
         for p in content:
             if type(p) is ToolCallPart:
                 calls.append(p.id)
+                names.append(p.name)
                 groups.append(tuple(pending))
                 pending = []
             elif _signed(p):
@@ -107,7 +111,7 @@ class ThinkingMemory:
         if self.entries <= 0:
             return
         key = calls[0]
-        entry = _Entry(tuple(calls), tuple(groups), tuple(pending), self.clock() + self.ttl_s)
+        entry = _Entry(tuple(calls), tuple(names), tuple(groups), tuple(pending), self.clock() + self.ttl_s)
         with self._lock:
             self._drop(key)
             self._answers[key] = entry
@@ -123,17 +127,17 @@ class ThinkingMemory:
                 if self._by_call.get(cid) == key:
                     del self._by_call[cid]
 
-    def _lookup(self, calls: list[str]) -> _Entry | None:
-        """The live entry holding every id of ``calls`` (in that order), or None."""
+    def _lookup(self, calls: list[tuple[str, str]]) -> _Entry | None:
+        """The live entry holding every ``(id, name)`` of ``calls`` (in that order), or None."""
         with self._lock:
-            key = self._by_call.get(calls[0])
+            key = self._by_call.get(calls[0][0])
             if key is None:
                 return None
             entry = self._answers[key]
             if entry.expires <= self.clock():
                 self._drop(key)
                 return None
-            if [c for c in entry.calls if c in calls] != calls:
+            if [c for c in zip(entry.calls, entry.names, strict=True) if c in calls] != calls:
                 return None
             self._answers.move_to_end(key)
             return entry
@@ -155,7 +159,7 @@ class ThinkingMemory:
         for i, msg in enumerate(messages):
             if type(msg) is not AssistantMessage:
                 continue
-            calls = [p.id for p in msg.content if type(p) is ToolCallPart]
+            calls = [(p.id, p.name) for p in msg.content if type(p) is ToolCallPart]
             if not calls or any(_signed(p) for p in msg.content):
                 continue
             entry = self._lookup(calls)
@@ -166,12 +170,13 @@ class ThinkingMemory:
                 out = list(messages)
             out[i] = evolve(msg, content=content)
             loc = msg.src or f"messages[{i}]"
+            first = calls[0][0]
             repairs.append(
                 Repair(
                     "thinking_restored",
-                    calls[0],
+                    first,
                     loc,
-                    f"signed thinking of the answer with tool call {calls[0]} ({loc}) restored from the "
+                    f"signed thinking of the answer with tool call {first} ({loc}) restored from the "
                     "gateway's memory (the client did not send it back)",
                 )
             )

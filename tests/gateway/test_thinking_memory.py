@@ -134,3 +134,11 @@ def test_zero_entries_keeps_nothing() -> None:
     mem = ThinkingMemory(entries=0)
     mem.remember(answer(T1, call("toolu_1")))
     assert len(mem) == 0
+
+
+def test_the_same_id_naming_another_tool_is_not_that_answer() -> None:
+    mem = ThinkingMemory()
+    mem.remember(answer(T1, call("toolu_1")))
+    other = ToolCallPart(id="toolu_1", name="delete_files", arguments={}, raw_arguments="{}")
+    request = round_two(other)
+    assert mem.restore(request) == (request, [])
