@@ -15,8 +15,10 @@ the API key header (``Authorization: Bearer``, ``x-api-key`` + ``anthropic-versi
 ``max_tokens``, Anthropic's structured-output schema rule
 (:mod:`standins.structured_output`), Anthropic's extended-thinking rules (a tool loop's final
 assistant turn starts with thinking when thinking is on; signatures only as this stand-in
-issued them: :mod:`standins.anthropic_thinking_rule`), Gemini's ``Schema`` rule (no unknown
-member at any depth of a function declaration's parameters or the response schema:
+issued them: :mod:`standins.anthropic_thinking_rule`), Gemini 3's thought signatures on the
+function calls of the current turn (:mod:`standins.gemini_signature_rule`), Gemini's
+``Schema`` rule (no unknown member at any depth of a function declaration's parameters or the
+response schema:
 :mod:`standins.gemini_schema_rule`), and the Responses API's rules (unknown parameters,
 ``function_call_output`` paired to an earlier ``function_call``, ``encrypted_content`` only as
 this stand-in issued it for that model, strict function schemas: :mod:`standins.responses_rules`).
@@ -48,6 +50,7 @@ from .anthropic_thinking_rule import Signatures
 from .anthropic_thinking_rule import violation as thinking_violation
 from .gemini_schema_rule import error_body as schema_error_body
 from .gemini_schema_rule import request_violations
+from .gemini_signature_rule import violation as gemini_signature_violation
 from .recordings import Exchange, split_sse
 from .responses_rules import Issued
 from .responses_rules import error as responses_error
@@ -460,6 +463,9 @@ class UpstreamStandin:
             violations = request_violations(body)
             if violations:  # Gemini refuses unknown Schema members at any depth (gemini_schema_rule)
                 return web.json_response(schema_error_body(violations), status=400)
+            unsigned = gemini_signature_violation(rec.model, body)
+            if unsigned is not None:  # Gemini 3's thought signatures (gemini_signature_rule)
+                return self._fail(rec.api, 400, unsigned)
         return None
 
     @staticmethod

@@ -96,3 +96,27 @@ def test_enforces_anthropics_thinking_rules(upstream: UpstreamStandin) -> None:
         bad_sig.json()["error"]["message"] == "messages.1.content.0: Invalid `signature` in `thinking` block"
     )
     assert _anthropic(upstream, {"messages": bare}).status_code == 200, "without thinking a bare turn is fine"
+
+
+def test_enforces_gemini_3_thought_signatures_on_the_current_turn(upstream: UpstreamStandin) -> None:
+    call = {"functionCall": {"name": "weather", "args": {"location": "Florence"}}}
+    result = {"functionResponse": {"name": "weather", "response": {"result": "40 C"}}}
+
+    def post(model: str, model_part: dict[str, object]) -> httpx.Response:
+        contents = [
+            {"role": "user", "parts": [{"text": "Weather in Florence?"}]},
+            {"role": "model", "parts": [model_part]},
+            {"role": "user", "parts": [result]},
+        ]
+        return httpx.post(
+            f"{upstream.url}/v1beta/models/{model}:generateContent",
+            json={"contents": contents},
+            headers={"x-goog-api-key": "k"},
+        )
+
+    refused = post("gemini-3-pro-preview", call)
+    assert refused.status_code == 400 and refused.json()["error"]["status"] == "INVALID_ARGUMENT"
+    assert "missing a thought_signature" in refused.json()["error"]["message"]
+    sentinel = {**call, "thoughtSignature": "skip_thought_signature_validator"}
+    assert post("gemini-3-pro-preview", sentinel).status_code == 418, "accepted (then unscripted)"
+    assert post("gemini-2.5-flash", call).status_code == 418, "older models are not checked"
