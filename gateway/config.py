@@ -239,6 +239,18 @@ class GuardPolicy(BaseModel):
     retry_output_factor: float = Field(default=2.0, gt=1.0)
 
 
+class ThinkingMemoryConfig(BaseModel):
+    """Signed thinking kept server-side for clients that do not send it back
+    (:mod:`gateway.thinking_memory`): at most ``entries`` answers with tool calls, each for
+    ``ttl_s`` seconds. ``entries: 0`` keeps none (a tool loop whose client dropped the
+    thinking then runs with thinking off for that request, and the answer says so)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entries: int = Field(default=20_000, ge=0)
+    ttl_s: float = Field(default=3600.0, gt=0)
+
+
 class SessionsConfig(BaseModel):
     """Sessions (invariant 5): where they are stored and how they are compacted.
 
@@ -423,6 +435,7 @@ class GatewayConfig(BaseModel):
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
     tool_loop: ToolLoopConfig = Field(default_factory=ToolLoopConfig)
     anthropic: AnthropicHeaders = Field(default_factory=AnthropicHeaders)
+    thinking_memory: ThinkingMemoryConfig = Field(default_factory=ThinkingMemoryConfig)
 
     @model_validator(mode="after")
     def _check_references(self) -> GatewayConfig:

@@ -73,6 +73,7 @@ from gateway.sessions import turns as session_turns
 from gateway.sessions.model import ThreadPayload
 from gateway.shutdown import OpenTurns, answer_cut
 from gateway.sse_response import EventStream
+from gateway.thinking_memory import ThinkingMemory
 from gateway.transcript import TranscriptWriter
 from mcp_servers import http_api as mcp_api
 
@@ -779,6 +780,7 @@ def create_app(
                 session, config.timeouts, config.server.max_response_bytes, on_large=app.state.memory.note
             ),
             transcript=transcript,
+            thinking=ThinkingMemory(config.thinking_memory.entries, config.thinking_memory.ttl_s),
         )
         from gateway.sessions.open import open_store
 

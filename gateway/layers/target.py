@@ -3,7 +3,9 @@
 The deployment must be able to take what the request carries (tools, images: else
 :class:`CapabilityError`, HTTP 400, naming the message); a request without an output limit
 gets the deployment's ``max_output_tokens``; the thinking policy adapts thinking parts to the
-target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs kept on the turn);
+target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs kept on the turn;
+thinking turned off for a request that could not carry its signed thinking is noted as dropped:
+transcript row, ``x-turnstile-dropped: thinking``);
 the client's ``anthropic-beta`` / ``anthropic-version`` headers are admitted for an Anthropic
 deployment or dropped for any other (:mod:`gateway.anthropic_headers`); passed-through fields the
 target cannot carry (:func:`gateway.providers.passthrough.split`: fields of another wire API) are
@@ -25,6 +27,11 @@ from gateway.schema import ImagePart, Request, Response, ToolResultMessage, User
 from gateway.turn import Batches, Gateway, Service, Turn
 
 log = structlog.get_logger("turnstile.pipeline")
+
+LEADING_THINKING_APIS = frozenset({"anthropic_messages"})
+"""Wire APIs that refuse a tool-loop continuation with thinking on whose final assistant turn
+does not start with thinking they signed (Anthropic, "Extended thinking" docs:
+https://docs.claude.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks)."""
 
 
 class TargetLayer:
@@ -48,9 +55,22 @@ class TargetLayer:
             request = self.client_headers(turn, request, dep)
         if request.passthrough:
             note_passthrough(turn, request, dep)
-        prepared, repairs = invariants.apply_thinking_policy(request, provenance_of(dep), self.policy)
+        prepared, repairs = invariants.apply_thinking_policy(
+            request, provenance_of(dep), self.policy, leading_thinking=dep.api in LEADING_THINKING_APIS
+        )
         if repairs:
             turn.add_repairs(repairs)
+            for r in repairs:
+                if r.code == "thinking_disabled":
+                    turn.note_dropped(
+                        {
+                            "kind": "dropped",
+                            "field": "thinking",
+                            "values": [],
+                            "deployment": dep.name,
+                            "reason": r.message,
+                        }
+                    )
             log.info(
                 "thinking_policy_applied",
                 request_id=turn.request_id,
