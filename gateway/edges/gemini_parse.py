@@ -30,9 +30,12 @@ the google-genai SDKs and Gemini CLI send); any other key is refused naming it.
   ``allowedFunctionNames`` naming some but not all of several functions under mode ``ANY``.
 
 ``thinkingConfig``: ``thinkingBudget`` 0 turns thinking off, -1 is dynamic, N a budget;
-``thinkingLevel`` is an effort; ``includeThoughts`` asks for thinking (thought summaries are
-rendered whenever the upstream returns them). ``toolConfig`` mode ``VALIDATED`` is ``auto``
-with strict tool schemas (constrained calls are what strict means on the other APIs).
+``thinkingLevel`` is an effort; ``includeThoughts`` asks for thinking and for its thought
+summaries in the answer: without ``includeThoughts: true`` (Gemini's default is false) the
+answer carries no thought text, only the thought signatures the client must send back
+(:class:`GeminiRequest`; https://ai.google.dev/gemini-api/docs/thinking#summaries).
+``toolConfig`` mode ``VALIDATED`` is ``auto`` with strict tool schemas (constrained calls are
+what strict means on the other APIs).
 
 **Pairing of ``functionResponse`` with ``functionCall``.** A ``functionResponse`` answers
 
@@ -70,6 +73,7 @@ import hashlib
 from typing import Any
 
 import orjson
+from pydantic import Field
 
 from gateway.edges._bounds import DEFAULT_LIMITS, FieldPattern, InputLimits, check_contents_bounds
 from gateway.edges._common import (
@@ -486,7 +490,31 @@ def parse_request(
         out["native"] = carried
     if has_mcp:
         out["mcp_servers"] = mcp_server_entries(data)
-    return validate_request(out, _FIELD_NAMES)
+    request = validate_request(out, _FIELD_NAMES)
+    if _include_thoughts(data):
+        return request
+    return GeminiRequest.model_construct(**dict(request), show_thoughts=False)
+
+
+def _include_thoughts(data: JSONObj) -> bool:
+    """Whether ``generationConfig.thinkingConfig.includeThoughts`` is true (types checked by
+    :func:`gateway.edges.gemini_options.generation`)."""
+    gen = data.get("generationConfig")
+    cfg = camel(gen).get("thinkingConfig") if type(gen) is dict else None
+    return type(cfg) is dict and camel(cfg).get("includeThoughts") is True
+
+
+class GeminiRequest(Request):
+    """A :class:`Request` parsed by the Gemini edge whose answer shows no thought text
+    (``show_thoughts`` False: the client did not set ``includeThoughts``); thought signatures
+    are still rendered. The edge's alone: never dumped, never read below the edge."""
+
+    show_thoughts: bool = Field(default=True, exclude=True)
+
+
+def shows_thoughts(request: Request) -> bool:
+    """Whether a Gemini client's answer carries thought text (see :class:`GeminiRequest`)."""
+    return not isinstance(request, GeminiRequest) or request.show_thoughts
 
 
 def parse_count_tokens(body: bytes, limits: InputLimits = DEFAULT_LIMITS, *, model: str = "") -> Request:

@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from gateway.edges.gemini_parse import shows_thoughts
 from gateway.edges.signatures import wrap_b64_signature
 from gateway.errors import TurnstileError
 from gateway.schema import (
@@ -112,9 +113,11 @@ def function_call(
     return out
 
 
-def render_parts(content: list[Any]) -> list[dict[str, Any]]:
-    """An assistant message's parts as Gemini parts (module docstring). Raises ``TypeError`` for
-    anything that is not an assistant part."""
+def render_parts(content: list[Any], thoughts: bool = True) -> list[dict[str, Any]]:
+    """An assistant message's parts as Gemini parts (module docstring); without ``thoughts``
+    (the client did not ask for them: :func:`gateway.edges.gemini_parse.shows_thoughts`) a
+    thinking part keeps only its signature. Raises ``TypeError`` for anything that is not an
+    assistant part."""
     out: list[dict[str, Any]] = []
     last_text = False
     for p in content:
@@ -125,10 +128,13 @@ def render_parts(content: list[Any]) -> list[dict[str, Any]]:
                 last_text = True
                 continue
         elif kind is ThinkingPart:
-            if p.signature and not p.text and last_text and "thoughtSignature" not in out[-1]:
+            text = p.text if thoughts else ""
+            if p.signature and not text and last_text and "thoughtSignature" not in out[-1]:
                 out[-1]["thoughtSignature"] = wrap_b64_signature(p.signature, p.provenance)
+            elif not text and not p.signature:
+                pass  # nothing the client may see or must send back
             else:
-                part: dict[str, Any] = {"text": p.text, "thought": True}
+                part: dict[str, Any] = {"text": text, "thought": True}
                 if p.signature:
                     part["thoughtSignature"] = wrap_b64_signature(p.signature, p.provenance)
                 out.append(part)
@@ -146,7 +152,7 @@ def render_parts(content: list[Any]) -> list[dict[str, Any]]:
 
 def render_response(resp: Response, request: Request) -> dict[str, Any]:
     """A non-streaming ``GenerateContentResponse`` body (a dict for the server to encode)."""
-    parts = render_parts(resp.message.content)
+    parts = render_parts(resp.message.content, shows_thoughts(request))
     content: dict[str, Any] = {"role": "model", "parts": parts} if parts else {"role": "model"}
     body: dict[str, Any] = {
         "candidates": [{"content": content, "finishReason": finish_reason(resp.stop_reason), "index": 0}],

@@ -32,6 +32,7 @@ import orjson
 
 from gateway.edges._common import sse
 from gateway.edges._frames import MARKER, Template, template
+from gateway.edges.gemini_parse import shows_thoughts
 from gateway.edges.gemini_render import (
     call_arguments,
     error_body,
@@ -97,6 +98,7 @@ class StreamRenderer:
         self.parts: dict[int, _Part] = {}
         self.last_text = False  # the last part sent was plain text
         self._text: dict[bool, Template] = {}
+        self.thoughts = shows_thoughts(request)  # thought text shown (signatures always are)
 
     def _frame(self, parts: list[dict[str, Any]], **extra: Any) -> bytes:
         cand: dict[str, Any] = {"content": {"role": "model", "parts": parts}}
@@ -174,7 +176,7 @@ class StreamRenderer:
         if part.kind == "thinking":
             if event.signature:
                 part.signature = (part.signature or "") + event.signature
-            if event.text:
+            if event.text and self.thoughts:
                 part.has_text = True
                 self.last_text = False
                 return [self._text_frame(event.text, True)]

@@ -117,3 +117,26 @@ def test_models_and_count_tokens() -> None:
     assert listed["models"][0]["inputTokenLimit"] == 1000
     assert "generateContent" in listed["models"][0]["supportedGenerationMethods"]
     assert gemini.render_count_tokens(12) == {"totalTokens": 12}
+
+
+def _parsed(thinking_config: dict[str, object]) -> Request:
+    import orjson
+
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    body["generationConfig"] = {"thinkingConfig": thinking_config}
+    return gemini.parse_request(orjson.dumps(body), model="g")
+
+
+def test_without_include_thoughts_the_answer_keeps_thought_signatures_but_no_thought_text() -> None:
+    resp = _resp(
+        ThinkingPart(text="secret reasoning", signature="T1", provenance=PROV),
+        ThinkingPart(text="unsigned musing", provenance=PROV),
+        TextPart(text="answer"),
+    )
+    hidden = gemini.render_response(resp, _parsed({"thinkingBudget": 512}))
+    parts = hidden["candidates"][0]["content"]["parts"]
+    assert "secret reasoning" not in str(hidden) and "unsigned musing" not in str(hidden)
+    assert parts[0]["text"] == "" and unwrap_b64_signature(parts[0]["thoughtSignature"])[0] == "T1"
+    assert parts[1:] == [{"text": "answer"}]
+    shown = gemini.render_response(resp, _parsed({"thinkingBudget": 512, "include_thoughts": True}))
+    assert shown["candidates"][0]["content"]["parts"][0]["text"] == "secret reasoning"

@@ -121,3 +121,25 @@ def test_a_stream_cut_before_its_end_finishes_with_an_error() -> None:
 def test_keep_alive_is_an_empty_data_frame() -> None:
     assert _chunks([gemini.ping_frame()]) == [{}]
     assert gemini.tool_progress_frame("x") == gemini.ping_frame()
+
+
+def test_without_include_thoughts_a_stream_sends_the_signature_and_no_thought_text() -> None:
+    body = orjson.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+    r = gemini.StreamRenderer(gemini.parse_request(body, model="g", stream=True))
+    frames: list[bytes] = []
+    for ev in [
+        MessageStart(id="rid", model="m"),
+        PartStart(index=0, kind="thinking", provenance=PROV),
+        PartDelta(index=0, text="secret"),
+        PartDelta(index=0, signature="TS"),
+        PartEnd(index=0),
+        PartStart(index=1, kind="text"),
+        PartDelta(index=1, text="Hello"),
+        PartEnd(index=1),
+        MessageEnd(stop_reason="stop", usage=Usage(input_tokens=5, output_tokens=9)),
+    ]:
+        frames += r.render(ev)
+    assert b"secret" not in b"".join(frames)
+    parts = [_parts(c) for c in _chunks(frames)]
+    assert parts[0][0]["text"] == "" and unwrap_b64_signature(parts[0][0]["thoughtSignature"])[0] == "TS"
+    assert parts[1] == [{"text": "Hello"}]
