@@ -5,8 +5,10 @@ The deployment must be able to take what the request carries (tools, images: els
 gets the deployment's ``max_output_tokens``; the thinking policy adapts thinking parts to the
 target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs kept on the turn);
 the client's ``anthropic-beta`` / ``anthropic-version`` headers are admitted for an Anthropic
-deployment or dropped for any other (:mod:`gateway.anthropic_headers`; what is dropped is noted
-on the turn: transcript row, ``x-turnstile-dropped`` header, one log line).
+deployment or dropped for any other (:mod:`gateway.anthropic_headers`); the client's same-wire
+fields (``request.native``) reach a deployment of that wire API, and toward any other are refused
+(answer-changing ones) or dropped (serving-only ones: :mod:`gateway.edges.fidelity`). What is
+dropped is noted on the turn: transcript row, ``x-turnstile-dropped`` header, one log line.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ class TargetLayer:
         dep = turn.deployment
         assert dep is not None, "the route layer sets the deployment"
         check_capabilities(request, dep)
+        native = request.native
+        if native is not None and native.serving and native.api != dep.api:
+            self.drop_serving(turn, native.serving, native.api, dep)
         if request.max_output_tokens is None and dep.max_output_tokens is not None:
             request = request.model_copy(update={"max_output_tokens": dep.max_output_tokens})
         headers = turn.headers_in
@@ -75,6 +80,17 @@ class TargetLayer:
             return request
         return evolve(request, anthropic_betas=list(admitted.betas), anthropic_version=admitted.version)
 
+    @staticmethod
+    def drop_serving(turn: Turn, fields: list[str], api: str, dep: Deployment) -> None:
+        """Note on ``turn`` (transcript row, ``x-turnstile-dropped``) and log the client's
+        serving-only ``fields`` of wire API ``api`` that ``dep`` (another wire API) does not get."""
+        reason = f"steers serving on the {api} wire API only; model {dep.name!r} is served by {dep.api}"
+        for name in fields:
+            turn.note_dropped(
+                {"kind": "dropped", "field": name, "values": [], "deployment": dep.name, "reason": reason}
+            )
+        log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=fields)
+
     async def complete(self, turn: Turn, request: Request) -> Response:
         """The inner answer to the target's request."""
         return await self.inner.complete(turn, self.for_target(turn, request))
@@ -86,9 +102,10 @@ class TargetLayer:
 
 def check_capabilities(request: Request, dep: Deployment) -> None:
     """Raise :class:`CapabilityError` when ``dep`` cannot take the request's tools or images, or
-    the request carries fields of a wire API (``request.native``) that ``dep`` does not speak."""
+    the request carries answer-changing fields of a wire API (``request.native.paths``) that
+    ``dep`` does not speak (its serving-only fields are dropped instead: :meth:`TargetLayer.drop_serving`)."""
     native = request.native
-    if native is not None and native.api != dep.api:
+    if native is not None and native.paths and native.api != dep.api:
         raise CapabilityError(
             f"{', '.join(native.paths)}: carried only to a {native.api} upstream, and model {dep.name!r} "
             f"is served by the {dep.api} wire API; remove them or use a {native.api} model",

@@ -30,8 +30,11 @@ Decisions worth knowing
   (OpenRouter mock function calling, corpus ``openhands/`` recordings), whatever
   ``quirks.finish_reason_stop_with_tools`` says.
 * ``tool_choice`` and ``parallel_tool_calls`` are sent only with tools (OpenAI rejects them
-  otherwise). ``top_k`` and ``metadata`` are not sent; ``thinking.effort`` becomes ``reasoning_effort``
+  otherwise). ``top_k`` is not sent; ``thinking.effort`` becomes ``reasoning_effort``
   when the deployment supports thinking; a thinking budget alone is not sent.
+* An OpenAI Chat client's own fields the schema has no place for (``request.native`` of this
+  API: ``service_tier``, ``store``, ``metadata``, ``seed``, penalties, vendor extensions; the
+  table is :data:`gateway.edges.fidelity.OPENAI_CHAT`) are set in the body verbatim, last.
 """
 
 from __future__ import annotations
@@ -350,6 +353,9 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         body["stream"] = True
         if deployment.quirks.stream_usage:
             body["stream_options"] = {"include_usage": True}
+    native = request.native
+    if native is not None and native.api == deployment.api == API:  # not for litellm, which reuses this
+        body.update(native.fields)
     return body
 
 

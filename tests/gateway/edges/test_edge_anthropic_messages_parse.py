@@ -434,8 +434,8 @@ U = [{"role": "user", "content": "q"}]
             "unknown content block",
         ),
         (
-            {"model": "c", "max_tokens": 5, "messages": U, "mcp_servers": [{"url": "x"}]},
-            "mcp_servers",
+            {"model": "c", "max_tokens": 5, "messages": U, "diagnostics": {"previous_message_id": "m"}},
+            "diagnostics",
             "not supported yet",
         ),
     ],
