@@ -496,7 +496,7 @@ def _tools(data: JSONObj, extras: _Extras) -> tuple[list[JSONObj], bool]:
             continue  # a registered MCP server for the gateway's tool loop: see mcp_server_entries
         if ttype is not None and ttype != "custom":
             raise unsupported(join(path, "type"), f"server tool type {ttype!r}")
-        if len(tool) > 3 and tool.keys() - _TOOL_READ:
+        if len(tool) > 2 and tool.keys() - _TOOL_READ:
             req(tool, "name", str, path)
             _tool_extras(tool, path, extras)
         out.append(

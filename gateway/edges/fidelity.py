@@ -120,7 +120,11 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         "OpenAI: `system` messages in place; Gemini: `systemInstruction`",
     ),
     "system": Rule(CARRIED, "as sent (`cache_control` kept)", "a leading system message"),
-    "tools": Rule(CARRIED, "custom tools; `defer_loading` passed through; server tools refused", "function tools"),
+    "tools": Rule(
+        CARRIED,
+        "custom tools, per-tool extra keys on the tool; server tools refused",
+        "function tools; `defer_loading` dropped, other per-tool extra keys refused",
+    ),
     "tool_choice": Rule(CARRIED, "as sent", "each API's tool choice"),
     "temperature": Rule(CARRIED, "as sent", "as sent"),
     "top_p": Rule(CARRIED, "as sent", "as sent"),
@@ -211,24 +215,59 @@ def native_fields(
     return {"api": api, "fields": fields, "paths": paths, "serving": serving}
 
 
+_INTRO = """\
+# Fidelity: every request field has a class
+
+Nothing a client sends is accepted and lost. Every request field of each client dialect is in
+exactly one class, and the class decides what each upstream wire API gets:
+
+| class | to an upstream of the client's own wire API | to an upstream of another wire API |
+|---|---|---|
+| carried | in the internal schema (`gateway/schema.py`); every adapter maps it | the adapter's mapping |
+| translated | read into the schema in another shape | the stated mapping |
+| passed through | verbatim (`Request.native`, `NativeFields.paths`) | refused: 400 naming the field and the model |
+| serving | verbatim (`Request.native`, `NativeFields.serving`) | dropped: named in `x-turnstile-dropped` and a transcript note |
+| refused | 400 naming the field (the gateway cannot relay what it asks for) | the same |
+| header | an SDK parameter sent as an HTTP header, not a body field | |
+
+*Serving* fields only steer how the upstream serves the turn (tier, speed, prompt-cache keys and
+automatic caching, storage, attribution, best-effort determinism) and do not change the
+answer's meaning; *passed-through* fields change the answer (sampling penalties, logit bias,
+verbosity, web search, code containers, MCP connector), so toward an API that cannot carry them
+the request is refused rather than answered differently. A value that asks for nothing
+(`n: 1`, `logprobs: false`, `frequency_penalty: 0`, `logit_bias: {}`, `modalities: ["text"]`,
+null) is accepted and carries nothing. A top-level field a table does not list (a vendor
+extension such as vLLM's `repetition_penalty`) is passed through.
+
+Per-tool keys of the Anthropic dialect besides `name`, `description`, `input_schema`, `strict`
+and `cache_control` are carried to an Anthropic upstream on that tool: `defer_loading` and
+`eager_input_streaming` are serving (dropped elsewhere as `tools[i].defer_loading`), any other
+(`input_examples`, `allowed_callers`) is passed through.
+
+Mid-conversation system messages stay in place: an OpenAI Chat upstream gets them as `system`
+messages where they were; an Anthropic upstream gets the leading ones as the top-level `system`
+and later ones as `role: system` messages in place (the Messages API's `SystemMessageParam`),
+so the cached prefix before them does not change.
+
+This file is generated from `gateway/edges/fidelity.py`
+(`uv run python -c "from gateway.edges.fidelity import markdown; print(markdown(), end='')" > docs/fidelity.md`);
+`tests/gateway/edges/test_fidelity.py` fails when a field of the official SDKs' request types
+(`openai`, `anthropic` and its beta) has no class here, or when this file differs from the table.
+"""
+
+
 def markdown() -> str:
     """``docs/fidelity.md``: the rule and one table per dialect (field, class, same API, other APIs)."""
-    lines = [
-        "# Fidelity: every request field has a class",
-        "",
-        "Generated from `gateway/edges/fidelity.py` (`python -m gateway.edges.fidelity > docs/fidelity.md`);",
-        "`tests/gateway/edges/test_fidelity.py` fails when a field of the official SDKs' request types has",
-        "no class, or when this file differs from the table.",
-        "",
-        *(__doc__ or "").split("\n")[2:-3],
-    ]
+    lines = [_INTRO.rstrip()]
     for api, table in _TABLES.items():
-        lines += ["", f"## {_TITLES[api]} (`{api}`)", "", f"| field | class | to {api} | to other wire APIs |", "|---|---|---|---|"]
+        lines += [
+            "",
+            f"## {_TITLES[api]} (`{api}`)",
+            "",
+            f"| field | class | to {api} | to other wire APIs |",
+            "|---|---|---|---|",
+        ]
         for name in sorted(table):
             r = table[name]
             lines.append(f"| `{name}` | {r.cls} | {r.same} | {r.other} |")
-    return "\n".join(lines).rstrip() + "\n"
-
-
-if __name__ == "__main__":
-    print(markdown(), end="")
+    return "\n".join(lines) + "\n"
