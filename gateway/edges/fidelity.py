@@ -74,14 +74,18 @@ OPENAI_CHAT: dict[str, Rule] = {
     "parallel_tool_calls": Rule(CARRIED, "as sent", "Anthropic `disable_parallel_tool_use`"),
     "functions": Rule(TRANSLATED, "legacy functions -> `tools`", "-> tools"),
     "function_call": Rule(TRANSLATED, "legacy -> `tool_choice`", "-> tool choice"),
-    "max_completion_tokens": Rule(CARRIED, "the deployment's `max_tokens_field`", "`max_tokens` / `maxOutputTokens`"),
+    "max_completion_tokens": Rule(
+        CARRIED, "the deployment's `max_tokens_field`", "`max_tokens` / `maxOutputTokens`"
+    ),
     "max_tokens": Rule(CARRIED, "the deployment's `max_tokens_field`", "`max_tokens` / `maxOutputTokens`"),
     "temperature": Rule(CARRIED, "as sent", "as sent"),
     "top_p": Rule(CARRIED, "as sent", "as sent"),
     "stop": Rule(CARRIED, "as sent", "`stop_sequences` / `stopSequences`"),
     "response_format": Rule(CARRIED, "as sent", "native structured output or a forced tool"),
     "reasoning_effort": Rule(
-        CARRIED, "`reasoning_effort` (`xhigh` sent as `high`)", "Anthropic thinking budget, Gemini `thinkingConfig`"
+        CARRIED,
+        "`reasoning_effort` (`xhigh` sent as `high`)",
+        "Anthropic thinking budget, Gemini `thinkingConfig`",
     ),
     "stream": Rule(CARRIED, "as sent", "each API's streaming"),
     "stream_options": Rule(CARRIED, "`include_usage`", "usage is always read"),
@@ -90,12 +94,14 @@ OPENAI_CHAT: dict[str, Rule] = {
     "logprobs": Rule(REFUSED, "refused when true: answers carry no log probabilities", "refused when true"),
     "top_logprobs": Rule(REFUSED, "refused above 0", "refused above 0"),
     "audio": Rule(REFUSED, "refused: audio output is not relayed", "refused"),
-    "modalities": Rule(REFUSED, "refused unless `[\"text\"]`", "refused unless `[\"text\"]`"),
+    "modalities": Rule(REFUSED, 'refused unless `["text"]`', 'refused unless `["text"]`'),
     "frequency_penalty": Rule(PASSED, "as sent (0 asks for nothing)", _REFUSED_ELSEWHERE),
     "presence_penalty": Rule(PASSED, "as sent (0 asks for nothing)", _REFUSED_ELSEWHERE),
     "logit_bias": Rule(PASSED, "as sent (`{}` asks for nothing)", _REFUSED_ELSEWHERE),
     "verbosity": Rule(PASSED, "as sent", _REFUSED_ELSEWHERE),
-    "web_search_options": Rule(PASSED, "as sent (citations in `annotations` not relayed)", _REFUSED_ELSEWHERE),
+    "web_search_options": Rule(
+        PASSED, "as sent (citations in `annotations` not relayed)", _REFUSED_ELSEWHERE
+    ),
     "moderation": Rule(PASSED, "as sent", _REFUSED_ELSEWHERE),
     "service_tier": Rule(SERVING, "as sent", _DROPPED),
     "store": Rule(SERVING, "as sent", _DROPPED),
@@ -143,7 +149,11 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         "format: native structured output or a forced tool; effort: `reasoning_effort` / `thinkingConfig`",
     ),
     "output_format": Rule(TRANSLATED, "beta form -> `output_config.format`", "structured output"),
-    "cache_control": Rule(SERVING, "as sent (automatic prompt caching)", _DROPPED + " (OpenAI and Gemini cache prefixes themselves)"),
+    "cache_control": Rule(
+        SERVING,
+        "as sent (automatic prompt caching)",
+        _DROPPED + " (OpenAI and Gemini cache prefixes themselves)",
+    ),
     "service_tier": Rule(SERVING, "as sent", _DROPPED),
     "speed": Rule(SERVING, "as sent", _DROPPED),
     "inference_geo": Rule(SERVING, "as sent", _DROPPED),
@@ -159,7 +169,9 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
     "billing_policy": Rule(REFUSED, "refused: the gateway calls with the deployment's credential", "refused"),
     "thread": Rule(REFUSED, "refused: message threads (issue 14 item 6)", "refused"),
     "betas": Rule(HEADER, "`anthropic-beta`, admitted by `anthropic.betas`", "dropped, reported"),
-    "workspace_id": Rule(HEADER, "`anthropic-workspace-id`: the deployment's credential picks the workspace", "n/a"),
+    "workspace_id": Rule(
+        HEADER, "`anthropic-workspace-id`: the deployment's credential picks the workspace", "n/a"
+    ),
     "user_profile_id": Rule(HEADER, "`anthropic-user-profile-id`: not forwarded", "n/a"),
 }
 """Anthropic Messages request fields (https://docs.anthropic.com/en/api/messages;
@@ -179,7 +191,7 @@ def passed_fields(table: dict[str, Rule]) -> frozenset[str]:
     return frozenset(k for k, r in table.items() if r.cls == PASSED)
 
 
-_NOTHING_ASKED = (None, 0, False, {}, [])
+_NOTHING_ASKED: tuple[Any, ...] = (None, 0, False, {}, [])
 """Values of a passed-through field that ask for nothing (``frequency_penalty: 0``,
 ``logit_bias: {}``): not carried, so they never stop a request to another wire API."""
 
@@ -215,20 +227,32 @@ def native_fields(
     return {"api": api, "fields": fields, "paths": paths, "serving": serving}
 
 
+_CLASS_ROWS = (
+    ("class", "to an upstream of the client's own wire API", "to an upstream of another wire API"),
+    ("---", "---", "---"),
+    (CARRIED, "in the internal schema (`gateway/schema.py`); every adapter maps it", "the adapter's mapping"),
+    (TRANSLATED, "read into the schema in another shape", "the stated mapping"),
+    (
+        PASSED,
+        "verbatim (`Request.native`, `NativeFields.paths`)",
+        "refused: 400 naming the field and the model",
+    ),
+    (
+        SERVING,
+        "verbatim (`Request.native`, `NativeFields.serving`)",
+        "dropped: named in `x-turnstile-dropped` and a transcript note",
+    ),
+    (REFUSED, "400 naming the field (the gateway cannot relay what it asks for)", "the same"),
+    (HEADER, "an SDK parameter sent as an HTTP header, not a body field", ""),
+)
+
 _INTRO = """\
 # Fidelity: every request field has a class
 
 Nothing a client sends is accepted and lost. Every request field of each client dialect is in
 exactly one class, and the class decides what each upstream wire API gets:
 
-| class | to an upstream of the client's own wire API | to an upstream of another wire API |
-|---|---|---|
-| carried | in the internal schema (`gateway/schema.py`); every adapter maps it | the adapter's mapping |
-| translated | read into the schema in another shape | the stated mapping |
-| passed through | verbatim (`Request.native`, `NativeFields.paths`) | refused: 400 naming the field and the model |
-| serving | verbatim (`Request.native`, `NativeFields.serving`) | dropped: named in `x-turnstile-dropped` and a transcript note |
-| refused | 400 naming the field (the gateway cannot relay what it asks for) | the same |
-| header | an SDK parameter sent as an HTTP header, not a body field | |
+{classes}
 
 *Serving* fields only steer how the upstream serves the turn (tier, speed, prompt-cache keys and
 automatic caching, storage, attribution, best-effort determinism) and do not change the
@@ -249,8 +273,7 @@ messages where they were; an Anthropic upstream gets the leading ones as the top
 and later ones as `role: system` messages in place (the Messages API's `SystemMessageParam`),
 so the cached prefix before them does not change.
 
-This file is generated from `gateway/edges/fidelity.py`
-(`uv run python -c "from gateway.edges.fidelity import markdown; print(markdown(), end='')" > docs/fidelity.md`);
+This file is generated by `markdown()` of `gateway/edges/fidelity.py` (print it to this path);
 `tests/gateway/edges/test_fidelity.py` fails when a field of the official SDKs' request types
 (`openai`, `anthropic` and its beta) has no class here, or when this file differs from the table.
 """
@@ -258,7 +281,7 @@ This file is generated from `gateway/edges/fidelity.py`
 
 def markdown() -> str:
     """``docs/fidelity.md``: the rule and one table per dialect (field, class, same API, other APIs)."""
-    lines = [_INTRO.rstrip()]
+    lines = [_INTRO.replace("{classes}", "\n".join(f"| {' | '.join(row)} |" for row in _CLASS_ROWS)).rstrip()]
     for api, table in _TABLES.items():
         lines += [
             "",

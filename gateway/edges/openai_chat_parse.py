@@ -567,6 +567,7 @@ _READ = frozenset(
 """Top-level fields :func:`parse_request` reads itself; every other one is classed by
 :data:`gateway.edges.fidelity.OPENAI_CHAT` (:func:`_native`)."""
 
+
 def _native(data: JSONObj, extra: set[str]) -> JSONObj | None:
     """The ``Request.native`` dict of the fields in ``extra`` (in the client's order), after
     refusing by name those whose output the gateway does not relay (log probabilities, audio)."""
@@ -579,7 +580,7 @@ def _native(data: JSONObj, extra: set[str]) -> JSONObj | None:
         raise unsupported("audio", "audio output")
     modalities = data.get("modalities")
     if modalities is not None and modalities != ["text"]:
-        raise unsupported("modalities", f"output modalities {modalities!r} (only [\"text\"])")
+        raise unsupported("modalities", f'output modalities {modalities!r} (only ["text"])')
     return native_fields(API, data, [k for k in data if k in extra], OPENAI_CHAT)
 
 

@@ -363,8 +363,10 @@ def _client_thinking(request: Request) -> bool:
     """Whether an Anthropic client's own ``thinking`` or ``output_config.effort`` is carried
     verbatim (``request.native`` of this API), instead of a budget computed here."""
     native = request.native
-    return native is not None and native.api == API and (
-        "thinking" in native.fields or "output_config" in native.fields
+    return (
+        native is not None
+        and native.api == API
+        and ("thinking" in native.fields or "output_config" in native.fields)
     )
 
 

@@ -170,7 +170,9 @@ def test_an_answer_changing_anthropic_field_toward_another_api_is_refused_by_nam
     field: str, upstream: UpstreamStandin, ant: anthropic.Anthropic
 ) -> None:
     with pytest.raises(anthropic.BadRequestError) as exc:
-        ant.messages.create(model="oa", max_tokens=64, messages=USER, extra_body={field: ANTHROPIC_PASSED[field]})
+        ant.messages.create(
+            model="oa", max_tokens=64, messages=USER, extra_body={field: ANTHROPIC_PASSED[field]}
+        )
     assert exc.value.status_code == 400
     assert field in exc.value.message
     assert exc.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
@@ -189,11 +191,15 @@ def test_a_mid_conversation_system_message_stays_in_place_for_claude(
     upstream: UpstreamStandin, oai: openai.OpenAI
 ) -> None:
     upstream.script(replay(text_answer("anthropic_messages", "hi", stream=False)))
-    oai.chat.completions.create(model="an", messages=[{"role": "system", "content": "Be brief."}, *MID_SYSTEM])
+    oai.chat.completions.create(
+        model="an", messages=[{"role": "system", "content": "Be brief."}, *MID_SYSTEM]
+    )
     (got,) = upstream.requests()
     assert got.body["system"] == [{"type": "text", "text": "Be brief."}]
     assert [m["role"] for m in got.body["messages"]] == ["user", "assistant", "system", "user"]
-    assert got.body["messages"][2]["content"] == [{"type": "text", "text": "From now on, include type annotations."}]
+    assert got.body["messages"][2]["content"] == [
+        {"type": "text", "text": "From now on, include type annotations."}
+    ]
 
 
 def test_a_mid_conversation_system_message_stays_in_place_for_openai(

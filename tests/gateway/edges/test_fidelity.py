@@ -27,7 +27,9 @@ def _sdk_fields(*types: Any) -> set[str]:
 
 
 OPENAI_SDK = _sdk_fields(openai_params.CompletionCreateParamsBase)
-ANTHROPIC_SDK = _sdk_fields(anthropic_params.MessageCreateParamsBase, anthropic_beta_params.MessageCreateParamsBase)
+ANTHROPIC_SDK = _sdk_fields(
+    anthropic_params.MessageCreateParamsBase, anthropic_beta_params.MessageCreateParamsBase
+)
 
 
 @pytest.mark.parametrize(
@@ -50,7 +52,9 @@ def test_the_fields_an_edge_reads_itself_are_the_carried_translated_and_refused_
 ) -> None:
     native = fidelity.serving_fields(table) | fidelity.passed_fields(table)
     assert not read & native
-    assert {k for k in read if table[k].cls in (fidelity.CARRIED, fidelity.TRANSLATED, fidelity.REFUSED)} == read
+    assert {
+        k for k in read if table[k].cls in (fidelity.CARRIED, fidelity.TRANSLATED, fidelity.REFUSED)
+    } == read
 
 
 def test_docs_fidelity_md_is_the_table() -> None:
@@ -99,7 +103,10 @@ ANTHROPIC_VALUES: dict[str, Any] = {
 
 @pytest.mark.parametrize(
     ("parse", "values", "table"),
-    [(_openai, OPENAI_VALUES, fidelity.OPENAI_CHAT), (_anthropic, ANTHROPIC_VALUES, fidelity.ANTHROPIC_MESSAGES)],
+    [
+        (_openai, OPENAI_VALUES, fidelity.OPENAI_CHAT),
+        (_anthropic, ANTHROPIC_VALUES, fidelity.ANTHROPIC_MESSAGES),
+    ],
 )
 def test_serving_and_passed_through_fields_are_kept_verbatim_in_their_class(
     parse: Any, values: dict[str, Any], table: dict[str, fidelity.Rule]
@@ -113,7 +120,13 @@ def test_serving_and_passed_through_fields_are_kept_verbatim_in_their_class(
 
 def test_values_that_ask_for_nothing_carry_nothing() -> None:
     req = _openai(
-        n=1, logprobs=False, top_logprobs=0, frequency_penalty=0, logit_bias={}, modalities=["text"], audio=None
+        n=1,
+        logprobs=False,
+        top_logprobs=0,
+        frequency_penalty=0,
+        logit_bias={},
+        modalities=["text"],
+        audio=None,
     )
     assert req.native is None
 
@@ -126,7 +139,13 @@ def test_a_vendor_extension_is_passed_through() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("n", 2), ("logprobs", True), ("top_logprobs", 3), ("audio", {"voice": "alloy"}), ("modalities", ["text", "audio"])],
+    [
+        ("n", 2),
+        ("logprobs", True),
+        ("top_logprobs", 3),
+        ("audio", {"voice": "alloy"}),
+        ("modalities", ["text", "audio"]),
+    ],
 )
 def test_openai_fields_the_gateway_cannot_relay_are_refused_by_name(field: str, value: Any) -> None:
     with pytest.raises(InvalidRequest) as exc:
@@ -152,7 +171,10 @@ def test_anthropic_fields_the_gateway_cannot_relay_are_refused_by_name(field: st
 
 def test_anthropic_thinking_and_effort_are_kept_verbatim_beside_the_schema_form() -> None:
     req = _anthropic(thinking={"type": "adaptive", "display": "omitted"}, output_config={"effort": "max"})
-    assert req.native.fields == {"thinking": {"type": "adaptive", "display": "omitted"}, "output_config": {"effort": "max"}}
+    assert req.native.fields == {
+        "thinking": {"type": "adaptive", "display": "omitted"},
+        "output_config": {"effort": "max"},
+    }
     assert req.native.paths == [] and req.native.serving == []
     assert req.thinking is not None and req.thinking.enabled and req.thinking.effort == "high"
 
@@ -163,6 +185,8 @@ def test_anthropic_tool_keys_are_carried_on_the_tool_by_class() -> None:
         {"name": "b", "input_schema": {"type": "object"}, "input_examples": [{"x": 1}]},
     ]
     native = _anthropic(tools=tools).native
-    assert native.fields == {"tool_fields": {"a": {"defer_loading": True}, "b": {"input_examples": [{"x": 1}]}}}
+    assert native.fields == {
+        "tool_fields": {"a": {"defer_loading": True}, "b": {"input_examples": [{"x": 1}]}}
+    }
     assert native.serving == ["tools[0].defer_loading"]
     assert native.paths == ["tools[1].input_examples"]
