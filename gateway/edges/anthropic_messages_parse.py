@@ -547,11 +547,12 @@ def _thinking(data: JSONObj, out_cfg: JSONObj) -> JSONObj | None:
             cfg = {"enabled": True, "budget_tokens": req(raw, "budget_tokens", int, "thinking")}
         elif ttype == "disabled":
             cfg = {"enabled": False}
-        elif ttype == "adaptive":
+        elif ttype == "adaptive" or ttype == "between_tools":  # sent verbatim to Claude (_native)
             cfg = {"enabled": True}
         else:
             raise InvalidRequest(
-                f"thinking.type: expected enabled, disabled or adaptive, got {ttype!r}", param="thinking.type"
+                f"thinking.type: expected enabled, disabled, adaptive or between_tools, got {ttype!r}",
+                param="thinking.type",
             )
     effort = opt(out_cfg, "effort", str, "output_config")
     if effort is not None:

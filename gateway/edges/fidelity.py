@@ -84,11 +84,15 @@ OPENAI_CHAT: dict[str, Rule] = {
     "response_format": Rule(CARRIED, "as sent", "native structured output or a forced tool"),
     "reasoning_effort": Rule(
         CARRIED,
-        "`reasoning_effort` (`xhigh` sent as `high`)",
-        "Anthropic thinking budget, Gemini `thinkingConfig`",
+        "as sent (`none` and `xhigh` verbatim)",
+        "Anthropic thinking budget (`xhigh` as `high`), Gemini `thinkingConfig`",
     ),
     "stream": Rule(CARRIED, "as sent", "each API's streaming"),
-    "stream_options": Rule(CARRIED, "`include_usage`", "usage is always read"),
+    "stream_options": Rule(
+        CARRIED,
+        "`include_usage` (`include_obfuscation` has no effect: the gateway writes the client's stream)",
+        "usage is always read",
+    ),
     "user": Rule(CARRIED, "as sent", "Anthropic `metadata.user_id`"),
     "n": Rule(REFUSED, "refused above 1 (`n: 1` accepted)", "refused above 1"),
     "logprobs": Rule(REFUSED, "refused when true: answers carry no log probabilities", "refused when true"),
@@ -140,7 +144,7 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
     "metadata": Rule(TRANSLATED, "`user_id` as sent", "`user_id` -> OpenAI `user`"),
     "thinking": Rule(
         CARRIED,
-        "as sent (`adaptive`, `display`, `budget_tokens` verbatim)",
+        "as sent (`adaptive`, `between_tools`, `display`, `budget_tokens` verbatim)",
         "OpenAI `reasoning_effort`, Gemini `thinkingConfig`",
     ),
     "output_config": Rule(

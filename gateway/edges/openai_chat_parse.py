@@ -568,9 +568,16 @@ _READ = frozenset(
 :data:`gateway.edges.fidelity.OPENAI_CHAT` (:func:`_native`)."""
 
 
+_VERBATIM_EFFORTS = frozenset({"none", "xhigh"})
+"""``reasoning_effort`` values the schema's effort has no place for (``none`` is thinking off,
+``xhigh`` is read as ``high``): kept verbatim for an OpenAI Chat upstream too."""
+
+
 def _native(data: JSONObj, extra: set[str]) -> JSONObj | None:
     """The ``Request.native`` dict of the fields in ``extra`` (in the client's order), after
-    refusing by name those whose output the gateway does not relay (log probabilities, audio)."""
+    refusing by name those whose output the gateway does not relay (log probabilities, audio);
+    a ``reasoning_effort`` of :data:`_VERBATIM_EFFORTS` is added as sent (no class path: other
+    upstreams get the schema's form)."""
     if data.get("logprobs") is True:
         raise unsupported("logprobs", "log probabilities (logprobs: true)")
     top = data.get("top_logprobs")
@@ -581,7 +588,12 @@ def _native(data: JSONObj, extra: set[str]) -> JSONObj | None:
     modalities = data.get("modalities")
     if modalities is not None and modalities != ["text"]:
         raise unsupported("modalities", f'output modalities {modalities!r} (only ["text"])')
-    return native_fields(API, data, [k for k in data if k in extra], OPENAI_CHAT)
+    native = native_fields(API, data, [k for k in data if k in extra], OPENAI_CHAT)
+    effort = data.get("reasoning_effort")
+    if effort in _VERBATIM_EFFORTS:
+        native = native or {"api": API, "fields": {}, "paths": [], "serving": []}
+        native["fields"]["reasoning_effort"] = effort
+    return native
 
 
 def _max_tokens(body: JSONObj) -> int | None:
@@ -663,6 +675,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     effort = get("reasoning_effort")
     if effort is not None:
         out["thinking"] = _thinking(effort if type(effort) is str else check(effort, str, "reasoning_effort"))
+
     stream = get("stream")
     if stream is not None:
         out["stream"] = stream if type(stream) is bool else check(stream, bool, "stream")
@@ -674,7 +687,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     if has_mcp:
         out["mcp_servers"] = mcp_server_entries(data)
     extra = data.keys() - _READ
-    if extra:
+    if extra or effort in _VERBATIM_EFFORTS:
         native = _native(data, extra)
         if native is not None:
             out["native"] = native

@@ -211,3 +211,13 @@ def test_a_mid_conversation_system_message_stays_in_place_for_openai(
     roles = [m["role"] for m in got.body["messages"]]
     assert roles == ["system", "user", "assistant", "system", "user"]
     assert got.body["messages"][3]["content"] == "From now on, include type annotations."
+
+
+@pytest.mark.parametrize("effort", ["xhigh", "none"])
+def test_an_openai_reasoning_effort_the_schema_reads_coarser_reaches_openai_as_sent(
+    effort: str, upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(replay(text_answer("openai_chat", "hi", stream=False)))
+    oai.chat.completions.create(model="oa", messages=USER, reasoning_effort=effort)  # type: ignore[arg-type]
+    (got,) = upstream.requests()
+    assert got.body["reasoning_effort"] == effort

@@ -259,7 +259,8 @@ def test_tool_choice_forms(choice: dict[str, Any], expected: tuple[Any, ...]) ->
 
 
 @pytest.mark.parametrize(
-    ("thinking", "enabled"), [({"type": "disabled"}, False), ({"type": "adaptive"}, True)]
+    ("thinking", "enabled"),
+    [({"type": "disabled"}, False), ({"type": "adaptive"}, True), ({"type": "between_tools"}, True)],
 )
 def test_thinking_forms(thinking: dict[str, Any], enabled: bool) -> None:
     req = parse({"messages": [{"role": "user", "content": "q"}], "thinking": thinking})
