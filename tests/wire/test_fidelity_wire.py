@@ -221,3 +221,16 @@ def test_an_openai_reasoning_effort_the_schema_reads_coarser_reaches_openai_as_s
     oai.chat.completions.create(model="oa", messages=USER, reasoning_effort=effort)  # type: ignore[arg-type]
     (got,) = upstream.requests()
     assert got.body["reasoning_effort"] == effort
+
+
+def test_a_streamed_answer_names_the_dropped_fields_in_its_headers(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    upstream.script(replay(text_answer("openai_chat", "hi", stream=True)))
+    with ant.messages.with_streaming_response.create(
+        model="oa", max_tokens=64, messages=USER, stream=True, extra_body={"speed": "fast"}
+    ) as raw:
+        assert raw.headers["x-turnstile-dropped"] == "speed"
+        assert "message_stop" in "".join(raw.iter_text())
+    (got,) = upstream.requests()
+    assert "speed" not in got.body
