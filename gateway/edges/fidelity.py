@@ -272,6 +272,11 @@ and `cache_control` are carried to an Anthropic upstream on that tool: `defer_lo
 `eager_input_streaming` are serving (dropped elsewhere as `tools[i].defer_loading`), any other
 (`input_examples`, `allowed_callers`) is passed through.
 
+`cache_control` marks on blocks, tools and tool results (both dialects) reach an Anthropic
+upstream as sent; toward any other wire API they are dropped and named (`cache_control` in
+`x-turnstile-dropped`, the first location in the transcript note): OpenAI and Gemini cache
+prompt prefixes by themselves.
+
 Mid-conversation system messages stay in place: an OpenAI Chat upstream gets them as `system`
 messages where they were; an Anthropic upstream gets the leading ones as the top-level `system`
 and later ones as `role: system` messages in place (the Messages API's `SystemMessageParam`),

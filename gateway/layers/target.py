@@ -20,6 +20,7 @@ from gateway.anthropic_headers import admit, client_betas
 from gateway.config import Deployment
 from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
+from gateway.providers.anthropic_common import API as ANTHROPIC
 from gateway.schema import ImagePart, Request, Response, ToolResultMessage, UserMessage, evolve
 from gateway.turn import Batches, Gateway, Service, Turn
 
@@ -43,6 +44,10 @@ class TargetLayer:
         native = request.native
         if native is not None and native.serving and native.api != dep.api:
             self.drop_serving(turn, native.serving, native.api, dep)
+        if dep.api != ANTHROPIC:
+            where = cache_mark(request)
+            if where is not None:
+                self.drop_cache_marks(turn, where, dep)
         if request.max_output_tokens is None and dep.max_output_tokens is not None:
             request = request.model_copy(update={"max_output_tokens": dep.max_output_tokens})
         headers = turn.headers_in
@@ -91,6 +96,16 @@ class TargetLayer:
             )
         log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=fields)
 
+    @staticmethod
+    def drop_cache_marks(turn: Turn, where: str, dep: Deployment) -> None:
+        """Note on ``turn`` and log that the request's ``cache_control`` marks (first at
+        ``where``) do not reach ``dep``: only the Anthropic Messages adapter sends them; other
+        APIs cache prompt prefixes by themselves."""
+        reason = f"prompt-cache marks (first at {where}) are sent only to an {ANTHROPIC} upstream"
+        note = {"kind": "dropped", "field": "cache_control", "values": [], "deployment": dep.name}
+        turn.note_dropped({**note, "reason": reason})
+        log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=["cache_control"])
+
     async def complete(self, turn: Turn, request: Request) -> Response:
         """The inner answer to the target's request."""
         return await self.inner.complete(turn, self.for_target(turn, request))
@@ -132,3 +147,17 @@ def check_capabilities(request: Request, dep: Deployment) -> None:
                 f"{what} ({where}) contains an image, and model {dep.name!r} cannot take images",
                 param=where,
             )
+
+
+def cache_mark(request: Request) -> str | None:
+    """The client location of the first ``cache_control`` mark on a tool, a message part or a
+    tool result of ``request`` (``tools[i]``, the message's ``src``), or None when there is none."""
+    for i, tool in enumerate(request.tools):
+        if tool.cache_control is not None:
+            return f"tools[{i}]"
+    for i, msg in enumerate(request.messages):
+        if (type(msg) is ToolResultMessage and msg.cache_control is not None) or any(
+            getattr(p, "cache_control", None) is not None for p in msg.content
+        ):
+            return msg.src or f"messages[{i}]"
+    return None

@@ -234,3 +234,28 @@ def test_a_streamed_answer_names_the_dropped_fields_in_its_headers(
         assert "message_stop" in "".join(raw.iter_text())
     (got,) = upstream.requests()
     assert "speed" not in got.body
+
+
+CACHED_SYSTEM = [{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}]
+
+
+def test_cache_marks_on_blocks_reach_claude_and_are_named_when_dropped_elsewhere(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic, db_path: Path
+) -> None:
+    upstream.script(
+        replay(text_answer("anthropic_messages", "hi", stream=False)),
+        replay(text_answer("openai_chat", "hi", stream=False)),
+    )
+    kept = ant.messages.with_raw_response.create(
+        model="an", max_tokens=64, system=CACHED_SYSTEM, messages=USER
+    )  # type: ignore[arg-type]
+    assert "x-turnstile-dropped" not in kept.headers
+    dropped = ant.messages.with_raw_response.create(
+        model="oa", max_tokens=64, system=CACHED_SYSTEM, messages=USER
+    )  # type: ignore[arg-type]
+    assert dropped.headers["x-turnstile-dropped"] == "cache_control"
+    to_claude, to_openai = upstream.requests()
+    assert to_claude.body["system"] == CACHED_SYSTEM
+    assert "cache_control" not in json.dumps(to_openai.body)
+    (note,) = _dropped_notes(db_path, dropped.headers["x-turnstile-request-id"])
+    assert note["field"] == "cache_control" and "system" in note["reason"]
