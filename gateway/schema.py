@@ -277,6 +277,11 @@ class Request(BaseModel):
     native: NativeFields | None = None
     """Same-wire fields with no place in this schema (:class:`NativeFields`); None for most
     requests."""
+    cache_marks: bool = False
+    """True when the client's body may hold ``cache_control`` marks (on blocks, tools, tool
+    results: carried on the parts): set by the edges from a cheap look at the body, so that the
+    target layer looks for the marks only then (it names them dropped toward a non-Anthropic
+    upstream, :func:`gateway.layers.target.cache_mark`)."""
     anthropic_betas: list[str] = Field(default_factory=list)
     """Passed through to an Anthropic Messages upstream only: the client's ``anthropic-beta``
     header values that the config's allow/deny list admits (``gateway.config.AnthropicHeaders``).

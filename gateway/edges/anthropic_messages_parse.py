@@ -705,6 +705,8 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
         out["metadata"] = metadata
     if has_mcp:
         out["mcp_servers"] = mcp_server_entries(data)
+    if b'"cache_control"' in body:
+        out["cache_marks"] = True
     extra = data.keys() - _READ
     if extra or extras.tool_fields or out.get("thinking"):
         native = _native(data, extra, extras)

@@ -686,6 +686,8 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
         out["user"] = user if type(user) is str else check(user, str, "user")
     if has_mcp:
         out["mcp_servers"] = mcp_server_entries(data)
+    if b'"cache_control"' in body:
+        out["cache_marks"] = True
     extra = data.keys() - _READ
     if extra or effort in _VERBATIM_EFFORTS:
         native = _native(data, extra)

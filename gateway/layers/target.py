@@ -44,7 +44,7 @@ class TargetLayer:
         native = request.native
         if native is not None and native.serving and native.api != dep.api:
             self.drop_serving(turn, native.serving, native.api, dep)
-        if dep.api != ANTHROPIC:
+        if request.cache_marks and dep.api != ANTHROPIC:
             where = cache_mark(request)
             if where is not None:
                 self.drop_cache_marks(turn, where, dep)
