@@ -19,7 +19,8 @@ beta names, the header may repeat) and https://docs.anthropic.com/en/api/version
 * **Betas the gateway translates itself** (:data:`TRANSLATED_BETAS`) are neither forwarded
   nor dropped: their feature is carried in the internal schema and sent in each target's own
   form (e.g. the structured-outputs beta's top-level ``output_format`` becomes the response
-  format, sent to Claude as GA ``output_config.format``).
+  format, sent to Claude as GA ``output_config.format``; the message-threads beta's ``thread``
+  is held in the gateway's session log, and every upstream gets the whole conversation).
 
 What is dropped is a :class:`Dropped` note: the target layer keeps it on the turn (the
 transcript row's ``repairs``, the ``x-turnstile-dropped`` response header) and logs it.
@@ -35,7 +36,7 @@ from gateway.config import AnthropicHeaders, Deployment
 
 __all__ = ["TRANSLATED_BETAS", "Admitted", "Dropped", "admit", "client_betas"]
 
-TRANSLATED_BETAS = frozenset({"structured-outputs-2025-11-13"})
+TRANSLATED_BETAS = frozenset({"structured-outputs-2025-11-13", "message-threads-2026-08-12"})
 """Betas whose feature the gateway carries itself (never forwarded as a header)."""
 
 BETA = "anthropic-beta"

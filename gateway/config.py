@@ -239,6 +239,18 @@ class GuardPolicy(BaseModel):
     retry_output_factor: float = Field(default=2.0, gt=1.0)
 
 
+class ThinkingMemoryConfig(BaseModel):
+    """Signed thinking kept server-side for clients that do not send it back
+    (:mod:`gateway.thinking_memory`): at most ``entries`` answers with tool calls, each for
+    ``ttl_s`` seconds. ``entries: 0`` keeps none (a tool loop whose client dropped the
+    thinking then runs with thinking off for that request, and the answer says so)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entries: int = Field(default=20_000, ge=0)
+    ttl_s: float = Field(default=3600.0, gt=0)
+
+
 class SessionsConfig(BaseModel):
     """Sessions (invariant 5): where they are stored and how they are compacted.
 
@@ -248,6 +260,10 @@ class SessionsConfig(BaseModel):
       a session that outgrows the target window is refused (HTTP 400) instead of compacted.
     * ``keep_ratio``: share of the budget the kept suffix may use right after a compaction.
     * ``chunk_tokens``: tokens of dropped history per summariser call.
+    * ``threads``: Anthropic message threads (the ``thread`` request field, beta
+      ``message-threads-2026-08-12``) held in the session log (:mod:`gateway.sessions.threads`);
+      off, a request naming a thread is refused with ``error_code``
+      ``thread_unsupported_request``, on which the Anthropic SDK resends it whole, unthreaded.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -256,6 +272,7 @@ class SessionsConfig(BaseModel):
     compaction_deployment: str | None = None
     keep_ratio: float = Field(default=0.5, gt=0, le=1)
     chunk_tokens: int = Field(default=24_000, gt=0)
+    threads: bool = True
 
 
 class ToolLoopConfig(BaseModel):
@@ -265,12 +282,16 @@ class ToolLoopConfig(BaseModel):
       answer with tool choice ``none``).
     * ``call_timeout_s``: bound on one tool call, seconds (the MCP server's own
       ``call_timeout_s`` applies too; the smaller wins).
+    * ``keepalive_s``: while the gateway's tools run inside a stream, a keep-alive is sent to
+      the client every this many seconds with nothing else to send (Codex CLI's idle timer
+      counts data events only: the Responses edge sends ``response.in_progress``).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     max_steps: int = Field(default=8, ge=1, le=100)
     call_timeout_s: float = Field(default=120.0, gt=0)
+    keepalive_s: float = Field(default=15.0, gt=0)
 
 
 class ServerConfig(BaseModel):
@@ -414,6 +435,7 @@ class GatewayConfig(BaseModel):
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
     tool_loop: ToolLoopConfig = Field(default_factory=ToolLoopConfig)
     anthropic: AnthropicHeaders = Field(default_factory=AnthropicHeaders)
+    thinking_memory: ThinkingMemoryConfig = Field(default_factory=ThinkingMemoryConfig)
 
     @model_validator(mode="after")
     def _check_references(self) -> GatewayConfig:

@@ -22,6 +22,9 @@ class TurnstileError(Exception):
 
     status: int = 500
     kind: str = "api_error"
+    error_code: str | None = None
+    """A machine-readable code a dialect carries beside ``kind`` (Anthropic's
+    ``error.details.error_code``), for the errors a client SDK acts on by itself."""
 
     def __init__(self, message: str, *, param: str | None = None, details: Any = None) -> None:
         super().__init__(message)
@@ -103,6 +106,32 @@ class ResponseNotFound(TurnstileError):
 
     status = 404
     kind = "response_not_found"
+
+
+class ThreadNotFound(TurnstileError):
+    """No message thread holds the Anthropic ``thread.previous_message_id`` (never created,
+    created elsewhere, or its turn stored no answer). HTTP 404, ``error_code``
+    ``thread_not_found``: the Anthropic SDK then replays the full history under a new thread."""
+
+    status = 404
+    kind = "not_found"
+    error_code = "thread_not_found"
+
+
+class ThreadUnsupported(InvalidRequest):
+    """This gateway does not thread the request (threads configured off, or the turn is bound
+    to a session by the client). HTTP 400, ``error_code`` ``thread_unsupported_request``: the
+    Anthropic SDK's tool runner then resends the full history without ``thread``."""
+
+    error_code = "thread_unsupported_request"
+
+
+class ThreadFingerprintMismatch(InvalidRequest):
+    """A ``thread`` continuation sends a create-only field (``system``, ``tools``) that differs
+    from the one the thread was created with. HTTP 400, ``error_code``
+    ``thread_fingerprint_mismatch``."""
+
+    error_code = "thread_fingerprint_mismatch"
 
 
 class CapabilityError(InvalidRequest):

@@ -184,6 +184,16 @@ class ToolDefinition(BaseModel):
     freeform: dict[str, Any] | None = None
 
 
+def freeform_note(freeform: dict[str, Any] | None) -> str | None:
+    """What an emulated free-form tool's description says of its grammar (appended after a
+    blank line to the client's description): ``"The input must match this <syntax>
+    grammar:\n<definition>"`` for a ``grammar`` format, None for ``text`` or no format. A
+    Responses upstream sending the tool natively removes it again."""
+    if not freeform or freeform.get("type") != "grammar":
+        return None
+    return f"The input must match this {freeform.get('syntax')} grammar:\n{freeform.get('definition')}"
+
+
 class ToolChoice(BaseModel):
     """How the model may use tools: ``auto``, ``none``, ``required`` (any tool) or ``tool``
     (the one named); ``parallel`` False forbids several calls in one turn."""
@@ -425,12 +435,14 @@ class ToolProgress(BaseModel):
     """Progress of the server-side tool loop inside a stream (not part of the answer): the
     call ``id`` of tool ``name`` finished (``is_error`` when its result is an error result).
     Emitted in completion order; edges render it as a comment or keep-alive event that SDKs
-    ignore. Deliberately not a member of :data:`StreamEvent`."""
+    ignore. ``done`` False: no call finished, the calls still run (a keep-alive, ``id`` and
+    ``name`` empty). Deliberately not a member of :data:`StreamEvent`."""
 
     type: Literal["tool_progress"] = "tool_progress"
     id: str
     name: str
     is_error: bool = False
+    done: bool = True
 
 
 _M = TypeVar("_M", bound=BaseModel)

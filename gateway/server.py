@@ -53,6 +53,7 @@ from gateway.errors import (
     InvalidRequest,
     PayloadTooLarge,
     RouteNotFound,
+    ThreadUnsupported,
     TranscriptUnavailable,
     TurnstileError,
     UpstreamError,
@@ -67,9 +68,12 @@ from gateway.serving import STATE_KEY as CONNECTIONS_KEY
 from gateway.serving import make_guard
 from gateway.sessions import api as session_api
 from gateway.sessions import responses as stored_responses
+from gateway.sessions import threads as stored_threads
 from gateway.sessions import turns as session_turns
+from gateway.sessions.model import ThreadPayload
 from gateway.shutdown import OpenTurns, answer_cut
 from gateway.sse_response import EventStream
+from gateway.thinking_memory import ThinkingMemory
 from gateway.transcript import TranscriptWriter
 from mcp_servers import http_api as mcp_api
 
@@ -286,6 +290,8 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
         session_id = session_turns.session_id_for(headers, turn_request)
         if edge is responses_edge:  # a stored response is a session (gateway/sessions/responses.py)
             turn_request, session_id = await _stored_response(gw, turn_request, session_id)
+        elif type(turn_request) is anthropic_edge.ThreadedRequest:  # a message thread
+            turn_request, session_id = await _message_thread(gw, turn_request, session_id)
         turn_in = Turn(
             request_id=rid,
             dialect=edge.DIALECT,
@@ -305,7 +311,10 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
                     out: list[bytes] = []
                     for event in batch:
                         if isinstance(event, ToolProgress):  # server-side tool loop progress
-                            out.append(renderer.tool_progress(event.name, event.is_error))
+                            if event.done:
+                                out.append(renderer.tool_progress(event.name, event.is_error))
+                            else:  # its tools still run: a keep-alive
+                                out.append(renderer.ping())
                         else:
                             out += render(event)
                     if renderer.closed:  # the batch that ended the answer (its end or an error)
@@ -372,6 +381,48 @@ async def _stored_response(gw: Gateway, request: Any, session_id: str | None) ->
     rid = stored_responses.new_response_id()
     history = await stored_responses.open_response(gw.sessions, rid, request.model, previous)
     return responses_edge.with_history(request, history, response_id=rid, stored=True), rid
+
+
+async def _message_thread(gw: Gateway, request: Any, session_id: str | None) -> tuple[Any, str]:
+    """An Anthropic request naming a ``thread`` and the session its turn binds to, the id its
+    answer carries (:mod:`gateway.sessions.threads`): a new thread's session, or a fork of the
+    continued one with its system prompt, tools and history put in. Raises
+    :class:`ThreadUnsupported` when threads are off (``sessions.threads``), the client bound
+    the turn to a session itself or a system message sits inside ``messages``;
+    :class:`gateway.errors.ThreadNotFound` for an unknown previous message and
+    :class:`gateway.errors.ThreadFingerprintMismatch` for a changed system prompt or tools."""
+    if not gw.config.sessions.threads:
+        raise ThreadUnsupported(
+            "thread: message threads are off on this gateway (sessions.threads); "
+            "send the whole conversation without thread",
+            param="thread",
+        )
+    if session_id is not None:
+        raise ThreadUnsupported(
+            f"thread: this turn is bound to session {session_id!r} by the client, which holds "
+            "the conversation; send the whole conversation without thread",
+            param="thread",
+        )
+    anthropic_edge.check_threadable(request)
+    thread = anthropic_edge.thread_of(request)
+    mid = stored_threads.new_message_id()
+    if thread is None or thread.previous_message_id is None:  # create
+        system, tools, mcp_servers = anthropic_edge.settings(request)
+        payload = ThreadPayload(system=system, tools=tools, mcp_servers=mcp_servers)
+        await stored_threads.create(gw.sessions, mid, request.model, payload)
+        return anthropic_edge.created(request, mid), mid
+    previous = await stored_threads.load(gw.sessions, thread.previous_message_id)
+    held = previous.settings
+    request = anthropic_edge.continued(
+        request,
+        mid,
+        system=held.system,
+        tools=held.tools,
+        mcp_servers=held.mcp_servers,
+        history=previous.history,
+    )
+    await stored_threads.continue_from(gw.sessions, mid, request.model, previous)
+    return request, mid
 
 
 def _transcript_unavailable(edge: ModuleType, transcript: TranscriptWriter, rid: str) -> Response:
@@ -729,6 +780,7 @@ def create_app(
                 session, config.timeouts, config.server.max_response_bytes, on_large=app.state.memory.note
             ),
             transcript=transcript,
+            thinking=ThinkingMemory(config.thinking_memory.entries, config.thinking_memory.ttl_s),
         )
         from gateway.sessions.open import open_store
 

@@ -203,6 +203,7 @@ class ToolLoop:
         runner: CallRunner,
         max_steps: int = 8,
         timeout_s: float = 120.0,
+        keepalive_s: float = 15.0,
         order: Ordering = in_call_order,
         tamper: Tamper | None = None,
         record: StepRecorder | None = None,
@@ -212,6 +213,7 @@ class ToolLoop:
         self.runner = runner
         self.max_steps = max_steps
         self.timeout_s = timeout_s
+        self.keepalive_s = keepalive_s
         self.order = order
         self.tamper = tamper
         self.record = record

@@ -63,8 +63,9 @@ class _Renumber:
 
 
 async def _progress(loop: ToolLoop, step: Step) -> AsyncIterator[ToolProgress | list[ToolResultMessage]]:
-    """Yields a :class:`ToolProgress` per finished call (completion order), then the results
-    (call order)."""
+    """Yields a :class:`ToolProgress` per finished call (completion order), a keep-alive one
+    (``done`` False) after every ``loop.keepalive_s`` seconds in which none finished, then the
+    results (call order)."""
     queue: asyncio.Queue[ToolProgress | None] = asyncio.Queue()
 
     def done(call: object, result: ToolResultMessage) -> None:
@@ -80,7 +81,14 @@ async def _progress(loop: ToolLoop, step: Step) -> AsyncIterator[ToolProgress | 
 
     task = asyncio.create_task(work())
     try:
-        while (item := await queue.get()) is not None:
+        while True:
+            try:
+                item = await asyncio.wait_for(queue.get(), loop.keepalive_s)
+            except TimeoutError:
+                yield ToolProgress(id="", name="", done=False)
+                continue
+            if item is None:
+                break
             yield item
         yield await task
     finally:

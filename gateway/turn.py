@@ -34,6 +34,7 @@ from gateway.http_headers import header_list, header_value
 from gateway.providers.base import Provider
 from gateway.schema import Message, Request, Response, StreamEvent, ToolProgress
 from gateway.signers import SignerMemory
+from gateway.thinking_memory import ThinkingMemory
 from gateway.transcript import TranscriptWriter
 from mcp_servers.clients import EVERYTHING, Visibility
 
@@ -59,6 +60,7 @@ class Gateway:
     providers: dict[str, Provider]
     transcript: TranscriptWriter | None = None
     signers: SignerMemory = field(default_factory=SignerMemory)
+    thinking: ThinkingMemory = field(default_factory=ThinkingMemory)  # sized from config (server)
     sessions: Any = None  # gateway.sessions.store.SessionStore, opened in the server lifespan
     routing: RoutingEngine | None = None  # health and routers, made with the Pipeline
     mcp: McpRuntime | None = None  # registry and endpoint, for the tool loop (server lifespan)

@@ -8,8 +8,8 @@ value of every client's ``key_env``. With no clients configured, every caller se
 The client's globs (``fnmatch`` over exposed names) decide what it sees:
 
 * **tools**: the exposed tools it sees and may call on every path that lists or runs a tool:
-  ``/mcp`` (``tools/list``, ``tools/call``), ``GET /v1/mcp/tools`` and the server-side tool
-  loop of chat requests;
+  ``/mcp`` and its legacy SSE twin ``/sse`` (``tools/list``, ``tools/call``),
+  ``GET /v1/mcp/tools`` and the server-side tool loop of chat requests;
 * **prompts**: exposed like tools (``<server>__<prompt>``) and filtered by the same globs on
   ``/mcp`` (``prompts/list``, ``prompts/get``, completions of a prompt's arguments);
 * **resources** (and resource templates) belong to a server: a client sees those of server
@@ -124,7 +124,8 @@ def caller(config: McpConfig, read_env: EnvReader, headers: Any) -> Visibility:
 
 CALLER: ContextVar[Visibility | None] = ContextVar("turnstile_mcp_caller", default=None)
 """The visibility of the ``/mcp`` request being handled, set by its ASGI app around the MCP
-SDK's handling (for hooks the SDK calls without the request: its ``Mcp-Param-*`` check)."""
+SDK's handling (for hooks the SDK calls without the request: its ``Mcp-Param-*`` check); on the
+legacy SSE transport, the session's (:mod:`mcp_servers.legacy_sse`)."""
 
 
 def current_caller(config: McpConfig) -> Visibility:

@@ -243,6 +243,21 @@ class AdminServerPolicy(BaseModel):
         return env_names(v)
 
 
+class McpSseConfig(BaseModel):
+    """The ``mcp.sse`` section: bounds of the legacy HTTP+SSE transport (``GET /sse``,
+    :mod:`mcp_servers.legacy_sse`).
+
+    * ``max_sessions``: open event streams at most; one more ``GET /sse`` gets 503.
+    * ``idle_timeout_s``: a session whose client sent no message for this long, with none of its
+      requests in flight, is closed (the ``/mcp`` session manager's default idle period).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_sessions: int = Field(default=100, ge=1, le=100_000)
+    idle_timeout_s: float = Field(default=1800.0, gt=0, le=86_400)
+
+
 class McpConfig(BaseModel):
     """The ``mcp`` section.
 
@@ -264,6 +279,7 @@ class McpConfig(BaseModel):
       open to anyone who can reach the gateway, with every tool.
     * ``admin_servers``: what servers added through the admin API may use
       (:class:`AdminServerPolicy`; default: no environment variable, no URL host, no command).
+    * ``sse``: bounds of the legacy HTTP+SSE transport (:class:`McpSseConfig`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -281,6 +297,7 @@ class McpConfig(BaseModel):
     servers: list[McpServerSpec] = Field(default_factory=list)
     clients: list[McpClient] = Field(default_factory=list)
     admin_servers: AdminServerPolicy = Field(default_factory=AdminServerPolicy)
+    sse: McpSseConfig = Field(default_factory=McpSseConfig)
 
     def resolved_workspace_roots(self) -> list[str]:
         """``workspace_roots`` as absolute paths (symlinks resolved), in order."""

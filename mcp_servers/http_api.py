@@ -4,6 +4,8 @@ Routes
 ------
 * ``/mcp`` (GET, POST, DELETE): the MCP endpoint, streamable HTTP, legacy and 2026-07-28
   clients (:mod:`mcp_servers.endpoint`).
+* ``GET /sse`` and ``POST /messages/?session_id=...``: the same endpoint over the legacy
+  HTTP+SSE transport of MCP 2024-11-05 (:mod:`mcp_servers.legacy_sse`).
 * ``POST /admin/mcp/servers``: add or replace a server (body: a ``McpServerSpec`` as JSON;
   ``?wait_s=N`` waits up to N s, at most 60, for it to be ready). 201 created, 200 replaced,
   400 invalid (each error with its key path) or using what ``mcp.admin_servers`` does not
@@ -47,6 +49,7 @@ from mcp_servers.admin_policy import AdminPolicyViolation
 from mcp_servers.clients import CALLER, STATE_KEY, authenticate
 from mcp_servers.config import McpConfig, McpServerSpec
 from mcp_servers.endpoint import McpEndpoint
+from mcp_servers.legacy_sse import MESSAGES_PATH, LegacySse
 from mcp_servers.registry import McpRegistry, RegistryConflict
 from mcp_servers.store import McpStore
 from mcp_servers.upstream import EnvReader
@@ -61,6 +64,7 @@ class McpRuntime:
     endpoint: McpEndpoint
     session_manager: StreamableHTTPSessionManager
     read_env: EnvReader
+    legacy_sse: LegacySse
 
 
 @asynccontextmanager
@@ -72,11 +76,13 @@ async def open_mcp(
     host: str = "127.0.0.1",
     version: str = "0.1.0",
 ) -> AsyncIterator[McpRuntime]:
-    """Start the registry (upstreams connect in the background) and the ``/mcp`` session
-    manager; on exit stop both (every stdio child is terminated and reaped).
+    """Start the registry (upstreams connect in the background), the ``/mcp`` session
+    manager and the legacy SSE transport; on exit end every SSE session and stop the others
+    (every stdio child is terminated and reaped).
 
     ``host`` is the gateway's listening address: on a loopback address, DNS-rebinding
-    protection admits only loopback ``Host``/``Origin`` headers (the SDK's own default).
+    protection admits only loopback ``Host``/``Origin`` headers (the SDK's own default), on
+    ``/mcp`` and the SSE transport alike.
     """
     registry = McpRegistry(config, store=McpStore(db_path), read_env=read_env)
     endpoint = McpEndpoint(registry, version=version, workspace_roots=config.resolved_workspace_roots())
@@ -88,10 +94,14 @@ async def open_mcp(
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
     manager = StreamableHTTPSessionManager(app=endpoint.server, security_settings=security)
+    legacy = LegacySse(endpoint.server, config, read_env, security)
     await registry.start()
     try:
         async with manager.run():
-            yield McpRuntime(config, registry, endpoint, manager, read_env)
+            try:
+                yield McpRuntime(config, registry, endpoint, manager, read_env, legacy)
+            finally:
+                legacy.close()
     finally:
         await registry.close()
 
@@ -115,6 +125,24 @@ class McpAsgi:
             await runtime.session_manager.handle_request(scope, receive, send)
         finally:
             CALLER.reset(token)
+
+
+class LegacySseAsgi:
+    """ASGI app for ``GET /sse`` (``post=False``) or ``POST /messages/`` (``post=True``): hands
+    the request to the running :class:`~mcp_servers.legacy_sse.LegacySse`."""
+
+    def __init__(self, *, post: bool) -> None:
+        self.post = post
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        runtime: McpRuntime | None = getattr(scope["app"].state, "mcp", None)
+        if runtime is None:
+            response = _json({"error": {"message": "the MCP endpoint is not running"}}, 503)
+            await response(scope, receive, send)
+        elif self.post:
+            await runtime.legacy_sse.post_message(scope, receive, send)
+        else:
+            await runtime.legacy_sse.open_stream(scope, receive, send)
 
 
 def _unauthenticated() -> Response:
@@ -289,6 +317,9 @@ def routes() -> list[BaseRoute]:
     """The routes above, for ``gateway.server.create_app``."""
     return [
         Route("/mcp", McpAsgi(), methods=["GET", "POST", "DELETE"]),
+        Route("/sse", LegacySseAsgi(post=False), methods=["GET"]),
+        Route(MESSAGES_PATH, LegacySseAsgi(post=True), methods=["POST"]),
+        Route(MESSAGES_PATH.rstrip("/"), LegacySseAsgi(post=True), methods=["POST"]),
         Route("/admin/mcp/servers", post_server, methods=["POST"]),
         Route("/admin/mcp/servers", list_servers, methods=["GET"]),
         Route("/admin/mcp/servers/{server_id}", get_server, methods=["GET"]),

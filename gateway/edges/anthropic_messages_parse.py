@@ -15,6 +15,8 @@ Reference: https://docs.anthropic.com/en/api/messages. Notes:
 * ``output_config.effort`` -> ``ThinkingConfig.effort`` (``max``/``xhigh`` clamp to
   ``high``); ``output_config.format`` (json_schema), or the beta top-level ``output_format``
   (not both) -> ``ResponseFormat``.
+* ``thread`` (message threads beta) -> a :class:`~gateway.edges.anthropic_messages_thread.ThreadedRequest`;
+  the server continues it from the session log. Refused on ``count_tokens``.
 * Every other top-level field, and a tool's keys besides name, description, schema, strict and
   cache control, are classed by :data:`gateway.edges.fidelity.ANTHROPIC_MESSAGES`
   (``docs/fidelity.md``) into ``Request.native`` for an Anthropic upstream: serving-only ones
@@ -22,7 +24,7 @@ Reference: https://docs.anthropic.com/en/api/messages. Notes:
   ``defer_loading``) are dropped toward other wire APIs with ``x-turnstile-dropped``;
   ``container``, ``mcp_servers`` (the MCP connector) and vendor extensions are refused there.
   ``thinking`` and ``output_config.effort`` are also kept verbatim for an Anthropic upstream.
-  ``diagnostics``, ``compaction`` and ``thread`` are refused by name.
+  ``diagnostics`` and ``compaction`` are refused by name.
 * Not supported yet, rejected naming the path: documents, search results, server tools
   (``web_search_*``, ``code_execution_*``, ...), their result blocks.
 
@@ -61,6 +63,7 @@ from gateway.edges._common import (
     validate_request,
     wrong_type,
 )
+from gateway.edges.anthropic_messages_thread import parse_thread, threaded
 from gateway.edges.call_ids import BadIds, plain_call_id, refusal
 from gateway.edges.fidelity import ANTHROPIC_MESSAGES, native_fields
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
@@ -607,6 +610,7 @@ _READ = frozenset(
         "output_config",
         "output_format",
         "thinking",
+        "thread",
     }
 )
 """Top-level fields :func:`_parse` reads itself; every other one is classed by
@@ -619,7 +623,7 @@ def _native(data: JSONObj, extra: set[str], extras: _Extras) -> JSONObj | None:
     (``tool_fields``), and the client's ``thinking`` and ``output_config.effort`` verbatim, so
     an Anthropic upstream gets them as sent (``adaptive``, ``display``, ``xhigh``) while other
     upstreams get the schema's :class:`gateway.schema.ThinkingConfig`."""
-    for key in ("diagnostics", "compaction", "thread"):
+    for key in ("diagnostics", "compaction"):
         if data.get(key) is not None:
             raise unsupported(key, f"{key!r} ({ANTHROPIC_MESSAGES[key].same.removeprefix('refused: ')})")
     billing = data.get("billing_policy")
@@ -712,6 +716,14 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
         native = _native(data, extra, extras)
         if native is not None:
             out["native"] = native
+    thread = get("thread")
+    if thread is not None:  # message threads: gateway/edges/anthropic_messages_thread.py
+        if count_tokens:
+            raise InvalidRequest(
+                "thread: count_tokens counts the conversation it is given; send it whole, without thread",
+                param="thread",
+            )
+        return threaded(validate_request(out, _FIELD_NAMES), parse_thread(thread))
     return validate_request(out, _FIELD_NAMES)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.edges.anthropic_messages_thread import ThreadedRequest
 from gateway.edges.signatures import wrap_signature, wrap_tool_call_id
 from gateway.errors import TurnstileError
 from gateway.schema import (
@@ -44,6 +45,14 @@ def stop_reason(stop: StopReason) -> str:
 def message_id(resp_id: str) -> str:
     """``resp_id`` with the ``msg_`` prefix Anthropic clients expect."""
     return resp_id if resp_id.startswith("msg_") else "msg_" + resp_id
+
+
+def answer_id(resp_id: str, request: Request | None) -> str:
+    """The ``id`` of the answer: the message id of its thread turn when the request is
+    threaded (the id the client continues from), else :func:`message_id` of ``resp_id``."""
+    if type(request) is ThreadedRequest and request.thread.message_id is not None:
+        return request.thread.message_id
+    return message_id(resp_id)
 
 
 def render_usage(u: Usage) -> dict[str, Any]:
@@ -119,7 +128,7 @@ def render_response(resp: Response, request: Request) -> dict[str, Any]:
     top-level ``"turnstile"`` key.
     """
     body: dict[str, Any] = {
-        "id": message_id(resp.id),
+        "id": answer_id(resp.id, request),
         "type": "message",
         "role": "assistant",
         "model": resp.model,
@@ -159,8 +168,13 @@ def error_body(kind: str, message: str, param: str | None = None) -> dict[str, A
 
 
 def render_error(err: TurnstileError) -> tuple[int, dict[str, Any]]:
-    """``(HTTP status, body)`` of an error in Anthropic's shape; the status is ``err.status``."""
-    return err.status, error_body(err.kind, err.message, err.param)
+    """``(HTTP status, body)`` of an error in Anthropic's shape; the status is ``err.status``.
+    An error with an ``error_code`` carries it as ``error.details.error_code``, where the SDK
+    reads it (``anthropic/lib/threads/_thread_state.py``: ``_error_details``)."""
+    body = error_body(err.kind, err.message, err.param)
+    if err.error_code is not None:
+        body["error"]["details"] = {"error_code": err.error_code}
+    return err.status, body
 
 
 def render_count_tokens(n: int) -> dict[str, Any]:

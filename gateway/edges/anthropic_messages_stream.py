@@ -27,10 +27,10 @@ import orjson
 from gateway.edges._common import sse
 from gateway.edges._frames import MARKER, Template, template
 from gateway.edges.anthropic_messages_render import (
+    answer_id,
     client_signature,
     client_tool_use_id,
     error_body,
-    message_id,
     render_usage,
     stop_reason,
     turnstile_meta,
@@ -87,6 +87,7 @@ class StreamRenderer:
 
     def __init__(self, request: Request) -> None:
         self.model = request.model
+        self.request = request
         self.started = False
         self.closed = False
         self.parts: dict[int, _Part] = {}
@@ -102,7 +103,7 @@ class StreamRenderer:
         self.started = True
         usage = render_usage(event.usage if event and event.usage else Usage())
         message: dict[str, Any] = {
-            "id": message_id(event.id if event else "turnstile"),
+            "id": answer_id(event.id if event else "turnstile", self.request),
             "type": "message",
             "role": "assistant",
             "model": (event.model if event and event.model else self.model),
@@ -183,6 +184,10 @@ class StreamRenderer:
     def tool_progress(self, name: str, is_error: bool = False) -> bytes:
         """Progress of the server-side tool loop in this stream: :func:`tool_progress_frame`."""
         return tool_progress_frame(name, is_error)
+
+    def ping(self) -> bytes:
+        """A keep-alive while the gateway's tools run: :func:`ping_frame`."""
+        return ping_frame()
 
     # ------------------------------------------------------------------ events
 

@@ -171,7 +171,11 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
     "diagnostics": Rule(REFUSED, "refused: the answer's `diagnostics` is not relayed", "refused"),
     "compaction": Rule(REFUSED, "refused: `compaction` answers are not relayed", "refused"),
     "billing_policy": Rule(REFUSED, "refused: the gateway calls with the deployment's credential", "refused"),
-    "thread": Rule(REFUSED, "refused: message threads (issue 14 item 6)", "refused"),
+    "thread": Rule(
+        CARRIED,
+        "the session log (message threads: create / continue)",
+        "the same: the context is rebuilt from the log",
+    ),
     "betas": Rule(HEADER, "`anthropic-beta`, admitted by `anthropic.betas`", "dropped, reported"),
     "workspace_id": Rule(
         HEADER, "`anthropic-workspace-id`: the deployment's credential picks the workspace", "n/a"

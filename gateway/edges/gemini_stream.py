@@ -118,6 +118,10 @@ class StreamRenderer:
         """Progress of the server-side tool loop in this stream: :func:`tool_progress_frame`."""
         return tool_progress_frame(name, is_error)
 
+    def ping(self) -> bytes:
+        """A keep-alive while the gateway's tools run: :func:`ping_frame`."""
+        return ping_frame()
+
     def render(self, event: StreamEvent) -> list[bytes]:
         """The SSE frames for one internal event (possibly none)."""
         if self.closed:

@@ -5,6 +5,13 @@ each observed in real client traffic (``../shared/corpus``):
 
 * ``reasoning_content`` / ``reasoning`` strings on assistant messages (DeepSeek, OpenRouter,
   pydantic-ai ``test_deepseek`` cassettes) -> an unsigned :class:`ThinkingPart` first;
+* ``reasoning_details`` on assistant messages (OpenRouter's shape, which this edge renders:
+  https://openrouter.ai/docs/use-cases/reasoning-tokens#reasoning-details) and LiteLLM's
+  ``thinking_blocks`` (https://docs.litellm.ai/docs/reasoning_content) -> signed
+  :class:`ThinkingPart` / :class:`RedactedThinkingPart` first, in place of the unsigned text
+  of ``reasoning_content`` (the same reasoning); a signature in Turnstile's envelope keeps its
+  provenance, a raw one of format ``anthropic-claude-v1`` (or in ``thinking_blocks``) is
+  Anthropic's;
 * Anthropic-style ``tool_use`` / ``thinking`` blocks inside an assistant ``content`` list
   (multi-hop proxies, handed case C05) -> :class:`ToolCallPart` / :class:`ThinkingPart`,
   kept next to ``tool_calls`` (the guards collapse identical duplicates);
@@ -64,7 +71,7 @@ from gateway.edges.fidelity import OPENAI_CHAT, native_fields
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
 from gateway.providers.openai_common import API
-from gateway.schema import Request
+from gateway.schema import Provenance, Request
 
 _EFFORTS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
 
@@ -284,9 +291,91 @@ def _tool_calls(calls: list[Any], path: str, st: _State, content: list[JSONObj])
             check_embedded(content[-1]["arguments"], arguments, st.depth, _ARGUMENTS_LEVEL, where)
 
 
+_ANTHROPIC = Provenance(api="anthropic_messages", provider="anthropic", model="")
+"""Who signed a raw (unwrapped) signature of format ``anthropic-claude-v1`` or in LiteLLM's
+``thinking_blocks`` (LiteLLM returns them only for Anthropic models)."""
+
+_FORMATS = {"anthropic-claude-v1": _ANTHROPIC}
+
+
+def _signed(value: str | None, path: str, native: Provenance | None) -> tuple[str | None, Any]:
+    """``(signature, provenance)`` of a signature sent back: unwrapped from Turnstile's envelope,
+    or raw with ``native`` as its provenance."""
+    sig, prov = _unwrap_sig(value, path)
+    return sig, (prov if prov is not None or sig is None else native)
+
+
+def _reasoning_details(value: Any, path: str) -> list[JSONObj]:
+    """OpenRouter ``reasoning_details`` -> thinking part dicts: ``reasoning.text`` (``text``,
+    ``signature``), ``reasoning.encrypted`` (``data``: redacted thinking), ``reasoning.summary``
+    (``summary``: unsigned thinking); an entry with neither text nor data carries nothing.
+    Other types are refused by name."""
+    if type(value) is not list:
+        raise wrong_type(path, "an array", value)
+    out: list[JSONObj] = []
+    for k, raw in enumerate(value):
+        dpath = f"{path}[{k}]"
+        entry = as_obj(raw, dpath)
+        kind = req(entry, "type", str, dpath)
+        fmt = opt(entry, "format", str, dpath)
+        native = _FORMATS.get(fmt or "")
+        if kind == "reasoning.text":
+            sig, prov = _signed(opt(entry, "signature", str, dpath), join(dpath, "signature"), native)
+            text = opt(entry, "text", str, dpath) or ""
+            if text or sig:
+                out.append({"type": "thinking", "text": text, "signature": sig, "provenance": prov})
+        elif kind == "reasoning.encrypted":
+            # without ``data`` the entry carries nothing (seen from Vercel's gateway: fantasy
+            # recording TestVercelThinking/gemini-3-pro-preview/thinking.yaml)
+            data, prov = _signed(opt(entry, "data", str, dpath), join(dpath, "data"), native)
+            if data:
+                out.append({"type": "redacted_thinking", "data": data, "provenance": prov})
+        elif kind == "reasoning.summary":
+            text = req(entry, "summary", str, dpath)
+            if text:
+                out.append({"type": "thinking", "text": text})
+        else:
+            raise unsupported(join(dpath, "type"), f"reasoning detail type {kind!r}")
+    return out
+
+
+def _thinking_blocks(value: Any, path: str) -> list[JSONObj]:
+    """LiteLLM ``thinking_blocks`` (Anthropic's ``thinking`` / ``redacted_thinking`` blocks) ->
+    thinking part dicts; a raw signature is Anthropic's."""
+    if type(value) is not list:
+        raise wrong_type(path, "an array", value)
+    out: list[JSONObj] = []
+    for k, raw in enumerate(value):
+        bpath = f"{path}[{k}]"
+        block = as_obj(raw, bpath)
+        kind = req(block, "type", str, bpath)
+        if kind == "thinking":
+            sig, prov = _signed(opt(block, "signature", str, bpath), join(bpath, "signature"), _ANTHROPIC)
+            out.append(
+                {
+                    "type": "thinking",
+                    "text": _thinking_text(block, bpath),
+                    "signature": sig,
+                    "provenance": prov,
+                }
+            )
+        elif kind == "redacted_thinking":
+            data, prov = _signed(req(block, "data", str, bpath), join(bpath, "data"), _ANTHROPIC)
+            out.append({"type": "redacted_thinking", "data": data or "", "provenance": prov})
+        else:
+            raise unsupported(join(bpath, "type"), f"thinking block type {kind!r}")
+    return out
+
+
 def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
     content: list[JSONObj] = []
     get = msg.get
+    details = get("reasoning_details")
+    if details is not None:
+        content.extend(_reasoning_details(details, join(path, "reasoning_details")))
+    blocks = get("thinking_blocks")
+    if blocks is not None and not content:
+        content.extend(_thinking_blocks(blocks, join(path, "thinking_blocks")))
     thought = get("reasoning_content")
     if thought is not None and type(thought) is not str:
         raise wrong_type(join(path, "reasoning_content"), "a string", thought)
@@ -294,7 +383,7 @@ def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
         thought = get("reasoning")
         if thought is not None and type(thought) is not str:
             raise wrong_type(join(path, "reasoning"), "a string", thought)
-    if thought:
+    if thought and not content:  # reasoning_details / thinking_blocks carry the same text, signed
         content.append({"type": "thinking", "text": thought})
     raw_content = get("content")
     if type(raw_content) is str:

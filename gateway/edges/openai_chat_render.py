@@ -10,9 +10,11 @@ import time
 from typing import Any
 
 from gateway.edges._common import jsonable
-from gateway.edges.signatures import wrap_tool_call_id
+from gateway.edges.signatures import wrap_signature, wrap_tool_call_id
 from gateway.errors import TurnstileError
 from gateway.schema import (
+    Provenance,
+    RedactedThinkingPart,
     Request,
     Response,
     StopReason,
@@ -89,16 +91,61 @@ def client_tool_call_id(part: ToolCallPart) -> str:
     return wrap_tool_call_id(part.id, part.signature, part.provenance)
 
 
+REASONING_FORMATS: dict[str, str] = {
+    "anthropic_messages": "anthropic-claude-v1",
+    "gemini": "google-gemini-v1",
+    "openai_responses": "openai-responses-v1",
+}
+"""Wire API that signed a reasoning part -> the ``format`` of its ``reasoning_details`` entry
+(OpenRouter's values: https://openrouter.ai/docs/use-cases/reasoning-tokens#reasoning-details);
+any other API is ``"unknown"``."""
+
+
+def reasoning_detail(part: ThinkingPart | RedactedThinkingPart, index: int) -> dict[str, Any]:
+    """One ``reasoning_details`` entry in OpenRouter's shape
+    (https://openrouter.ai/docs/use-cases/reasoning-tokens#reasoning-details): thinking is
+    ``{"type": "reasoning.text", "text", "signature", "format", "index"}``, redacted thinking
+    ``{"type": "reasoning.encrypted", "data", "format", "index"}``. A signature (or the data)
+    with a known provenance is wrapped in Turnstile's envelope
+    (:func:`gateway.edges.signatures.wrap_signature`), so the signed block can be restored
+    when the client sends the entry back; ``signature`` is null for unsigned thinking."""
+    prov = part.provenance
+    fmt = REASONING_FORMATS.get(prov.api, "unknown") if prov is not None else "unknown"
+    if type(part) is RedactedThinkingPart:
+        return {
+            "type": "reasoning.encrypted",
+            "data": _wrapped(part.data, prov),
+            "format": fmt,
+            "index": index,
+        }
+    sig = part.signature  # type: ignore[union-attr]
+    return {
+        "type": "reasoning.text",
+        "text": part.text,  # type: ignore[union-attr]
+        "signature": _wrapped(sig, prov) if sig else None,
+        "format": fmt,
+        "index": index,
+    }
+
+
+def _wrapped(sig: str, prov: Provenance | None) -> str:
+    return wrap_signature(sig, prov) if prov is not None else sig
+
+
 def render_response(resp: Response, request: Request) -> dict[str, Any]:
     """A non-streaming ``chat.completion`` body (a dict for the server to encode).
 
     ``message.content`` is the joined text or null, ``tool_calls`` carry ``raw_arguments``
-    byte-exact, thinking text goes in ``reasoning_content`` (DeepSeek's field; signatures and
-    redacted thinking have no OpenAI slot and are not rendered). Withheld tool calls are listed
-    under the top-level ``"turnstile"`` key, never in ``tool_calls``.
+    byte-exact, thinking text goes in ``reasoning_content`` (DeepSeek's and vLLM's field) and,
+    with its signature, in ``reasoning_details`` (OpenRouter's field, :func:`reasoning_detail`;
+    redacted thinking only there). Both are extra fields the ``openai`` SDK keeps on the
+    message (its models allow extra fields) and sends back when the message object itself is
+    appended to ``messages``. Withheld tool calls are listed under the top-level
+    ``"turnstile"`` key, never in ``tool_calls``.
     """
     texts: list[str] = []
     thoughts: list[str] = []
+    details: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     for p in resp.message.content:  # one pass; exact classes (isinstance on models is slow)
         if type(p) is TextPart:
@@ -113,6 +160,9 @@ def render_response(resp: Response, request: Request) -> dict[str, Any]:
             )
         elif type(p) is ThinkingPart:
             thoughts.append(p.text)
+            details.append(reasoning_detail(p, len(details)))
+        elif type(p) is RedactedThinkingPart:
+            details.append(reasoning_detail(p, len(details)))
     text = "".join(texts)
     thinking = "".join(thoughts)
     message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
@@ -120,6 +170,8 @@ def render_response(resp: Response, request: Request) -> dict[str, Any]:
         message["tool_calls"] = calls
     if thinking:
         message["reasoning_content"] = thinking
+    if details:
+        message["reasoning_details"] = details
     body: dict[str, Any] = {
         "id": completion_id(resp.id),
         "object": "chat.completion",

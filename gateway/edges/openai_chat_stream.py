@@ -4,7 +4,10 @@ Reference: https://platform.openai.com/docs/api-reference/chat-streaming. Rules 
 keeps (handed cases C10, C15):
 
 * the first chunk carries ``delta.role = "assistant"``; text goes in ``delta.content``,
-  thinking text in ``delta.reasoning_content``;
+  thinking text in ``delta.reasoning_content``; when a thinking (or redacted-thinking) part
+  ends, one chunk carries it whole, with its signature, as ``delta.reasoning_details``
+  ([one entry], :func:`gateway.edges.openai_chat_render.reasoning_detail`; the ``openai``
+  SDK's stream helper merges list entries by ``index``, so the text is not doubled there);
 * a tool call's ``index`` is its ordinal among the tool calls of the answer (0, 1, ...), never
   the internal content-part index (which may have gaps where the gateway withheld a call);
   its first delta has ``id``, ``type``, ``function.name`` and ``arguments: ""``, the following
@@ -30,6 +33,7 @@ from gateway.edges.openai_chat_render import (
     completion_id,
     error_body,
     finish_reason,
+    reasoning_detail,
     render_usage,
     turnstile_meta,
 )
@@ -41,9 +45,11 @@ from gateway.schema import (
     PartEnd,
     PartStart,
     Provenance,
+    RedactedThinkingPart,
     Request,
     StreamError,
     StreamEvent,
+    ThinkingPart,
 )
 
 DONE = b"data: [DONE]\n\n"
@@ -73,6 +79,18 @@ class _ToolCall:
     fragments: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Thought:
+    """A thinking (or redacted-thinking) part being streamed: its text so far, signature and
+    provenance (for its ``reasoning_details`` entry at its end)."""
+
+    redacted: bool
+    provenance: Provenance | None
+    signature: str | None = None
+    data: str = ""
+    texts: list[str] = field(default_factory=list)
+
+
 class StreamRenderer:
     """Renders one streamed answer for an OpenAI client.
 
@@ -93,6 +111,8 @@ class StreamRenderer:
         self.kinds: dict[int, str] = {}
         self.pending: dict[int, _ToolCall] = {}
         self.n_tool_calls = 0
+        self.thoughts: dict[int, _Thought] = {}
+        self.n_details = 0
 
     # The chunk fields are properties so that the frame templates of text deltas
     # (:meth:`_text_delta`) are made again whenever one of them changes.
@@ -179,13 +199,35 @@ class StreamRenderer:
         for frag in fragments:
             out.append(self._chunk({"tool_calls": [{"index": k, "function": {"arguments": frag}}]}))
 
+    def _flush_thought(self, thought: _Thought, out: list[bytes]) -> None:
+        """The ``reasoning_details`` chunk of a finished thinking part (none for a thinking part
+        with neither text nor signature)."""
+        part: ThinkingPart | RedactedThinkingPart
+        if thought.redacted:
+            if not thought.data:
+                return
+            part = RedactedThinkingPart(data=thought.data, provenance=thought.provenance)
+        else:
+            text = "".join(thought.texts)
+            if not text and not thought.signature:
+                return
+            part = ThinkingPart(text=text, signature=thought.signature, provenance=thought.provenance)
+        out.append(self._chunk({"reasoning_details": [reasoning_detail(part, self.n_details)]}))
+        self.n_details += 1
+
     def _flush_all(self, out: list[bytes]) -> None:
+        for index in sorted(self.thoughts):
+            self._flush_thought(self.thoughts.pop(index), out)
         for index in sorted(self.pending):
             self._flush_tool_call(self.pending.pop(index), out)
 
     def tool_progress(self, name: str, is_error: bool = False) -> bytes:
         """Progress of the server-side tool loop in this stream: :func:`tool_progress_frame`."""
         return tool_progress_frame(name, is_error)
+
+    def ping(self) -> bytes:
+        """A keep-alive while the gateway's tools run: :func:`ping_frame`."""
+        return ping_frame()
 
     # ------------------------------------------------------------------ events
 
@@ -197,6 +239,10 @@ class StreamRenderer:
             if field is not None:
                 frame = self._delta_frames.get(field)
                 if frame:
+                    if field == "reasoning_content":
+                        thought = self.thoughts.get(event.index)
+                        if thought is not None:
+                            thought.texts.append(event.text)
                     return [frame[0] + orjson.dumps(event.text) + frame[1]]
         out: list[bytes] = []
         if self.closed:
@@ -218,10 +264,20 @@ class StreamRenderer:
                     signature=event.signature,
                     provenance=event.provenance,
                 )
+            elif event.kind in ("thinking", "redacted_thinking"):
+                self.thoughts[event.index] = _Thought(
+                    redacted=event.kind == "redacted_thinking",
+                    provenance=event.provenance,
+                    signature=event.signature,
+                    data=event.data or "",
+                )
         elif isinstance(event, PartEnd):
             call = self.pending.pop(event.index, None)
             if call is not None:
                 self._flush_tool_call(call, out)
+            thought = self.thoughts.pop(event.index, None)
+            if thought is not None:
+                self._flush_thought(thought, out)
         elif isinstance(event, MessageEnd):
             self._start(out)
             self._flush_all(out)
@@ -261,7 +317,14 @@ class StreamRenderer:
                     call.fragments.append(event.arguments)
                 if event.signature:
                     call.signature = event.signature
-        elif kind in _TEXT_FIELDS and event.text:
+            return
+        thought = self.thoughts.get(event.index)
+        if thought is not None:
+            if event.signature:
+                thought.signature = (thought.signature or "") + event.signature
+            if event.text:
+                thought.texts.append(event.text)
+        if kind in _TEXT_FIELDS and event.text:
             out.append(self._text_delta(_TEXT_FIELDS[kind], event.text))
 
     def finish(self) -> list[bytes]:

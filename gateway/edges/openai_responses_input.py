@@ -19,11 +19,18 @@ rules, each a decision written here:
   ``function_call_output`` / ``custom_tool_call_output`` -> a tool result paired by
   ``call_id`` (``output`` a string or a list of ``input_text`` / ``input_image`` parts). The
   item ``id`` (``fc_...``) and ``status`` echo the gateway's own output and carry nothing.
+* Every item's ``id`` (Codex CLI sends one on each: ``msg_…``, ``at_…``, ``ctc_…``) names the
+  client's copy of it; the whole conversation comes every time, so it carries nothing and no
+  upstream is sent it (as OpenAI reads items without ids when nothing is stored).
 * ``reasoning``: ``encrypted_content`` is the signature of the thinking (a Turnstile envelope
   names its signer; a raw one is OpenAI's own, :data:`NATIVE`); its text is the
   ``reasoning_text`` content when given, else the ``summary_text`` parts joined by a blank
   line. Encrypted content without text is redacted thinking. Unsigned reasoning with text is
   unsigned thinking (the thinking guard treats it as foreign).
+* ``additional_tools`` (``role: developer``, ``tools``): its tools join the request's tools
+  (:mod:`gateway.edges.openai_responses_tools`); it makes no message (it has no content).
+* A call item's ``namespace`` (a call of a member of a ``namespace`` tool) makes its name
+  ``<namespace>.<name>``, the flattened name the tool is offered under.
 * ``item_reference`` and every hosted-tool item (``web_search_call``, ``file_search_call``,
   ``computer_call``, ``mcp_call``, ...) are refused naming the type: stored items are reached
   through ``previous_response_id`` only, and no upstream here runs hosted tools.
@@ -59,6 +66,10 @@ NATIVE = Provenance(api="openai_responses", provider="openai", model="")
 CUSTOM_ARGUMENT = "input"
 """The one string argument of a custom tool emulated as a function."""
 
+NAMESPACE_SEPARATOR = "."
+"""Between a namespace's name and its member's in the flattened tool name
+(:mod:`gateway.edges.openai_responses_tools`)."""
+
 _ARGUMENTS_LEVEL = 3
 """Levels above a function call's parsed ``arguments``: body, input, item."""
 
@@ -91,12 +102,13 @@ class InputState(BadIds):
     """Per-request parse state: tool names by call id (for results), the nesting limit, and
     the ids no upstream accepts (:class:`gateway.edges.call_ids.BadIds`)."""
 
-    __slots__ = ("depth", "names")
+    __slots__ = ("additional_tools", "depth", "names")
 
     def __init__(self, depth: int) -> None:
         super().__init__()
         self.names: dict[str, str] = {}
         self.depth = depth
+        self.additional_tools: list[tuple[str, Any]] = []  # (path of the tools list, the list)
 
 
 def _text(part: JSONObj, path: str, key: str = "text") -> JSONObj | None:
@@ -188,6 +200,9 @@ def _function_call(item: JSONObj, path: str, st: InputState) -> JSONObj:
     if plain_call_id(call_id) is None:
         st.check_id(call_id, join(path, "call_id"))
     name = req(item, "name", str, path)
+    namespace = opt(item, "namespace", str, path)
+    if namespace:
+        name = f"{namespace}{NAMESPACE_SEPARATOR}{name}"
     if item.get("type") == "custom_tool_call":
         raw = orjson.dumps({CUSTOM_ARGUMENT: req(item, "input", str, path)}).decode()
         arguments = parse_arguments(raw)
@@ -242,6 +257,7 @@ def _reasoning(item: JSONObj, path: str) -> JSONObj | None:
 
 def _tool_output(item: JSONObj, path: str, st: InputState) -> JSONObj:
     call_id = _call_id(item, path, st)
+    opt(item, "namespace", str, path)  # the call's namespace again: its call (by call_id) has it
     output = item.get("output")
     opath = join(path, "output")
     if output is None:
@@ -297,6 +313,8 @@ def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
             msg = _message(item, path, role)
             if msg is not None:
                 out.append(msg)
+        elif kind == "additional_tools":
+            _additional_tools(item, path, st)
         elif kind == "item_reference":
             raise unsupported(
                 join(path, "type"),
@@ -310,6 +328,24 @@ def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
                 f"{join(path, 'type')}: unknown input item type {kind!r}", param=join(path, "type")
             )
     return out
+
+
+def _additional_tools(item: JSONObj, path: str, st: InputState) -> None:
+    """An ``additional_tools`` item: its ``tools`` are kept in ``st`` for the request's tools
+    (:mod:`gateway.edges.openai_responses_tools`); ``role`` must be ``developer`` (the only one
+    OpenAI accepts) and ``id`` echoes the client's own; any other field is refused by name."""
+    role = req(item, "role", str, path)
+    if role != "developer":
+        rpath = join(path, "role")
+        raise InvalidRequest(
+            f"{rpath}: an additional_tools item's role is developer, got {role!r}", param=rpath
+        )
+    opt(item, "id", str, path)
+    for key in item:
+        if key not in ("type", "id", "role", "tools"):
+            kpath = join(path, key)
+            raise InvalidRequest(f"{kpath}: unknown field of an additional_tools item", param=kpath)
+    st.additional_tools.append((join(path, "tools"), req(item, "tools", list, path)))
 
 
 def _message(item: JSONObj, path: str, role: Any) -> JSONObj | None:

@@ -4,13 +4,14 @@ Reference: https://platform.openai.com/docs/api-reference/responses/create. Ever
 field is carried, translated or refused by name (HTTP 400); an unknown field is refused too.
 
 * Translated: ``input`` (:mod:`gateway.edges.openai_responses_input`), ``instructions`` (a
-  system message first), ``tools`` (``function``; ``custom`` emulated as a function with one
-  string argument ``input``, its grammar put in the description — a ``regex`` grammar also as
-  the argument's ``pattern``; ``mcp`` naming a registered server by ``server_label`` -> the
-  server-side tool loop), ``tool_choice``, ``parallel_tool_calls``, ``text.format`` (the
-  structured-output field Chat's ``response_format`` maps to), ``reasoning.effort`` (as Chat's
-  ``reasoning_effort``), ``max_output_tokens``, ``temperature``, ``top_p``, ``metadata``,
-  ``user`` (``safety_identifier`` when there is no ``user``), ``stream``.
+  system message first), ``tools`` and the tools of ``additional_tools`` input items
+  (:mod:`gateway.edges.openai_responses_tools`: ``function``; ``custom`` emulated as a function
+  with one string argument ``input``; ``namespace`` groups flattened to ``<namespace>.<name>``;
+  ``mcp`` naming a registered server -> the server-side tool loop), ``tool_choice``,
+  ``parallel_tool_calls``, ``text.format`` (the structured-output field Chat's
+  ``response_format`` maps to), ``reasoning.effort`` (as Chat's ``reasoning_effort``),
+  ``max_output_tokens``, ``temperature``, ``top_p``, ``metadata``, ``user``
+  (``safety_identifier`` when there is no ``user``), ``stream``.
 * Carried for a Responses upstream (:attr:`gateway.schema.Request.passthrough`
   ``["openai_responses"]``, verbatim): ``prompt_cache_key``, ``prompt_cache_retention``,
   ``prompt_cache_options``, ``client_metadata`` (Codex CLI's client details), ``service_tier``,
@@ -48,7 +49,6 @@ from gateway.edges._bounds import (
 )
 from gateway.edges._common import (
     JSONObj,
-    as_obj,
     check,
     client_path,
     invalid,
@@ -59,7 +59,8 @@ from gateway.edges._common import (
     unsupported,
 )
 from gateway.edges.call_ids import refusal
-from gateway.edges.openai_responses_input import CUSTOM_ARGUMENT, InputState, parse_input
+from gateway.edges.openai_responses_input import InputState, parse_input
+from gateway.edges.openai_responses_tools import Tools, add_tools, tool_choice
 from gateway.errors import InvalidRequest
 from gateway.schema import Request
 
@@ -77,23 +78,6 @@ _FREE_FORM: tuple[FieldPattern, ...] = (
     ("tools", "*", "parameters"),
     ("text", "format", "schema"),
     ("input", "*", "arguments"),
-)
-
-_HOSTED_TOOLS = (
-    "web_search",
-    "web_search_preview",
-    "web_search_2025_08_26",
-    "web_search_preview_2025_03_11",
-    "file_search",
-    "code_interpreter",
-    "image_generation",
-    "computer_use",
-    "computer_use_preview",
-    "computer",
-    "local_shell",
-    "shell",
-    "apply_patch",
-    "tool_search",
 )
 
 _PASSTHROUGH = ("prompt_cache_key", "prompt_cache_retention", "service_tier")
@@ -144,140 +128,6 @@ class ResponsesRequest(Request):
     edge's alone: never dumped, never read below the edge."""
 
     echo: dict[str, Any] = Field(default_factory=dict, exclude=True)
-
-
-def _custom_tool(tool: JSONObj, path: str) -> JSONObj:
-    """A ``custom`` tool -> the function it is emulated as: one required string argument
-    ``input``; the grammar (``format``) is described to the model, and a regex grammar is
-    also the argument's ``pattern``. The client's ``format`` is kept as ``freeform`` (see
-    :class:`gateway.schema.ToolDefinition`)."""
-    name = req(tool, "name", str, path)
-    description = opt(tool, "description", str, path) or ""
-    prop: JSONObj = {"type": "string", "description": "The tool's free-form input."}
-    fmt = opt(tool, "format", dict, path)
-    if fmt is not None:
-        fpath = join(path, "format")
-        ftype = req(fmt, "type", str, fpath)
-        if ftype == "grammar":
-            syntax = req(fmt, "syntax", str, fpath)
-            definition = req(fmt, "definition", str, fpath)
-            if syntax == "regex":
-                prop["pattern"] = definition
-            elif syntax != "lark":
-                spath = join(fpath, "syntax")
-                raise InvalidRequest(f"{spath}: expected lark or regex, got {syntax!r}", param=spath)
-            note = f"The input must match this {syntax} grammar:\n{definition}"
-            description = f"{description}\n\n{note}" if description else note
-        elif ftype != "text":
-            tpath = join(fpath, "type")
-            raise InvalidRequest(f"{tpath}: expected text or grammar, got {ftype!r}", param=tpath)
-    return {
-        "name": name,
-        "description": description or None,
-        "freeform": fmt if fmt is not None else {"type": "text"},
-        "parameters": {
-            "type": "object",
-            "properties": {CUSTOM_ARGUMENT: prop},
-            "required": [CUSTOM_ARGUMENT],
-            "additionalProperties": False,
-        },
-    }
-
-
-def _mcp_tool(tool: JSONObj, path: str) -> str:
-    """An ``mcp`` tool naming a registered server -> its id (``server_label``). Fields of a
-    remote MCP server OpenAI would call itself are refused by name."""
-    for key in (
-        "server_url",
-        "connector_id",
-        "headers",
-        "authorization",
-        "allowed_tools",
-        "server_description",
-    ):
-        if tool.get(key) is not None:
-            raise unsupported(
-                join(path, key), f"{key} on an mcp tool (the gateway runs registered MCP servers only)"
-            )
-    approval = tool.get("require_approval")
-    if approval is not None and approval != "never":
-        raise unsupported(
-            join(path, "require_approval"),
-            "require_approval other than 'never' (the gateway runs registered servers' tools under "
-            "their trust tiers, without asking)",
-        )
-    label = req(tool, "server_label", str, path)
-    if not label:
-        lpath = join(path, "server_label")
-        raise InvalidRequest(f"{lpath}: must name a registered MCP server", param=lpath)
-    return label
-
-
-def _tools(raw: Any, out: JSONObj, echo: dict[str, Any]) -> None:
-    """``tools`` -> tool definition dicts in ``out["tools"]`` (and the servers of ``mcp``
-    tools in ``out["mcp_servers"]``); the names of custom tools in ``echo["custom_tools"]``.
-    Two tools of one name, hosted tools and unknown types are refused naming the field."""
-    tools = check(raw, list, "tools")
-    defs: list[JSONObj] = []
-    servers: list[str] = []
-    custom: set[str] = set()
-    names: dict[str, str] = {}
-    for i, t in enumerate(tools):
-        path = join("tools", i)
-        tool = as_obj(t, path)
-        ttype = req(tool, "type", str, path)
-        if ttype == "function":
-            params = opt(tool, "parameters", dict, path)
-            d: JSONObj = {
-                "name": req(tool, "name", str, path),
-                "description": opt(tool, "description", str, path),
-                "parameters": params if params is not None else {"type": "object", "properties": {}},
-                "strict": opt(tool, "strict", bool, path),
-            }
-        elif ttype == "custom":
-            d = _custom_tool(tool, path)
-            custom.add(d["name"])
-        elif ttype == "mcp":
-            label = _mcp_tool(tool, path)
-            if label not in servers:
-                servers.append(label)
-            continue
-        elif ttype in _HOSTED_TOOLS:
-            raise unsupported(join(path, "type"), f"the hosted tool {ttype!r} (no upstream here carries it)")
-        else:
-            raise InvalidRequest(
-                f"{join(path, 'type')}: unknown tool type {ttype!r}", param=join(path, "type")
-            )
-        if d["name"] in names:
-            npath = join(path, "name")
-            raise InvalidRequest(f"{npath}: tool name {d['name']!r} is also {names[d['name']]}", param=npath)
-        names[d["name"]] = path
-        defs.append(d)
-    out["tools"] = defs
-    if servers:
-        out["mcp_servers"] = servers
-    echo["custom_tools"] = custom
-
-
-def _tool_choice(data: JSONObj) -> JSONObj | None:
-    """``tool_choice`` and ``parallel_tool_calls`` -> a tool choice dict (a ``custom`` tool is
-    chosen by name as a function is); ``allowed_tools`` and hosted choices are refused."""
-    parallel = opt(data, "parallel_tool_calls", bool, "")
-    raw = data.get("tool_choice")
-    if raw is None:
-        return {"parallel": parallel} if parallel is not None else None
-    if type(raw) is str:
-        if raw not in ("auto", "none", "required"):
-            raise InvalidRequest(
-                f"tool_choice: expected auto, none or required, got {raw!r}", param="tool_choice"
-            )
-        return {"mode": raw, "parallel": parallel}
-    obj = as_obj(raw, "tool_choice")
-    ctype = req(obj, "type", str, "tool_choice")
-    if ctype == "function" or ctype == "custom":
-        name = req(obj, "name", str, "tool_choice")
-        return {"mode": "tool", "name": name, "parallel": parallel}
-    raise unsupported("tool_choice.type", f"tool_choice type {ctype!r}")
 
 
 def _text_format(text: JSONObj, out: JSONObj, extra: JSONObj) -> None:
@@ -408,7 +258,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
     messages = parse_input(data["input"], st)
     if st.bad_ids:
         raise refusal(st.bad_ids)
-    echo: dict[str, Any] = {"custom_tools": set(), "include_encrypted": False}
+    echo: dict[str, Any] = {"custom_tools": set(), "namespaced": {}, "include_encrypted": False}
     extra: JSONObj = {}
     instructions = opt(data, "instructions", str, "")
     echo["instructions"] = instructions
@@ -422,10 +272,19 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
     metadata = opt(data, "metadata", dict, "")
     if metadata is not None:
         out["metadata"] = metadata
+    tools = Tools()
     if data.get("tools") is not None:
-        _tools(data["tools"], out, echo)
+        add_tools(data["tools"], "tools", tools, limits)
+    for path, raw in st.additional_tools:
+        add_tools(raw, path, tools, limits)
+    if tools.defs or data.get("tools") is not None:
+        out["tools"] = tools.defs
+    if tools.servers:
+        out["mcp_servers"] = tools.servers
+    echo["custom_tools"] = tools.custom
+    echo["namespaced"] = tools.namespaced
     if "tool_choice" in data or "parallel_tool_calls" in data:
-        out["tool_choice"] = _tool_choice(data)
+        out["tool_choice"] = tool_choice(data)
     max_out = opt(data, "max_output_tokens", int, "")
     if max_out is not None:
         if max_out < 1:

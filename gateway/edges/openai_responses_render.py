@@ -15,7 +15,8 @@ https://platform.openai.com/docs/api-reference/responses/input-tokens. Decisions
   goes back only to its signer — only when the request's ``include`` asked for it),
   text -> ``message`` with one ``output_text`` part, a tool call -> ``function_call``, or
   ``custom_tool_call`` (``input`` = the emulated function's ``input`` argument) when the
-  request declared the tool ``custom``.
+  request declared the tool ``custom``; a call of a ``namespace`` tool's member has the
+  member's ``name`` and the ``namespace`` (the tool's flattened name split again).
 * The request's own settings are echoed as OpenAI does; ``store`` is true only when the
   answer was stored (:mod:`gateway.sessions.responses`): a turn bound to a session the client
   named itself is recorded there, not as a response.
@@ -57,7 +58,7 @@ def response_id(upstream_id: str, request: Request | None = None) -> str:
 
 
 def item_id(prefix: str, resp_id: str, n: int) -> str:
-    """The id of output item ``n`` of response ``resp_id``: ``msg_``, ``rs_`` or ``fc_`` +
+    """The id of output item ``n`` of response ``resp_id``: ``msg_``, ``rs_``, ``fc_`` or ``ctc_`` +
     the response id's tail + ``_n``."""
     return f"{prefix}_{resp_id.removeprefix('resp_')}_{n}"
 
@@ -144,25 +145,35 @@ def message_item(mid: str, text: str, status: str = "completed") -> dict[str, An
     }
 
 
-def call_item(fid: str, call: ToolCallPart, custom: bool, status: str = "completed") -> dict[str, Any]:
-    """A ``function_call`` (or ``custom_tool_call``) output item; arguments byte-exact."""
-    if custom:
-        return {
-            "id": fid,
-            "type": "custom_tool_call",
-            "status": status,
-            "call_id": client_tool_call_id(call),
-            "name": call.name,
-            "input": custom_input(call),
-        }
-    return {
+def namespaced_tools(request: Request) -> dict[str, tuple[str, str]]:
+    """``(namespace, name)`` of each namespace member the client declared, by flattened name."""
+    return request.echo.get("namespaced", {}) if isinstance(request, ResponsesRequest) else {}
+
+
+def call_item(
+    fid: str,
+    call: ToolCallPart,
+    custom: bool,
+    status: str = "completed",
+    namespace: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """A ``function_call`` (or ``custom_tool_call``) output item; arguments byte-exact. A call
+    of a namespace's member (``namespace``: ``(namespace, name)``) has the member's ``name``
+    and the ``namespace``, as OpenAI answers it."""
+    item: dict[str, Any] = {
         "id": fid,
-        "type": "function_call",
+        "type": "custom_tool_call" if custom else "function_call",
         "status": status,
         "call_id": client_tool_call_id(call),
-        "name": call.name,
-        "arguments": call.raw_arguments,
+        "name": call.name if namespace is None else namespace[1],
     }
+    if namespace is not None:
+        item["namespace"] = namespace[0]
+    if custom:
+        item["input"] = custom_input(call)
+    else:
+        item["arguments"] = call.raw_arguments
+    return item
 
 
 def output_item(part: AnyPart, resp_id: str, n: int, request: Request) -> dict[str, Any] | None:
@@ -170,7 +181,13 @@ def output_item(part: AnyPart, resp_id: str, n: int, request: Request) -> dict[s
     if type(part) is TextPart:
         return message_item(item_id("msg", resp_id, n), part.text)
     if type(part) is ToolCallPart:
-        return call_item(item_id("fc", resp_id, n), part, part.name in custom_tools(request))
+        custom = part.name in custom_tools(request)
+        return call_item(
+            item_id("ctc" if custom else "fc", resp_id, n),
+            part,
+            custom,
+            namespace=namespaced_tools(request).get(part.name),
+        )
     if type(part) is ThinkingPart:
         return reasoning_item(
             item_id("rs", resp_id, n), part.text, part.signature, part.provenance, include_encrypted(request)

@@ -45,6 +45,7 @@ from gateway.edges.openai_responses_render import (
     include_encrypted,
     item_id,
     message_item,
+    namespaced_tools,
     reasoning_item,
     render_usage,
     response_body,
@@ -113,6 +114,7 @@ class StreamRenderer:
         self.parts: dict[int, _Item] = {}
         self.output: list[dict[str, Any]] = []  # finished items by output index
         self.custom = custom_tools(request)
+        self.namespaced = namespaced_tools(request)
         self.include = include_encrypted(request)
 
     # ------------------------------------------------------------------ frames
@@ -220,7 +222,8 @@ class StreamRenderer:
 
     def _call(self, item: _Item, out: list[bytes]) -> None:
         """A held tool call, rendered whole."""
-        n = self._open(item, "fc")
+        custom = item.name in self.custom
+        n = self._open(item, "ctc" if custom else "fc")
         raw = "".join(item.fragments)
         call = ToolCallPart(
             id=item.call_id,
@@ -230,9 +233,9 @@ class StreamRenderer:
             signature=item.signature,
             provenance=item.provenance,
         )
-        custom = call.name in self.custom
-        added = call_item(item.id, call, custom, "in_progress")
-        done = call_item(item.id, call, custom)
+        namespace = self.namespaced.get(call.name)
+        added = call_item(item.id, call, custom, "in_progress", namespace)
+        done = call_item(item.id, call, custom, namespace=namespace)
         ids = {"item_id": item.id, "output_index": n}
         if custom:
             added["input"] = ""
@@ -248,7 +251,7 @@ class StreamRenderer:
             out.append(
                 self._event(
                     "response.function_call_arguments.done",
-                    {**ids, "name": call.name, "arguments": done["arguments"]},
+                    {**ids, "name": done["name"], "arguments": done["arguments"]},
                 )
             )
         self.output[n] = done

@@ -26,8 +26,8 @@ from gateway.guards.common import Repair
 from gateway.schema import (
     AssistantMessage,
     AssistantPart,
-    Message,
     Provenance,
+    RedactedThinkingPart,
     Request,
     TextPart,
     ThinkingPart,
@@ -96,6 +96,7 @@ def apply_thinking_policy(
     policy: GuardPolicy,
     *,
     assume_provenance: Provenance | None = None,
+    leading_thinking: bool = False,
 ) -> tuple[Request, list[Repair]]:
     """Apply ``policy.foreign_thinking`` to every signed part not made by ``target``.
 
@@ -110,7 +111,12 @@ def apply_thinking_policy(
     (``ThinkingConfig.enabled = False``, repair ``thinking_disabled``): an upstream that
     requires the last assistant turn of a tool loop to start with its own signed thinking
     (Anthropic, "Extended thinking" docs, "preserving thinking blocks") rejects the
-    continuation otherwise.
+    continuation otherwise. With ``leading_thinking`` (the target requires it: Anthropic) the
+    same holds when that assistant message never had thinking that the target signed, so
+    that it does not start with a thinking or redacted-thinking part (a client that dropped
+    the reasoning, and the gateway's memory could not restore it): the request would be
+    refused upstream ("a final `assistant` message must start with a thinking block"), so
+    thinking is turned off for it instead (repair ``thinking_disabled``).
 
     Raises :class:`gateway.errors.CapabilityError` (HTTP 400, ``param`` the first location)
     under policy ``reject`` when any foreign part is present, naming every location.
@@ -160,18 +166,22 @@ def apply_thinking_policy(
             f"thinking or signatures made by another model cannot be sent to {desc}: " + ", ".join(rejected),
             param=rejected[0],
         )
-    if not changed:
-        return request, repairs  # models are never changed: sharing is safe
-    new_messages: list[Message] = [changed.get(i, m) for i, m in enumerate(messages)]
-    update: dict[str, object] = {"messages": new_messages}
     thinking = request.thinking
-    if (
-        thinking is not None
-        and thinking.enabled
-        and last_assistant is not None
-        and last_assistant in lost_thinking
-        and last_has_calls
-    ):
+    reason = None
+    if thinking is not None and thinking.enabled and last_assistant is not None and last_has_calls:
+        if last_assistant in lost_thinking:
+            reason = f"lost its thinking, which was not signed by {desc}"
+        elif leading_thinking:
+            last_msg = changed.get(last_assistant) or messages[last_assistant]
+            head = last_msg.content[0] if last_msg.content else None  # type: ignore[union-attr]
+            if type(head) is not ThinkingPart and type(head) is not RedactedThinkingPart:
+                reason = f"carries no thinking signed by {desc}, which {desc} requires there"
+    if not changed and reason is None:
+        return request, repairs  # models are never changed: sharing is safe
+    update: dict[str, object] = {}
+    if changed:
+        update["messages"] = [changed.get(i, m) for i, m in enumerate(messages)]
+    if reason is not None and thinking is not None and last_assistant is not None:
         update["thinking"] = thinking.model_copy(update={"enabled": False})
         last = request.messages[last_assistant]
         loc = last.src or f"messages[{last_assistant}]"
@@ -180,8 +190,8 @@ def apply_thinking_policy(
                 "thinking_disabled",
                 None,
                 loc,
-                f"thinking disabled for this request: the assistant turn of the open tool loop ({loc}) "
-                f"lost its thinking, which was not signed by {desc}",
+                f"thinking disabled for this request: the assistant turn of the open tool loop "
+                f"({loc}) {reason}",
             )
         )
     return request.model_copy(update=update), repairs

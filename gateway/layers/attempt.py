@@ -73,6 +73,7 @@ class AttemptLayer:
         raw = await provider.complete(request, dep, self.gw.table.keys.get(dep.name))
         resp = invariants.check_truncation(raw, provider.output_budget(request, dep), deployment=dep.name)
         self.gw.signers.remember(resp)
+        self.gw.thinking.remember(resp)
         usage = self.priced(resp.usage, dep, request, resp)
         turn.attempts.append(
             {
@@ -208,6 +209,7 @@ class AttemptLayer:
             final = collect_quietly(collected)
             if final is not None:
                 self.gw.signers.remember(final)
+                self.gw.thinking.remember(final)
             elif cut is not None or (error is None and status == 200):
                 # cut by the shutdown bound, or the client went away before the end
                 error, status = (cut, cut.status) if cut is not None else (None, 499)

@@ -5,7 +5,9 @@ the tool loop's MCP tools are attached (:func:`gateway.mcp_tools.offer`, so vali
 them as offered), the request is validated (:func:`gateway.validation.validate_request`), the
 pairing and ordering guards run (:func:`gateway.invariants.check_request`: a repair is kept in
 ``turn.repairs``, a rejection raises :class:`GuardViolation`), and thinking signatures are
-resolved for the model's deployments (:func:`gateway.signers.resolve`). Long conversations
+resolved for the model's deployments (:func:`gateway.signers.resolve`), and signed thinking the
+client did not send back is restored from the gateway's memory where it is known
+(:meth:`gateway.thinking_memory.ThinkingMemory.restore`, repair ``thinking_restored``). Long conversations
 (over :data:`LARGE_REQUEST_MESSAGES` messages) are checked in a worker thread, so one huge
 request does not stall every other request on the event loop.
 """
@@ -55,7 +57,7 @@ class GuardLayer:
         return await self.inner.stream(turn, checked)
 
     def check(self, turn: Turn, request: Request) -> Request:
-        """Deployments, validation, pairing and ordering, signatures over ``request`` (the
+        """Deployments, validation, pairing and ordering, signatures, restored thinking over ``request`` (the
         turn's request with the tool loop's MCP tools attached); sets ``turn.candidates``.
         Raises :class:`gateway.errors.NotFound` for an unknown model,
         :class:`gateway.errors.InvalidRequest` for an invalid request and
@@ -74,4 +76,9 @@ class GuardLayer:
             turn.guard_outcome = "repaired"
             turn.add_repairs(outcome.repairs)
             log.info("guard_repaired", request_id=turn.request_id, repairs=turn.repairs)
-        return signers.resolve(outcome.request, candidates, self.gw.signers)
+        resolved = signers.resolve(outcome.request, candidates, self.gw.signers)
+        restored, repairs = self.gw.thinking.restore(resolved)
+        if repairs:
+            turn.add_repairs(repairs)
+            log.info("thinking_restored", request_id=turn.request_id, messages=len(repairs))
+        return restored

@@ -3,11 +3,15 @@
 The deployment must be able to take what the request carries (tools, images: else
 :class:`CapabilityError`, HTTP 400, naming the message); a request without an output limit
 gets the deployment's ``max_output_tokens``; the thinking policy adapts thinking parts to the
-target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs kept on the turn);
+target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs kept on the turn;
+thinking turned off for a request that could not carry its signed thinking is noted as dropped:
+transcript row, ``x-turnstile-dropped: thinking``);
 the client's ``anthropic-beta`` / ``anthropic-version`` headers are admitted for an Anthropic
-deployment or dropped for any other (:mod:`gateway.anthropic_headers`); the client's same-wire
-fields (``request.native``) reach a deployment of that wire API, and toward any other are refused
-(answer-changing ones) or dropped (serving-only ones: :mod:`gateway.edges.fidelity`). What is
+deployment or dropped for any other (:mod:`gateway.anthropic_headers`); passed-through fields the
+target cannot carry (:func:`gateway.providers.passthrough.split`: fields of another wire API) are
+dropped; the client's same-wire fields (``request.native``) reach a deployment of that wire API,
+and toward any other are refused (answer-changing ones) or dropped (serving-only ones, and
+``cache_control`` marks toward a non-Anthropic target: :mod:`gateway.edges.fidelity`). What is
 dropped is noted on the turn: transcript row, ``x-turnstile-dropped`` header, one log line.
 """
 
@@ -20,11 +24,17 @@ from gateway.anthropic_headers import admit, client_betas
 from gateway.config import Deployment
 from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
+from gateway.providers import passthrough
 from gateway.providers.anthropic_common import API as ANTHROPIC
 from gateway.schema import ImagePart, Request, Response, ToolResultMessage, UserMessage, evolve
 from gateway.turn import Batches, Gateway, Service, Turn
 
 log = structlog.get_logger("turnstile.pipeline")
+
+LEADING_THINKING_APIS = frozenset({"anthropic_messages"})
+"""Wire APIs that refuse a tool-loop continuation with thinking on whose final assistant turn
+does not start with thinking they signed (Anthropic, "Extended thinking" docs:
+https://docs.claude.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks)."""
 
 
 class TargetLayer:
@@ -53,9 +63,24 @@ class TargetLayer:
         headers = turn.headers_in
         if headers is not None:
             request = self.client_headers(turn, request, dep)
-        prepared, repairs = invariants.apply_thinking_policy(request, provenance_of(dep), self.policy)
+        if request.passthrough:
+            note_passthrough(turn, request, dep)
+        prepared, repairs = invariants.apply_thinking_policy(
+            request, provenance_of(dep), self.policy, leading_thinking=dep.api in LEADING_THINKING_APIS
+        )
         if repairs:
             turn.add_repairs(repairs)
+            for r in repairs:
+                if r.code == "thinking_disabled":
+                    turn.note_dropped(
+                        {
+                            "kind": "dropped",
+                            "field": "thinking",
+                            "values": [],
+                            "deployment": dep.name,
+                            "reason": r.message,
+                        }
+                    )
             log.info(
                 "thinking_policy_applied",
                 request_id=turn.request_id,
@@ -113,6 +138,16 @@ class TargetLayer:
     async def stream(self, turn: Turn, request: Request) -> Batches:
         """The inner stream of the target's request."""
         return await self.inner.stream(turn, self.for_target(turn, request))
+
+
+def note_passthrough(turn: Turn, request: Request, dep: Deployment) -> None:
+    """Note on ``turn`` (and log once) the passed-through fields ``dep`` cannot carry."""
+    dropped = passthrough.split(request, dep)[1]
+    for note in dropped:
+        turn.note_dropped(note)
+    if dropped:
+        fields = [d["field"] for d in dropped]
+        log.info("passthrough_dropped", request_id=turn.request_id, deployment=dep.name, fields=fields)
 
 
 def check_capabilities(request: Request, dep: Deployment) -> None:

@@ -47,6 +47,7 @@ class ToolLoopLayer:
             "runner": mcp_runner(self.gw.mcp.endpoint, visibility=turn.mcp_visibility),
             "max_steps": cfg.max_steps,
             "timeout_s": cfg.call_timeout_s,
+            "keepalive_s": cfg.keepalive_s,
             "record": record,
             **overrides,
         }

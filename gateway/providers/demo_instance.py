@@ -45,10 +45,12 @@ _FORMATS = {
 }
 
 
-def minimal_instance(schema: Any) -> Any:
+def minimal_instance(schema: Any, text: str = "demo") -> Any:
     """A value valid for ``schema`` (a JSON Schema; anything else gives ``"demo"``) by the
-    module docstring's rules. Never raises."""
-    return _instance(schema, schema, 0)
+    module docstring's rules; ``text`` replaces ``"demo"`` as the value of a string without a
+    known ``format`` (the demo's tool calls pass the user's words), padded and cut alike.
+    Never raises."""
+    return _instance(schema, schema, 0, text or "demo")
 
 
 def _resolve(ref: str, root: Any) -> Any:
@@ -99,7 +101,7 @@ def _with_described_bounds(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, **extra} if extra else schema
 
 
-def _instance(schema: Any, root: Any, depth: int) -> Any:
+def _instance(schema: Any, root: Any, depth: int, text: str) -> Any:
     if not isinstance(schema, dict) or depth > MAX_DEPTH:
         return "demo" if not isinstance(schema, dict) else _empty(schema)
     schema = _with_described_bounds(schema)
@@ -107,7 +109,7 @@ def _instance(schema: Any, root: Any, depth: int) -> Any:
     if isinstance(ref, str):
         target = _resolve(ref, root)
         if target is not None:
-            return _instance(target, root, depth + 1)
+            return _instance(target, root, depth + 1, text)
     if "const" in schema:
         return schema["const"]
     enum = schema.get("enum")
@@ -119,10 +121,10 @@ def _instance(schema: Any, root: Any, depth: int) -> Any:
             chosen = next(
                 (b for b in branches if not (isinstance(b, dict) and b.get("type") == "null")), None
             )
-            return None if chosen is None else _instance(chosen, root, depth + 1)
+            return None if chosen is None else _instance(chosen, root, depth + 1, text)
     all_of = schema.get("allOf")
     if isinstance(all_of, list) and all_of:
-        parts = [_instance(m, root, depth + 1) for m in all_of]
+        parts = [_instance(m, root, depth + 1, text) for m in all_of]
         if all(isinstance(p, dict) for p in parts):
             merged: dict[str, Any] = {}
             for p in parts:
@@ -133,16 +135,16 @@ def _instance(schema: Any, root: Any, depth: int) -> Any:
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object" or (kind is None and isinstance(schema.get("properties"), dict)):
-        return _object(schema, root, depth)
+        return _object(schema, root, depth, text)
     if kind == "array":
-        return _array(schema, root, depth)
+        return _array(schema, root, depth, text)
     if kind == "integer" or kind == "number":
         return _number(schema, kind == "integer")
     if kind == "boolean":
         return True
     if kind == "null":
         return None
-    return _string(schema)
+    return _string(schema, text)
 
 
 def _empty(schema: dict[str, Any]) -> Any:
@@ -150,15 +152,15 @@ def _empty(schema: dict[str, Any]) -> Any:
     return [] if kind == "array" else {} if kind == "object" else None if kind == "null" else "demo"
 
 
-def _object(schema: dict[str, Any], root: Any, depth: int) -> dict[str, Any]:
+def _object(schema: dict[str, Any], root: Any, depth: int, text: str) -> dict[str, Any]:
     props = schema.get("properties")
     props = props if isinstance(props, dict) else {}
     required = schema.get("required")
     names = [k for k in required if isinstance(k, str)] if isinstance(required, list) else list(props)
-    return {k: _instance(props.get(k, {}), root, depth + 1) for k in names}
+    return {k: _instance(props.get(k, {}), root, depth + 1, text) for k in names}
 
 
-def _array(schema: dict[str, Any], root: Any, depth: int) -> list[Any]:
+def _array(schema: dict[str, Any], root: Any, depth: int, text: str) -> list[Any]:
     low = schema.get("minItems")
     high = schema.get("maxItems")
     count = max(low if type(low) is int else 0, 1)
@@ -169,9 +171,11 @@ def _array(schema: dict[str, Any], root: Any, depth: int) -> list[Any]:
     out: list[Any] = []
     for i in range(count):
         if isinstance(prefix, list) and i < len(prefix):
-            out.append(_instance(prefix[i], root, depth + 1))
+            out.append(_instance(prefix[i], root, depth + 1, text))
         else:
-            out.append(_instance(items if isinstance(items, dict) else {"type": "string"}, root, depth + 1))
+            out.append(
+                _instance(items if isinstance(items, dict) else {"type": "string"}, root, depth + 1, text)
+            )
     return out
 
 
@@ -198,9 +202,9 @@ def _number(schema: dict[str, Any], integer: bool) -> int | float:
     return int(value) if integer else value
 
 
-def _string(schema: dict[str, Any]) -> str:
+def _string(schema: dict[str, Any], plain: str) -> str:
     fmt = schema.get("format")
-    text = _FORMATS.get(fmt, "demo") if isinstance(fmt, str) else "demo"
+    text = _FORMATS.get(fmt, plain) if isinstance(fmt, str) else plain
     low = schema.get("minLength")
     high = schema.get("maxLength")
     if type(low) is int and len(text) < low:

@@ -39,6 +39,12 @@ def safe_token(value: str, pattern: re.Pattern[str], max_len: int | None = None)
     return base + suffix
 
 
+def _hashed(value: str, max_len: int) -> str:
+    """``value``'s allowed characters plus the ``_<8 hex>`` hash, whether or not it fits."""
+    suffix = "_" + _digest(value)
+    return (_DISALLOWED.sub("_", value).strip("_") or "x")[: max_len - len(suffix)] + suffix
+
+
 @dataclass
 class NameMap:
     """Two-way map of rewritten tool names and tool-call ids for one upstream call.
@@ -54,10 +60,19 @@ class NameMap:
     _ids_back: dict[str, str] = field(default_factory=dict)
 
     def to_upstream_name(self, name: str, pattern: re.Pattern[str] = TOOL_NAME, max_len: int = 64) -> str:
-        """Rewrite a tool name for the upstream (see :func:`safe_token`)."""
+        """Rewrite a tool name for the upstream (see :func:`safe_token`); a namespaced name
+        (``functions.exec``, :mod:`gateway.edges.openai_responses_tools`) whose dots the
+        pattern refuses becomes ``functions__exec`` when that fits. A rewrite that meets
+        another name of this map gets the hash suffix instead, so two names never meet."""
         out = self.names.get(name)
         if out is None:
             out = safe_token(name, pattern, max_len)
+            if out != name and "." in name:
+                dotless = name.replace(".", "__")
+                if pattern.match(dotless) and len(dotless) <= max_len:
+                    out = dotless
+            if self._names_back.get(out, name) != name:
+                out = _hashed(name, max_len)
             self.names[name] = out
             self._names_back[out] = name
         return out

@@ -41,6 +41,7 @@ from gateway.providers import wire_common
 from gateway.providers.naming import NameMap
 from gateway.providers.openai_responses_common import API as API  # the wire API name (WireModule.API)
 from gateway.providers.openai_responses_common import (
+    custom_arguments,
     failure,
     message_texts,
     provenance,
@@ -117,16 +118,6 @@ def output_budget(request: Request, deployment: Deployment) -> int | None:
     """The output budget sent upstream (``max_output_tokens``, tokens: it bounds visible output
     and reasoning tokens together, as ``usage.output_tokens`` counts them), or None."""
     return request.max_output_tokens
-
-
-CUSTOM_INPUT = "input"
-"""The one string argument a ``custom`` tool's call is carried as (its free-form ``input``)."""
-
-
-def custom_arguments(text: str) -> str:
-    """The arguments (a JSON object string) of an emulated custom tool's call whose free-form
-    input is ``text``: ``{"input": text}``."""
-    return orjson.dumps({CUSTOM_INPUT: text}).decode()
 
 
 def _call_part(item: dict[str, Any], names: NameMap, resp_id: str, n: int) -> dict[str, Any]:

@@ -193,3 +193,13 @@ def failure(err: Any, deployment: str, *, what: str) -> UpstreamError:
         deployment=deployment,
         body=orjson.dumps(obj).decode("utf-8")[:2000],
     )
+
+
+CUSTOM_INPUT = "input"
+"""The one string argument a ``custom`` tool's call is carried as (its free-form ``input``)."""
+
+
+def custom_arguments(text: str) -> str:
+    """The arguments (a JSON object string) of an emulated custom tool's call whose free-form
+    input is ``text``: ``{"input": text}``."""
+    return orjson.dumps({CUSTOM_INPUT: text}).decode()

@@ -27,6 +27,18 @@ Decisions worth knowing
   with no output after it (its calls were withheld) is not sent: OpenAI wants a reasoning item
   followed by the item it led to ("Item 'rs_…' of type 'reasoning' was provided without its
   required following item", continuedev/continue#8933).
+* Free-form tools (:attr:`gateway.schema.ToolDefinition.freeform`: a Responses client's
+  ``custom`` tools) are sent natively as ``custom`` tools with their ``format`` and their own
+  description (the emulation's grammar note removed); their calls in the history go back as
+  ``custom_tool_call`` items (``input``: the call's ``input`` argument) and the results as
+  ``custom_tool_call_output``; a tool choice of one is ``{"type": "custom", "name"}``. The
+  answer's ``custom_tool_call`` items come back as calls of the emulated function
+  (``{"input": ...}``, :mod:`gateway.providers.openai_responses`), as from any other upstream.
+* The client's passed-through Responses fields (``Request.passthrough["openai_responses"]``:
+  ``prompt_cache_key``, ``client_metadata``, ``service_tier``, ``truncation``,
+  ``text.verbosity``, ``reasoning.context`` / ``summary``, ...) are sent verbatim, merged into
+  ``text`` and ``reasoning``; ``reasoning.*`` only to a reasoning model
+  (:mod:`gateway.providers.passthrough`, which also says what is dropped elsewhere).
 * Function tools are sent with ``strict: false`` unless the client asked for strict: the
   Responses API defaults ``strict`` to true, which refuses any schema that is not fully closed
   ("Invalid schema for function ... 'required' is required to be supplied"),
@@ -45,6 +57,9 @@ Decisions worth knowing
   go in ``metadata`` (at most 16, as OpenAI allows), except the gateway's own keys.
 * Tool names are rewritten to ``^[a-zA-Z0-9_-]{1,64}$`` and call ids longer than 40 characters
   to 40, as for Chat Completions (:mod:`gateway.providers.openai_chat`), mapped back on the way in.
+  A member of a client's ``namespace`` tool (flattened to ``<namespace>.<name>`` by the edge) is
+  sent as the top-level tool ``<namespace>__<name>`` (:class:`NameMap`): the schema keeps no
+  namespaces, and the client gets its calls back with ``namespace`` and ``name`` again.
 """
 
 from __future__ import annotations
@@ -53,9 +68,10 @@ from typing import Any
 
 from gateway.config import Deployment
 from gateway.errors import CapabilityError
+from gateway.providers import passthrough
 from gateway.providers.naming import NameMap
 from gateway.providers.openai_chat import upstream_id, upstream_name
-from gateway.providers.openai_responses_common import is_reasoning_model, is_responses_signed
+from gateway.providers.openai_responses_common import CUSTOM_INPUT, is_reasoning_model, is_responses_signed
 from gateway.schema import (
     AssistantMessage,
     ImagePart,
@@ -64,8 +80,10 @@ from gateway.schema import (
     TextPart,
     ThinkingPart,
     ToolCallPart,
+    ToolDefinition,
     ToolResultMessage,
     UserMessage,
+    freeform_note,
 )
 
 MAX_METADATA = 16
@@ -106,7 +124,25 @@ def _user_item(msg: UserMessage, deployment: Deployment, i: int) -> dict[str, An
     return {"role": "user", "content": parts or ""}
 
 
-def _assistant_items(msg: AssistantMessage, names: NameMap, out: list[dict[str, Any]]) -> None:
+def _custom_tools(request: Request) -> set[str]:
+    """Names of the request's free-form tools (sent as ``custom`` tools)."""
+    return {t.name for t in request.tools if t.freeform is not None}
+
+
+def _call_item(p: ToolCallPart, names: NameMap, custom: set[str]) -> dict[str, Any]:
+    """A tool call -> a ``function_call`` item, or a ``custom_tool_call`` (``input`` its
+    ``input`` argument) for a free-form tool."""
+    call_id = upstream_id(names, p.id)
+    name = upstream_name(names, p.name)
+    value = p.arguments.get(CUSTOM_INPUT)
+    if p.name in custom and isinstance(value, str):
+        return {"type": "custom_tool_call", "call_id": call_id, "name": name, "input": value}
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": p.raw_arguments}
+
+
+def _assistant_items(
+    msg: AssistantMessage, names: NameMap, out: list[dict[str, Any]], custom: set[str]
+) -> None:
     texts: list[str] = []
     start = len(out)
 
@@ -128,14 +164,7 @@ def _assistant_items(msg: AssistantMessage, names: NameMap, out: list[dict[str, 
             texts.append(p.text)
         elif type(p) is ToolCallPart:
             flush()
-            out.append(
-                {
-                    "type": "function_call",
-                    "call_id": upstream_id(names, p.id),
-                    "name": upstream_name(names, p.name),
-                    "arguments": p.raw_arguments,
-                }
-            )
+            out.append(_call_item(p, names, custom))
         elif type(p) is ThinkingPart and p.signature and is_responses_signed(p.provenance):
             flush()
             summary = [{"type": "summary_text", "text": p.text}] if p.text else []
@@ -146,14 +175,16 @@ def _assistant_items(msg: AssistantMessage, names: NameMap, out: list[dict[str, 
         out.pop()  # reasoning goes with the output that followed it; alone it is not sent
 
 
-def _tool_output(msg: ToolResultMessage, deployment: Deployment, names: NameMap, i: int) -> dict[str, Any]:
+def _tool_output(
+    msg: ToolResultMessage, deployment: Deployment, names: NameMap, i: int, kind: str
+) -> dict[str, Any]:
     call_id = upstream_id(names, msg.tool_call_id)
     content = msg.content
     if len(content) == 1 and type(content[0]) is TextPart:  # the common case
-        return {"type": "function_call_output", "call_id": call_id, "output": content[0].text}
+        return {"type": kind, "call_id": call_id, "output": content[0].text}
     if not any(type(p) is ImagePart for p in content):
         text = "\n".join(p.text for p in content if type(p) is TextPart)
-        return {"type": "function_call_output", "call_id": call_id, "output": text}
+        return {"type": kind, "call_id": call_id, "output": text}
     if not deployment.supports_images:
         where = _where(msg, i)
         raise _no_images(deployment, f"the tool result for tool call {msg.tool_call_id!r} ({where})", where)
@@ -164,7 +195,7 @@ def _tool_output(msg: ToolResultMessage, deployment: Deployment, names: NameMap,
                 parts.append({"type": "input_text", "text": p.text})
         elif type(p) is ImagePart:
             parts.append(_image(p))
-    return {"type": "function_call_output", "call_id": call_id, "output": parts}
+    return {"type": kind, "call_id": call_id, "output": parts}
 
 
 def input_items(
@@ -175,6 +206,8 @@ def input_items(
     images the deployment cannot take."""
     leading: list[str] = []
     items: list[dict[str, Any]] = []
+    custom = _custom_tools(request)
+    custom_calls: set[str] = set()  # ids of calls sent as custom_tool_call: their outputs match
     for i, msg in enumerate(request.messages):
         tm = type(msg)
         if tm is SystemMessage:
@@ -186,9 +219,19 @@ def input_items(
         elif tm is UserMessage:
             items.append(_user_item(msg, deployment, i))  # type: ignore[arg-type]
         elif tm is AssistantMessage:
-            _assistant_items(msg, names, items)  # type: ignore[arg-type]
+            start = len(items)
+            _assistant_items(msg, names, items, custom)  # type: ignore[arg-type]
+            sent = items[start:]
+            custom_calls.update(
+                names.from_upstream_id(it["call_id"]) for it in sent if it["type"] == "custom_tool_call"
+            )
         elif tm is ToolResultMessage:
-            items.append(_tool_output(msg, deployment, names, i))  # type: ignore[arg-type]
+            kind = (
+                "custom_tool_call_output"
+                if msg.tool_call_id in custom_calls  # type: ignore[union-attr]
+                else "function_call_output"
+            )
+            items.append(_tool_output(msg, deployment, names, i, kind))  # type: ignore[arg-type]
     return ("\n\n".join(leading) if leading else None), items
 
 
@@ -212,9 +255,34 @@ def _metadata(request: Request) -> dict[str, str]:
     return out
 
 
+def native_description(tool: ToolDefinition) -> str | None:
+    """A free-form tool's own description: without the grammar note the edge appended for the
+    emulation (:func:`gateway.schema.freeform_note`), which a native ``format`` states."""
+    note = freeform_note(tool.freeform)
+    text = tool.description
+    if note and text is not None:
+        if text == note:
+            return None
+        text = text.removesuffix("\n\n" + note)
+    return text
+
+
+def _custom_tool(t: ToolDefinition, names: NameMap) -> dict[str, Any]:
+    tool: dict[str, Any] = {"type": "custom", "name": upstream_name(names, t.name)}
+    description = native_description(t)
+    if description is not None:
+        tool["description"] = description
+    if t.freeform and t.freeform.get("type") != "text":
+        tool["format"] = t.freeform
+    return tool
+
+
 def _tools(request: Request, names: NameMap, body: dict[str, Any]) -> None:
     tools = []
     for t in request.tools:
+        if t.freeform is not None:
+            tools.append(_custom_tool(t, names))
+            continue
         fn: dict[str, Any] = {"type": "function", "name": upstream_name(names, t.name)}
         if t.description is not None:
             fn["description"] = t.description
@@ -225,8 +293,9 @@ def _tools(request: Request, names: NameMap, body: dict[str, Any]) -> None:
     tc = request.tool_choice
     if tc is not None:
         if tc.mode == "tool":
+            kind = "custom" if tc.name in _custom_tools(request) else "function"
             body["tool_choice"] = (
-                {"type": "function", "name": upstream_name(names, tc.name)} if tc.name else "required"
+                {"type": kind, "name": upstream_name(names, tc.name)} if tc.name else "required"
             )
         else:
             body["tool_choice"] = tc.mode
@@ -283,4 +352,17 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         body["metadata"] = metadata
     if request.stream:
         body["stream"] = True
+    _merge_passthrough(body, request, deployment)
     return body
+
+
+def _merge_passthrough(body: dict[str, Any], request: Request, deployment: Deployment) -> None:
+    """The client's passed-through Responses fields (:mod:`gateway.providers.passthrough`) into
+    ``body``: top-level ones verbatim, ``text`` and ``reasoning`` merged into the objects the
+    schema's own fields made (the client's value wins)."""
+    sent = passthrough.split(request, deployment)[0]
+    for key, value in sent.items():
+        if key in ("text", "reasoning") and isinstance(value, dict):
+            body[key] = {**body.get(key, {}), **value}
+        else:
+            body[key] = value

@@ -81,7 +81,7 @@ _ERROR_KINDS = {
 
 _KINDS = ("function_call", "custom_tool_call", "reasoning", "message")
 _CUSTOM_OPEN = '{"input":"'
-"""How an emulated custom tool's arguments begin (see ``openai_responses.custom_arguments``)."""
+"""How an emulated custom tool's arguments begin (see ``openai_responses_common.custom_arguments``)."""
 
 
 def _json_string_body(text: str) -> str:

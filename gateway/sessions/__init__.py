@@ -9,6 +9,8 @@
   its handle (:class:`~.turns.SessionBinding`: recording, the context rebuilt per target)
 * :mod:`.responses`  — stored OpenAI Responses: a response is a session, its previous
   response's a fork
+* :mod:`.threads`    — Anthropic message threads: a thread turn's answer is a session, its
+  continuation a fork
 * :mod:`.api`, :mod:`.cli` — HTTP routes and the ``turnstile sessions`` command
 """
 

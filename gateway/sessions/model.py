@@ -8,6 +8,8 @@ A session is a tree of entries (``id``, ``parent_id``) with a leaf pointer. Ever
 * ``model_change``   — :class:`ModelChangePayload`
 * ``branch_summary`` — :class:`BranchSummaryPayload` (what a left branch did)
 * ``label``          — :class:`LabelPayload` (a name for another entry)
+* ``thread``         — :class:`ThreadPayload` (what an Anthropic message thread keeps from
+  its create: system prompt, tools; :mod:`gateway.sessions.threads`)
 
 Entries are never updated or deleted (the store's database enforces it with triggers); the
 only mutable thing about a session is its leaf pointer. ``created_at`` is Unix time in seconds.
@@ -20,10 +22,10 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from gateway.schema import Message
+from gateway.schema import Message, SystemMessage, ToolDefinition
 
-EntryType = Literal["message", "compaction", "model_change", "branch_summary", "label"]
-ENTRY_TYPES: tuple[str, ...] = ("message", "compaction", "model_change", "branch_summary", "label")
+EntryType = Literal["message", "compaction", "model_change", "branch_summary", "label", "thread"]
+ENTRY_TYPES: tuple[str, ...] = ("message", "compaction", "model_change", "branch_summary", "label", "thread")
 
 _MESSAGE = TypeAdapter(Message)
 
@@ -83,12 +85,25 @@ class LabelPayload(BaseModel):
     label: str | None = None
 
 
+class ThreadPayload(BaseModel):
+    """The create-only fields of an Anthropic message thread, as its create sent them: the
+    top-level ``system`` prompt, the ``tools`` and the MCP servers of its ``mcp`` tool entries.
+    A continuation of the thread sends none of them; they come from here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    system: list[SystemMessage] = Field(default_factory=list)
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    mcp_servers: list[str] = Field(default_factory=list)
+
+
 PAYLOADS: dict[str, type[BaseModel]] = {
     "message": MessagePayload,
     "compaction": CompactionPayload,
     "model_change": ModelChangePayload,
     "branch_summary": BranchSummaryPayload,
     "label": LabelPayload,
+    "thread": ThreadPayload,
 }
 
 
@@ -136,6 +151,10 @@ class Entry(BaseModel):
         """The payload of a ``compaction`` entry, else None."""
         return CompactionPayload.model_validate(self.payload) if self.type == "compaction" else None
 
+    def thread(self) -> ThreadPayload | None:
+        """The payload of a ``thread`` entry, else None."""
+        return ThreadPayload.model_validate(self.payload) if self.type == "thread" else None
+
     def public(self) -> dict[str, Any]:
         """The entry as the HTTP API and CLI show it."""
         return {
@@ -177,6 +196,7 @@ __all__ = [
     "MessagePayload",
     "ModelChangePayload",
     "SessionInfo",
+    "ThreadPayload",
     "encode_payload",
     "validate_payload",
 ]

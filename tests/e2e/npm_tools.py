@@ -66,9 +66,9 @@ def installed_version(prefix: Path, package: str) -> str | None:
     return version if isinstance(version, str) else None
 
 
-def up_to_date(prefix: Path) -> bool:
-    """Every pinned package is installed under ``prefix`` at its pinned version."""
-    return all(installed_version(prefix, pkg) == version for pkg, version in PINNED.items())
+def up_to_date(prefix: Path, pinned: dict[str, str] = PINNED) -> bool:
+    """Every package of ``pinned`` is installed under ``prefix`` at its pinned version."""
+    return all(installed_version(prefix, pkg) == version for pkg, version in pinned.items())
 
 
 def npm(*args: str, prefix: Path, timeout_s: float) -> subprocess.CompletedProcess[str]:
@@ -86,8 +86,11 @@ def npm(*args: str, prefix: Path, timeout_s: float) -> subprocess.CompletedProce
     )
 
 
-def ensure_installed(prefix: Path = CACHE, timeout_s: float = 300.0) -> Tools:
-    """The pinned CLIs under ``prefix``, installing them when missing or at other versions.
+def ensure_installed(
+    prefix: Path = CACHE, timeout_s: float = 300.0, pinned: dict[str, str] = PINNED
+) -> Tools:
+    """The ``pinned`` packages (default: the CLIs) under ``prefix``, installing them when
+    missing or at other versions.
 
     Holds an exclusive lock on ``prefix/.lock`` meanwhile, so parallel runs share one install.
     Raises :class:`RegistryUnreachable` when the install failed and ``npm ping`` fails too, and
@@ -96,8 +99,8 @@ def ensure_installed(prefix: Path = CACHE, timeout_s: float = 300.0) -> Tools:
     start = time.monotonic()
     with (prefix / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not up_to_date(prefix):
-            specs = [f"{pkg}@{version}" for pkg, version in PINNED.items()]
+        if not up_to_date(prefix, pinned):
+            specs = [f"{pkg}@{version}" for pkg, version in pinned.items()]
             done = npm(
                 "install",
                 "--prefix",
@@ -111,7 +114,7 @@ def ensure_installed(prefix: Path = CACHE, timeout_s: float = 300.0) -> Tools:
                 prefix=prefix,
                 timeout_s=timeout_s,
             )
-            if done.returncode != 0 or not up_to_date(prefix):
+            if done.returncode != 0 or not up_to_date(prefix, pinned):
                 if npm("ping", prefix=prefix, timeout_s=30).returncode != 0:
                     raise RegistryUnreachable(
                         f"npm registry unreachable; npm install said:\n{done.stderr[-2000:]}"

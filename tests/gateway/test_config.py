@@ -19,7 +19,7 @@ def test_default_config_is_valid_and_has_the_demo_deployment() -> None:
 def test_example_config_documents_a_valid_configuration() -> None:
     cfg = load_config(ROOT / "config" / "example.yaml")
     apis = {d.api for d in cfg.deployments}
-    assert apis == {"openai_chat", "anthropic_messages", "gemini", "litellm", "demo"}
+    assert apis == {"openai_chat", "openai_responses", "anthropic_messages", "gemini", "litellm", "demo"}
 
 
 def test_example_config_documents_every_sessions_and_tool_loop_option_at_its_default() -> None:

@@ -159,3 +159,38 @@ def test_thinking_stays_enabled_when_stripped_thinking_is_not_in_the_open_tool_l
     out, repairs = apply_thinking_policy(request, MODEL_B, STRIP)
     assert out.thinking is not None and out.thinking.enabled
     assert [r.code for r in repairs] == ["foreign_thinking_stripped"]
+
+
+def _without_thinking(request: Request) -> Request:
+    msgs = list(request.messages)
+    msg = msgs[1]
+    assert isinstance(msg, AssistantMessage)
+    msgs[1] = msg.model_copy(update={"content": [p for p in msg.content if type(p) is ToolCallPart]})
+    return request.model_copy(update={"messages": msgs})
+
+
+def test_open_tool_loop_without_thinking_turns_thinking_off_for_a_target_that_requires_it() -> None:
+    request = _without_thinking(c16_turn2())
+    out, repairs = apply_thinking_policy(request, MODEL_A, STRIP, leading_thinking=True)
+    assert out.thinking is not None and out.thinking.enabled is False
+    assert [(r.code, r.location) for r in repairs] == [("thinking_disabled", "messages[1]")]
+    assert "carries no thinking signed by anthropic/model-A" in repairs[0].message
+    assert out.messages == request.messages, "nothing else changes"
+
+
+def test_open_tool_loop_without_thinking_is_left_alone_for_a_target_that_does_not_require_it() -> None:
+    request = _without_thinking(c16_turn2())
+    out, repairs = apply_thinking_policy(request, MODEL_A, STRIP)
+    assert out is request and repairs == []
+
+
+def test_leading_signed_thinking_keeps_thinking_on_where_it_is_required() -> None:
+    request = c16_turn2()
+    out, repairs = apply_thinking_policy(request, MODEL_A, STRIP, leading_thinking=True)
+    assert out is request and repairs == []
+
+
+def test_leading_rule_ignores_requests_without_thinking() -> None:
+    request = _without_thinking(c16_turn2()).model_copy(update={"thinking": None})
+    out, repairs = apply_thinking_policy(request, MODEL_A, STRIP, leading_thinking=True)
+    assert out is request and repairs == []

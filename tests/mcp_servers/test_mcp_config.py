@@ -103,3 +103,11 @@ def test_relative_workspace_roots_resolve_from_the_working_directory(
     monkeypatch.chdir(tmp_path)
     cfg = McpConfig(workspace_roots=["./workspace"])
     assert cfg.resolved_workspace_roots() == [str(tmp_path.resolve() / "workspace")]
+
+
+def test_sse_bounds_have_defaults_and_refuse_unknown_or_nonpositive_values() -> None:
+    sse = McpConfig().sse
+    assert (sse.max_sessions, sse.idle_timeout_s) == (100, 1800.0)
+    for bad in ({"max_sessions": 0}, {"idle_timeout_s": 0}, {"idle_after_s": 5}):
+        with pytest.raises(ConfigError, match="sse"):
+            parse_config({"mcp": {"sse": bad}})

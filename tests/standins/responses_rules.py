@@ -4,7 +4,8 @@ stand-in checks them (:mod:`standins.upstream`), with OpenAI's own error shape a
 
 * an unknown top-level parameter: ``Unknown parameter: 'x'.`` (code ``unknown_parameter``);
 * ``input`` items: a ``function_call_output`` must name the ``call_id`` of a ``function_call``
-  earlier in ``input`` ("No tool call found for function call output with call_id ...");
+  earlier in ``input`` ("No tool call found for function call output with call_id ..."), a
+  ``custom_tool_call_output`` that of a ``custom_tool_call``;
   message roles and content part types are the documented ones; a ``reasoning`` item must carry
   ``encrypted_content`` when nothing is stored (``store: false``: "Items are not persisted when
   `store` is set to false"), and that content must have been issued by this stand-in for the
@@ -30,6 +31,7 @@ from typing import Any
 PARAMETERS = frozenset(
     {
         "background",
+        "client_metadata",
         "conversation",
         "include",
         "input",
@@ -42,6 +44,7 @@ PARAMETERS = frozenset(
         "previous_response_id",
         "prompt",
         "prompt_cache_key",
+        "prompt_cache_options",
         "prompt_cache_retention",
         "reasoning",
         "safety_identifier",
@@ -59,7 +62,10 @@ PARAMETERS = frozenset(
         "user",
     }
 )
-"""Top-level parameters of ``POST /v1/responses`` (API reference, December 2025)."""
+"""Top-level parameters of ``POST /v1/responses`` (API reference, December 2025; the ``openai``
+SDK 3.57 ``ResponseCreateParams`` for ``prompt_cache_options``), and ``client_metadata``, which
+Codex CLI 0.171 sends to every Responses provider (tests/fixtures/e2e/) though the public
+reference does not list it."""
 
 INCLUDE = frozenset(
     {
@@ -188,6 +194,7 @@ def _input(body: dict[str, Any], model: str, issued: Issued) -> dict[str, Any] |
     if not isinstance(items, list):
         return error("Missing required parameter: 'input'.", "input", "missing_required_parameter")
     calls: set[str] = set()
+    custom_calls: set[str] = set()
     stored = body.get("store", True) is not False
     for i, item in enumerate(items):
         if not isinstance(item, dict):
@@ -206,10 +213,21 @@ def _input(body: dict[str, Any], model: str, issued: Issued) -> dict[str, Any] |
                         "missing_required_parameter",
                     )
             calls.add(item["call_id"])
-        elif kind == "function_call_output":
-            if item.get("call_id") not in calls:
+        elif kind == "custom_tool_call":
+            for key in ("call_id", "name", "input"):
+                if not isinstance(item.get(key), str):
+                    return error(
+                        f"Missing required parameter: 'input[{i}].{key}'.",
+                        f"input[{i}].{key}",
+                        "missing_required_parameter",
+                    )
+            custom_calls.add(item["call_id"])
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            custom = kind == "custom_tool_call_output"
+            if item.get("call_id") not in (custom_calls if custom else calls):
+                what = "custom tool call" if custom else "function call"
                 return error(
-                    f"No tool call found for function call output with call_id {item.get('call_id')}.",
+                    f"No tool call found for {what} output with call_id {item.get('call_id')}.",
                     "input",
                     None,
                 )

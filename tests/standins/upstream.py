@@ -13,8 +13,12 @@ What a real provider checks first is checked here too, with the provider's own e
 the API key header (``Authorization: Bearer``, ``x-api-key`` + ``anthropic-version``,
 ``x-goog-api-key`` or ``?key=``), a JSON object body, the model, Anthropic's required
 ``max_tokens``, Anthropic's structured-output schema rule
-(:mod:`standins.structured_output`), Gemini's ``Schema`` rule (no unknown member at any depth
-of a function declaration's parameters or the response schema:
+(:mod:`standins.structured_output`), Anthropic's extended-thinking rules (a tool loop's final
+assistant turn starts with thinking when thinking is on; signatures only as this stand-in
+issued them: :mod:`standins.anthropic_thinking_rule`), Gemini 3's thought signatures on the
+function calls of the current turn (:mod:`standins.gemini_signature_rule`), Gemini's
+``Schema`` rule (no unknown member at any depth of a function declaration's parameters or the
+response schema:
 :mod:`standins.gemini_schema_rule`), and the Responses API's rules (unknown parameters,
 ``function_call_output`` paired to an earlier ``function_call``, ``encrypted_content`` only as
 this stand-in issued it for that model, strict function schemas: :mod:`standins.responses_rules`).
@@ -42,8 +46,11 @@ from typing import Any
 
 from aiohttp import web
 
+from .anthropic_thinking_rule import Signatures
+from .anthropic_thinking_rule import violation as thinking_violation
 from .gemini_schema_rule import error_body as schema_error_body
 from .gemini_schema_rule import request_violations
+from .gemini_signature_rule import violation as gemini_signature_violation
 from .recordings import Exchange, split_sse
 from .responses_rules import Issued
 from .responses_rules import error as responses_error
@@ -334,6 +341,7 @@ class UpstreamStandin:
         self.url = ""
         self._runner: web.AppRunner | None = None
         self.issued = Issued()  # encrypted reasoning this stand-in sent, by model (Responses)
+        self.signatures = Signatures()  # thinking signatures this stand-in sent (Anthropic)
         self.on_request: Callable[[Received], None] | None = None
 
     # -------------------------------------------------------------- test-facing API
@@ -358,6 +366,7 @@ class UpstreamStandin:
             g.release()
         self.received.clear()
         self.issued.clear()
+        self.signatures.clear()
 
     def requests(self, api: str | None = None, model: str | None = None) -> list[Received]:
         """Received requests, optionally only those to ``api`` / naming ``model``."""
@@ -445,12 +454,18 @@ class UpstreamStandin:
             refused = anthropic_violations(body)
             if refused:  # structured outputs' schema rule (standins.structured_output)
                 return self._fail(rec.api, 400, refused[0])
+            thinking_bad = thinking_violation(body, self.signatures)
+            if thinking_bad is not None:  # extended thinking's rules (standins.anthropic_thinking_rule)
+                return self._fail(rec.api, 400, thinking_bad)
         if rec.api == GEMINI and not body.get("contents"):
             return self._fail(rec.api, 400, "* GenerateContentRequest.contents: contents is not specified")
         if rec.api == GEMINI:
             violations = request_violations(body)
             if violations:  # Gemini refuses unknown Schema members at any depth (gemini_schema_rule)
                 return web.json_response(schema_error_body(violations), status=400)
+            unsigned = gemini_signature_violation(rec.model, body)
+            if unsigned is not None:  # Gemini 3's thought signatures (gemini_signature_rule)
+                return self._fail(rec.api, 400, unsigned)
         return None
 
     @staticmethod
@@ -486,6 +501,8 @@ class UpstreamStandin:
             ex = structured(api, body, rec.stream)
         if api == RESPONSES and ex.status < 400:
             self.issued.note(rec.model, ex.body)
+        if api == ANTHROPIC and ex.status < 400:
+            self.signatures.note(ex)
         headers = {"content-type": ex.content_type, **ans.headers}
         if ans.fault == "huge":
             return await self._huge(request, ans, headers)

@@ -72,6 +72,17 @@ def _warm(gp: GatewayProcess, standin: UpstreamStandin) -> int:
     return gp.status()["VmRSS"]
 
 
+def _log_lines_of(gp: GatewayProcess, rid: str, timeout_s: float = 10.0) -> list[str]:
+    """The log lines naming request ``rid``, once at least one is written (the line may follow
+    the answer's last byte); bounded by ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lines = [line for line in gp.log().splitlines() if rid in line]
+        if lines or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.05)
+
+
 def _rss_settles_below(gp: GatewayProcess, bound_kb: int, timeout_s: float = 20.0) -> int:
     deadline = time.monotonic() + timeout_s
     while True:
@@ -176,6 +187,6 @@ def test_deep_json_on_count_tokens_is_one_400_in_its_dialect_and_one_log_line(
     assert resp.status_code == 400
     assert resp.json()["type"] == "error" and resp.json()["error"]["type"] == "invalid_request_error"
     rid = resp.headers["x-turnstile-request-id"]
-    lines = [line for line in gateway.log().splitlines() if rid in line]
+    lines = _log_lines_of(gateway, rid)
     assert len(lines) == 1 and '"status":400' in lines[0], lines
     assert "Traceback" not in gateway.log()

@@ -11,6 +11,7 @@ tool answers built by :mod:`standins.tool_answers`.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,7 +24,7 @@ from standins.recordings import json_exchange
 from standins.tool_answers import LENGTH_STOP, Call, text_answer, tool_call_answer
 from standins.topology import MATRIX
 from standins.upstream import UpstreamStandin, replay, reset_mid_stream
-from standins.wirekit import recorded_text
+from standins.wirekit import recorded_text, transcript_row
 
 APIS = ["openai_chat", "anthropic_messages", "gemini"]
 STREAMS = [False, True]
@@ -609,3 +610,110 @@ def test_store_false_may_continue_a_stored_response_and_a_client_bound_session_m
             extra_headers={"x-turnstile-session": "my-session"},
         )
     assert err.value.param == "previous_response_id" and "my-session" in err.value.message
+
+
+CODEX_FIXTURES = Path(__file__).parents[1] / "fixtures" / "e2e"
+# The tool name each upstream wire API is offered Codex's code-mode tool under: a dot is
+# refused by OpenAI's and Anthropic's name rule (NameMap: ``__``), Gemini's allows it.
+EXEC_UPSTREAM = {
+    "openai_chat": "functions__exec",
+    "anthropic_messages": "functions__exec",
+    "gemini": "functions.exec",
+    "openai_responses": "functions__exec",
+}
+CODEX_DROPPED = "client_metadata,prompt_cache_key,reasoning.context,text.verbosity"
+JS = 'text(await tools.exec_command({cmd: "cat note.txt"}));'
+
+
+def _codex_body(n: int, model: str) -> dict[str, Any]:
+    """Request ``n`` Codex CLI 0.171 sent in code mode (its default model), for ``model``."""
+    recorded = json.loads((CODEX_FIXTURES / "codex-0.171.0-exec-tool-loop.json").read_text())
+    return {**recorded["requests"][n]["body"], "model": model}
+
+
+@pytest.mark.parametrize(
+    ("api", "deployment"),
+    [(api, MATRIX[api][0]) for api in APIS] + [("openai_responses", "rs-gpt-5")],
+    ids=[*APIS, "openai_responses"],
+)
+def test_codex_code_mode_recorded_turns_run_their_tool_loop_on_every_upstream_api(
+    api: str, deployment: str, upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    call = Call("call_e2e", EXEC_UPSTREAM[api], json.dumps({"input": JS}))
+    upstream.script(
+        replay(tool_call_answer(api, [call], stream=True), api=api),
+        replay(text_answer(api, "The note says hi.", stream=True), api=api),
+    )
+    headers = {"authorization": "Bearer sk-client-key", "accept": "text/event-stream"}
+    url = f"{gateway_url}/v1/responses"
+    with httpx.stream("POST", url, json=_codex_body(0, deployment), headers=headers, timeout=15) as resp:
+        assert resp.status_code == 200, resp.read()
+        dropped = resp.headers.get("x-turnstile-dropped")
+        events = _data_events(resp)
+    (item,) = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert {k: item[k] for k in ("type", "name", "namespace", "input")} == {
+        "type": "custom_tool_call",
+        "name": "exec",
+        "namespace": "functions",
+        "input": JS,
+    }
+    assert events[-1]["type"] == "response.completed"
+    sent = upstream.requests()[0].body
+    if api == "openai_responses":
+        assert dropped is None
+        exec_tool = next(t for t in sent["tools"] if t["name"] == "functions__exec")
+        assert exec_tool["type"] == "custom" and exec_tool["format"]["syntax"] == "lark"
+        assert sent["reasoning"]["context"] == "all_turns" and sent["text"] == {"verbosity": "low"}
+        assert sent["prompt_cache_key"] and set(sent["client_metadata"]) >= {"session_id", "turn_id"}
+    else:
+        assert dropped == CODEX_DROPPED
+        assert "client_metadata" not in json.dumps(sent)
+    # turn 2 as Codex sends it: the recorded request, with this answer's call echoed back
+    body2 = _codex_body(1, deployment)
+    body2["input"] = [
+        {**i, "call_id": item["call_id"], "namespace": "functions", "input": JS}
+        if i["type"] == "custom_tool_call"
+        else {**i, "call_id": item["call_id"]}
+        if i["type"] == "custom_tool_call_output"
+        else i
+        for i in body2["input"]
+    ]
+    with httpx.stream("POST", url, json=body2, headers=headers, timeout=15) as resp:
+        assert resp.status_code == 200, resp.read()
+        events2 = _data_events(resp)
+    assert events2[-1]["type"] == "response.completed"
+    assert (
+        "".join(e["delta"] for e in events2 if e["type"] == "response.output_text.delta")
+        == "The note says hi."
+    )
+    sent2 = upstream.requests()[1].body
+    assert "the secret is 42" in json.dumps(sent2)
+    if api == "openai_responses":
+        kinds = [i.get("type") for i in sent2["input"]]
+        assert "custom_tool_call" in kinds and "custom_tool_call_output" in kinds
+
+
+def test_fields_another_wire_api_cannot_carry_are_named_in_a_header_and_the_transcript(
+    upstream: UpstreamStandin, gateway_url: str, db_path: Path
+) -> None:
+    upstream.script(replay(text_answer("gemini", "Hi.", stream=False), api="gemini"))
+    body = {
+        "model": MATRIX["gemini"][0],
+        "input": "hi",
+        "prompt_cache_key": "k1",
+        "service_tier": "priority",
+        "text": {"verbosity": "low"},
+    }
+    resp = httpx.post(f"{gateway_url}/v1/responses", json=body, timeout=15)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["output"][0]["content"][0]["text"] == "Hi."
+    assert resp.headers["x-turnstile-dropped"] == "prompt_cache_key,service_tier,text.verbosity"
+    sent = json.dumps(upstream.requests()[0].body)
+    assert "k1" not in sent and "priority" not in sent
+    row = transcript_row(db_path, resp.headers["x-turnstile-request-id"])
+    notes = [r for r in json.loads(row["repairs"]) if r.get("kind") == "dropped"]
+    assert [(n["field"], n["values"], n["deployment"]) for n in notes] == [
+        ("prompt_cache_key", ["k1"], MATRIX["gemini"][0]),
+        ("service_tier", ["priority"], MATRIX["gemini"][0]),
+        ("text.verbosity", ["low"], MATRIX["gemini"][0]),
+    ]

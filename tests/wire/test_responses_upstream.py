@@ -152,8 +152,11 @@ def test_openai_client_tool_loop_over_a_reasoning_model(
     assert turn2.error is None, turn2.error
     assert turn2.text == recorded_text(second, RS)
     items = upstream.requests()[1].body["input"]
-    # a Chat Completions client has no slot for encrypted reasoning: none goes back
-    assert [i.get("type", "message") for i in items] == ["message", "function_call", "function_call_output"]
+    # the hand-built assistant message has no encrypted reasoning: the gateway's memory
+    # (keyed by the call id) puts the reasoning item back, byte-identical, before the call
+    kinds = [i.get("type", "message") for i in items]
+    assert kinds == ["message", "reasoning", "function_call", "function_call_output"]
+    assert items[1]["encrypted_content"] == _recorded_reasoning(first)[0]["encrypted_content"]
 
 
 @pytest.mark.parametrize("dialect", ["openai", "anthropic"])

@@ -60,3 +60,63 @@ def test_unscripted_request_gets_418_naming_it(upstream: UpstreamStandin) -> Non
     )
     assert resp.status_code == 418
     assert "gemini-x" in resp.text
+
+
+def _anthropic(upstream: UpstreamStandin, body: dict[str, object]) -> httpx.Response:
+    return httpx.post(
+        f"{upstream.url}/v1/messages",
+        json={"model": "claude-sonnet-4-20250514", "max_tokens": 4096, **body},
+        headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+    )
+
+
+def test_enforces_anthropics_thinking_rules(upstream: UpstreamStandin) -> None:
+    first, second = recordings.anthropic_thinking(False)[:2]
+    upstream.script(replay(first, api="anthropic_messages"), replay(second, api="anthropic_messages"))
+    question = {"role": "user", "content": "What's the weather in Florence, Italy?"}
+    thinking = {"type": "enabled", "budget_tokens": 4000}
+    answer = _anthropic(upstream, {"messages": [question], "thinking": thinking}).json()
+    blocks = answer["content"]
+    call = next(b for b in blocks if b["type"] == "tool_use")
+    result = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": call["id"], "content": "40 C"}],
+    }
+
+    bare = [question, {"role": "assistant", "content": [call]}, result]
+    refused = _anthropic(upstream, {"messages": bare, "thinking": thinking})
+    assert refused.status_code == 400
+    assert refused.json()["error"]["message"].startswith(
+        "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`."
+    )
+    forged = [dict(b, signature="forged") if b["type"] == "thinking" else b for b in blocks]
+    bad_sig = _anthropic(upstream, {"messages": [question, {"role": "assistant", "content": forged}, result]})
+    assert bad_sig.status_code == 400
+    assert (
+        bad_sig.json()["error"]["message"] == "messages.1.content.0: Invalid `signature` in `thinking` block"
+    )
+    assert _anthropic(upstream, {"messages": bare}).status_code == 200, "without thinking a bare turn is fine"
+
+
+def test_enforces_gemini_3_thought_signatures_on_the_current_turn(upstream: UpstreamStandin) -> None:
+    call = {"functionCall": {"name": "weather", "args": {"location": "Florence"}}}
+    result = {"functionResponse": {"name": "weather", "response": {"result": "40 C"}}}
+
+    def post(model: str, model_part: dict[str, object]) -> httpx.Response:
+        contents = [
+            {"role": "user", "parts": [{"text": "Weather in Florence?"}]},
+            {"role": "model", "parts": [model_part]},
+            {"role": "user", "parts": [result]},
+        ]
+        return httpx.post(
+            f"{upstream.url}/v1beta/models/{model}:generateContent",
+            json={"contents": contents},
+            headers={"x-goog-api-key": "k"},
+        )
+
+    refused = post("gemini-3-pro-preview", call)
+    assert refused.status_code == 400 and refused.json()["error"]["status"] == "INVALID_ARGUMENT"
+    assert "missing a thought_signature" in refused.json()["error"]["message"]
+    sentinel = {**call, "thoughtSignature": "skip_thought_signature_validator"}
+    assert post("gemini-3-pro-preview", sentinel).status_code == 418, "accepted (then unscripted)"
+    assert post("gemini-2.5-flash", call).status_code == 418, "older models are not checked"

@@ -159,7 +159,6 @@ def test_openai_fields_the_gateway_cannot_relay_are_refused_by_name(field: str, 
     [
         ("diagnostics", {"previous_message_id": "msg_1"}),
         ("compaction", {"type": "compaction"}),
-        ("thread", {"type": "create"}),
         ("billing_policy", {"type": "billing_policy", "bill_to": "user_profile"}),
     ],
 )

@@ -92,6 +92,52 @@ def test_a_custom_tool_call_is_rendered_with_its_input() -> None:
     )
 
 
+def test_a_call_of_a_namespaced_tool_has_the_members_name_and_the_namespace() -> None:
+    request = _request(
+        input=[
+            {
+                "type": "additional_tools",
+                "id": "at_1",
+                "role": "developer",
+                "tools": [
+                    {
+                        "type": "namespace",
+                        "name": "functions",
+                        "description": "",
+                        "tools": [{"type": "custom", "name": "exec"}, {"type": "function", "name": "wait"}],
+                    }
+                ],
+            },
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "go"}],
+            },
+        ]
+    )
+    custom = ToolCallPart(
+        id="c1", name="functions.exec", arguments={"input": "js"}, raw_arguments='{"input":"js"}'
+    )
+    function = ToolCallPart(id="c2", name="functions.wait", arguments={}, raw_arguments="{}")
+    body = render_response(_response(custom, function, stop="tool_use"), request)
+    first, second = body["output"]
+    assert first == {
+        "id": first["id"],
+        "type": "custom_tool_call",
+        "status": "completed",
+        "call_id": "c1",
+        "name": "exec",
+        "namespace": "functions",
+        "input": "js",
+    }
+    assert first["id"].startswith("ctc_") and second["id"].startswith("fc_")
+    assert (second["type"], second["name"], second["namespace"]) == ("function_call", "wait", "functions")
+    output = rt.Response.model_validate(body).output
+    assert isinstance(output[0], rt.ResponseCustomToolCall) and output[0].namespace == "functions"
+    assert isinstance(output[1], rt.ResponseFunctionToolCall) and output[1].namespace == "functions"
+
+
 def test_length_stop_is_incomplete_and_withheld_calls_are_not_output_items() -> None:
     withheld = [WithheldToolCall(id="c9", name="f", raw_arguments='{"a": ', reason="cut")]
     body = render_response(

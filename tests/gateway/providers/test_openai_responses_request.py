@@ -314,3 +314,110 @@ def test_long_call_ids_and_odd_tool_names_are_rewritten_and_mapped_back() -> Non
     assert body["tools"][0]["name"] == body["input"][1]["name"] != "fs.read"
     assert names.from_upstream_id(sent_id) == long_id
     assert names.from_upstream_name(body["tools"][0]["name"]) == "fs.read"
+
+
+EXEC = ToolDefinition(
+    name="functions.exec",
+    description="Run JS\n\nThe input must match this lark grammar:\nstart: /.+/",
+    parameters={
+        "type": "object",
+        "properties": {"input": {"type": "string"}},
+        "required": ["input"],
+        "additionalProperties": False,
+    },
+    freeform={"type": "grammar", "syntax": "lark", "definition": "start: /.+/"},
+)
+CODEX_PASSTHROUGH = {
+    "openai_responses": {
+        "prompt_cache_key": "k1",
+        "client_metadata": {"session_id": "s1"},
+        "service_tier": "priority",
+        "truncation": "auto",
+        "text": {"verbosity": "low"},
+        "reasoning": {"context": "all_turns", "summary": "concise"},
+    }
+}
+
+
+def test_passed_through_responses_fields_are_sent_verbatim_and_merged() -> None:
+    request = _req(_user("hi"), thinking=ThinkingConfig(effort="low"), passthrough=CODEX_PASSTHROUGH)
+    body = _body(request)
+    assert body["prompt_cache_key"] == "k1" and body["client_metadata"] == {"session_id": "s1"}
+    assert body["service_tier"] == "priority" and body["truncation"] == "auto"
+    assert body["text"] == {"verbosity": "low"}
+    assert body["reasoning"] == {"effort": "low", "summary": "concise", "context": "all_turns"}
+
+
+def test_passed_through_text_verbosity_joins_the_structured_output_format() -> None:
+    fmt = ResponseFormat(type="json_object")
+    body = _body(_req(_user("hi"), response_format=fmt, passthrough=CODEX_PASSTHROUGH))
+    assert body["text"] == {"format": {"type": "json_object"}, "verbosity": "low"}
+
+
+def test_passed_through_reasoning_fields_are_not_sent_to_a_model_without_reasoning() -> None:
+    body = _body(
+        _req(_user("hi"), passthrough=CODEX_PASSTHROUGH), DEP.model_copy(update={"model": "gpt-4.1-mini"})
+    )
+    assert "reasoning" not in body and body["prompt_cache_key"] == "k1"
+
+
+def test_passed_through_fields_of_another_api_are_not_sent() -> None:
+    body = _body(_req(_user("hi"), passthrough={"anthropic_messages": {"container": "c"}}))
+    assert "container" not in body
+
+
+def test_free_form_tools_are_sent_natively_with_their_format_and_own_description() -> None:
+    text_tool = ToolDefinition(name="note", description="Free text", freeform={"type": "text"})
+    body = _body(
+        _req(_user("hi"), tools=[EXEC, text_tool], tool_choice=ToolChoice(mode="tool", name="functions.exec"))
+    )
+    assert body["tools"] == [
+        {
+            "type": "custom",
+            "name": "functions__exec",
+            "description": "Run JS",
+            "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"},
+        },
+        {"type": "custom", "name": "note", "description": "Free text"},
+    ]
+    assert body["tool_choice"] == {"type": "custom", "name": "functions__exec"}
+
+
+def test_calls_of_free_form_tools_go_back_as_custom_tool_call_items() -> None:
+    call = ToolCallPart(id="call_1", name="functions.exec", arguments={"input": "text(1)"})
+    other = ToolCallPart(id="call_2", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}')
+    request = _req(
+        _user("go"),
+        AssistantMessage(content=[call, other]),
+        ToolResultMessage(tool_call_id="call_1", content=[TextPart(text="1")]),
+        ToolResultMessage(tool_call_id="call_2", content=[TextPart(text="2")]),
+        tools=[EXEC, ADD],
+    )
+    items = _body(request)["input"][1:]
+    assert items == [
+        {"type": "custom_tool_call", "call_id": "call_1", "name": "functions__exec", "input": "text(1)"},
+        {"type": "function_call", "call_id": "call_2", "name": "add", "arguments": '{"a": 1}'},
+        {"type": "custom_tool_call_output", "call_id": "call_1", "output": "1"},
+        {"type": "function_call_output", "call_id": "call_2", "output": "2"},
+    ]
+
+
+def test_a_custom_tool_call_in_the_answer_maps_back_to_the_flattened_name() -> None:
+    request = _req(_user("go"), tools=[EXEC])
+    _up, ctx = openai_responses.build_request(request, DEP, "sk-test")
+    answer = {
+        "id": "resp_1",
+        "status": "completed",
+        "output": [
+            {
+                "type": "custom_tool_call",
+                "id": "ctc_1",
+                "call_id": "call_9",
+                "name": "functions__exec",
+                "input": "x",
+            }
+        ],
+    }
+    resp = openai_responses.from_wire_response(answer, ctx)
+    (call,) = resp.message.tool_calls
+    assert (call.name, call.arguments, resp.stop_reason) == ("functions.exec", {"input": "x"}, "tool_use")

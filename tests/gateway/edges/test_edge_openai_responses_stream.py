@@ -149,13 +149,80 @@ def test_custom_tool_call_streams_its_input() -> None:
     types = [e["type"] for e in events]
     assert "response.custom_tool_call_input.done" in types
     assert events[-1]["response"]["output"][0] == {
-        "id": "fc_m_0",
+        "id": "ctc_m_0",
         "type": "custom_tool_call",
         "status": "completed",
         "call_id": "c1",
         "name": "patch",
         "input": "abc",
     }
+    _sdk_final(events)
+
+
+def test_a_namespaced_custom_tool_call_streams_with_its_name_and_namespace() -> None:
+    ns = {
+        "type": "namespace",
+        "name": "functions",
+        "description": "",
+        "tools": [{"type": "custom", "name": "exec"}],
+    }
+    events = _events(
+        _renderer(
+            input=[
+                {"type": "additional_tools", "role": "developer", "tools": [ns]},
+                {"role": "user", "content": "hi"},
+            ]
+        ),
+        [
+            MessageStart(id="m", model="up"),
+            PartStart(index=0, kind="tool_call", id="c1", name="functions.exec"),
+            PartDelta(index=0, arguments='{"input": "text(1)"}'),
+            PartEnd(index=0),
+            MessageEnd(stop_reason="tool_use"),
+        ],
+    )
+    added = next(e for e in events if e["type"] == "response.output_item.added")["item"]
+    assert (added["name"], added["namespace"], added["input"]) == ("exec", "functions", "")
+    assert events[-1]["response"]["output"][0] == {
+        "id": "ctc_m_0",
+        "type": "custom_tool_call",
+        "status": "completed",
+        "call_id": "c1",
+        "name": "exec",
+        "namespace": "functions",
+        "input": "text(1)",
+    }
+    _sdk_final(events)
+    final = EVENTS.validate_python(events[-1]).response.output[0]  # type: ignore[union-attr]
+    assert (final.name, final.namespace, final.input) == ("exec", "functions", "text(1)")
+
+
+def test_a_namespaced_function_call_streams_the_members_name_in_arguments_done() -> None:
+    ns = {
+        "type": "namespace",
+        "name": "crm",
+        "description": "",
+        "tools": [{"type": "function", "name": "find"}],
+    }
+    events = _events(
+        _renderer(tools=[ns]),
+        [
+            MessageStart(id="m", model="up"),
+            PartStart(index=0, kind="tool_call", id="c1", name="crm.find"),
+            PartDelta(index=0, arguments='{"q": 1}'),
+            PartEnd(index=0),
+            MessageEnd(stop_reason="tool_use"),
+        ],
+    )
+    done = next(e for e in events if e["type"] == "response.function_call_arguments.done")
+    assert done["name"] == "find"
+    item = events[-1]["response"]["output"][0]
+    assert (item["type"], item["name"], item["namespace"], item["arguments"]) == (
+        "function_call",
+        "find",
+        "crm",
+        '{"q": 1}',
+    )
     _sdk_final(events)
 
 
