@@ -225,18 +225,27 @@ class ThinkingConfig(BaseModel):
 class NativeFields(BaseModel):
     """Fields of the client's own wire API that this schema has no place for, carried as the
     client sent them to an upstream of that same wire API (``api``, e.g. ``gemini``: its
-    ``safetySettings``, built-in tools, ``generationConfig.seed``) and to no other: toward any
-    other upstream the request is refused (HTTP 400) naming ``paths``, the client's field paths
-    (``safetySettings``, ``tools[1].googleSearch``). ``fields`` is shaped like the upstream
-    body: top-level keys to set, ``tools`` entries to append, ``generationConfig`` /
-    ``toolConfig`` keys to add. Filled by an edge; read by the target layer (the refusal) and by
-    the provider of ``api`` (the merge)."""
+    ``safetySettings``, built-in tools, ``generationConfig.seed``) and to no other. ``fields``
+    is shaped like the upstream body: top-level keys to set, ``tools`` entries to append (Gemini),
+    ``generationConfig`` / ``toolConfig`` keys to add (Gemini), ``tool_fields`` (tool name ->
+    keys set on that tool's entry: Anthropic ``defer_loading``). Filled by an edge; read by the
+    target layer and by the provider of ``api`` (the merge).
+
+    Toward an upstream of any other wire API each of the client's field paths is handled by its
+    class (the table of :mod:`gateway.edges.fidelity`, written out in ``docs/fidelity.md``):
+
+    * ``paths``: fields that change the answer: the request is refused (HTTP 400) naming them;
+    * ``serving``: fields that only steer how the upstream serves the turn (service tier, prompt
+      cache keys, storage): dropped, each named in ``x-turnstile-dropped`` and a transcript note;
+    * any other key of ``fields`` is the same-wire verbatim form of a field the schema also
+      carries (Anthropic ``thinking``): the other upstream gets the schema's translation."""
 
     model_config = ConfigDict(frozen=True)
 
     api: str
     fields: dict[str, Any]
-    paths: list[str]
+    paths: list[str] = Field(default_factory=list)
+    serving: list[str] = Field(default_factory=list)
 
 
 class Request(BaseModel):
@@ -278,6 +287,11 @@ class Request(BaseModel):
     native: NativeFields | None = None
     """Same-wire fields with no place in this schema (:class:`NativeFields`); None for most
     requests."""
+    cache_marks: bool = False
+    """True when the client's body may hold ``cache_control`` marks (on blocks, tools, tool
+    results: carried on the parts): set by the edges from a cheap look at the body, so that the
+    target layer looks for the marks only then (it names them dropped toward a non-Anthropic
+    upstream, :func:`gateway.layers.target.cache_mark`)."""
     anthropic_betas: list[str] = Field(default_factory=list)
     """Passed through to an Anthropic Messages upstream only: the client's ``anthropic-beta``
     header values that the config's allow/deny list admits (``gateway.config.AnthropicHeaders``).

@@ -17,8 +17,16 @@ Reference: https://docs.anthropic.com/en/api/messages. Notes:
   (not both) -> ``ResponseFormat``.
 * ``thread`` (message threads beta) -> a :class:`~gateway.edges.anthropic_messages_thread.ThreadedRequest`;
   the server continues it from the session log. Refused on ``count_tokens``.
+* Every other top-level field, and a tool's keys besides name, description, schema, strict and
+  cache control, are classed by :data:`gateway.edges.fidelity.ANTHROPIC_MESSAGES`
+  (``docs/fidelity.md``) into ``Request.native`` for an Anthropic upstream: serving-only ones
+  (top-level ``cache_control``, ``service_tier``, ``speed``, ``context_management``, tool
+  ``defer_loading``) are dropped toward other wire APIs with ``x-turnstile-dropped``;
+  ``container``, ``mcp_servers`` (the MCP connector) and vendor extensions are refused there.
+  ``thinking`` and ``output_config.effort`` are also kept verbatim for an Anthropic upstream.
+  ``diagnostics`` and ``compaction`` are refused by name.
 * Not supported yet, rejected naming the path: documents, search results, server tools
-  (``web_search_*``, ``code_execution_*``, ...), their result blocks, ``mcp_servers``.
+  (``web_search_*``, ``code_execution_*``, ...), their result blocks.
 
 How it works: one pass over the decoded body checks every field by hand (errors name the
 field, :mod:`gateway.edges._common`) and assembles plain dicts and lists in the shape of
@@ -57,8 +65,10 @@ from gateway.edges._common import (
 )
 from gateway.edges.anthropic_messages_thread import parse_thread, threaded
 from gateway.edges.call_ids import BadIds, plain_call_id, refusal
+from gateway.edges.fidelity import ANTHROPIC_MESSAGES, native_fields
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
+from gateway.providers.anthropic_common import API
 from gateway.schema import Provenance, Request
 
 NATIVE = Provenance(api="anthropic_messages", provider="anthropic", model="")
@@ -443,9 +453,41 @@ _TOOL_SITES = tool_sites(
 """Where tool definitions are, for :func:`gateway.edges._bounds.check_tools`."""
 
 
-def _tools(data: JSONObj) -> tuple[list[JSONObj], bool]:
+_TOOL_READ = frozenset({"type", "name", "description", "input_schema", "strict", "cache_control"})
+_TOOL_SERVING = frozenset({"defer_loading", "eager_input_streaming"})
+"""Tool keys that only steer serving (tool search loads the tool on demand; input streaming):
+dropped toward another wire API (with ``x-turnstile-dropped``); any other unread key of a tool
+(``input_examples``, ``allowed_callers``) is passed through and refused toward another API."""
+
+
+def _tool_extras(tool: JSONObj, path: str, extras: _Extras) -> None:
+    """Record ``tool``'s keys this edge does not read, for an Anthropic upstream."""
+    keys = tool.keys() - _TOOL_READ
+    if not keys:
+        return
+    fields = {k: tool[k] for k in tool if k in keys and tool[k] is not None}
+    if not fields:
+        return
+    extras.tool_fields[tool["name"]] = fields
+    for k in fields:
+        (extras.serving if k in _TOOL_SERVING else extras.paths).append(f"{path}.{k}")
+
+
+class _Extras:
+    """Per-tool fields carried to an Anthropic upstream: tool name -> its extra keys, and
+    their paths by class."""
+
+    __slots__ = ("paths", "serving", "tool_fields")
+
+    def __init__(self) -> None:
+        self.tool_fields: dict[str, JSONObj] = {}
+        self.paths: list[str] = []
+        self.serving: list[str] = []
+
+
+def _tools(data: JSONObj, extras: _Extras) -> tuple[list[JSONObj], bool]:
     """Tool definition dicts of ``tools``, and whether it has an ``mcp`` entry (read by
-    :func:`gateway.edges._common.mcp_server_entries`)."""
+    :func:`gateway.edges._common.mcp_server_entries`); the tools' other keys go to ``extras``."""
     out = []
     has_mcp = False
     for i, raw in enumerate(opt(data, "tools", list, "") or ()):
@@ -457,6 +499,9 @@ def _tools(data: JSONObj) -> tuple[list[JSONObj], bool]:
             continue  # a registered MCP server for the gateway's tool loop: see mcp_server_entries
         if ttype is not None and ttype != "custom":
             raise unsupported(join(path, "type"), f"server tool type {ttype!r}")
+        if len(tool) > 2 and tool.keys() - _TOOL_READ:
+            req(tool, "name", str, path)
+            _tool_extras(tool, path, extras)
         out.append(
             {
                 "name": req(tool, "name", str, path),
@@ -505,11 +550,12 @@ def _thinking(data: JSONObj, out_cfg: JSONObj) -> JSONObj | None:
             cfg = {"enabled": True, "budget_tokens": req(raw, "budget_tokens", int, "thinking")}
         elif ttype == "disabled":
             cfg = {"enabled": False}
-        elif ttype == "adaptive":
+        elif ttype == "adaptive" or ttype == "between_tools":  # sent verbatim to Claude (_native)
             cfg = {"enabled": True}
         else:
             raise InvalidRequest(
-                f"thinking.type: expected enabled, disabled or adaptive, got {ttype!r}", param="thinking.type"
+                f"thinking.type: expected enabled, disabled, adaptive or between_tools, got {ttype!r}",
+                param="thinking.type",
             )
     effort = opt(out_cfg, "effort", str, "output_config")
     if effort is not None:
@@ -547,6 +593,62 @@ def _response_format(data: JSONObj, out_cfg: JSONObj | None) -> JSONObj | None:
     return {"type": "json_schema", "schema": req(fmt, "schema", dict, path)}
 
 
+_READ = frozenset(
+    {
+        "model",
+        "max_tokens",
+        "messages",
+        "system",
+        "tools",
+        "tool_choice",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop_sequences",
+        "stream",
+        "metadata",
+        "output_config",
+        "output_format",
+        "thinking",
+        "thread",
+    }
+)
+"""Top-level fields :func:`_parse` reads itself; every other one is classed by
+:data:`gateway.edges.fidelity.ANTHROPIC_MESSAGES` (:func:`_native`)."""
+
+
+def _native(data: JSONObj, extra: set[str], extras: _Extras) -> JSONObj | None:
+    """The ``Request.native`` dict: the top-level fields in ``extra`` by their class (after
+    refusing by name those whose answers the gateway does not relay), the tools' extra keys
+    (``tool_fields``), and the client's ``thinking`` and ``output_config.effort`` verbatim, so
+    an Anthropic upstream gets them as sent (``adaptive``, ``display``, ``xhigh``) while other
+    upstreams get the schema's :class:`gateway.schema.ThinkingConfig`."""
+    for key in ("diagnostics", "compaction"):
+        if data.get(key) is not None:
+            raise unsupported(key, f"{key!r} ({ANTHROPIC_MESSAGES[key].same.removeprefix('refused: ')})")
+    billing = data.get("billing_policy")
+    if billing is not None and (type(billing) is not dict or billing.get("bill_to", "self") != "self"):
+        raise unsupported("billing_policy", "billing_policy other than bill_to: self")
+    native = native_fields(API, data, [k for k in data if k in extra], ANTHROPIC_MESSAGES) or {
+        "api": API,
+        "fields": {},
+        "paths": [],
+        "serving": [],
+    }
+    fields = native["fields"]
+    thinking = data.get("thinking")
+    if thinking is not None:
+        fields["thinking"] = thinking
+    out_cfg = data.get("output_config")
+    if type(out_cfg) is dict and out_cfg.get("effort") is not None:
+        fields["output_config"] = {"effort": out_cfg["effort"]}
+    if extras.tool_fields:
+        fields["tool_fields"] = extras.tool_fields
+        native["paths"] += extras.paths
+        native["serving"] += extras.serving
+    return native if fields else None
+
+
 def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     data = load_body(body)
     check_bounds(data, body, limits, _FREE_FORM, extra_parts="system", inner_parts=True, tools=_TOOL_SITES)
@@ -561,8 +663,6 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
         max_tokens = opt(data, "max_tokens", int, "") if count_tokens else req(data, "max_tokens", int, "")
     if max_tokens is not None and max_tokens < 1:
         raise InvalidRequest(f"max_tokens: must be at least 1, got {max_tokens}", param="max_tokens")
-    if get("mcp_servers"):
-        raise unsupported("mcp_servers", "the MCP connector (mcp_servers)")
     metadata = get("metadata")
     if metadata is not None and type(metadata) is not dict:
         check(metadata, dict, "metadata")  # raises
@@ -577,8 +677,9 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     # Optional fields, checked in a fixed order (the first error wins); absent ones are left
     # to the schema's defaults.
     has_mcp = False
+    extras = _Extras()
     if "tools" in data:
-        out["tools"], has_mcp = _tools(data)
+        out["tools"], has_mcp = _tools(data, extras)
     choice = get("tool_choice")
     if choice is not None:
         out["tool_choice"] = _tool_choice(
@@ -608,6 +709,13 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
         out["metadata"] = metadata
     if has_mcp:
         out["mcp_servers"] = mcp_server_entries(data)
+    if b'"cache_control"' in body:
+        out["cache_marks"] = True
+    extra = data.keys() - _READ
+    if extra or extras.tool_fields or out.get("thinking"):
+        native = _native(data, extra, extras)
+        if native is not None:
+            out["native"] = native
     thread = get("thread")
     if thread is not None:  # message threads: gateway/edges/anthropic_messages_thread.py
         if count_tokens:
@@ -627,7 +735,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     ``include_usage`` is always True (Anthropic streams always report usage). Raises
     :class:`gateway.errors.InvalidRequest` naming the field for malformed JSON, wrong types,
     missing ``model``/``max_tokens``/``messages``, empty ``messages``, unknown roles or block
-    types, and unsupported features (documents, server tools, MCP connector), and
+    types, and unsupported features (documents, server tools, diagnostics, compaction), and
     :class:`gateway.errors.PayloadTooLarge` past the message, part or tool ``limits``
     (:func:`gateway.edges._bounds.check_bounds`; JSON nested too deep is an InvalidRequest).
     """

@@ -16,8 +16,12 @@ each observed in real client traffic (``../shared/corpus``):
   (multi-hop proxies, handed case C05) -> :class:`ToolCallPart` / :class:`ThinkingPart`,
   kept next to ``tool_calls`` (the guards collapse identical duplicates);
 * ``cache_control`` on messages, parts and tools (OpenRouter/Anthropic-compatible servers);
-* unknown top-level keys (``seed``, ``n`` = 1, ``prompt_cache_key``, ``usage``, ...) are
-  ignored; ``n`` > 1 is rejected.
+* every other top-level field is classed by :data:`gateway.edges.fidelity.OPENAI_CHAT`
+  (``docs/fidelity.md``): serving-only ones (``service_tier``, ``store``, ``metadata``,
+  ``prompt_cache_key``, ``seed``, ``prediction``, ...) and answer-changing ones (penalties,
+  ``logit_bias``, ``verbosity``, ``web_search_options``, vendor extensions) go to
+  ``Request.native`` for an OpenAI Chat upstream; ``n`` > 1, ``logprobs``, ``top_logprobs``,
+  ``audio`` and non-text ``modalities`` are refused by name.
 
 Empty text parts are dropped (handed case C07). Tool-call ids carrying a Turnstile signature
 envelope (:mod:`gateway.edges.signatures`) are unwrapped in calls and results.
@@ -63,8 +67,10 @@ from gateway.edges._common import (
     wrong_type,
 )
 from gateway.edges.call_ids import BadIds, plain_call_id, refusal
+from gateway.edges.fidelity import OPENAI_CHAT, native_fields
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
+from gateway.providers.openai_common import API
 from gateway.schema import Provenance, Request
 
 _EFFORTS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
@@ -624,6 +630,61 @@ def _thinking(effort: str) -> JSONObj | None:
     return {"effort": _EFFORTS[effort]}
 
 
+_READ = frozenset(
+    {
+        "model",
+        "messages",
+        "n",
+        "stream_options",
+        "tools",
+        "functions",
+        "tool_choice",
+        "function_call",
+        "parallel_tool_calls",
+        "max_completion_tokens",
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop",
+        "response_format",
+        "reasoning_effort",
+        "stream",
+        "user",
+    }
+)
+"""Top-level fields :func:`parse_request` reads itself; every other one is classed by
+:data:`gateway.edges.fidelity.OPENAI_CHAT` (:func:`_native`)."""
+
+
+_VERBATIM_EFFORTS = frozenset({"none", "xhigh"})
+"""``reasoning_effort`` values the schema's effort has no place for (``none`` is thinking off,
+``xhigh`` is read as ``high``): kept verbatim for an OpenAI Chat upstream too."""
+
+
+def _native(data: JSONObj, extra: set[str]) -> JSONObj | None:
+    """The ``Request.native`` dict of the fields in ``extra`` (in the client's order), after
+    refusing by name those whose output the gateway does not relay (log probabilities, audio);
+    a ``reasoning_effort`` of :data:`_VERBATIM_EFFORTS` is added as sent (no class path: other
+    upstreams get the schema's form)."""
+    if data.get("logprobs") is True:
+        raise unsupported("logprobs", "log probabilities (logprobs: true)")
+    top = data.get("top_logprobs")
+    if top is not None and top != 0:
+        raise unsupported("top_logprobs", "log probabilities (top_logprobs)")
+    if data.get("audio") is not None:
+        raise unsupported("audio", "audio output")
+    modalities = data.get("modalities")
+    if modalities is not None and modalities != ["text"]:
+        raise unsupported("modalities", f'output modalities {modalities!r} (only ["text"])')
+    native = native_fields(API, data, [k for k in data if k in extra], OPENAI_CHAT)
+    effort = data.get("reasoning_effort")
+    if effort in _VERBATIM_EFFORTS:
+        native = native or {"api": API, "fields": {}, "paths": [], "serving": []}
+        native["fields"]["reasoning_effort"] = effort
+    return native
+
+
 def _max_tokens(body: JSONObj) -> int | None:
     for key in ("max_completion_tokens", "max_tokens"):
         value = opt(body, key, int, "")
@@ -641,7 +702,8 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     (``...content[j]`` for a ``tool_use`` block, ``...function_call`` for a legacy call).
     Raises :class:`gateway.errors.InvalidRequest` with ``param`` naming the field for
     malformed JSON, wrong types, missing ``model``/``messages``, empty ``messages``, unknown
-    roles or part types, and unsupported features (audio, files, non-function tools, n > 1),
+    roles or part types, and unsupported features (audio, files, non-function tools, n > 1,
+    log probabilities),
     and :class:`gateway.errors.PayloadTooLarge` past the message, part or tool ``limits``
     (:func:`gateway.edges._bounds.check_bounds`; JSON nested too deep is an InvalidRequest).
     """
@@ -702,6 +764,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     effort = get("reasoning_effort")
     if effort is not None:
         out["thinking"] = _thinking(effort if type(effort) is str else check(effort, str, "reasoning_effort"))
+
     stream = get("stream")
     if stream is not None:
         out["stream"] = stream if type(stream) is bool else check(stream, bool, "stream")
@@ -712,4 +775,11 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
         out["user"] = user if type(user) is str else check(user, str, "user")
     if has_mcp:
         out["mcp_servers"] = mcp_server_entries(data)
+    if b'"cache_control"' in body:
+        out["cache_marks"] = True
+    extra = data.keys() - _READ
+    if extra or effort in _VERBATIM_EFFORTS:
+        native = _native(data, extra)
+        if native is not None:
+            out["native"] = native
     return validate_request(out, _FIELD_NAMES)

@@ -9,8 +9,10 @@ transcript row, ``x-turnstile-dropped: thinking``);
 the client's ``anthropic-beta`` / ``anthropic-version`` headers are admitted for an Anthropic
 deployment or dropped for any other (:mod:`gateway.anthropic_headers`); passed-through fields the
 target cannot carry (:func:`gateway.providers.passthrough.split`: fields of another wire API) are
-dropped. What is dropped is noted on the turn: transcript row, ``x-turnstile-dropped`` header,
-one log line.
+dropped; the client's same-wire fields (``request.native``) reach a deployment of that wire API,
+and toward any other are refused (answer-changing ones) or dropped (serving-only ones, and
+``cache_control`` marks toward a non-Anthropic target: :mod:`gateway.edges.fidelity`). What is
+dropped is noted on the turn: transcript row, ``x-turnstile-dropped`` header, one log line.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from gateway.config import Deployment
 from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
 from gateway.providers import passthrough
+from gateway.providers.anthropic_common import API as ANTHROPIC
 from gateway.schema import ImagePart, Request, Response, ToolResultMessage, UserMessage, evolve
 from gateway.turn import Batches, Gateway, Service, Turn
 
@@ -48,6 +51,13 @@ class TargetLayer:
         dep = turn.deployment
         assert dep is not None, "the route layer sets the deployment"
         check_capabilities(request, dep)
+        native = request.native
+        if native is not None and native.serving and native.api != dep.api:
+            self.drop_serving(turn, native.serving, native.api, dep)
+        if request.cache_marks and dep.api != ANTHROPIC:
+            where = cache_mark(request)
+            if where is not None:
+                self.drop_cache_marks(turn, where, dep)
         if request.max_output_tokens is None and dep.max_output_tokens is not None:
             request = request.model_copy(update={"max_output_tokens": dep.max_output_tokens})
         headers = turn.headers_in
@@ -100,6 +110,27 @@ class TargetLayer:
             return request
         return evolve(request, anthropic_betas=list(admitted.betas), anthropic_version=admitted.version)
 
+    @staticmethod
+    def drop_serving(turn: Turn, fields: list[str], api: str, dep: Deployment) -> None:
+        """Note on ``turn`` (transcript row, ``x-turnstile-dropped``) and log the client's
+        serving-only ``fields`` of wire API ``api`` that ``dep`` (another wire API) does not get."""
+        reason = f"steers serving on the {api} wire API only; model {dep.name!r} is served by {dep.api}"
+        for name in fields:
+            turn.note_dropped(
+                {"kind": "dropped", "field": name, "values": [], "deployment": dep.name, "reason": reason}
+            )
+        log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=fields)
+
+    @staticmethod
+    def drop_cache_marks(turn: Turn, where: str, dep: Deployment) -> None:
+        """Note on ``turn`` and log that the request's ``cache_control`` marks (first at
+        ``where``) do not reach ``dep``: only the Anthropic Messages adapter sends them; other
+        APIs cache prompt prefixes by themselves."""
+        reason = f"prompt-cache marks (first at {where}) are sent only to an {ANTHROPIC} upstream"
+        note = {"kind": "dropped", "field": "cache_control", "values": [], "deployment": dep.name}
+        turn.note_dropped({**note, "reason": reason})
+        log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=["cache_control"])
+
     async def complete(self, turn: Turn, request: Request) -> Response:
         """The inner answer to the target's request."""
         return await self.inner.complete(turn, self.for_target(turn, request))
@@ -121,9 +152,10 @@ def note_passthrough(turn: Turn, request: Request, dep: Deployment) -> None:
 
 def check_capabilities(request: Request, dep: Deployment) -> None:
     """Raise :class:`CapabilityError` when ``dep`` cannot take the request's tools or images, or
-    the request carries fields of a wire API (``request.native``) that ``dep`` does not speak."""
+    the request carries answer-changing fields of a wire API (``request.native.paths``) that
+    ``dep`` does not speak (its serving-only fields are dropped instead: :meth:`TargetLayer.drop_serving`)."""
     native = request.native
-    if native is not None and native.api != dep.api:
+    if native is not None and native.paths and native.api != dep.api:
         raise CapabilityError(
             f"{', '.join(native.paths)}: carried only to a {native.api} upstream, and model {dep.name!r} "
             f"is served by the {dep.api} wire API; remove them or use a {native.api} model",
@@ -150,3 +182,17 @@ def check_capabilities(request: Request, dep: Deployment) -> None:
                 f"{what} ({where}) contains an image, and model {dep.name!r} cannot take images",
                 param=where,
             )
+
+
+def cache_mark(request: Request) -> str | None:
+    """The client location of the first ``cache_control`` mark on a tool, a message part or a
+    tool result of ``request`` (``tools[i]``, the message's ``src``), or None when there is none."""
+    for i, tool in enumerate(request.tools):
+        if tool.cache_control is not None:
+            return f"tools[{i}]"
+    for i, msg in enumerate(request.messages):
+        if (type(msg) is ToolResultMessage and msg.cache_control is not None) or any(
+            getattr(p, "cache_control", None) is not None for p in msg.content
+        ):
+            return msg.src or f"messages[{i}]"
+    return None

@@ -6,8 +6,12 @@ https://docs.anthropic.com/en/docs/build-with-claude/streaming.
 
 Decisions worth knowing
 -----------------------
-* ``system``: every :class:`SystemMessage`, wherever it sits, becomes text blocks of the one
-  top-level ``system`` list, in order, ``cache_control`` kept.
+* ``system``: the :class:`SystemMessage` entries before the first other message become the
+  text blocks of the top-level ``system`` list, in order, ``cache_control`` kept; a later one
+  (a mid-conversation system prompt) stays in place as a ``{"role": "system", "content":
+  [text blocks]}`` message, so the cached prefix before it is unchanged. The Messages API takes
+  ``role: system`` in ``messages`` (``SystemMessageParam`` in ``MessageParam``, anthropic SDK
+  2.14; recorded in pydantic-ai cassettes ``test_anthropic_mid_conversation_system/*``).
 * Consecutive messages of one role merge into one Anthropic message. In a user message the
   ``tool_result`` blocks come FIRST, then the user's text and images of that turn (Anthropic
   requires results to lead the turn; handed case C04).
@@ -30,7 +34,13 @@ Decisions worth knowing
   minimum). Anthropic requires ``budget_tokens < max_tokens``; when it is not, ``max_tokens``
   becomes ``B + max_tokens`` so the visible answer keeps the budget the client asked for.
   ``enabled: false`` sends ``{"type": "disabled"}``; a deployment with
-  ``supports_thinking: false`` gets no thinking field.
+  ``supports_thinking: false`` gets no thinking field. An Anthropic client's own ``thinking``
+  (``adaptive`` with ``display``, or its budget) and ``output_config.effort`` are sent as it
+  sent them, ``max_tokens`` unchanged (:func:`_thinking`); effort alone sends no thinking field.
+* An Anthropic client's fields the schema has no place for (``request.native`` of this API:
+  top-level ``cache_control``, ``service_tier``, ``speed``, ``context_management``,
+  ``container``, ``mcp_servers``, tool ``defer_loading``; the table is
+  :data:`gateway.edges.fidelity.ANTHROPIC_MESSAGES`) are merged in last (:func:`merge_native`).
 * ``response_format`` (JSON schema or JSON object): ``output_config.format`` on a model with
   structured outputs, else a forced output tool whose call comes back as the answer's text
   (:mod:`gateway.providers.anthropic_output`).
@@ -275,16 +285,21 @@ def _assistant_blocks(msg: AssistantMessage, names: NameMap) -> list[dict[str, A
 def _messages(
     request: Request, deployment: Deployment, names: NameMap
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(system blocks, messages)``. Turns are ``[role, results, others]`` while merging."""
+    """``(system blocks, messages)``: the system messages before the first other message make
+    the top-level ``system``; a later one stays in place as a ``role: system`` message (module
+    docstring). Turns are ``[role, results, others]`` while merging."""
     system: list[dict[str, Any]] = []
     turns: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]] = []
     for i, msg in enumerate(request.messages):
         results: list[dict[str, Any]] = []
         others: list[dict[str, Any]] = []
         if type(msg) is SystemMessage:
-            system.extend(b for b in (_text_block(p) for p in msg.content) if b is not None)
-            continue
-        if type(msg) is AssistantMessage:
+            blocks = [b for b in (_text_block(p) for p in msg.content) if b is not None]
+            if not turns:
+                system.extend(blocks)
+                continue
+            role, others = "system", blocks
+        elif type(msg) is AssistantMessage:
             role, others = "assistant", _assistant_blocks(msg, names)
         elif type(msg) is ToolResultMessage:
             role, results = "user", [_tool_result_block(msg, deployment, names, i)]
@@ -337,11 +352,61 @@ def output_budget(request: Request, deployment: Deployment) -> int:
     when that would not fit below it). Anthropic counts thinking inside ``max_tokens``."""
     max_tokens = request.max_output_tokens or deployment.max_output_tokens or DEFAULT_MAX_TOKENS
     cfg = request.thinking
-    if cfg is not None and deployment.supports_thinking and cfg.enabled:
+    if cfg is not None and deployment.supports_thinking and cfg.enabled and not _client_thinking(request):
         budget = thinking_budget(request)
         if budget >= max_tokens:
             return budget + max_tokens
     return max_tokens
+
+
+def _client_thinking(request: Request) -> bool:
+    """Whether an Anthropic client's own ``thinking`` or ``output_config.effort`` is carried
+    verbatim (``request.native`` of this API), instead of a budget computed here."""
+    native = request.native
+    return (
+        native is not None
+        and native.api == API
+        and ("thinking" in native.fields or "output_config" in native.fields)
+    )
+
+
+def _thinking(request: Request, deployment: Deployment, body: dict[str, Any]) -> None:
+    """Set ``body["thinking"]``: ``disabled`` when the request (or the thinking policy) turned
+    thinking off; the Anthropic client's own ``thinking`` verbatim (``adaptive``, ``display``,
+    its budget) when it sent one; nothing when it sent only ``output_config.effort`` (the model's
+    default thinking applies, as for the client); else ``enabled`` with :func:`thinking_budget`."""
+    cfg = request.thinking
+    if cfg is None or not deployment.supports_thinking:
+        return
+    if not cfg.enabled:
+        body["thinking"] = {"type": "disabled"}
+    elif _client_thinking(request):
+        own = request.native.fields.get("thinking") if request.native is not None else None
+        if own is not None:
+            body["thinking"] = own
+    else:
+        body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget(request)}
+
+
+def merge_native(body: dict[str, Any], fields: dict[str, Any], names: NameMap) -> None:
+    """Lay an Anthropic client's own fields (``NativeFields.fields``) over ``body``: ``thinking``
+    is already placed (:func:`_thinking`), ``output_config`` keys are added to that object,
+    ``tool_fields`` (client tool name -> keys such as ``defer_loading``) set on the tool of that
+    name, any other top-level key (``cache_control``, ``service_tier``, ``speed``,
+    ``context_management``, ``container``, ``mcp_servers``) set as sent."""
+    for key, value in fields.items():
+        if key == "thinking":
+            continue
+        if key == "output_config":
+            body["output_config"] = {**body.get("output_config", {}), **value}
+        elif key == "tool_fields":
+            by_name = {upstream_name(names, n): f for n, f in value.items()}
+            for tool in body.get("tools", ()):
+                extra = by_name.get(tool.get("name"))
+                if extra:
+                    tool.update(extra)
+        else:
+            body[key] = value
 
 
 def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> dict[str, Any]:
@@ -365,12 +430,7 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         choice = _tool_choice(request, names)
         if choice is not None:
             body["tool_choice"] = choice
-    cfg = request.thinking
-    if cfg is not None and deployment.supports_thinking:
-        if cfg.enabled:
-            body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget(request)}
-        else:
-            body["thinking"] = {"type": "disabled"}
+    _thinking(request, deployment, body)
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.top_p is not None:
@@ -383,6 +443,9 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         body["metadata"] = {"user_id": request.user}
     if request.stream:
         body["stream"] = True
+    native = request.native
+    if native is not None and native.api == API:
+        merge_native(body, native.fields, names)
     return body
 
 

@@ -30,8 +30,13 @@ Decisions worth knowing
   (OpenRouter mock function calling, corpus ``openhands/`` recordings), whatever
   ``quirks.finish_reason_stop_with_tools`` says.
 * ``tool_choice`` and ``parallel_tool_calls`` are sent only with tools (OpenAI rejects them
-  otherwise). ``top_k`` and ``metadata`` are not sent; ``thinking.effort`` becomes ``reasoning_effort``
-  when the deployment supports thinking; a thinking budget alone is not sent.
+  otherwise). ``top_k`` is not sent; ``thinking.effort`` becomes ``reasoning_effort``
+  when the deployment supports thinking (an OpenAI client's own ``xhigh`` and ``none`` are sent
+  as it sent them, unless the thinking policy turned thinking off); a thinking budget alone is
+  not sent.
+* An OpenAI Chat client's own fields the schema has no place for (``request.native`` of this
+  API: ``service_tier``, ``store``, ``metadata``, ``seed``, penalties, vendor extensions; the
+  table is :data:`gateway.edges.fidelity.OPENAI_CHAT`) are set in the body verbatim, last.
 """
 
 from __future__ import annotations
@@ -341,15 +346,23 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
             if rf.strict is not None:
                 js["strict"] = rf.strict
             body["response_format"] = {"type": "json_schema", "json_schema": js}
+    native = request.native
+    own = native.fields if native is not None and native.api == deployment.api == API else None
     thinking = request.thinking
-    if thinking is not None and thinking.enabled and thinking.effort and deployment.supports_thinking:
-        body["reasoning_effort"] = thinking.effort
+    if thinking is not None and deployment.supports_thinking:
+        verbatim = own.get("reasoning_effort") if own else None
+        if thinking.enabled and thinking.effort:
+            body["reasoning_effort"] = verbatim if verbatim == "xhigh" else thinking.effort
+        elif not thinking.enabled and verbatim == "none":
+            body["reasoning_effort"] = "none"
     if request.user:
         body["user"] = request.user
     if request.stream:
         body["stream"] = True
         if deployment.quirks.stream_usage:
             body["stream_options"] = {"include_usage": True}
+    if own:  # not for litellm, which reuses this function
+        body.update((k, v) for k, v in own.items() if k != "reasoning_effort")
     return body
 
 

@@ -259,7 +259,8 @@ def test_tool_choice_forms(choice: dict[str, Any], expected: tuple[Any, ...]) ->
 
 
 @pytest.mark.parametrize(
-    ("thinking", "enabled"), [({"type": "disabled"}, False), ({"type": "adaptive"}, True)]
+    ("thinking", "enabled"),
+    [({"type": "disabled"}, False), ({"type": "adaptive"}, True), ({"type": "between_tools"}, True)],
 )
 def test_thinking_forms(thinking: dict[str, Any], enabled: bool) -> None:
     req = parse({"messages": [{"role": "user", "content": "q"}], "thinking": thinking})
@@ -434,8 +435,8 @@ U = [{"role": "user", "content": "q"}]
             "unknown content block",
         ),
         (
-            {"model": "c", "max_tokens": 5, "messages": U, "mcp_servers": [{"url": "x"}]},
-            "mcp_servers",
+            {"model": "c", "max_tokens": 5, "messages": U, "diagnostics": {"previous_message_id": "m"}},
+            "diagnostics",
             "not supported yet",
         ),
     ],

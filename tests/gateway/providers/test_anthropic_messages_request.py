@@ -15,6 +15,7 @@ from gateway.providers.naming import ANTHROPIC_ID, TOOL_NAME
 from gateway.schema import (
     AssistantMessage,
     ImagePart,
+    NativeFields,
     Provenance,
     RedactedThinkingPart,
     Request,
@@ -321,3 +322,69 @@ def test_sampling_stop_and_user() -> None:
 
 def test_tool_choice_is_not_sent_without_tools() -> None:
     assert "tool_choice" not in body_of(Request(model="m", messages=[], tool_choice=ToolChoice(mode="none")))
+
+
+def test_a_system_message_after_the_conversation_began_stays_in_place() -> None:
+    req = Request(
+        model="m",
+        messages=[
+            SystemMessage(content=[TextPart(text="lead")]),
+            UserMessage(content=[TextPart(text="q")]),
+            AssistantMessage(content=[TextPart(text="a")]),
+            SystemMessage(content=[TextPart(text="from now on, annotate")]),
+            UserMessage(content=[TextPart(text="again")]),
+        ],
+    )
+    b = body_of(req)
+    assert b["system"] == [{"type": "text", "text": "lead"}]
+    assert b["messages"][2] == {
+        "role": "system",
+        "content": [{"type": "text", "text": "from now on, annotate"}],
+    }
+    assert [m["role"] for m in b["messages"]] == ["user", "assistant", "system", "user"]
+
+
+def _native(**fields: Any) -> NativeFields:
+    return NativeFields(api="anthropic_messages", fields=fields)
+
+
+def test_the_clients_own_fields_are_merged_thinking_verbatim_and_max_tokens_kept() -> None:
+    req = Request(
+        model="m",
+        messages=[UserMessage(content=[TextPart(text="q")])],
+        max_output_tokens=100,
+        tools=[ToolDefinition(name="a.b", parameters={"type": "object"})],
+        thinking=ThinkingConfig(effort="high"),
+        native=_native(
+            thinking={"type": "adaptive", "display": "omitted"},
+            output_config={"effort": "max"},
+            tool_fields={"a.b": {"defer_loading": True}},
+            cache_control={"type": "ephemeral"},
+            speed="fast",
+        ),
+    )
+    b = body_of(req)
+    assert b["thinking"] == {"type": "adaptive", "display": "omitted"}
+    assert b["output_config"] == {"effort": "max"}
+    assert b["max_tokens"] == 100
+    assert b["tools"][0]["defer_loading"] is True and b["tools"][0]["name"] != "a.b"
+    assert b["cache_control"] == {"type": "ephemeral"} and b["speed"] == "fast"
+
+
+def test_the_thinking_policy_turning_thinking_off_wins_over_the_clients_own_thinking() -> None:
+    req = Request(
+        model="m",
+        messages=[UserMessage(content=[TextPart(text="q")])],
+        thinking=ThinkingConfig(enabled=False),
+        native=_native(thinking={"type": "adaptive"}),
+    )
+    assert body_of(req)["thinking"] == {"type": "disabled"}
+
+
+def test_fields_of_another_wire_api_are_not_merged() -> None:
+    req = Request(
+        model="m",
+        messages=[UserMessage(content=[TextPart(text="q")])],
+        native=NativeFields(api="openai_chat", fields={"seed": 1}, serving=["seed"]),
+    )
+    assert "seed" not in body_of(req)

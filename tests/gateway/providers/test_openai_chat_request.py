@@ -15,6 +15,7 @@ from gateway.providers.naming import NameMap
 from gateway.schema import (
     AssistantMessage,
     ImagePart,
+    NativeFields,
     Provenance,
     Request,
     ResponseFormat,
@@ -339,3 +340,37 @@ def test_tool_choice_is_not_sent_without_tools() -> None:
     """OpenAI rejects tool_choice when no tools are given."""
     body = body_of(Request(model="m", messages=[], tool_choice=ToolChoice(mode="none", parallel=False)))
     assert "tool_choice" not in body and "parallel_tool_calls" not in body
+
+
+def _with_native(native: NativeFields, thinking: ThinkingConfig | None = None) -> Request:
+    return Request(
+        model="m", messages=[UserMessage(content=[TextPart(text="q")])], native=native, thinking=thinking
+    )
+
+
+def test_the_clients_own_fields_are_merged_verbatim() -> None:
+    native = NativeFields(
+        api="openai_chat", fields={"service_tier": "flex", "logit_bias": {"1": 2}}, paths=["logit_bias"]
+    )
+    b = body_of(_with_native(native))
+    assert b["service_tier"] == "flex" and b["logit_bias"] == {"1": 2}
+
+
+@pytest.mark.parametrize(
+    ("thinking", "effort", "sent"),
+    [
+        (ThinkingConfig(effort="high"), "xhigh", "xhigh"),
+        (ThinkingConfig(enabled=False), "none", "none"),
+        (ThinkingConfig(enabled=False, effort="high"), "xhigh", None),  # the thinking policy turned it off
+    ],
+)
+def test_the_clients_own_reasoning_effort_is_sent_as_sent_unless_thinking_was_turned_off(
+    thinking: ThinkingConfig, effort: str, sent: str | None
+) -> None:
+    native = NativeFields(api="openai_chat", fields={"reasoning_effort": effort})
+    assert body_of(_with_native(native, thinking)).get("reasoning_effort") == sent
+
+
+def test_fields_of_another_wire_api_are_not_merged() -> None:
+    native = NativeFields(api="anthropic_messages", fields={"speed": "fast"}, serving=["speed"])
+    assert "speed" not in body_of(_with_native(native))

@@ -1,0 +1,309 @@
+"""The fidelity rule: every request field of a client dialect is in exactly one class, and the
+class decides what each upstream wire API gets (issue 14; written out in ``docs/fidelity.md``,
+which :func:`markdown` generates and a test keeps equal to this table).
+
+Classes (:data:`CLASSES`):
+
+* ``carried``: in :mod:`gateway.schema`; every adapter maps it.
+* ``translated``: read into the schema in another shape (a stated mapping per target).
+* ``passed through``: no place in the schema; sent verbatim to an upstream of the client's own
+  wire API (:class:`gateway.schema.NativeFields` ``paths``), and toward any other the request is
+  refused (HTTP 400 naming the field and the model): the field changes the answer.
+* ``serving``: passed through the same way, but it only steers how the upstream serves the turn
+  (tier, speed, prompt-cache keys, storage, attribution) and does not change the answer's
+  meaning: toward another wire API it is dropped, named in the ``x-turnstile-dropped`` response
+  header and a transcript note (``NativeFields.serving``; :mod:`gateway.layers.target`).
+* ``refused``: a 400 naming the field whatever the target: the gateway cannot relay what it
+  asks for (log probabilities, audio, several choices). A field refused only for some values
+  says which (a default value such as ``n: 1`` asks for nothing and is accepted).
+* ``header``: an SDK parameter that travels as an HTTP header, not in the body.
+
+A top-level body field a dialect does not list here (a vendor extension) is ``passed through``.
+The edges read these tables (:func:`serving_fields`, :func:`passed_fields`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "ANTHROPIC_MESSAGES",
+    "CLASSES",
+    "OPENAI_CHAT",
+    "Rule",
+    "markdown",
+    "native_fields",
+    "passed_fields",
+    "serving_fields",
+]
+
+CARRIED = "carried"
+TRANSLATED = "translated"
+PASSED = "passed through"
+SERVING = "serving"
+REFUSED = "refused"
+HEADER = "header"
+CLASSES = (CARRIED, TRANSLATED, PASSED, SERVING, REFUSED, HEADER)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One field's class, what an upstream of the client's own wire API gets (``same``) and
+    what an upstream of another wire API gets (``other``)."""
+
+    cls: str
+    same: str
+    other: str
+
+
+_DROPPED = "dropped: `x-turnstile-dropped` + transcript note"
+_REFUSED_ELSEWHERE = "400 naming the field and the model"
+
+OPENAI_CHAT: dict[str, Rule] = {
+    "model": Rule(CARRIED, "the deployment's model", "the deployment's model"),
+    "messages": Rule(
+        CARRIED,
+        "messages in order; `system`/`developer` stay in place as `system`",
+        "Anthropic: leading system messages -> `system`, later ones stay in place as `role: system`; "
+        "Gemini: `systemInstruction`",
+    ),
+    "tools": Rule(CARRIED, "`function` tools (`custom` tools refused)", "each API's tool definitions"),
+    "tool_choice": Rule(CARRIED, "as sent", "Anthropic `tool_choice`, Gemini `toolConfig`"),
+    "parallel_tool_calls": Rule(CARRIED, "as sent", "Anthropic `disable_parallel_tool_use`"),
+    "functions": Rule(TRANSLATED, "legacy functions -> `tools`", "-> tools"),
+    "function_call": Rule(TRANSLATED, "legacy -> `tool_choice`", "-> tool choice"),
+    "max_completion_tokens": Rule(
+        CARRIED, "the deployment's `max_tokens_field`", "`max_tokens` / `maxOutputTokens`"
+    ),
+    "max_tokens": Rule(CARRIED, "the deployment's `max_tokens_field`", "`max_tokens` / `maxOutputTokens`"),
+    "temperature": Rule(CARRIED, "as sent", "as sent"),
+    "top_p": Rule(CARRIED, "as sent", "as sent"),
+    "stop": Rule(CARRIED, "as sent", "`stop_sequences` / `stopSequences`"),
+    "response_format": Rule(CARRIED, "as sent", "native structured output or a forced tool"),
+    "reasoning_effort": Rule(
+        CARRIED,
+        "as sent (`none` and `xhigh` verbatim)",
+        "Anthropic thinking budget (`xhigh` as `high`), Gemini `thinkingConfig`",
+    ),
+    "stream": Rule(CARRIED, "as sent", "each API's streaming"),
+    "stream_options": Rule(
+        CARRIED,
+        "`include_usage` (`include_obfuscation` has no effect: the gateway writes the client's stream)",
+        "usage is always read",
+    ),
+    "user": Rule(CARRIED, "as sent", "Anthropic `metadata.user_id`"),
+    "n": Rule(REFUSED, "refused above 1 (`n: 1` accepted)", "refused above 1"),
+    "logprobs": Rule(REFUSED, "refused when true: answers carry no log probabilities", "refused when true"),
+    "top_logprobs": Rule(REFUSED, "refused above 0", "refused above 0"),
+    "audio": Rule(REFUSED, "refused: audio output is not relayed", "refused"),
+    "modalities": Rule(REFUSED, 'refused unless `["text"]`', 'refused unless `["text"]`'),
+    "frequency_penalty": Rule(PASSED, "as sent (0 asks for nothing)", _REFUSED_ELSEWHERE),
+    "presence_penalty": Rule(PASSED, "as sent (0 asks for nothing)", _REFUSED_ELSEWHERE),
+    "logit_bias": Rule(PASSED, "as sent (`{}` asks for nothing)", _REFUSED_ELSEWHERE),
+    "verbosity": Rule(PASSED, "as sent", _REFUSED_ELSEWHERE),
+    "web_search_options": Rule(
+        PASSED, "as sent (citations in `annotations` not relayed)", _REFUSED_ELSEWHERE
+    ),
+    "moderation": Rule(PASSED, "as sent", _REFUSED_ELSEWHERE),
+    "service_tier": Rule(SERVING, "as sent", _DROPPED),
+    "store": Rule(SERVING, "as sent", _DROPPED),
+    "metadata": Rule(SERVING, "as sent (also read for the session id)", _DROPPED),
+    "prompt_cache_key": Rule(SERVING, "as sent", _DROPPED),
+    "prompt_cache_options": Rule(SERVING, "as sent", _DROPPED),
+    "prompt_cache_retention": Rule(SERVING, "as sent", _DROPPED),
+    "safety_identifier": Rule(SERVING, "as sent", _DROPPED),
+    "seed": Rule(SERVING, "as sent (best-effort determinism, no guarantee per OpenAI)", _DROPPED),
+    "prediction": Rule(SERVING, "as sent (a latency hint: the answer is the model's either way)", _DROPPED),
+    "top_k": Rule(CARRIED, "not sent (no such field)", "as sent"),
+}
+"""OpenAI Chat Completions request fields (https://platform.openai.com/docs/api-reference/chat/create;
+``openai.types.chat.completion_create_params``), plus the ``top_k`` extension."""
+
+ANTHROPIC_MESSAGES: dict[str, Rule] = {
+    "model": Rule(CARRIED, "the deployment's model", "the deployment's model"),
+    "max_tokens": Rule(CARRIED, "as sent", "the API's output limit"),
+    "messages": Rule(
+        CARRIED,
+        "in order; `role: system` messages stay in place",
+        "OpenAI: `system` messages in place; Gemini: `systemInstruction`",
+    ),
+    "system": Rule(CARRIED, "as sent (`cache_control` kept)", "a leading system message"),
+    "tools": Rule(
+        CARRIED,
+        "custom tools, per-tool extra keys on the tool; server tools refused",
+        "function tools; `defer_loading` dropped, other per-tool extra keys refused",
+    ),
+    "tool_choice": Rule(CARRIED, "as sent", "each API's tool choice"),
+    "temperature": Rule(CARRIED, "as sent", "as sent"),
+    "top_p": Rule(CARRIED, "as sent", "as sent"),
+    "top_k": Rule(CARRIED, "as sent", "Gemini `topK`; not sent to OpenAI"),
+    "stop_sequences": Rule(CARRIED, "as sent", "`stop`"),
+    "stream": Rule(CARRIED, "as sent", "each API's streaming"),
+    "metadata": Rule(TRANSLATED, "`user_id` as sent", "`user_id` -> OpenAI `user`"),
+    "thinking": Rule(
+        CARRIED,
+        "as sent (`adaptive`, `between_tools`, `display`, `budget_tokens` verbatim)",
+        "OpenAI `reasoning_effort`, Gemini `thinkingConfig`",
+    ),
+    "output_config": Rule(
+        CARRIED,
+        "`format` (structured output) and `effort` as sent",
+        "format: native structured output or a forced tool; effort: `reasoning_effort` / `thinkingConfig`",
+    ),
+    "output_format": Rule(TRANSLATED, "beta form -> `output_config.format`", "structured output"),
+    "cache_control": Rule(
+        SERVING,
+        "as sent (automatic prompt caching)",
+        _DROPPED + " (OpenAI and Gemini cache prefixes themselves)",
+    ),
+    "service_tier": Rule(SERVING, "as sent", _DROPPED),
+    "speed": Rule(SERVING, "as sent", _DROPPED),
+    "inference_geo": Rule(SERVING, "as sent", _DROPPED),
+    "context_management": Rule(
+        SERVING, "as sent", _DROPPED + " (the target sees the whole conversation the client sent)"
+    ),
+    "fallback_credit_token": Rule(SERVING, "as sent", _DROPPED),
+    "container": Rule(PASSED, "as sent", _REFUSED_ELSEWHERE),
+    "mcp_servers": Rule(PASSED, "as sent (the MCP connector)", _REFUSED_ELSEWHERE),
+    "fallbacks": Rule(PASSED, "as sent", _REFUSED_ELSEWHERE),
+    "diagnostics": Rule(REFUSED, "refused: the answer's `diagnostics` is not relayed", "refused"),
+    "compaction": Rule(REFUSED, "refused: `compaction` answers are not relayed", "refused"),
+    "billing_policy": Rule(REFUSED, "refused: the gateway calls with the deployment's credential", "refused"),
+    "thread": Rule(
+        CARRIED,
+        "the session log (message threads: create / continue)",
+        "the same: the context is rebuilt from the log",
+    ),
+    "betas": Rule(HEADER, "`anthropic-beta`, admitted by `anthropic.betas`", "dropped, reported"),
+    "workspace_id": Rule(
+        HEADER, "`anthropic-workspace-id`: the deployment's credential picks the workspace", "n/a"
+    ),
+    "user_profile_id": Rule(HEADER, "`anthropic-user-profile-id`: not forwarded", "n/a"),
+}
+"""Anthropic Messages request fields (https://docs.anthropic.com/en/api/messages;
+``anthropic.types.message_create_params`` and the beta ``anthropic.types.beta.message_create_params``)."""
+
+_TABLES = {"openai_chat": OPENAI_CHAT, "anthropic_messages": ANTHROPIC_MESSAGES}
+_TITLES = {"openai_chat": "OpenAI Chat Completions", "anthropic_messages": "Anthropic Messages"}
+
+
+def serving_fields(table: dict[str, Rule]) -> frozenset[str]:
+    """The fields of ``table`` in class ``serving``."""
+    return frozenset(k for k, r in table.items() if r.cls == SERVING)
+
+
+def passed_fields(table: dict[str, Rule]) -> frozenset[str]:
+    """The fields of ``table`` in class ``passed through``."""
+    return frozenset(k for k, r in table.items() if r.cls == PASSED)
+
+
+_NOTHING_ASKED: tuple[Any, ...] = (None, 0, False, {}, [])
+"""Values of a passed-through field that ask for nothing (``frequency_penalty: 0``,
+``logit_bias: {}``): not carried, so they never stop a request to another wire API."""
+
+
+def native_fields(
+    api: str, body: dict[str, Any], extra: Iterable[str], table: dict[str, Rule]
+) -> dict[str, Any] | None:
+    """The :class:`gateway.schema.NativeFields` dict for the client's top-level fields
+    ``extra`` of ``body`` (fields the edge does not read itself) in dialect ``api``, by their
+    class in ``table``: ``serving`` ones go to ``serving``, ``passed through`` ones and fields
+    the table does not list to ``paths`` (both into ``fields``, verbatim); a null value, or a
+    passed-through value that asks for nothing, is left out. None when nothing is carried.
+    Fields of class ``refused`` must have been checked by the edge before."""
+    fields: dict[str, Any] = {}
+    paths: list[str] = []
+    serving: list[str] = []
+    for key in extra:
+        value = body[key]
+        if value is None:
+            continue
+        rule = table.get(key)
+        if rule is not None and rule.cls == SERVING:
+            serving.append(key)
+        elif rule is None or rule.cls == PASSED:
+            if value in _NOTHING_ASKED and type(value) is not bool:
+                continue
+            paths.append(key)
+        else:
+            continue
+        fields[key] = value
+    if not fields:
+        return None
+    return {"api": api, "fields": fields, "paths": paths, "serving": serving}
+
+
+_CLASS_ROWS = (
+    ("class", "to an upstream of the client's own wire API", "to an upstream of another wire API"),
+    ("---", "---", "---"),
+    (CARRIED, "in the internal schema (`gateway/schema.py`); every adapter maps it", "the adapter's mapping"),
+    (TRANSLATED, "read into the schema in another shape", "the stated mapping"),
+    (
+        PASSED,
+        "verbatim (`Request.native`, `NativeFields.paths`)",
+        "refused: 400 naming the field and the model",
+    ),
+    (
+        SERVING,
+        "verbatim (`Request.native`, `NativeFields.serving`)",
+        "dropped: named in `x-turnstile-dropped` and a transcript note",
+    ),
+    (REFUSED, "400 naming the field (the gateway cannot relay what it asks for)", "the same"),
+    (HEADER, "an SDK parameter sent as an HTTP header, not a body field", ""),
+)
+
+_INTRO = """\
+# Fidelity: every request field has a class
+
+Nothing a client sends is accepted and lost. Every request field of each client dialect is in
+exactly one class, and the class decides what each upstream wire API gets:
+
+{classes}
+
+*Serving* fields only steer how the upstream serves the turn (tier, speed, prompt-cache keys and
+automatic caching, storage, attribution, best-effort determinism) and do not change the
+answer's meaning; *passed-through* fields change the answer (sampling penalties, logit bias,
+verbosity, web search, code containers, MCP connector), so toward an API that cannot carry them
+the request is refused rather than answered differently. A value that asks for nothing
+(`n: 1`, `logprobs: false`, `frequency_penalty: 0`, `logit_bias: {}`, `modalities: ["text"]`,
+null) is accepted and carries nothing. A top-level field a table does not list (a vendor
+extension such as vLLM's `repetition_penalty`) is passed through.
+
+Per-tool keys of the Anthropic dialect besides `name`, `description`, `input_schema`, `strict`
+and `cache_control` are carried to an Anthropic upstream on that tool: `defer_loading` and
+`eager_input_streaming` are serving (dropped elsewhere as `tools[i].defer_loading`), any other
+(`input_examples`, `allowed_callers`) is passed through.
+
+`cache_control` marks on blocks, tools and tool results (both dialects) reach an Anthropic
+upstream as sent; toward any other wire API they are dropped and named (`cache_control` in
+`x-turnstile-dropped`, the first location in the transcript note): OpenAI and Gemini cache
+prompt prefixes by themselves.
+
+Mid-conversation system messages stay in place: an OpenAI Chat upstream gets them as `system`
+messages where they were; an Anthropic upstream gets the leading ones as the top-level `system`
+and later ones as `role: system` messages in place (the Messages API's `SystemMessageParam`),
+so the cached prefix before them does not change.
+
+This file is generated by `markdown()` of `gateway/edges/fidelity.py` (print it to this path);
+`tests/gateway/edges/test_fidelity.py` fails when a field of the official SDKs' request types
+(`openai`, `anthropic` and its beta) has no class here, or when this file differs from the table.
+"""
+
+
+def markdown() -> str:
+    """``docs/fidelity.md``: the rule and one table per dialect (field, class, same API, other APIs)."""
+    lines = [_INTRO.replace("{classes}", "\n".join(f"| {' | '.join(row)} |" for row in _CLASS_ROWS)).rstrip()]
+    for api, table in _TABLES.items():
+        lines += [
+            "",
+            f"## {_TITLES[api]} (`{api}`)",
+            "",
+            f"| field | class | to {api} | to other wire APIs |",
+            "|---|---|---|---|",
+        ]
+        for name in sorted(table):
+            r = table[name]
+            lines.append(f"| `{name}` | {r.cls} | {r.same} | {r.other} |")
+    return "\n".join(lines) + "\n"
