@@ -236,7 +236,9 @@ class NativeFields(BaseModel):
 
     * ``paths``: fields that change the answer: the request is refused (HTTP 400) naming them;
     * ``serving``: fields that only steer how the upstream serves the turn (service tier, prompt
-      cache keys, storage): dropped, each named in ``x-turnstile-dropped`` and a transcript note;
+      cache keys, storage; dotted names: ``text.verbosity``): dropped, each named in
+      ``x-turnstile-dropped`` and a transcript note (:mod:`gateway.providers.passthrough` also
+      drops the ones an upstream of the same API refuses for its model);
     * any other key of ``fields`` is the same-wire verbatim form of a field the schema also
       carries (Anthropic ``thinking``): the other upstream gets the schema's translation."""
 
@@ -277,13 +279,6 @@ class Request(BaseModel):
     fill it from a dialect's MCP tool entry (``{"type": "mcp", "server": "<id>"}`` in
     ``tools``); a model alias may add more (``ModelAlias.mcp_servers``). Never sent upstream:
     the loop turns it into :class:`ToolDefinition` entries of the servers' exposed tools."""
-    passthrough: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Fields of a client's wire API that this schema does not model and that only steer how
-    an upstream of that same API serves the turn, keyed by wire API (``"openai_responses"``)
-    then by the client's top-level field, values verbatim (e.g. ``{"openai_responses":
-    {"prompt_cache_key": "k", "text": {"verbosity": "low"}}}``). A provider of that API merges
-    them into its body; other providers have no slot for them. The edge that fills it lists
-    the fields it puts here."""
     native: NativeFields | None = None
     """Same-wire fields with no place in this schema (:class:`NativeFields`); None for most
     requests."""

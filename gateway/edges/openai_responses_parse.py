@@ -12,8 +12,9 @@ field is carried, translated or refused by name (HTTP 400); an unknown field is 
   ``response_format`` maps to), ``reasoning.effort`` (as Chat's ``reasoning_effort``),
   ``max_output_tokens``, ``temperature``, ``top_p``, ``metadata``, ``user``
   (``safety_identifier`` when there is no ``user``), ``stream``.
-* Carried for a Responses upstream (:attr:`gateway.schema.Request.passthrough`
-  ``["openai_responses"]``, verbatim): ``prompt_cache_key``, ``prompt_cache_retention``,
+* Carried for a Responses upstream (:attr:`gateway.schema.Request.native` of API
+  ``openai_responses``, verbatim; every one serving-only, so dropped and named toward another
+  wire API): ``prompt_cache_key``, ``prompt_cache_retention``,
   ``prompt_cache_options``, ``client_metadata`` (Codex CLI's client details), ``service_tier``,
   ``truncation`` (``auto``; ``disabled`` is the default), ``text.verbosity``,
   ``reasoning.summary`` (and the deprecated ``generate_summary``), ``reasoning.context``,
@@ -62,6 +63,7 @@ from gateway.edges.call_ids import refusal
 from gateway.edges.openai_responses_input import InputState, parse_input
 from gateway.edges.openai_responses_tools import Tools, add_tools, tool_choice
 from gateway.errors import InvalidRequest
+from gateway.providers.passthrough import serving_names
 from gateway.schema import Request
 
 API = "openai_responses"
@@ -346,7 +348,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
     if stream:
         out["include_usage"] = True  # response.completed always carries the usage
     if extra:
-        out["passthrough"] = {API: extra}
+        out["native"] = {"api": API, "fields": extra, "serving": serving_names(extra)}
     echo["raw"] = {k: data.get(k) for k in ("tools", "tool_choice", "text", "reasoning", "truncation")}
     echo["service_tier"] = data.get("service_tier")
     echo["parallel_tool_calls"] = data.get("parallel_tool_calls")

@@ -214,7 +214,8 @@ def response_body(
     """The Response object around ``output``, echoing the request's settings as OpenAI does."""
     echo = request.echo if isinstance(request, ResponsesRequest) else {}
     raw = echo.get("raw") or {}
-    extra = request.passthrough.get(API, {})
+    native = request.native
+    extra = native.fields if native is not None and native.api == API else {}
     parallel = echo.get("parallel_tool_calls")
     text = raw.get("text") or {}
     reasoning = raw.get("reasoning") or {}

@@ -7,11 +7,11 @@ target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs k
 thinking turned off for a request that could not carry its signed thinking is noted as dropped:
 transcript row, ``x-turnstile-dropped: thinking``);
 the client's ``anthropic-beta`` / ``anthropic-version`` headers are admitted for an Anthropic
-deployment or dropped for any other (:mod:`gateway.anthropic_headers`); passed-through fields the
-target cannot carry (:func:`gateway.providers.passthrough.split`: fields of another wire API) are
-dropped; the client's same-wire fields (``request.native``) reach a deployment of that wire API,
-and toward any other are refused (answer-changing ones) or dropped (serving-only ones, and
-``cache_control`` marks toward a non-Anthropic target: :mod:`gateway.edges.fidelity`). What is
+deployment or dropped for any other (:mod:`gateway.anthropic_headers`); the client's same-wire
+fields (``request.native``) reach a deployment of that wire API (less those it refuses for its
+model: :func:`gateway.providers.passthrough.split`), and toward any other are refused
+(answer-changing ones) or dropped (serving-only ones, and ``cache_control`` marks toward a
+non-Anthropic target: :mod:`gateway.edges.fidelity`). What is
 dropped is noted on the turn: transcript row, ``x-turnstile-dropped`` header, one log line.
 """
 
@@ -26,7 +26,7 @@ from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
 from gateway.providers import passthrough
 from gateway.providers.anthropic_common import API as ANTHROPIC
-from gateway.schema import ImagePart, Request, Response, ToolResultMessage, UserMessage, evolve
+from gateway.schema import ImagePart, NativeFields, Request, Response, ToolResultMessage, UserMessage, evolve
 from gateway.turn import Batches, Gateway, Service, Turn
 
 log = structlog.get_logger("turnstile.pipeline")
@@ -53,7 +53,7 @@ class TargetLayer:
         check_capabilities(request, dep)
         native = request.native
         if native is not None and native.serving and native.api != dep.api:
-            self.drop_serving(turn, native.serving, native.api, dep)
+            self.drop_serving(turn, native, dep)
         if request.cache_marks and dep.api != ANTHROPIC:
             where = cache_mark(request)
             if where is not None:
@@ -63,7 +63,7 @@ class TargetLayer:
         headers = turn.headers_in
         if headers is not None:
             request = self.client_headers(turn, request, dep)
-        if request.passthrough:
+        if native is not None and native.api == dep.api and native.api in passthrough.MODEL_BOUND:
             note_passthrough(turn, request, dep)
         prepared, repairs = invariants.apply_thinking_policy(
             request, provenance_of(dep), self.policy, leading_thinking=dep.api in LEADING_THINKING_APIS
@@ -111,15 +111,24 @@ class TargetLayer:
         return evolve(request, anthropic_betas=list(admitted.betas), anthropic_version=admitted.version)
 
     @staticmethod
-    def drop_serving(turn: Turn, fields: list[str], api: str, dep: Deployment) -> None:
-        """Note on ``turn`` (transcript row, ``x-turnstile-dropped``) and log the client's
-        serving-only ``fields`` of wire API ``api`` that ``dep`` (another wire API) does not get."""
+    def drop_serving(turn: Turn, native: NativeFields, dep: Deployment) -> None:
+        """Note on ``turn`` (transcript row, ``x-turnstile-dropped``, with the value where the
+        field name finds one in ``native.fields``) and log the client's serving-only fields of
+        wire API ``native.api`` that ``dep`` (another wire API) does not get."""
+        api = native.api
         reason = f"steers serving on the {api} wire API only; model {dep.name!r} is served by {dep.api}"
-        for name in fields:
+        for name in native.serving:
+            found = passthrough.value_of(native.fields, name)
             turn.note_dropped(
-                {"kind": "dropped", "field": name, "values": [], "deployment": dep.name, "reason": reason}
+                {
+                    "kind": "dropped",
+                    "field": name,
+                    "values": [] if found is passthrough.MISSING else [found],
+                    "deployment": dep.name,
+                    "reason": reason,
+                }
             )
-        log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=fields)
+        log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=native.serving)
 
     @staticmethod
     def drop_cache_marks(turn: Turn, where: str, dep: Deployment) -> None:
@@ -141,7 +150,8 @@ class TargetLayer:
 
 
 def note_passthrough(turn: Turn, request: Request, dep: Deployment) -> None:
-    """Note on ``turn`` (and log once) the passed-through fields ``dep`` cannot carry."""
+    """Note on ``turn`` (and log once) the same-wire fields ``dep`` refuses for its model
+    (:func:`gateway.providers.passthrough.split`)."""
     dropped = passthrough.split(request, dep)[1]
     for note in dropped:
         turn.note_dropped(note)

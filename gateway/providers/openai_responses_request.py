@@ -34,11 +34,12 @@ Decisions worth knowing
   ``custom_tool_call_output``; a tool choice of one is ``{"type": "custom", "name"}``. The
   answer's ``custom_tool_call`` items come back as calls of the emulated function
   (``{"input": ...}``, :mod:`gateway.providers.openai_responses`), as from any other upstream.
-* The client's passed-through Responses fields (``Request.passthrough["openai_responses"]``:
+* The client's same-wire Responses fields (``Request.native`` of API ``openai_responses``:
   ``prompt_cache_key``, ``client_metadata``, ``service_tier``, ``truncation``,
   ``text.verbosity``, ``reasoning.context`` / ``summary``, ...) are sent verbatim, merged into
   ``text`` and ``reasoning``; ``reasoning.*`` only to a reasoning model
-  (:mod:`gateway.providers.passthrough`, which also says what is dropped elsewhere).
+  (:mod:`gateway.providers.passthrough`; toward other wire APIs they are dropped and named,
+  as serving-only fields: :class:`gateway.schema.NativeFields`).
 * Function tools are sent with ``strict: false`` unless the client asked for strict: the
   Responses API defaults ``strict`` to true, which refuses any schema that is not fully closed
   ("Invalid schema for function ... 'required' is required to be supplied"),

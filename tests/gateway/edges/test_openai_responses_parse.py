@@ -185,16 +185,25 @@ def test_hints_for_a_responses_upstream_are_carried_verbatim() -> None:
         include=["reasoning.encrypted_content"],
         store=False,
     )
-    assert req.passthrough == {
-        "openai_responses": {
-            "prompt_cache_key": "k",
-            "service_tier": "flex",
-            "truncation": "auto",
-            "text": {"verbosity": "low"},
-            "reasoning": {"summary": "auto"},
-            "safety_identifier": "s",
-        }
+    assert req.native is not None and req.native.api == "openai_responses"
+    assert req.native.fields == {
+        "prompt_cache_key": "k",
+        "service_tier": "flex",
+        "truncation": "auto",
+        "text": {"verbosity": "low"},
+        "reasoning": {"summary": "auto"},
+        "safety_identifier": "s",
     }
+    assert sorted(req.native.serving) == sorted(
+        [
+            "prompt_cache_key",
+            "service_tier",
+            "truncation",
+            "text.verbosity",
+            "reasoning.summary",
+            "safety_identifier",
+        ]
+    )
     assert req.echo["include_encrypted"] is True
     assert "echo" not in req.model_dump()
 

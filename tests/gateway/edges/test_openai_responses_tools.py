@@ -157,7 +157,8 @@ def test_codex_code_mode_requests_parse_with_their_namespaced_tools() -> None:
     assert "collaboration.spawn_agent" in names
     assert first.tools[0].freeform is not None and first.tools[0].freeform["syntax"] == "lark"
     assert isinstance(first.messages[0], SystemMessage)
-    extra = first.passthrough["openai_responses"]
+    assert first.native is not None and first.native.api == "openai_responses"
+    extra = first.native.fields
     assert extra["reasoning"] == {"context": "all_turns"} and extra["text"] == {"verbosity": "low"}
     assert set(extra["client_metadata"]) >= {"session_id", "turn_id"} and "prompt_cache_key" in extra
     second = parse_request(orjson.dumps(_codex("codex-0.171.0-exec-tool-loop.json", 1)))

@@ -14,9 +14,11 @@ from gateway.config import Deployment
 from gateway.errors import CapabilityError
 from gateway.providers import openai_responses
 from gateway.providers.naming import NameMap
+from gateway.providers.passthrough import serving_names
 from gateway.schema import (
     AssistantMessage,
     ImagePart,
+    NativeFields,
     Provenance,
     RedactedThinkingPart,
     Request,
@@ -327,20 +329,21 @@ EXEC = ToolDefinition(
     },
     freeform={"type": "grammar", "syntax": "lark", "definition": "start: /.+/"},
 )
-CODEX_PASSTHROUGH = {
-    "openai_responses": {
-        "prompt_cache_key": "k1",
-        "client_metadata": {"session_id": "s1"},
-        "service_tier": "priority",
-        "truncation": "auto",
-        "text": {"verbosity": "low"},
-        "reasoning": {"context": "all_turns", "summary": "concise"},
-    }
+CODEX_FIELDS = {
+    "prompt_cache_key": "k1",
+    "client_metadata": {"session_id": "s1"},
+    "service_tier": "priority",
+    "truncation": "auto",
+    "text": {"verbosity": "low"},
+    "reasoning": {"context": "all_turns", "summary": "concise"},
 }
+CODEX_PASSTHROUGH = NativeFields(
+    api="openai_responses", fields=CODEX_FIELDS, serving=serving_names(CODEX_FIELDS)
+)
 
 
 def test_passed_through_responses_fields_are_sent_verbatim_and_merged() -> None:
-    request = _req(_user("hi"), thinking=ThinkingConfig(effort="low"), passthrough=CODEX_PASSTHROUGH)
+    request = _req(_user("hi"), thinking=ThinkingConfig(effort="low"), native=CODEX_PASSTHROUGH)
     body = _body(request)
     assert body["prompt_cache_key"] == "k1" and body["client_metadata"] == {"session_id": "s1"}
     assert body["service_tier"] == "priority" and body["truncation"] == "auto"
@@ -350,19 +353,20 @@ def test_passed_through_responses_fields_are_sent_verbatim_and_merged() -> None:
 
 def test_passed_through_text_verbosity_joins_the_structured_output_format() -> None:
     fmt = ResponseFormat(type="json_object")
-    body = _body(_req(_user("hi"), response_format=fmt, passthrough=CODEX_PASSTHROUGH))
+    body = _body(_req(_user("hi"), response_format=fmt, native=CODEX_PASSTHROUGH))
     assert body["text"] == {"format": {"type": "json_object"}, "verbosity": "low"}
 
 
 def test_passed_through_reasoning_fields_are_not_sent_to_a_model_without_reasoning() -> None:
     body = _body(
-        _req(_user("hi"), passthrough=CODEX_PASSTHROUGH), DEP.model_copy(update={"model": "gpt-4.1-mini"})
+        _req(_user("hi"), native=CODEX_PASSTHROUGH), DEP.model_copy(update={"model": "gpt-4.1-mini"})
     )
     assert "reasoning" not in body and body["prompt_cache_key"] == "k1"
 
 
 def test_passed_through_fields_of_another_api_are_not_sent() -> None:
-    body = _body(_req(_user("hi"), passthrough={"anthropic_messages": {"container": "c"}}))
+    native = NativeFields(api="anthropic_messages", fields={"container": "c"}, serving=["container"])
+    body = _body(_req(_user("hi"), native=native))
     assert "container" not in body
 
 

@@ -1,12 +1,12 @@
-"""Passed-through fields per deployment (gateway/providers/passthrough.py): sent to an upstream
-of the client's own wire API (reasoning settings only to a reasoning model), named as dropped
-toward every other."""
+"""Same-wire fields per deployment (gateway/providers/passthrough.py): sent to an upstream of
+the client's own wire API (reasoning settings only to a reasoning model); toward every other
+API the target layer drops them by their serving-only class."""
 
 from __future__ import annotations
 
 from gateway.config import Deployment
-from gateway.providers.passthrough import split
-from gateway.schema import Request, TextPart, UserMessage
+from gateway.providers.passthrough import serving_names, split
+from gateway.schema import NativeFields, Request, TextPart, UserMessage
 
 FIELDS = {
     "openai_responses": {
@@ -19,7 +19,9 @@ FIELDS = {
 
 
 def _req() -> Request:
-    return Request(model="m", messages=[UserMessage(content=[TextPart(text="hi")])], passthrough=FIELDS)
+    fields = FIELDS["openai_responses"]
+    native = NativeFields(api="openai_responses", fields=fields, serving=serving_names(fields))
+    return Request(model="m", messages=[UserMessage(content=[TextPart(text="hi")])], native=native)
 
 
 def _dep(api: str, model: str = "gpt-5") -> Deployment:
@@ -37,20 +39,13 @@ def test_reasoning_settings_are_dropped_for_a_model_without_reasoning() -> None:
     assert "no reasoning" in dropped[0]["reason"]
 
 
-def test_every_other_wire_api_drops_them_by_dotted_name() -> None:
+def test_every_other_wire_api_gets_none_and_their_serving_names_are_dotted() -> None:
     for api in ("openai_chat", "anthropic_messages", "gemini", "litellm", "demo"):
-        sent, dropped = split(_req(), _dep(api))
-        assert sent == {}
-        assert [d["field"] for d in dropped] == [
-            "client_metadata",
-            "prompt_cache_key",
-            "reasoning.context",
-            "text.verbosity",
-        ]
-        assert dropped[0] == {
-            "kind": "dropped",
-            "field": "client_metadata",
-            "values": [{"a": "b"}],
-            "deployment": "d",
-            "reason": f"only an upstream of the openai_responses wire API takes it; this one speaks {api}",
-        }
+        assert split(_req(), _dep(api)) == ({}, [])
+    assert _req().native is not None
+    assert _req().native.serving == [
+        "client_metadata",
+        "prompt_cache_key",
+        "reasoning.context",
+        "text.verbosity",
+    ]
