@@ -212,10 +212,21 @@ _ERROR_TYPES: dict[str, tuple[str, str | None]] = {
 }
 
 
-def error_body(kind: str, message: str, param: str | None = None, details: Any = None) -> dict[str, Any]:
+ERROR_TYPES = _ERROR_TYPES
+"""The error types and codes by ``TurnstileError.kind`` (the OpenAI Responses edge extends them)."""
+
+
+def error_body(
+    kind: str,
+    message: str,
+    param: str | None = None,
+    details: Any = None,
+    types: dict[str, tuple[str, str | None]] = _ERROR_TYPES,
+) -> dict[str, Any]:
     """``{"error": {"message", "type", "param", "code"}}`` for a ``TurnstileError.kind``
-    (``details``, e.g. the guard problems, is added when given)."""
-    etype, code = _ERROR_TYPES.get(kind, ("server_error", None))
+    (``details``, e.g. the guard problems, is added when given; ``types`` the table of types
+    and codes by kind)."""
+    etype, code = types.get(kind, ("server_error", None))
     err: dict[str, Any] = {"message": message, "type": etype, "param": param, "code": code}
     if details is not None:
         err["details"] = jsonable(details)

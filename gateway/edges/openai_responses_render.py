@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gateway.edges._common import jsonable
+from gateway.edges import openai_chat_render as chat_render
 from gateway.edges.openai_chat_render import client_tool_call_id, turnstile_meta
 from gateway.edges.openai_responses_input import CUSTOM_ARGUMENT
 from gateway.edges.openai_responses_parse import API, ResponsesRequest
@@ -300,31 +300,18 @@ def render_response(resp: Response, request: Request) -> dict[str, Any]:
     return add_meta(body, resp.withheld_tool_calls, resp.stop_reason)
 
 
-# kind -> (OpenAI error type, code), as chat's (https://platform.openai.com/docs/guides/error-codes),
-# except not_found: a Responses 404 is a model or a stored response that does not exist.
 _ERROR_TYPES: dict[str, tuple[str, str | None]] = {
-    "invalid_request": ("invalid_request_error", None),
-    "payload_too_large": ("invalid_request_error", "request_too_large"),
-    "not_found": ("invalid_request_error", "model_not_found"),
+    **chat_render.ERROR_TYPES,
     "response_not_found": ("invalid_request_error", "not_found"),
-    "route_not_found": ("invalid_request_error", None),
-    "authentication": ("invalid_request_error", "invalid_api_key"),
-    "permission": ("invalid_request_error", "permission_denied"),
-    "rate_limit": ("requests", "rate_limit_exceeded"),
-    "overloaded": ("server_error", "overloaded"),
-    "upstream": ("server_error", "upstream_error"),
-    "timeout": ("server_error", "timeout"),
-    "api_error": ("server_error", None),
 }
+"""Chat's error types and codes (https://platform.openai.com/docs/guides/error-codes), plus a
+stored response that does not exist."""
 
 
 def error_body(kind: str, message: str, param: str | None = None, details: Any = None) -> dict[str, Any]:
-    """``{"error": {"message", "type", "param", "code"}}`` for a ``TurnstileError.kind``."""
-    etype, code = _ERROR_TYPES.get(kind, ("server_error", None))
-    err: dict[str, Any] = {"message": message, "type": etype, "param": param, "code": code}
-    if details is not None:
-        err["details"] = jsonable(details)
-    return {"error": err}
+    """``{"error": {"message", "type", "param", "code"}}`` for a ``TurnstileError.kind``, as
+    Chat's (:func:`gateway.edges.openai_chat_render.error_body`) with a stored response's 404."""
+    return chat_render.error_body(kind, message, param, details, _ERROR_TYPES)
 
 
 def render_error(err: TurnstileError) -> tuple[int, dict[str, Any]]:
