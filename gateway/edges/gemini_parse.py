@@ -66,6 +66,8 @@ field, :mod:`gateway.edges._common`) and assembles plain dicts in the shape of
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 from typing import Any
 
@@ -217,6 +219,23 @@ def _check_keys(part: JSONObj, path: str) -> None:
         raise InvalidRequest(f"{path}: a part holds one kind of data, this one has {kinds}", param=path)
 
 
+_URL_SAFE = str.maketrans("-_", "+/")
+
+
+def _standard_base64(data: str, path: str) -> str:
+    """``inlineData.data`` (Gemini's ``bytes`` in JSON: standard or URL-safe base64, padded or
+    not, as the proto3 JSON mapping reads it, https://protobuf.dev/programming-guides/json/;
+    google-genai sends it URL-safe) -> the same bytes in standard, padded base64. Raises
+    :class:`InvalidRequest` naming ``path`` for anything else."""
+    text = data.translate(_URL_SAFE)
+    text += "=" * (-len(text) % 4)
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise InvalidRequest(f"{path}: not valid base64 ({err})", param=path) from None
+    return text
+
+
 def _media(part: JSONObj, key: str, path: str) -> JSONObj:
     """An ``inlineData`` / ``fileData`` part -> an image part dict (images only)."""
     mpath = join(path, key)
@@ -228,7 +247,8 @@ def _media(part: JSONObj, key: str, path: str) -> JSONObj:
         if k not in ("mimeType", "data", "fileUri"):
             raise InvalidRequest(f"{join(mpath, k)}: unknown field {k!r}", param=join(mpath, k))
     if key == "inlineData":
-        return {"type": "image", "data": req(media, "data", str, mpath), "media_type": mime}
+        data = _standard_base64(req(media, "data", str, mpath), join(mpath, "data"))
+        return {"type": "image", "data": data, "media_type": mime}
     return {"type": "image", "url": req(media, "fileUri", str, mpath), "media_type": mime}
 
 
