@@ -487,7 +487,7 @@ def parse_request(
     native = Native()
     has_mcp = False
     if "tools" in data:
-        out["tools"], has_mcp = tools(data, native)
+        out["tools"], has_mcp = tools(data, native, limits)
     declared = {t["name"] for t in out.get("tools", ())}
     choice, validated = tool_choice(data, native, declared)
     if choice is not None:

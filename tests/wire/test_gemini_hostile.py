@@ -5,6 +5,7 @@ path, with one transcript row, and nothing goes upstream."""
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +71,77 @@ def test_sdk_image_bytes_in_url_safe_base64_reach_the_upstream(upstream: Upstrea
     parts = sent.body["messages"][0]["content"]
     url = next(p["image_url"]["url"] for p in parts if p["type"] == "image_url")
     assert url == "data:image/png;base64," + base64.b64encode(data).decode()
+
+
+CLIENT_KEY = "client-secret-key-5f3a"
+
+
+@pytest.mark.parametrize("api", ["gemini", "openai_chat", "anthropic_messages", "openai_responses"])
+@pytest.mark.parametrize("where", ["query", "header"])
+def test_the_client_gemini_key_never_reaches_an_upstream(
+    api: str, where: str, upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    from standins.tool_answers import text_answer
+    from standins.upstream import replay
+
+    model = MATRIX[api][0] if api != "openai_responses" else "rs-gpt-5"
+    upstream.script(replay(text_answer(api, "ok", stream=False), api=api))
+    query = {"key": CLIENT_KEY} if where == "query" else {}
+    headers = {"x-goog-api-key": CLIENT_KEY} if where == "header" else {}
+    got = httpx.post(
+        f"{gateway_url}/v1beta/models/{model}:generateContent",
+        params=query,
+        headers=headers,
+        json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+        timeout=15,
+    )
+    assert got.status_code == 200, got.text
+    (sent,) = upstream.requests()
+    seen = json.dumps([sent.path, sent.headers, sent.query, sent.body])
+    assert CLIENT_KEY not in seen
+
+
+def _declarations(n: int, offset: int = 0) -> list[dict[str, Any]]:
+    return [{"name": f"f{offset + i}", "parameters": {"type": "OBJECT"}} for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("tools", "field"),
+    [
+        ([{"functionDeclarations": _declarations(600)}], "tools[0].functionDeclarations"),
+        ([{"functionDeclarations": _declarations(300, 300 * j)} for j in range(2)], "tools"),
+    ],
+    ids=["one-tool-object", "two-tool-objects"],
+)
+def test_function_declarations_past_the_tool_limit_are_refused(
+    tools: list[Any], field: str, upstream: UpstreamStandin, gateway_url: str, db_path: Path
+) -> None:
+    got = httpx.post(
+        f"{gateway_url}/v1beta/models/{NAME}:generateContent",
+        json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": tools},
+        timeout=15,
+    )
+    assert got.status_code == 413, got.text[:300]
+    message = got.json()["error"]["message"]
+    assert message.startswith(f"{field}:") and "server.max_request_tools" in message
+    assert transcript_count(db_path, got.headers["x-turnstile-request-id"]) == 1
+    assert upstream.requests() == []
+
+
+def test_a_function_declaration_schema_past_the_node_limit_is_refused(
+    upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    wide = {"type": "object", "properties": {"p": {"type": "integer", "enum": [0] * 12_000}}}
+    got = httpx.post(
+        f"{gateway_url}/v1beta/models/{NAME}:generateContent",
+        json={
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "tools": [{"functionDeclarations": [{"name": "wide", "parametersJsonSchema": wide}]}],
+        },
+        timeout=15,
+    )
+    assert got.status_code == 413, got.text[:300]
+    message = got.json()["error"]["message"]
+    assert message.startswith("tools[0].functionDeclarations[0].parametersJsonSchema:"), message
+    assert "server.max_tool_schema_nodes" in message
+    assert upstream.requests() == []
