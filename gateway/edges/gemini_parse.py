@@ -203,8 +203,13 @@ _DATA_KEYS = ("text", "inlineData", "fileData", "functionCall", "functionRespons
 
 
 def _check_keys(part: JSONObj, path: str) -> None:
-    """Refuse a part with a field this edge does not know (naming it), or with more than one
-    kind of data (``text`` and ``functionCall`` together: Gemini's ``Part`` is a oneof)."""
+    """Refuse an empty part, a part with a field this edge does not know (naming it), or with
+    more than one kind of data (``text`` and ``functionCall`` together: Gemini's ``Part`` is a
+    oneof)."""
+    if not part:
+        raise InvalidRequest(
+            f"{path}: an empty part; a part holds one of {', '.join(_DATA_KEYS)}", param=path
+        )
     data = 0
     for key in part:
         if key not in _PART_KEYS:
@@ -438,6 +443,9 @@ def _contents(data: JSONObj, st: _State) -> list[JSONObj]:
             if key not in ("role", "parts"):
                 raise InvalidRequest(f"{join(path, key)}: unknown field {key!r}", param=join(path, key))
         role = opt(content, "role", str, path) or "user"
+        if not req(content, "parts", list, path):
+            ppath = join(path, "parts")
+            raise InvalidRequest(f"{ppath}: must contain at least one part", param=ppath)
         if role == "model":
             parts: list[JSONObj] = []
             if st.last_index != i - 1:  # consecutive model contents are one model turn

@@ -145,3 +145,25 @@ def test_a_function_declaration_schema_past_the_node_limit_is_refused(
     assert message.startswith("tools[0].functionDeclarations[0].parametersJsonSchema:"), message
     assert "server.max_tool_schema_nodes" in message
     assert upstream.requests() == []
+
+
+@pytest.mark.parametrize(
+    ("contents", "path"),
+    [
+        ([{"role": "user", "parts": []}], "contents[0].parts"),
+        ([{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": []}], "contents[1].parts"),
+        ([{"role": "user", "parts": [{}]}], "contents[0].parts[0]"),
+        ([{"role": "user", "parts": [{"text": "a"}, {}]}], "contents[0].parts[1]"),
+    ],
+    ids=["empty-user-parts", "empty-model-parts", "empty-part", "empty-second-part"],
+)
+def test_a_content_or_part_with_nothing_in_it_is_refused_at_the_edge(
+    contents: list[Any], path: str, upstream: UpstreamStandin, gateway_url: str, db_path: Path
+) -> None:
+    """Gemini refuses these itself (``contents.parts must not be empty``, a ``Part`` oneof
+    with nothing set); other upstreams would get an empty message."""
+    got = _post(gateway_url, contents)
+    assert got.status_code == 400, got.text
+    assert got.json()["error"]["message"].startswith(f"{path}:"), got.text
+    assert transcript_count(db_path, got.headers["x-turnstile-request-id"]) == 1
+    assert upstream.requests() == []
