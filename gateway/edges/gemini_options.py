@@ -10,6 +10,7 @@ Keys are read in either spelling (:func:`camel`): the REST API takes camelCase a
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -165,7 +166,7 @@ def _check_declarations(decls: list[Any], path: str, limits: InputLimits) -> Non
     """:func:`gateway.edges._bounds.check_tools` for one ``functionDeclarations`` list at
     ``path``: its count and each declaration's schema (either field)."""
     for key in _SCHEMA_FIELDS:
-        site = ToolSite(path, key, lambda d, k=key: _field(d, k), lambda d: _field(d, "name"))
+        site = ToolSite(path, key, functools.partial(_field, key=key), functools.partial(_field, key="name"))
         check_tools(decls, site, limits)
 
 
