@@ -555,6 +555,8 @@ async def stored_response(request: Request) -> Response:
         if request.method == "DELETE":
             await stored_responses.delete(gw.sessions, response_id)
             return _json(responses_edge.render_deleted(response_id))
+        if not request.url.path.endswith("/input_items"):
+            responses_edge.check_retrieve_query(dict(request.query_params))
         stored = await stored_responses.load(gw.sessions, response_id)
         if request.url.path.endswith("/input_items"):
             query = dict(request.query_params)

@@ -81,3 +81,28 @@ def test_a_session_fork_cannot_be_named_as_a_stored_response(
     got = httpx.post(f"{gateway_url}/v1/sessions/plain-hostile-1/fork", json={"session_id": fake}, timeout=15)
     assert got.status_code == 400 and got.json()["error"]["param"] == "session_id"
     assert httpx.get(f"{gateway_url}/v1/responses/{fake}", timeout=15).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("query", "param"),
+    [
+        ({"stream": "true"}, "stream"),
+        ({"starting_after": "3"}, "starting_after"),
+        ({"include[]": "reasoning.encrypted_content"}, "include[]"),
+        ({"bogus": "1"}, "bogus"),
+    ],
+    ids=["stream", "starting_after", "include", "unknown"],
+)
+def test_retrieve_query_parameters_it_cannot_honour_are_refused_by_name(
+    query: dict[str, str], param: str, upstream: UpstreamStandin, oai: Any, gateway_url: str
+) -> None:
+    """``client.responses.retrieve(id, stream=True)`` expects the stored response's events:
+    a JSON body the SDK cannot read as them is a 400 naming the parameter, not a silent 200."""
+    name = MATRIX[API][0]
+    upstream.script(replay(text_answer(API, "A1", stream=False), api=API))
+    stored = oai.responses.create(model=name, input="Q1")
+    got = httpx.get(f"{gateway_url}/v1/responses/{stored.id}", params=query, timeout=15)
+    assert got.status_code == 400, got.text[:200]
+    assert got.json()["error"]["param"] == param
+    plain = httpx.get(f"{gateway_url}/v1/responses/{stored.id}", params={"stream": "false"}, timeout=15)
+    assert plain.status_code == 200
