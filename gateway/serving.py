@@ -285,8 +285,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             guard.idle.pop(self, None)
             guard.bodies[self] = None
             self._phase = _BODY
-            self._last = self._body_start = self.loop.time()
+            self._last = self._body_start = now = self.loop.time()
             self._body_bytes = 0
+            timer = self._timer  # armed for the header deadline: a shorter body gap comes first
+            if timer is not None and timer.when() > now + guard.body_timeout_s:
+                timer.cancel()
+                self._timer = self.loop.call_later(guard.body_timeout_s, self._check)
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:

@@ -14,6 +14,9 @@ import pytest
 from standins.serve_process import ServeProcess, free_port
 
 GAP_S = 0.5
+HEADER_S = (
+    20.0  # longer than the gap: the gap is kept from the end of the headers, not after the header deadline
+)
 PATHS = ["/v1/responses", "/v1beta/models/demo:generateContent", "/v1/chat/completions", "/v1/messages"]
 
 
@@ -23,7 +26,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> ServeProcess:
     config = tmp / "turnstile.yaml"
     config.write_text(
         f"server:\n  db_path: {tmp / 'transcript.db'}\n"
-        f"  body_timeout_s: {GAP_S}\n  header_timeout_s: {GAP_S}\n"
+        f"  body_timeout_s: {GAP_S}\n  header_timeout_s: {HEADER_S}\n"
         "deployments:\n  - {name: demo, api: demo, model: turnstile-demo, price: {input: 0, output: 0}}\n"
     )
     proc = ServeProcess(config, free_port(), cwd=tmp)
@@ -49,8 +52,10 @@ def _stalled(port: int, path: str) -> bytes:
 def test_a_stalled_body_is_one_transcript_row_with_408(server: ServeProcess, path: str) -> None:
     db = server.config.parent / "transcript.db"
     before = _rows(db)
+    start = time.monotonic()
     answer = _stalled(server.port, path)
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    assert time.monotonic() - start < HEADER_S / 2, "cut at the body gap, not at the header deadline"
     deadline = time.monotonic() + 5
     while len(_rows(db)) == len(before) and time.monotonic() < deadline:
         time.sleep(0.02)  # polling the batched transcript writer, not a synchronisation
