@@ -100,6 +100,23 @@ class RouteNotFound(TurnstileError):
     kind = "route_not_found"
 
 
+class RequestBodyTimeout(TurnstileError):
+    """The connection guard cut a request body for its pace (``server.body_timeout_s``,
+    ``server.body_min_bytes_per_s``; :mod:`gateway.serving` sent the 408 itself). HTTP 408,
+    for the request's transcript row."""
+
+    status = 408
+    kind = "timeout"
+
+
+class ClientGone(TurnstileError):
+    """The client closed its connection before its request body was read. HTTP 499 (nginx's
+    "client closed request"), for the request's transcript row."""
+
+    status = 499
+    kind = "invalid_request"
+
+
 class ResponseNotFound(TurnstileError):
     """No stored response has that id (never stored, or deleted): OpenAI Responses'
     ``previous_response_id``, ``GET``/``DELETE /v1/responses/{id}``. HTTP 404."""

@@ -50,8 +50,10 @@ from gateway.edges import openai_chat as openai_edge
 from gateway.edges import openai_responses as responses_edge
 from gateway.errors import (
     AnonymousRefused,
+    ClientGone,
     InvalidRequest,
     PayloadTooLarge,
+    RequestBodyTimeout,
     RouteNotFound,
     ThreadUnsupported,
     TranscriptUnavailable,
@@ -65,7 +67,7 @@ from gateway.pipeline import Gateway, Pipeline, Turn
 from gateway.providers.registry import make_providers
 from gateway.schema import ToolProgress
 from gateway.serving import STATE_KEY as CONNECTIONS_KEY
-from gateway.serving import make_guard
+from gateway.serving import body_cut, make_guard
 from gateway.sessions import api as session_api
 from gateway.sessions import responses as stored_responses
 from gateway.sessions import threads as stored_threads
@@ -251,6 +253,17 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
+def _gone(scope: Scope, rid: str) -> TurnstileError:
+    """The error of a request whose client disconnected (logged): the connection guard's 408
+    when it cut the body (:func:`gateway.serving.body_cut`), else the client left (499)."""
+    cut = body_cut(scope)
+    if cut is not None:
+        log.info("request_body_cut", request_id=rid, reason=cut)
+        return RequestBodyTimeout(cut)
+    log.info("client_disconnected", request_id=rid)
+    return ClientGone("the client closed the connection before its request was read")
+
+
 def _error_response(edge: ModuleType, err: TurnstileError, rid: str) -> Response:
     """``err`` as a JSON answer in ``edge``'s dialect, with the request id, the deployment
     that was being read for an upstream's error (as a successful answer names the one that
@@ -341,8 +354,10 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
             await pipeline.record_refused(rid, edge.DIALECT, err)
         return _error_response(edge, err, rid)
     except ClientDisconnect:
-        log.info("client_disconnected", request_id=rid)
-        return Response(status_code=499)
+        gone = _gone(scope, rid)
+        if not in_pipeline:  # gone while its body was read: still one transcript row
+            await pipeline.record_refused(rid, edge.DIALECT, gone)
+        return Response(status_code=gone.status)
     except Exception:
         log.exception("internal_error", request_id=rid)
         return _error_response(edge, TurnstileError("internal error in the gateway; see its log"), rid)
@@ -521,8 +536,9 @@ async def _count(
         await request.app.state.pipeline.record_refused(rid, edge.DIALECT, err)
         return _error_response(edge, err, rid)
     except ClientDisconnect:  # gone while the body was read: as a turn, not an ASGI error
-        log.info("client_disconnected", request_id=rid)
-        return Response(status_code=499)
+        gone = _gone(request.scope, rid)
+        await request.app.state.pipeline.record_refused(rid, edge.DIALECT, gone)
+        return Response(status_code=gone.status)
     except Exception:  # a JSON error in the dialect, never Starlette's plain-text 500
         log.exception("internal_error", request_id=rid)
         internal = TurnstileError("internal error in the gateway; see its log")
@@ -540,6 +556,8 @@ async def stored_response(request: Request) -> Response:
         if request.method == "DELETE":
             await stored_responses.delete(gw.sessions, response_id)
             return _json(responses_edge.render_deleted(response_id))
+        if not request.url.path.endswith("/input_items"):
+            responses_edge.check_retrieve_query(dict(request.query_params))
         stored = await stored_responses.load(gw.sessions, response_id)
         if request.url.path.endswith("/input_items"):
             query = dict(request.query_params)

@@ -25,7 +25,9 @@ in a subclass of uvicorn's httptools protocol (:class:`GuardedHttpToolsProtocol`
 
 A timed-out connection gets ``408`` and is closed. Both answers, written before any dialect is
 known, have a neutral JSON body ``{"error": {"type": ..., "message": ...}}`` (the shape both
-the OpenAI and the Anthropic SDKs read a message from). The cost on the request path is a few
+the OpenAI and the Anthropic SDKs read a message from). A body cut this way is noted in the
+request's scope state (:func:`body_cut`), so the app that was reading it records the request's
+transcript row with status 408 rather than as a client that left. The cost on the request path is a few
 attribute writes and dict operations per request; one timer per connection, armed when it
 opens (and again only for a later request that does not arrive in one read).
 
@@ -55,6 +57,17 @@ FD_RESERVE = 128
 logs, MCP servers and their pipes."""
 
 _IDLE, _HEADERS, _BODY, _APP = 0, 1, 2, 3
+
+BODY_CUT_KEY = "turnstile.body_cut"
+"""Key in a request's ASGI scope state: why the connection guard cut its body (a message, set
+before the app's ``receive`` answers ``http.disconnect``); read by :func:`body_cut`."""
+
+
+def body_cut(scope: Any) -> str | None:
+    """Why the connection guard answered this request 408 while its body was read (the
+    message it sent), or None when the client itself left."""
+    state = scope.get("state")
+    return state.get(BODY_CUT_KEY) if isinstance(state, dict) else None
 
 
 def error_answer(status: str, kind: str, message: str, extra_headers: bytes = b"") -> bytes:
@@ -241,6 +254,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         guard.timed_out += 1
         guard.idle.pop(self, None)
         guard.bodies.pop(self, None)
+        if self._phase == _BODY:  # the app reading this body sees a disconnect: tell it why
+            state = getattr(self, "scope", {}).get("state")
+            if isinstance(state, dict):
+                state[BODY_CUT_KEY] = why
         self._phase = _APP
         self.transport.write(_timed_out(why))
         self.transport.close()
@@ -268,8 +285,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             guard.idle.pop(self, None)
             guard.bodies[self] = None
             self._phase = _BODY
-            self._last = self._body_start = self.loop.time()
+            self._last = self._body_start = now = self.loop.time()
             self._body_bytes = 0
+            timer = self._timer  # armed for the header deadline: a shorter body gap comes first
+            if timer is not None and timer.when() > now + guard.body_timeout_s:
+                timer.cancel()
+                self._timer = self.loop.call_later(guard.body_timeout_s, self._check)
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:

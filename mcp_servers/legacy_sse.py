@@ -21,7 +21,8 @@ what the gateway needs around it, so a session serves exactly what ``/mcp`` serv
   and no request of its client in flight is closed (its stream ends). A stream whose client
   disconnects frees its session at once;
 * errors as JSON (``{"error": {"message", "type"}}``): no ``session_id`` or a malformed one
-  400, an unknown, closed or foreign session 404.
+  400, an unknown, closed or foreign session 404, a body that is not a JSON-RPC message 400
+  (one log line; the SDK's own answer is plain text with a traceback in the log).
 """
 
 from __future__ import annotations
@@ -40,7 +41,14 @@ from mcp.server import Server
 from mcp.server.sse import SseServerTransport
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.message import SessionMessage
-from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+from mcp.types import (
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    jsonrpc_message_adapter,
+)
+from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
@@ -55,6 +63,22 @@ log = structlog.get_logger("turnstile.mcp.sse")
 MESSAGES_PATH = "/messages/"
 """Where the ``endpoint`` event tells clients to POST (the SDK's and most servers' default)."""
 _SESSION_IN_ENDPOINT = re.compile(rb"session_id=([0-9a-f]{32})")
+
+
+def _replay(body: bytes) -> Receive:
+    """An ASGI ``receive`` that hands over ``body`` (already read) once, then waits as a
+    connection that sent everything does."""
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    return receive
 
 
 def json_error(message: str, status: int, kind: str) -> Response:
@@ -288,10 +312,19 @@ class LegacySse:
             assert refused is not None
             await refused(scope, receive, send)
             return
+        body = await request.body()
+        try:
+            jsonrpc_message_adapter.validate_json(body, by_name=False)
+        except ValidationError as err:  # the SDK's answer would be plain text and a traceback in the log
+            first = err.errors(include_url=False)[0]
+            log.info("mcp_sse_message_refused", session=given, error=first["msg"])
+            text = f"the body is not a JSON-RPC message: {first['msg']}"
+            await json_error(text, 400, "invalid_request")(scope, receive, send)
+            return
         scope.setdefault("state", {})[STATE_KEY] = session.visibility
         token = CALLER.set(session.visibility)  # the handler runs in this context (the SDK carries it)
         try:
-            await self.transport.handle_post_message(scope, receive, send)
+            await self.transport.handle_post_message(scope, _replay(body), send)
         finally:
             CALLER.reset(token)
 

@@ -10,11 +10,13 @@ Keys are read in either spelling (:func:`camel`): the REST API takes camelCase a
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
+from gateway.edges._bounds import DEFAULT_LIMITS, InputLimits, ToolSite, check_tools
 from gateway.edges._common import JSONObj, as_obj, check, join, opt, req, unsupported
-from gateway.errors import InvalidRequest
+from gateway.errors import InvalidRequest, PayloadTooLarge
 from gateway.providers.gemini_common import API
 
 _TRANSLATED_GENERATION = frozenset(
@@ -153,11 +155,28 @@ def _declaration(raw: Any, path: str) -> JSONObj:
     }
 
 
-def tools(data: JSONObj, native: Native) -> tuple[list[JSONObj], bool]:
+def _field(decl: Any, key: str) -> Any:
+    return decl.get(key) if type(decl) is dict else None
+
+
+_SCHEMA_FIELDS = ("parametersJsonSchema", "parameters")
+
+
+def _check_declarations(decls: list[Any], path: str, limits: InputLimits) -> None:
+    """:func:`gateway.edges._bounds.check_tools` for one ``functionDeclarations`` list at
+    ``path``: its count and each declaration's schema (either field)."""
+    for key in _SCHEMA_FIELDS:
+        site = ToolSite(path, key, functools.partial(_field, key=key), functools.partial(_field, key="name"))
+        check_tools(decls, site, limits)
+
+
+def tools(data: JSONObj, native: Native, limits: InputLimits = DEFAULT_LIMITS) -> tuple[list[JSONObj], bool]:
     """Tool definition dicts of ``tools[].functionDeclarations`` (a single Tool object is read
     as a list of one), and whether an ``{"type": "mcp"}`` entry is there (read by
     :func:`gateway.edges._common.mcp_server_entries`). Other built-in tools go to ``native``;
-    those answered with parts the gateway does not relay raise :class:`InvalidRequest`."""
+    those answered with parts the gateway does not relay raise :class:`InvalidRequest`. More
+    than ``limits.max_request_tools`` declarations (in one list or in all), or a declaration
+    schema past ``limits.max_tool_schema_nodes``, raise :class:`PayloadTooLarge` (413)."""
     out: list[JSONObj] = []
     builtin: list[JSONObj] = []
     has_mcp = False
@@ -173,8 +192,16 @@ def tools(data: JSONObj, native: Native) -> tuple[list[JSONObj], bool]:
         for key, value in tool.items():
             if key == "functionDeclarations":
                 dpath = join(path, key)
-                for k, decl in enumerate(check(value, list, dpath)):
+                decls = check(value, list, dpath)
+                _check_declarations(decls, dpath, limits)
+                for k, decl in enumerate(decls):
                     out.append(_declaration(decl, join(dpath, k)))
+                if len(out) > limits.max_request_tools:
+                    raise PayloadTooLarge(
+                        f"tools: {len(out)} function declarations; at most {limits.max_request_tools} are "
+                        "accepted per request (limit server.max_request_tools)",
+                        param="tools",
+                    )
             elif key in _UNRELAYED_TOOLS:
                 raise unsupported(
                     join(path, key),

@@ -69,6 +69,8 @@ field, :mod:`gateway.edges._common`) and assembles plain dicts in the shape of
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 from typing import Any
 
@@ -205,8 +207,13 @@ _DATA_KEYS = ("text", "inlineData", "fileData", "functionCall", "functionRespons
 
 
 def _check_keys(part: JSONObj, path: str) -> None:
-    """Refuse a part with a field this edge does not know (naming it), or with more than one
-    kind of data (``text`` and ``functionCall`` together: Gemini's ``Part`` is a oneof)."""
+    """Refuse an empty part, a part with a field this edge does not know (naming it), or with
+    more than one kind of data (``text`` and ``functionCall`` together: Gemini's ``Part`` is a
+    oneof)."""
+    if not part:
+        raise InvalidRequest(
+            f"{path}: an empty part; a part holds one of {', '.join(_DATA_KEYS)}", param=path
+        )
     data = 0
     for key in part:
         if key not in _PART_KEYS:
@@ -221,6 +228,23 @@ def _check_keys(part: JSONObj, path: str) -> None:
         raise InvalidRequest(f"{path}: a part holds one kind of data, this one has {kinds}", param=path)
 
 
+_URL_SAFE = str.maketrans("-_", "+/")
+
+
+def _standard_base64(data: str, path: str) -> str:
+    """``inlineData.data`` (Gemini's ``bytes`` in JSON: standard or URL-safe base64, padded or
+    not, as the proto3 JSON mapping reads it, https://protobuf.dev/programming-guides/json/;
+    google-genai sends it URL-safe) -> the same bytes in standard, padded base64. Raises
+    :class:`InvalidRequest` naming ``path`` for anything else."""
+    text = data.translate(_URL_SAFE)
+    text += "=" * (-len(text) % 4)
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise InvalidRequest(f"{path}: not valid base64 ({err})", param=path) from None
+    return text
+
+
 def _media(part: JSONObj, key: str, path: str) -> JSONObj:
     """An ``inlineData`` / ``fileData`` part -> an image part dict (images only)."""
     mpath = join(path, key)
@@ -232,7 +256,8 @@ def _media(part: JSONObj, key: str, path: str) -> JSONObj:
         if k not in ("mimeType", "data", "fileUri"):
             raise InvalidRequest(f"{join(mpath, k)}: unknown field {k!r}", param=join(mpath, k))
     if key == "inlineData":
-        return {"type": "image", "data": req(media, "data", str, mpath), "media_type": mime}
+        data = _standard_base64(req(media, "data", str, mpath), join(mpath, "data"))
+        return {"type": "image", "data": data, "media_type": mime}
     return {"type": "image", "url": req(media, "fileUri", str, mpath), "media_type": mime}
 
 
@@ -422,6 +447,9 @@ def _contents(data: JSONObj, st: _State) -> list[JSONObj]:
             if key not in ("role", "parts"):
                 raise InvalidRequest(f"{join(path, key)}: unknown field {key!r}", param=join(path, key))
         role = opt(content, "role", str, path) or "user"
+        if not req(content, "parts", list, path):
+            ppath = join(path, "parts")
+            raise InvalidRequest(f"{ppath}: must contain at least one part", param=ppath)
         if role == "model":
             parts: list[JSONObj] = []
             if st.last_index != i - 1:  # consecutive model contents are one model turn
@@ -471,7 +499,7 @@ def parse_request(
     native = Native()
     has_mcp = False
     if "tools" in data:
-        out["tools"], has_mcp = tools(data, native)
+        out["tools"], has_mcp = tools(data, native, limits)
     declared = {t["name"] for t in out.get("tools", ())}
     choice, validated = tool_choice(data, native, declared)
     if choice is not None:

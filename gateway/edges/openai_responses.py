@@ -14,7 +14,7 @@ The verbs the server and pipeline call:
 
 Stored responses (:mod:`gateway.sessions.responses`): ``store_intent(request)``,
 ``with_history(request, history, response_id=, stored=)`` (the server binds the turn), and
-``render_stored``, ``render_input_items``, ``render_deleted``
+``render_stored``, ``render_input_items``, ``render_deleted``, ``check_retrieve_query``
 (:mod:`gateway.edges.openai_responses_stored`).
 """
 
@@ -36,7 +36,12 @@ from gateway.edges.openai_responses_render import (
     render_usage,
     status_of,
 )
-from gateway.edges.openai_responses_stored import render_deleted, render_input_items, render_stored
+from gateway.edges.openai_responses_stored import (
+    check_retrieve_query,
+    render_deleted,
+    render_input_items,
+    render_stored,
+)
 from gateway.edges.openai_responses_stream import StreamRenderer, ping_frame, tool_progress_frame
 
 DIALECT = "openai_responses"
@@ -46,6 +51,7 @@ __all__ = [
     "NATIVE",
     "ResponsesRequest",
     "StreamRenderer",
+    "check_retrieve_query",
     "parse_input_tokens",
     "parse_request",
     "ping_frame",

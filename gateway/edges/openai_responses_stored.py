@@ -122,9 +122,28 @@ def render_input_items(
     }
 
 
+def check_retrieve_query(query: dict[str, str]) -> None:
+    """Refuse the query parameters of ``GET /v1/responses/{id}`` this gateway cannot honour
+    (https://platform.openai.com/docs/api-reference/responses/get): ``stream=true`` (a stored
+    response is read back whole, not replayed as events), ``starting_after`` (an event number of
+    such a stream), ``include``/``include[]`` and ``include_obfuscation`` (nothing extra is
+    stored to add), and unknown ones. ``stream=false`` asks for nothing. Raises
+    :class:`InvalidRequest` naming the parameter."""
+    for key, value in query.items():
+        if key == "stream" and value == "false":
+            continue
+        if key in ("stream", "starting_after", "include", "include[]", "include_obfuscation"):
+            raise InvalidRequest(
+                f"{key}: {key}={value!r} when reading a stored response is not supported (it is read "
+                "back whole, as stored)",
+                param=key,
+            )
+        raise InvalidRequest(f"{key}: unknown query parameter of a stored response", param=key)
+
+
 def render_deleted(response_id: str) -> dict[str, Any]:
     """The ``DELETE /v1/responses/{id}`` body."""
     return {"id": response_id, "object": "response", "deleted": True}
 
 
-__all__ = ["item_id", "render_deleted", "render_input_items", "render_stored"]
+__all__ = ["check_retrieve_query", "item_id", "render_deleted", "render_input_items", "render_stored"]

@@ -20,7 +20,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.errors import InvalidRequest, TurnstileError
-from gateway.sessions.store import MAX_LIST_LIMIT, MAX_LIST_OFFSET, SessionStore, check_session_id
+from gateway.sessions.reserved import check_client_session_id
+from gateway.sessions.store import MAX_LIST_LIMIT, MAX_LIST_OFFSET, SessionStore
 
 
 def _json(body: Any, status: int = 200) -> Response:
@@ -113,7 +114,7 @@ async def fork_session(request: Request) -> Response:
         body = await _body(request)
         entry_id, new_sid, title = (_opt_str(body, k) for k in ("entry_id", "session_id", "title"))
         if new_sid is not None:
-            check_session_id(new_sid, "session_id")
+            check_client_session_id(new_sid, "session_id")
         info = await _store(request).fork(sid, entry_id, new_session_id=new_sid, title=title)
         return _json(info.public(), 201)
     except TurnstileError as err:

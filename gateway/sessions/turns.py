@@ -33,7 +33,8 @@ from gateway.context import Budget, budget_for, build_context, message_bytes
 from gateway.errors import InvalidRequest, UpstreamError
 from gateway.schema import Message, Request, Response, SystemMessage
 from gateway.sessions.model import Entry, MessagePayload
-from gateway.sessions.store import LEAF, SessionStore, check_session_id
+from gateway.sessions.reserved import check_client_session_id
+from gateway.sessions.store import LEAF, SessionStore
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
@@ -64,7 +65,8 @@ def session_id_for(headers: Any, request: Request) -> str | None:
     """The session a turn binds to (see module doc), or None. ``headers`` is any mapping with
     case-insensitive ``get`` (Starlette ``Headers``). Raises :class:`InvalidRequest` (HTTP 400,
     ``param`` naming where the id came from) for an id outside
-    :data:`~gateway.sessions.store.SESSION_ID_PATTERN`."""
+    :data:`~gateway.sessions.store.SESSION_ID_PATTERN` or of the gateway's own sessions
+    (``resp_``, ``msg_``: :mod:`gateway.sessions.reserved`)."""
     sid = headers.get(HEADER) if headers is not None else None
     param = HEADER
     if not sid:
@@ -73,7 +75,7 @@ def session_id_for(headers: Any, request: Request) -> str | None:
     if not sid and request.user and request.user.startswith(USER_PREFIX):
         sid, param = request.user[len(USER_PREFIX) :], "user"
     sid = sid.strip() if sid else None
-    return check_session_id(sid, param) if sid else None
+    return check_client_session_id(sid, param) if sid else None
 
 
 def is_context_overflow(err: Exception) -> bool:

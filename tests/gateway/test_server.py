@@ -12,13 +12,19 @@ from gateway import server
 
 async def test_count_tokens_with_the_client_gone_mid_body_answers_499_not_an_asgi_error() -> None:
     gateway = SimpleNamespace(config=SimpleNamespace(server=SimpleNamespace(max_body_bytes=1000)))
+    recorded: list[tuple[str, str, int]] = []
+
+    async def record_refused(rid: str, dialect: str, err: Any) -> None:
+        recorded.append((rid, dialect, err.status))
+
+    pipeline = SimpleNamespace(record_refused=record_refused)
     scope: dict[str, Any] = {
         "type": "http",
         "method": "POST",
         "path": "/v1/messages/count_tokens",
         "headers": [(b"content-length", b"500")],
         "state": {"request_id": "r1"},
-        "app": SimpleNamespace(state=SimpleNamespace(gateway=gateway)),
+        "app": SimpleNamespace(state=SimpleNamespace(gateway=gateway, pipeline=pipeline)),
     }
     messages = [
         {"type": "http.request", "body": b'{"model":', "more_body": True},
@@ -30,6 +36,7 @@ async def test_count_tokens_with_the_client_gone_mid_body_answers_499_not_an_asg
 
     response = await server.count_tokens(Request(scope, receive))
     assert response.status_code == 499
+    assert recorded == [("r1", "anthropic_messages", 499)], "still one transcript row"
 
 
 def test_a_model_whose_deployments_lack_keys_is_named_disabled_in_each_sdk_dialect(

@@ -170,6 +170,23 @@ async def test_another_clients_key_cannot_post_into_a_session(sse_gw: McpGateway
     assert own.status_code == 202, own.text
 
 
+@pytest.mark.parametrize("body", [b"{bad", b"[]", b'{"jsonrpc": "2.0", "id": 1}', b"\xff"])
+async def test_a_malformed_message_is_a_json_error_and_the_session_stays_usable(
+    sse_gw: McpGateway, body: bytes
+) -> None:
+    async with (
+        httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http,
+        _stream(http, ALICE) as (endpoint, _),
+    ):
+        auth = {"Authorization": f"Bearer {ALICE}", "content-type": "application/json"}
+        bad = await http.post(endpoint, content=body, headers=auth)
+        own = await http.post(endpoint, **_ping(ALICE))
+    assert bad.status_code == 400, bad.text
+    error = bad.json()["error"]
+    assert error["type"] == "invalid_request" and "JSON-RPC" in error["message"]
+    assert own.status_code == 202, own.text
+
+
 async def test_a_disconnected_stream_frees_its_session(sse_gw: McpGateway) -> None:
     await _until(lambda: _sessions(sse_gw) == 0)
     async with httpx.AsyncClient(base_url=sse_gw.url, timeout=10) as http:
