@@ -237,6 +237,31 @@ _TOOL_SITES = tool_sites(
 :func:`gateway.edges._bounds.check_tools`."""
 
 
+METADATA_LIMITS = (16, 64, 512)
+"""OpenAI's bounds on ``metadata``: pairs, key length, value length (characters;
+https://platform.openai.com/docs/api-reference/responses/create#responses-create-metadata)."""
+
+
+def _metadata(metadata: JSONObj) -> JSONObj:
+    """``metadata`` as OpenAI takes it — at most 16 string values, keys up to 64 characters,
+    values up to 512 — else :class:`InvalidRequest` naming the entry (an upstream would refuse
+    it, or the gateway would have to leave it out)."""
+    pairs, key_len, value_len = METADATA_LIMITS
+    if len(metadata) > pairs:
+        raise InvalidRequest(f"metadata: at most {pairs} pairs, got {len(metadata)}", param="metadata")
+    for key, value in metadata.items():
+        path = f"metadata.{key}"
+        if len(key) > key_len:
+            raise InvalidRequest(
+                f"metadata: a key longer than {key_len} characters: {key[:80]!r}", param="metadata"
+            )
+        if type(value) is not str:
+            raise InvalidRequest(f"{path}: expected a string, got {type(value).__name__}", param=path)
+        if len(value) > value_len:
+            raise InvalidRequest(f"{path}: longer than {value_len} characters", param=path)
+    return metadata
+
+
 def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> ResponsesRequest:
     """Parse an OpenAI Responses request body (JSON bytes) into a :class:`ResponsesRequest`.
 
@@ -273,7 +298,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
     out: JSONObj = {"model": model, "messages": messages}
     metadata = opt(data, "metadata", dict, "")
     if metadata is not None:
-        out["metadata"] = metadata
+        out["metadata"] = _metadata(metadata)
     tools = Tools()
     if data.get("tools") is not None:
         add_tools(data["tools"], "tools", tools, limits)

@@ -345,3 +345,24 @@ def test_a_tool_schema_past_the_node_limit_is_refused_naming_the_tool() -> None:
     with pytest.raises(PayloadTooLarge) as err:
         parse_request(orjson.dumps({"model": "m", "input": "hi", "tools": tools}))
     assert "'big'" in err.value.message and "max_tool_schema_nodes" in err.value.message
+
+
+@pytest.mark.parametrize(
+    ("metadata", "named"),
+    [
+        ({"a": 1}, "metadata.a"),
+        ({f"k{i}": "v" for i in range(17)}, "metadata"),
+        ({"k" * 65: "v"}, "metadata"),
+        ({"a": "v" * 513}, "metadata.a"),
+    ],
+    ids=["non-string value", "17 pairs", "long key", "long value"],
+)
+def test_metadata_past_openais_bounds_is_refused_naming_the_entry(metadata: dict, named: str) -> None:
+    with pytest.raises(InvalidRequest) as err:
+        parse_request(orjson.dumps({"model": "m", "input": "hi", "metadata": metadata}))
+    assert err.value.param == named
+
+
+def test_metadata_within_bounds_is_carried() -> None:
+    req = parse_request(orjson.dumps({"model": "m", "input": "hi", "metadata": {"team": "a"}}))
+    assert req.metadata == {"team": "a"}
