@@ -25,6 +25,7 @@ from gateway.config import Deployment
 from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
 from gateway.providers import passthrough
+from gateway.layers.target_media import check_media
 from gateway.providers.anthropic_common import API as ANTHROPIC
 from gateway.schema import ImagePart, NativeFields, Request, Response, ToolResultMessage, UserMessage, evolve
 from gateway.turn import Batches, Gateway, Service, Turn
@@ -176,6 +177,7 @@ def check_capabilities(request: Request, dep: Deployment) -> None:
             f"the request offers {len(request.tools)} tool(s), and model {dep.name!r} cannot take tools",
             param="tools",
         )
+    check_media(request, dep)
     if dep.supports_images:
         return
     for i, msg in enumerate(request.messages):
