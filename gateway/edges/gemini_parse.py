@@ -9,7 +9,8 @@ the google-genai SDKs and Gemini CLI send); any other key is refused naming it.
 **Every field is carried, translated or refused by name** (HTTP 400 ``INVALID_ARGUMENT``):
 
 * translated into the schema: ``contents`` (``text``, ``thought`` text, ``inlineData`` and
-  ``fileData`` images (documents and audio too in a user turn), ``functionCall``, ``functionResponse`` with image ``parts``),
+  ``fileData`` images (documents and audio too in a user turn), ``functionCall``,
+  ``functionResponse`` with image ``parts``),
   ``systemInstruction``, ``tools[].functionDeclarations`` (``parameters`` in Gemini's
   ``Schema`` -> JSON Schema: :func:`json_schema_from_gemini`; ``parametersJsonSchema`` as is),
   ``toolConfig.functionCallingConfig``, ``generationConfig`` ``temperature`` / ``topP`` /
@@ -25,7 +26,8 @@ the google-genai SDKs and Gemini CLI send); any other key is refused naming it.
   output the gateway does not relay (``responseLogprobs``/``logprobs``, ``speechConfig``,
   ``imageConfig``, ``responseModalities`` other than text; the built-in tools ``codeExecution``,
   ``computerUse``, ``fileSearch``, ``retrieval``, ``mcpServers``, whose results are parts),
-  ``inlineData`` / ``fileData`` other than images, documents and audio in a user turn, ``executableCode`` / ``codeExecutionResult`` /
+  ``inlineData`` / ``fileData`` other than images, documents and audio in a user turn,
+  ``executableCode`` / ``codeExecutionResult`` /
   ``videoMetadata`` parts, ``functionDeclarations[].response`` schemas and ``behavior``,
   ``allowedFunctionNames`` naming some but not all of several functions under mode ``ANY``.
 

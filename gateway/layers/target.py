@@ -24,8 +24,8 @@ from gateway.anthropic_headers import admit, client_betas
 from gateway.config import Deployment
 from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
-from gateway.providers import passthrough
 from gateway.layers.target_media import check_media
+from gateway.providers import passthrough
 from gateway.providers.anthropic_common import API as ANTHROPIC
 from gateway.schema import ImagePart, NativeFields, Request, Response, ToolResultMessage, UserMessage, evolve
 from gateway.turn import Batches, Gateway, Service, Turn

@@ -26,14 +26,13 @@ from __future__ import annotations
 from gateway.config import Deployment
 from gateway.errors import CapabilityError
 from gateway.providers.catalog import model_info
+from gateway.providers.media_wire import OPENAI_AUDIO_FORMATS
 from gateway.schema import AudioPart, DocumentPart, Request, UserMessage
 
 _DOC_URL = frozenset({"anthropic_messages", "openai_responses", "gemini", "demo"})
 _FILE_IDS = frozenset({"anthropic_messages", "openai_chat", "openai_responses"})
 _AUDIO = frozenset({"openai_chat", "litellm", "gemini", "demo"})
 _AUDIO_URL = frozenset({"gemini", "demo"})
-OPENAI_AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
-"""Media types OpenAI ``input_audio`` takes, to its ``format`` value."""
 
 
 def _supports(dep: Deployment, flag: bool | None, key: str) -> bool:
@@ -46,7 +45,8 @@ def _supports(dep: Deployment, flag: bool | None, key: str) -> bool:
 
 def _refuse(where: str, what: str, dep: Deployment, why: str) -> CapabilityError:
     return CapabilityError(
-        f"{where} is {what}, and model {dep.name!r} ({dep.api} wire API, model {dep.model}) {why}", param=where
+        f"{where} is {what}, and model {dep.name!r} ({dep.api} wire API, model {dep.model}) {why}",
+        param=where,
     )
 
 
@@ -78,7 +78,7 @@ def _check_audio(part: AudioPart, where: str, dep: Deployment) -> None:
         raise _refuse(where, "audio", dep, "cannot take audio")
     if part.url is not None and api not in _AUDIO_URL:
         raise _refuse(where, "audio by URL", dep, "takes audio only inline; send it as base64")
-    if (api == "openai_chat" or api == "litellm") and part.media_type not in OPENAI_AUDIO:
+    if (api == "openai_chat" or api == "litellm") and part.media_type not in OPENAI_AUDIO_FORMATS:
         raise _refuse(where, f"audio of type {part.media_type!r}", dep, "takes only wav or mp3 audio")
 
 
@@ -89,8 +89,7 @@ def check_media(request: Request, dep: Deployment) -> None:
         if type(msg) is not UserMessage:
             continue
         for j, part in enumerate(msg.content):
-            kind = type(part)
-            if kind is DocumentPart:
+            if type(part) is DocumentPart:
                 _check_document(part, part.src or f"{msg.src or f'messages[{i}]'}.content[{j}]", dep)
-            elif kind is AudioPart:
+            elif type(part) is AudioPart:
                 _check_audio(part, part.src or f"{msg.src or f'messages[{i}]'}.content[{j}]", dep)
