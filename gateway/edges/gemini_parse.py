@@ -223,6 +223,17 @@ def _check_keys(part: JSONObj, path: str) -> None:
         raise InvalidRequest(f"{path}: a part holds one kind of data, this one has {kinds}", param=path)
 
 
+def standard_base64(data: str) -> str:
+    """``data`` in standard base64 (``+``, ``/``, padded). Gemini accepts URL-safe base64 too,
+    and the google-genai SDK sends bytes that way (pydantic's ``base64url``); the other APIs
+    take only the standard alphabet. Standard input comes back unchanged."""
+    if "-" in data or "_" in data:
+        data = data.replace("-", "+").replace("_", "/")
+    if len(data) % 4:
+        data += "=" * (-len(data) % 4)
+    return data
+
+
 def _media(part: JSONObj, key: str, path: str, user: bool = False) -> JSONObj:
     """An ``inlineData`` / ``fileData`` part -> an image part dict; in a user turn (``user``)
     also a document (``application/*``, ``text/*``) or audio (``audio/*``) part dict, with
@@ -244,7 +255,11 @@ def _media(part: JSONObj, key: str, path: str, user: bool = False) -> JSONObj:
         if k not in ("mimeType", "data", "fileUri", "displayName"):
             raise InvalidRequest(f"{join(mpath, k)}: unknown field {k!r}", param=join(mpath, k))
     if key == "inlineData":
-        out: JSONObj = {"type": kind, "data": req(media, "data", str, mpath), "media_type": mime}
+        out: JSONObj = {
+            "type": kind,
+            "data": standard_base64(req(media, "data", str, mpath)),
+            "media_type": mime,
+        }
     else:
         out = {"type": kind, "url": req(media, "fileUri", str, mpath), "media_type": mime}
     if kind != "image":

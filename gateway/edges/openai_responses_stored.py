@@ -47,7 +47,9 @@ def _parts(parts: list[Any]) -> list[dict[str, Any]]:
         elif type(p) is DocumentPart:
             out.append(responses_input_file(p))
         elif type(p) is AudioPart:
-            out.append({"type": "input_audio", "input_audio": {"data": p.data or "", "media_type": p.media_type}})
+            out.append(
+                {"type": "input_audio", "input_audio": {"data": p.data or "", "media_type": p.media_type}}
+            )
     return out
 
 
