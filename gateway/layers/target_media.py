@@ -85,6 +85,15 @@ def _check_audio(part: AudioPart, where: str, dep: Deployment) -> None:
 def check_media(request: Request, dep: Deployment) -> None:
     """Raise :class:`CapabilityError` for the first document or audio part of ``request``'s
     user messages that ``dep`` cannot take (the rules in this module's table)."""
+    for msg in request.messages:  # the plain case: one pass of type checks, nothing else
+        if type(msg) is UserMessage:
+            for part in msg.content:
+                if type(part) is DocumentPart or type(part) is AudioPart:
+                    _check_all(request, dep)
+                    return
+
+
+def _check_all(request: Request, dep: Deployment) -> None:
     for i, msg in enumerate(request.messages):
         if type(msg) is not UserMessage:
             continue

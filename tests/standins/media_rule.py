@@ -46,7 +46,8 @@ def _anthropic(block: dict[str, Any], where: str) -> str | None:
         if not str(src.get("url", "")).startswith("https://"):
             return f"{where}.source.url: expected an https URL"
     elif kind != "file":
-        return f"{where}.source.type: Input tag {kind!r} found using 'type' does not match any of the expected tags"
+        tag = f"Input tag {kind!r} found using 'type'"
+        return f"{where}.source.type: {tag} does not match any of the expected tags"
     return None
 
 
