@@ -19,7 +19,7 @@ from gateway.edges._common import data_uri
 from gateway.edges.openai_responses_parse import ResponsesRequest
 from gateway.edges.openai_responses_render import item_id, output_item, response_body
 from gateway.errors import InvalidRequest
-from gateway.providers.media_wire import responses_input_file
+from gateway.providers.media_wire import OPENAI_AUDIO_FORMATS, responses_input_file
 from gateway.schema import (
     AssistantMessage,
     AudioPart,
@@ -47,9 +47,8 @@ def _parts(parts: list[Any]) -> list[dict[str, Any]]:
         elif type(p) is DocumentPart:
             out.append(responses_input_file(p))
         elif type(p) is AudioPart:
-            out.append(
-                {"type": "input_audio", "input_audio": {"data": p.data or "", "media_type": p.media_type}}
-            )
+            fmt = OPENAI_AUDIO_FORMATS.get(p.media_type or "", p.media_type)  # the SDK's ResponseInputAudio
+            out.append({"type": "input_audio", "input_audio": {"data": p.data or p.url or "", "format": fmt}})
     return out
 
 
