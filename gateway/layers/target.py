@@ -162,7 +162,8 @@ def note_passthrough(turn: Turn, request: Request, dep: Deployment) -> None:
 
 
 def check_capabilities(request: Request, dep: Deployment) -> None:
-    """Raise :class:`CapabilityError` when ``dep`` cannot take the request's tools or images, or
+    """Raise :class:`CapabilityError` when ``dep`` cannot take the request's tools, images,
+    documents or audio (:func:`gateway.layers.target_media.check_media`), or
     the request carries answer-changing fields of a wire API (``request.native.paths``) that
     ``dep`` does not speak (its serving-only fields are dropped instead: :meth:`TargetLayer.drop_serving`)."""
     native = request.native

@@ -105,3 +105,16 @@ def test_an_adapter_refuses_by_name_a_part_its_api_cannot_carry(api: str, part: 
     with pytest.raises(CapabilityError) as exc:
         body(api, part)
     assert exc.value.param == "messages[0].content[1]"
+
+
+def test_litellm_gets_documents_and_audio_in_the_openai_chat_shape() -> None:
+    from gateway.providers.litellm_adapter import LitellmProvider
+    from gateway.providers.naming import NameMap
+
+    dep = Deployment(name="ll", api="litellm", model="bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0")
+    req = Request(model="ll", messages=[UserMessage(content=[TextPart(text="read"), INLINE, WAV])])
+    kwargs = LitellmProvider().call_kwargs(req, dep, "k", NameMap())
+    assert kwargs["messages"][0]["content"][1:] == [
+        {"type": "file", "file": {"file_data": f"data:application/pdf;base64,{PDF}", "filename": "r.pdf"}},
+        {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+    ]
