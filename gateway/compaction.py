@@ -69,7 +69,7 @@ def render_transcript(groups: Sequence[Group], result_chars: int = RESULT_CHARS)
         for item in g.items:
             m = item.message
             if isinstance(m, UserMessage):
-                body = "\n".join(p.text if isinstance(p, TextPart) else "[image]" for p in m.content)
+                body = "\n".join(p.text if isinstance(p, TextPart) else f"[{p.type}]" for p in m.content)
                 lines.append(f"[user]\n{body}")
             elif isinstance(m, AssistantMessage):
                 for p in m.content:

@@ -96,6 +96,11 @@ class Deployment(BaseModel):
     max_output_tokens: int | None = Field(default=None, gt=0)
     price: Price | None = None
     supports_images: bool = True
+    supports_documents: bool | None = None
+    """Whether the model reads document parts (PDF, text); None: litellm's
+    ``supports_pdf_input`` for the model, else True (:func:`gateway.layers.target_media.check_media`)."""
+    supports_audio: bool | None = None
+    """Whether the model hears audio parts; None: litellm's ``supports_audio_input``, else True."""
     supports_thinking: bool = True
     supports_tools: bool = True
     supports_json_mode: bool = True

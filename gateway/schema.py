@@ -60,6 +60,43 @@ class ImagePart(BaseModel):
     cache_control: dict[str, Any] | None = None
 
 
+class DocumentPart(BaseModel):
+    """A document (PDF, plain text, ...) for the model to read, modelled like :class:`ImagePart`.
+
+    Exactly one source is set: ``url``, inline base64 ``data`` (with ``media_type``, e.g.
+    ``application/pdf``), plain ``text`` (Anthropic's ``text`` source, ``media_type``
+    ``text/plain``), or ``file_id``: a file uploaded to a provider, valid only for the wire API
+    named in ``file_api`` (it is refused toward any other). ``filename`` is the client's name
+    for it (Anthropic ``title``, OpenAI ``filename``). ``context`` and ``citations`` are
+    Anthropic's document options (refused toward APIs without them); ``src`` is the part's
+    location in the client's request (``messages[1].content[0]``), for error messages only.
+    """
+
+    type: Literal["document"] = "document"
+    url: str | None = None
+    data: str | None = None
+    text: str | None = None
+    file_id: str | None = None
+    file_api: str | None = None
+    media_type: str | None = None
+    filename: str | None = None
+    context: str | None = None
+    citations: dict[str, Any] | None = None
+    cache_control: dict[str, Any] | None = None
+    src: str | None = Field(default=None, exclude=True)
+
+
+class AudioPart(BaseModel):
+    """Audio input, inline as base64 ``data`` or by ``url`` (Gemini ``fileData``), with its
+    ``media_type`` (``audio/wav``, ``audio/mpeg``, ...); ``src`` as on :class:`DocumentPart`."""
+
+    type: Literal["audio"] = "audio"
+    url: str | None = None
+    data: str | None = None
+    media_type: str | None = None
+    src: str | None = Field(default=None, exclude=True)
+
+
 class ThinkingPart(BaseModel):
     """Model reasoning with its opaque ``signature``; valid only for ``provenance``."""
 
@@ -97,12 +134,12 @@ class ToolCallPart(BaseModel):
     src: str | None = Field(default=None, exclude=True)
 
 
-UserPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+UserPart = Annotated[TextPart | ImagePart | DocumentPart | AudioPart, Field(discriminator="type")]
 AssistantPart = Annotated[
     TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart, Field(discriminator="type")
 ]
 ResultPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
-AnyPart = TextPart | ImagePart | ThinkingPart | RedactedThinkingPart | ToolCallPart
+AnyPart = TextPart | ImagePart | DocumentPart | AudioPart | ThinkingPart | RedactedThinkingPart | ToolCallPart
 
 
 # ---------------------------------------------------------------------------- messages
@@ -117,7 +154,7 @@ class SystemMessage(BaseModel):
 
 
 class UserMessage(BaseModel):
-    """A user turn: text and images."""
+    """A user turn: text, images, documents and audio."""
 
     role: Literal["user"] = "user"
     content: list[UserPart]

@@ -76,7 +76,6 @@ NATIVE = Provenance(api="anthropic_messages", provider="anthropic", model="")
 
 _UNSUPPORTED_BLOCKS = frozenset(
     {
-        "document",
         "search_result",
         "container_upload",
         "server_tool_use",
@@ -164,6 +163,38 @@ def _image(block: JSONObj, path: str) -> JSONObj:
     if stype == "url":
         return {"type": "image", "url": req(source, "url", str, spath), "cache_control": cache}
     raise unsupported(join(spath, "type"), f"image source type {stype!r}")
+
+
+def _document(block: JSONObj, path: str) -> JSONObj:
+    """A ``document`` block (base64 / URL / text / file source; ``title``, ``context``,
+    ``citations``, ``cache_control``) -> a document part dict (``src`` = ``path``).
+    Source: https://docs.anthropic.com/en/docs/build-with-claude/pdf-support"""
+    spath = join(path, "source")
+    source = as_obj(req(block, "source", dict, path), spath)
+    stype = req(source, "type", str, spath)
+    out: JSONObj = {
+        "type": "document",
+        "filename": opt(block, "title", str, path),
+        "context": opt(block, "context", str, path),
+        "citations": opt(block, "citations", dict, path),
+        "cache_control": opt(block, "cache_control", dict, path),
+        "src": path,
+    }
+    if stype == "base64":
+        out["data"] = req(source, "data", str, spath)
+        out["media_type"] = req(source, "media_type", str, spath)
+    elif stype == "url":
+        out["url"] = req(source, "url", str, spath)
+        out["media_type"] = "application/pdf"
+    elif stype == "text":
+        out["text"] = req(source, "data", str, spath)
+        out["media_type"] = opt(source, "media_type", str, spath) or "text/plain"
+    elif stype == "file":
+        out["file_id"] = req(source, "file_id", str, spath)
+        out["file_api"] = "anthropic"
+    else:
+        raise unsupported(join(spath, "type"), f"document source type {stype!r}")
+    return out
 
 
 def _unwrap(value: str, path: str) -> tuple[str, Provenance]:
@@ -289,9 +320,11 @@ def _user(msg: JSONObj, path: str, st: _State, out: list[JSONObj]) -> None:
             results += 1
         elif kind == "text" or kind == "image":
             _add_media(parts, kind, raw, bpath)
+        elif kind == "document":
+            parts.append(_document(raw, bpath))
         else:
             kind = req(raw, "type", str, bpath)
-            raise _unknown_block(kind, bpath, "text, image or tool_result")
+            raise _unknown_block(kind, bpath, "text, image, document or tool_result")
     if parts or not results:
         out.append({"role": "user", "content": parts, "src": path})
 

@@ -9,7 +9,8 @@ the google-genai SDKs and Gemini CLI send); any other key is refused naming it.
 **Every field is carried, translated or refused by name** (HTTP 400 ``INVALID_ARGUMENT``):
 
 * translated into the schema: ``contents`` (``text``, ``thought`` text, ``inlineData`` and
-  ``fileData`` images, ``functionCall``, ``functionResponse`` with image ``parts``),
+  ``fileData`` images (documents and audio too in a user turn), ``functionCall``,
+  ``functionResponse`` with image ``parts``),
   ``systemInstruction``, ``tools[].functionDeclarations`` (``parameters`` in Gemini's
   ``Schema`` -> JSON Schema: :func:`json_schema_from_gemini`; ``parametersJsonSchema`` as is),
   ``toolConfig.functionCallingConfig``, ``generationConfig`` ``temperature`` / ``topP`` /
@@ -25,7 +26,8 @@ the google-genai SDKs and Gemini CLI send); any other key is refused naming it.
   output the gateway does not relay (``responseLogprobs``/``logprobs``, ``speechConfig``,
   ``imageConfig``, ``responseModalities`` other than text; the built-in tools ``codeExecution``,
   ``computerUse``, ``fileSearch``, ``retrieval``, ``mcpServers``, whose results are parts),
-  non-image ``inlineData`` / ``fileData``, ``executableCode`` / ``codeExecutionResult`` /
+  ``inlineData`` / ``fileData`` other than images, documents and audio in a user turn,
+  ``executableCode`` / ``codeExecutionResult`` /
   ``videoMetadata`` parts, ``functionDeclarations[].response`` schemas and ``behavior``,
   ``allowedFunctionNames`` naming some but not all of several functions under mode ``ANY``.
 
@@ -245,20 +247,44 @@ def _standard_base64(data: str, path: str) -> str:
     return text
 
 
-def _media(part: JSONObj, key: str, path: str) -> JSONObj:
-    """An ``inlineData`` / ``fileData`` part -> an image part dict (images only)."""
+def _media(part: JSONObj, key: str, path: str, user: bool = False) -> JSONObj:
+    """An ``inlineData`` / ``fileData`` part -> an image part dict; in a user turn (``user``)
+    also a document (``application/*``, ``text/*``) or audio (``audio/*``) part dict, with
+    ``src`` = ``path``. Other types (video) are refused by name.
+    Source: https://ai.google.dev/gemini-api/docs/document-processing"""
     mpath = join(path, key)
     media = obj(part[key], mpath)
     mime = req(media, "mimeType", str, mpath)
+    kind = "image"
     if not mime.startswith("image/"):
-        raise unsupported(join(mpath, "mimeType"), f"{key} of type {mime!r} (only image/* is)")
+        if user and mime.startswith(("application/", "text/")):
+            kind = "document"
+        elif user and mime.startswith("audio/"):
+            kind = "audio"
+        else:
+            allowed = "image/*, application/*, text/* or audio/*" if user else "image/*"
+            raise unsupported(join(mpath, "mimeType"), f"{key} of type {mime!r} (only {allowed} is)")
     for k in media:
-        if k not in ("mimeType", "data", "fileUri"):
+        if k not in ("mimeType", "data", "fileUri", "displayName"):
             raise InvalidRequest(f"{join(mpath, k)}: unknown field {k!r}", param=join(mpath, k))
     if key == "inlineData":
-        data = _standard_base64(req(media, "data", str, mpath), join(mpath, "data"))
-        return {"type": "image", "data": data, "media_type": mime}
-    return {"type": "image", "url": req(media, "fileUri", str, mpath), "media_type": mime}
+        out: JSONObj = {
+            "type": kind,
+            "data": _standard_base64(req(media, "data", str, mpath), join(mpath, "data")),
+            "media_type": mime,
+        }
+    else:
+        out = {"type": kind, "url": req(media, "fileUri", str, mpath), "media_type": mime}
+    if kind != "image":
+        out["src"] = path
+        name = opt(media, "displayName", str, mpath)
+        if kind == "document":
+            out["filename"] = name
+        elif name is not None:
+            raise unsupported(join(mpath, "displayName"), "a displayName on audio")
+    elif "displayName" in media:
+        raise unsupported(join(mpath, "displayName"), "a displayName on an image")
+    return out
 
 
 def _model_part(part: JSONObj, i: int, j: int, path: str, st: _State, out: list[JSONObj]) -> None:
@@ -344,7 +370,7 @@ def _user_turn(content: JSONObj, i: int, path: str, st: _State, out: list[JSONOb
         if "functionResponse" in part:
             responses.append((join(bpath, "functionResponse"), obj(part["functionResponse"], bpath)))
         elif "inlineData" in part or "fileData" in part:
-            media.append(_media(part, "inlineData" if "inlineData" in part else "fileData", bpath))
+            media.append(_media(part, "inlineData" if "inlineData" in part else "fileData", bpath, True))
         elif "functionCall" in part:
             raise unsupported(join(bpath, "functionCall"), "functionCall in a user turn")
         else:

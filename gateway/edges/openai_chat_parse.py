@@ -68,6 +68,7 @@ from gateway.edges._common import (
 )
 from gateway.edges.call_ids import BadIds, plain_call_id, refusal
 from gateway.edges.fidelity import OPENAI_CHAT, native_fields
+from gateway.edges.openai_files import chat_audio, chat_file
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
 from gateway.providers.openai_common import API
@@ -99,7 +100,8 @@ _ARGUMENTS_LEVEL = 6
 function."""
 
 _NUMBERS = (("temperature", float), ("top_p", float), ("top_k", int))
-_USER_PARTS = ("text", "image_url")
+_USER_PARTS = ("text", "image_url", "file", "input_audio")
+_RESULT_PARTS = ("text", "image_url")
 _TEXT_PARTS = ("text",)
 _ASSISTANT_PARTS = ("text", "refusal")
 
@@ -139,7 +141,9 @@ def _part(part: JSONObj, ppath: str, allowed: tuple[str, ...]) -> JSONObj | None
     return its part dict; None for an empty text part (dropped, handed case C07)."""
     kind = req(part, "type", str, ppath)
     if kind not in allowed:
-        if kind in ("input_audio", "file", "audio"):
+        if kind in ("input_audio", "file", "audio") and allowed is _RESULT_PARTS:
+            raise unsupported(join(ppath, "type"), f"content part type {kind!r} in a tool message")
+        if kind == "audio":
             raise unsupported(join(ppath, "type"), f"content part type {kind!r}")
         raise InvalidRequest(
             f"{join(ppath, 'type')}: unknown content part type {kind!r} here (expected one of "
@@ -156,6 +160,10 @@ def _part(part: JSONObj, ppath: str, allowed: tuple[str, ...]) -> JSONObj | None
         if type(cache) is not dict:
             raise wrong_type(join(ppath, "cache_control"), "an object", cache)
         return {"type": "text", "text": text, "cache_control": cache}
+    if kind == "file":
+        return chat_file(part, ppath)
+    if kind == "input_audio":
+        return chat_audio(part, ppath)
     return _image(part, ppath)
 
 
@@ -474,7 +482,7 @@ def _message(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj | None:
         if type(content) is str:
             parts = [{"type": "text", "text": content}] if content else []
         else:
-            parts = [] if content is None else _parts(content, path + ".content", _USER_PARTS)
+            parts = [] if content is None else _parts(content, path + ".content", _RESULT_PARTS)
         name = msg.get("name")
         if name is not None and type(name) is not str:
             raise wrong_type(join(path, "name"), "a string", name)

@@ -8,8 +8,8 @@ rules, each a decision written here:
 * Messages: ``user`` (``input_text``, ``input_image`` by ``image_url``), ``system`` and
   ``developer`` (``input_text``; both become system messages, as Chat's ``developer`` does),
   ``assistant`` (``output_text``, ``refusal``, and ``input_text`` as the SDK allows). An
-  ``input_image`` by ``file_id`` and every ``input_file`` are refused by name: the schema has
-  no slot for a stored file or a document.
+  ``input_image`` by ``file_id`` is refused by name (the schema has no slot for a stored
+  image); ``input_file`` is a document (:mod:`gateway.edges.openai_files`).
 * Assistant-side items that follow each other (``assistant`` messages, ``reasoning``,
   ``function_call``, ``custom_tool_call``) make ONE assistant message, in item order, so the
   pairing and ordering guards see the calls of one model turn together.
@@ -56,6 +56,7 @@ from gateway.edges._common import (
     wrong_type,
 )
 from gateway.edges.call_ids import BadIds, plain_call_id
+from gateway.edges.openai_files import file_fields
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
 from gateway.schema import Provenance
@@ -143,11 +144,12 @@ def _user_part(part: JSONObj, path: str) -> JSONObj | None:
     if kind == "input_image":
         return _image(part, path)
     if kind == "input_file":
-        raise unsupported(
-            join(path, "type"), "an input_file part (the gateway's schema carries no documents)"
-        )
+        out = file_fields(part, path, "file_url")
+        out["src"] = path
+        return out
     raise InvalidRequest(
-        f"{join(path, 'type')}: unknown content part type {kind!r} here (expected input_text or input_image)",
+        f"{join(path, 'type')}: unknown content part type {kind!r} here "
+        "(expected input_text, input_image or input_file)",
         param=join(path, "type"),
     )
 
@@ -263,6 +265,10 @@ def _tool_output(item: JSONObj, path: str, st: InputState) -> JSONObj:
     if output is None:
         raise missing(opath)
     parts = _parts(output, opath, "user")
+    for k, part in enumerate(parts):
+        if part["type"] == "document":
+            fpath = part.get("src") or join(opath, k)
+            raise unsupported(join(fpath, "type"), "an input_file in a function call output")
     return {
         "role": "tool",
         "tool_call_id": call_id,

@@ -19,7 +19,17 @@ from gateway.edges._common import data_uri
 from gateway.edges.openai_responses_parse import ResponsesRequest
 from gateway.edges.openai_responses_render import item_id, output_item, response_body
 from gateway.errors import InvalidRequest
-from gateway.schema import AssistantMessage, ImagePart, Message, TextPart, ToolResultMessage, UserMessage
+from gateway.providers.media_wire import OPENAI_AUDIO_FORMATS, responses_input_file
+from gateway.schema import (
+    AssistantMessage,
+    AudioPart,
+    DocumentPart,
+    ImagePart,
+    Message,
+    TextPart,
+    ToolResultMessage,
+    UserMessage,
+)
 
 
 def _stub(response_id: str, model: str) -> ResponsesRequest:
@@ -34,6 +44,11 @@ def _parts(parts: list[Any]) -> list[dict[str, Any]]:
         elif type(p) is ImagePart:
             url = p.url if p.url is not None else data_uri(p.media_type, p.data or "")
             out.append({"type": "input_image", "image_url": url, "detail": "auto"})
+        elif type(p) is DocumentPart:
+            out.append(responses_input_file(p))
+        elif type(p) is AudioPart:
+            fmt = OPENAI_AUDIO_FORMATS.get(p.media_type or "", p.media_type)  # the SDK's ResponseInputAudio
+            out.append({"type": "input_audio", "input_audio": {"data": p.data or p.url or "", "format": fmt}})
     return out
 
 

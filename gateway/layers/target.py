@@ -24,6 +24,7 @@ from gateway.anthropic_headers import admit, client_betas
 from gateway.config import Deployment
 from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
+from gateway.layers.target_media import check_media
 from gateway.providers import passthrough
 from gateway.providers.anthropic_common import API as ANTHROPIC
 from gateway.schema import ImagePart, NativeFields, Request, Response, ToolResultMessage, UserMessage, evolve
@@ -161,7 +162,8 @@ def note_passthrough(turn: Turn, request: Request, dep: Deployment) -> None:
 
 
 def check_capabilities(request: Request, dep: Deployment) -> None:
-    """Raise :class:`CapabilityError` when ``dep`` cannot take the request's tools or images, or
+    """Raise :class:`CapabilityError` when ``dep`` cannot take the request's tools, images,
+    documents or audio (:func:`gateway.layers.target_media.check_media`), or
     the request carries answer-changing fields of a wire API (``request.native.paths``) that
     ``dep`` does not speak (its serving-only fields are dropped instead: :meth:`TargetLayer.drop_serving`)."""
     native = request.native
@@ -176,6 +178,7 @@ def check_capabilities(request: Request, dep: Deployment) -> None:
             f"the request offers {len(request.tools)} tool(s), and model {dep.name!r} cannot take tools",
             param="tools",
         )
+    check_media(request, dep)
     if dep.supports_images:
         return
     for i, msg in enumerate(request.messages):

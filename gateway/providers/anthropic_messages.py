@@ -61,7 +61,7 @@ import orjson
 
 from gateway.config import Deployment
 from gateway.errors import CapabilityError, UpstreamProtocolError
-from gateway.providers import wire_common
+from gateway.providers import media_wire, wire_common
 from gateway.providers.anthropic_common import API as API  # the wire API name (WireModule.API)
 from gateway.providers.anthropic_common import map_stop_reason, provenance
 from gateway.providers.anthropic_output import add_output, map_back_parts
@@ -70,6 +70,8 @@ from gateway.providers.naming import ANTHROPIC_ID, TOOL_NAME, NameMap
 from gateway.providers.wire import CallContext, StreamParser, UpstreamRequest
 from gateway.schema import (
     AssistantMessage,
+    AudioPart,
+    DocumentPart,
     ImagePart,
     RedactedThinkingPart,
     Request,
@@ -243,6 +245,10 @@ def _media_blocks(
             if not deployment.supports_images:
                 _check_image(deployment, _where(msg, i), what)
             out.append(image_block(part))
+        elif type(part) is DocumentPart:
+            out.append(media_wire.anthropic_document(part))
+        elif type(part) is AudioPart:
+            raise media_wire.refuse(part, deployment, "cannot take audio")
     return out
 
 

@@ -19,6 +19,7 @@ import orjson
 from gateway.config import Deployment, Price
 from gateway.schema import (
     AssistantMessage,
+    DocumentPart,
     ImagePart,
     RedactedThinkingPart,
     Request,
@@ -211,6 +212,8 @@ def _render(request: Request) -> tuple[list[dict[str, Any]], list[dict[str, Any]
                     content.append({"type": "text", "text": part.text})
                 elif isinstance(part, ImagePart):
                     content.append({"type": "image_url", "image_url": {"url": part.url or "data:"}})
+                elif isinstance(part, DocumentPart) and part.text is not None:
+                    content.append({"type": "text", "text": part.text})  # a text document is its words
             messages.append({"role": "user", "content": content})
         elif isinstance(msg, AssistantMessage):
             texts: list[str] = []

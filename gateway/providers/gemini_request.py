@@ -40,11 +40,14 @@ from typing import Any
 
 from gateway.config import Deployment
 from gateway.errors import CapabilityError, InvalidRequest
+from gateway.providers import media_wire
 from gateway.providers.gemini_common import SKIP_SIGNATURE_SENTINEL, is_gemini3, is_gemini_signed
 from gateway.providers.gemini_schema import function_declaration, to_gemini_schema
 from gateway.providers.naming import NameMap
 from gateway.schema import (
     AssistantMessage,
+    AudioPart,
+    DocumentPart,
     ImagePart,
     RedactedThinkingPart,
     Request,
@@ -214,7 +217,9 @@ def _contents(
                 if isinstance(part, TextPart):
                     if part.text:
                         parts.append({"text": part.text})
-                else:
+                elif type(part) is DocumentPart or type(part) is AudioPart:
+                    parts.append(media_wire.gemini_media(part, deployment))
+                elif type(part) is ImagePart:
                     parts.append(image_part(part, f"{msg.src}.content[{i}]" if msg.src else None))
             contents.add("user", parts)
         elif isinstance(msg, AssistantMessage):

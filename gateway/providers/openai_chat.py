@@ -48,7 +48,7 @@ import orjson
 
 from gateway.config import Deployment
 from gateway.errors import CapabilityError, UpstreamProtocolError
-from gateway.providers import wire_common
+from gateway.providers import media_wire, wire_common
 from gateway.providers.naming import TOOL_NAME, NameMap
 from gateway.providers.openai_common import API as API  # the wire API name (WireModule.API)
 from gateway.providers.openai_common import (
@@ -63,6 +63,8 @@ from gateway.providers.openai_stream import OpenAIChatStreamParser
 from gateway.providers.wire import CallContext, StreamParser, UpstreamRequest
 from gateway.schema import (
     AssistantMessage,
+    AudioPart,
+    DocumentPart,
     ImagePart,
     Request,
     Response,
@@ -194,6 +196,10 @@ def _user_content(msg: UserMessage, deployment: Deployment, i: int) -> str | lis
                     param=where,
                 )
             blocks.append(_image_block(part))
+        elif type(part) is DocumentPart:
+            blocks.append(media_wire.openai_chat_file(part, deployment))
+        elif type(part) is AudioPart:
+            blocks.append(media_wire.openai_chat_audio(part, deployment))
     return blocks or ""
 
 

@@ -69,12 +69,14 @@ from typing import Any
 
 from gateway.config import Deployment
 from gateway.errors import CapabilityError
-from gateway.providers import passthrough
+from gateway.providers import media_wire, passthrough
 from gateway.providers.naming import NameMap
 from gateway.providers.openai_chat import upstream_id, upstream_name
 from gateway.providers.openai_responses_common import CUSTOM_INPUT, is_reasoning_model, is_responses_signed
 from gateway.schema import (
     AssistantMessage,
+    AudioPart,
+    DocumentPart,
     ImagePart,
     Request,
     SystemMessage,
@@ -122,6 +124,10 @@ def _user_item(msg: UserMessage, deployment: Deployment, i: int) -> dict[str, An
             if not deployment.supports_images:
                 raise _no_images(deployment, _where(msg, i), _where(msg, i))
             parts.append(_image(part))
+        elif type(part) is DocumentPart:
+            parts.append(media_wire.responses_input_file(part))
+        elif type(part) is AudioPart:
+            raise media_wire.refuse(part, deployment, "cannot take audio")
     return {"role": "user", "content": parts or ""}
 
 
@@ -212,7 +218,7 @@ def input_items(
     for i, msg in enumerate(request.messages):
         tm = type(msg)
         if tm is SystemMessage:
-            text = "\n\n".join(p.text for p in msg.content)  # type: ignore[union-attr]
+            text = "\n\n".join(p.text for p in msg.content)  # type: ignore[union-attr,misc]
             if items:
                 items.append({"role": "system", "content": text})
             else:

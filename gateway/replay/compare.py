@@ -17,6 +17,8 @@ import orjson
 
 from gateway.schema import (
     AssistantMessage,
+    AudioPart,
+    DocumentPart,
     ImagePart,
     RedactedThinkingPart,
     Request,
@@ -94,7 +96,7 @@ def _result_text(msg: ToolResultMessage) -> str:
     return "".join(p.text for p in msg.content if isinstance(p, TextPart))
 
 
-def _img(p: ImagePart) -> str:
+def _img(p: ImagePart | DocumentPart | AudioPart) -> str:
     return f"{p.media_type}:{(p.data or p.url or '')[:64]}:{len(p.data or p.url or '')}"
 
 
@@ -106,6 +108,7 @@ def project(req: Request) -> dict[str, Any]:
             "system",
             "user_text",
             "user_images",
+            "user_media",
             "results",
             "result_is_error",
             "result_images",
@@ -133,10 +136,13 @@ def project(req: Request) -> dict[str, Any]:
                 if isinstance(p, TextPart):
                     if p.text:
                         f["user_text"].append(p.text)
-                else:
+                elif type(p) is ImagePart:
                     f["user_images"].append(_img(p))
-                if p.cache_control:
-                    f["cache_control"].append(orjson.dumps(p.cache_control).decode())
+                else:
+                    f["user_media"].append(f"{p.type}:{_img(p)}")
+                cache = getattr(p, "cache_control", None)
+                if cache:
+                    f["cache_control"].append(orjson.dumps(cache).decode())
         elif isinstance(msg, ToolResultMessage):
             f["results"].append((msg.tool_call_id, _result_text(msg)))
             f["result_is_error"].append((msg.tool_call_id, msg.is_error))

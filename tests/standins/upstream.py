@@ -51,6 +51,7 @@ from .anthropic_thinking_rule import violation as thinking_violation
 from .gemini_schema_rule import error_body as schema_error_body
 from .gemini_schema_rule import request_violations
 from .gemini_signature_rule import violation as gemini_signature_violation
+from .media_rule import media_violation
 from .recordings import Exchange, split_sse
 from .responses_rules import Issued
 from .responses_rules import error as responses_error
@@ -444,6 +445,9 @@ class UpstreamStandin:
             return self._fail(rec.api, 400, "request body is not a JSON object")
         if rec.api in (OPENAI, ANTHROPIC) and not rec.model:
             return self._fail(rec.api, 400, "model: Field required")
+        media_bad = media_violation(rec.api, body)
+        if media_bad is not None:  # documents, files and audio in the API's own shape (media_rule)
+            return self._fail(rec.api, 400, media_bad)
         if rec.api == RESPONSES:
             bad = responses_violation(body, self.issued)
             if bad is not None:

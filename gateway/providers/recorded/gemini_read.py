@@ -34,6 +34,7 @@ from gateway.schema import (
     ToolDefinition,
     ToolResultMessage,
     UserMessage,
+    UserPart,
 )
 
 
@@ -47,7 +48,7 @@ def _image(p: dict[str, Any]) -> ImagePart:
 
 def _user(parts: list[dict[str, Any]], names: NameMap) -> list[Message]:
     out: list[Message] = []
-    content: list[TextPart | ImagePart] = []
+    content: list[UserPart] = []
     results: list[ToolResultMessage] = []
     for p in parts:
         if "functionResponse" in p:

@@ -303,8 +303,8 @@ U = [{"role": "user", "content": "q"}]
                         "content": [
                             {"type": "text", "text": "see"},
                             {
-                                "type": "document",
-                                "source": {"type": "base64", "media_type": "application/pdf", "data": "x"},
+                                "type": "search_result",
+                                "source": "https://example.com",
                             },
                         ],
                     },

@@ -77,10 +77,8 @@ def test_inline_and_file_images_become_image_parts() -> None:
     ]
 
 
-def test_non_image_inline_data_is_refused_by_name() -> None:
-    err = refused(
-        {"contents": [{"parts": [{"inlineData": {"mimeType": "application/pdf", "data": "JVBE"}}]}]}
-    )
+def test_video_inline_data_is_refused_by_name() -> None:
+    err = refused({"contents": [{"parts": [{"inlineData": {"mimeType": "video/mp4", "data": "AAAA"}}]}]})
     assert err.param == "contents[0].parts[0].inlineData.mimeType"
 
 

@@ -397,7 +397,7 @@ M = [{"role": "user", "content": "q"}]
         (
             {
                 "model": "m",
-                "messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}],
+                "messages": [{"role": "user", "content": [{"type": "audio", "audio": {}}]}],
             },
             "messages[0].content[0].type",
             "not supported yet",

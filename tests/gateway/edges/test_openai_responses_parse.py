@@ -240,9 +240,9 @@ def test_safety_identifier_is_the_user_when_no_user_is_given() -> None:
         ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0].type", "item_reference"),
         ({"input": [{"type": "web_search_call", "id": "ws"}]}, "input[0].type", "web_search_call"),
         (
-            {"input": [{"role": "user", "content": [{"type": "input_file", "file_data": "x"}]}]},
-            "input[0].content[0].type",
-            "input_file",
+            {"input": [{"role": "user", "content": [{"type": "input_file", "filename": "x.pdf"}]}]},
+            "input[0].content[0]",
+            "exactly one of file_data, file_url or file_id",
         ),
         (
             {"input": [{"role": "user", "content": [{"type": "input_image", "file_id": "file_1"}]}]},
