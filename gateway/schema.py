@@ -97,12 +97,27 @@ class ToolCallPart(BaseModel):
     src: str | None = Field(default=None, exclude=True)
 
 
+class NativePart(BaseModel):
+    """A content block of wire API ``api`` that this schema has no place for, kept verbatim
+    (``block``, the JSON object as sent): Anthropic server tool calls and their results
+    (``server_tool_use``, ``web_search_tool_result``, ``mcp_tool_use``, ...) in an assistant
+    turn, ``tool_reference`` blocks (tool search) in a tool result. Sent only to an upstream of
+    ``api``: an edge names its ``src`` in ``NativeFields.paths``, so a request holding one is
+    refused toward any other wire API. In an answer it is rendered verbatim by the edge of
+    ``api``; other edges leave it out. Not a tool call: the pairing guard never sees it."""
+
+    type: Literal["native"] = "native"
+    api: str
+    block: dict[str, Any]
+    src: str | None = Field(default=None, exclude=True)
+
+
 UserPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
 AssistantPart = Annotated[
-    TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart, Field(discriminator="type")
+    TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart | NativePart, Field(discriminator="type")
 ]
-ResultPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
-AnyPart = TextPart | ImagePart | ThinkingPart | RedactedThinkingPart | ToolCallPart
+ResultPart = Annotated[TextPart | ImagePart | NativePart, Field(discriminator="type")]
+AnyPart = TextPart | ImagePart | ThinkingPart | RedactedThinkingPart | ToolCallPart | NativePart
 
 
 # ---------------------------------------------------------------------------- messages
@@ -373,16 +388,19 @@ class MessageStart(BaseModel):
 
 class PartStart(BaseModel):
     """A content part begins at ``index``. For ``kind == "tool_call"`` the id and name are
-    known; for ``thinking`` the provenance; ``signature`` may already be known."""
+    known; for ``thinking`` the provenance; ``signature`` may already be known. For ``native``
+    (a :class:`NativePart`), ``data`` is the block's JSON as it started (``api`` its wire API)
+    and deltas carry its ``arguments`` (Anthropic ``input_json_delta``) fragments."""
 
     type: Literal["part_start"] = "part_start"
     index: int
-    kind: Literal["text", "thinking", "redacted_thinking", "tool_call"]
+    kind: Literal["text", "thinking", "redacted_thinking", "tool_call", "native"]
     id: str | None = None
     name: str | None = None
     data: str | None = None
     signature: str | None = None
     provenance: Provenance | None = None
+    api: str | None = None
 
 
 class PartDelta(BaseModel):

@@ -13,6 +13,7 @@ from gateway.schema import (
     AssistantPart,
     MessageEnd,
     MessageStart,
+    NativePart,
     PartDelta,
     PartStart,
     RedactedThinkingPart,
@@ -53,6 +54,8 @@ class _Builder:
             return ThinkingPart(text="".join(self.text), signature=self._signature(), provenance=s.provenance)
         if s.kind == "redacted_thinking":
             return RedactedThinkingPart(data=(s.data or "") + "".join(self.text), provenance=s.provenance)
+        if s.kind == "native":
+            return native_part(s, "".join(self.arguments))
         raw = "".join(self.arguments)
         try:
             parsed = orjson.loads(raw) if raw.strip() else {}
@@ -66,6 +69,20 @@ class _Builder:
             signature=self._signature(),
             provenance=s.provenance,
         )
+
+
+def native_part(start: PartStart, arguments: str) -> NativePart:
+    """The :class:`NativePart` of a streamed native block: its start block (``start.data``,
+    JSON) with its ``input`` replaced by the streamed ``arguments`` when any came (Anthropic
+    ``server_tool_use`` streams its input as ``input_json_delta``); kept as sent when they are
+    not a JSON object."""
+    block = orjson.loads(start.data or "{}")
+    if arguments.strip():
+        try:
+            block["input"] = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            block["input"] = arguments
+    return NativePart(api=start.api or "", block=block)
 
 
 def _final_usage(start: Usage | None, end: Usage) -> Usage:
