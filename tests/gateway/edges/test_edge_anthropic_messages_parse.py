@@ -399,10 +399,10 @@ U = [{"role": "user", "content": "q"}]
                 "model": "c",
                 "max_tokens": 5,
                 "messages": U,
-                "tools": [{"type": "web_search_20250305", "name": "web_search"}],
+                "tools": [{"type": "web_search", "name": "web_search"}],
             },
             "tools[0].type",
-            "not supported yet",
+            "unknown tool type 'web_search'",
         ),
         (
             {"model": "c", "max_tokens": 5, "messages": U, "tools": [{"name": "f"}]},

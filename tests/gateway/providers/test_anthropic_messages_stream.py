@@ -262,7 +262,7 @@ def test_unknown_stop_reason_in_stream_raises() -> None:
         )
 
 
-def test_server_tool_blocks_are_skipped_and_indexes_stay_contiguous() -> None:
+def test_server_tool_blocks_are_native_parts_and_indexes_stay_contiguous() -> None:
     events = [
         {
             "type": "message_start",
@@ -290,8 +290,23 @@ def test_server_tool_blocks_are_skipped_and_indexes_stay_contiguous() -> None:
         {"type": "message_stop"},
     ]
     out = stream(b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events))
-    assert [type(e) for e in out] == [MessageStart, PartStart, PartDelta, PartEnd, MessageEnd]
-    assert out[1] == PartStart(index=0, kind="text")
+    assert [type(e) for e in out] == [
+        MessageStart,
+        PartStart,
+        PartDelta,
+        PartEnd,
+        PartStart,
+        PartDelta,
+        PartEnd,
+        MessageEnd,
+    ]
+    start = events[1]["content_block"]
+    assert out[1] == PartStart(index=0, kind="native", api="anthropic_messages", data=orjson.dumps(start).decode())
+    assert out[2] == PartDelta(index=0, arguments='{"q":1}')
+    assert out[4] == PartStart(index=1, kind="text")
+    resp = collect(out)
+    assert resp.message.content[0].block == {**start, "input": {"q": 1}}  # type: ignore[union-attr]
+    assert resp.message.tool_calls == []
 
 
 def test_redacted_thinking_block_carries_its_data() -> None:
