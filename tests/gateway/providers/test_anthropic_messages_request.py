@@ -419,7 +419,8 @@ def test_server_tools_and_server_blocks_and_tool_references_are_sent_verbatim() 
     b = body_of(req)
     assert b["tools"][1] == search and b["tools"][0]["defer_loading"] is True
     assert b["messages"][1]["content"][:2] == [call, result]
-    assert b["messages"][2]["content"] == [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [ref]}]
+    want = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [ref]}
+    assert b["messages"][2]["content"] == [want]
 
 
 def test_server_tools_alone_are_sent_with_the_tool_choice() -> None:

@@ -301,7 +301,8 @@ def test_server_tool_blocks_are_native_parts_and_indexes_stay_contiguous() -> No
         MessageEnd,
     ]
     start = events[1]["content_block"]
-    assert out[1] == PartStart(index=0, kind="native", api="anthropic_messages", data=orjson.dumps(start).decode())
+    data = orjson.dumps(start).decode()
+    assert out[1] == PartStart(index=0, kind="native", api="anthropic_messages", data=data)
     assert out[2] == PartDelta(index=0, arguments='{"q":1}')
     assert out[4] == PartStart(index=1, kind="text")
     resp = collect(out)
