@@ -104,7 +104,9 @@ class NativePart(BaseModel):
     turn, ``tool_reference`` blocks (tool search) in a tool result. Sent only to an upstream of
     ``api``: an edge names its ``src`` in ``NativeFields.paths``, so a request holding one is
     refused toward any other wire API. In an answer it is rendered verbatim by the edge of
-    ``api``; other edges leave it out. Not a tool call: the pairing guard never sees it."""
+    ``api``; other edges leave it out (an answer holds one only when the request asked for server
+    tools, which only a client of ``api`` can send). Not a tool call: the pairing guard never
+    sees it."""
 
     type: Literal["native"] = "native"
     api: str
