@@ -43,11 +43,15 @@ class Provenance(BaseModel):
 
 
 class TextPart(BaseModel):
-    """Plain text. ``cache_control`` is the client's prompt-cache marker, passed through."""
+    """Plain text. ``cache_control`` is the client's prompt-cache marker, passed through.
+    ``citations`` are Anthropic's citations of the text (``web_search_result_location``, ...),
+    verbatim: kept for an Anthropic upstream and an Anthropic client only (an edge names them
+    dropped toward another wire API)."""
 
     type: Literal["text"] = "text"
     text: str
     cache_control: dict[str, Any] | None = None
+    citations: list[Any] | None = None
 
 
 class ImagePart(BaseModel):

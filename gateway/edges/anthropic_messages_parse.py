@@ -137,17 +137,25 @@ def _unknown_block(kind: str, path: str, allowed: str) -> InvalidRequest:
     )
 
 
-def _text(block: JSONObj, path: str) -> JSONObj | None:
-    """A ``text`` block -> a text part dict; None when empty (dropped, handed case C07)."""
+def _text(block: JSONObj, path: str, serving: list[str] | None = None) -> JSONObj | None:
+    """A ``text`` block -> a text part dict; None when empty (dropped, handed case C07). Its
+    ``citations`` are kept verbatim, their path added to ``serving`` (dropped and named toward
+    another wire API)."""
     text = req(block, "text", str, path)
     if not text:
         return None
     cache = block.get("cache_control")
-    if cache is None:
+    citations = block.get("citations")
+    if cache is None and citations is None:
         return {"type": "text", "text": text}
-    if type(cache) is not dict:
+    if cache is not None and type(cache) is not dict:
         raise wrong_type(join(path, "cache_control"), "an object", cache)
-    return {"type": "text", "text": text, "cache_control": cache}
+    part: JSONObj = {"type": "text", "text": text, "cache_control": cache}
+    if citations is not None:
+        part["citations"] = check(citations, list, join(path, "citations"))
+        if serving is not None:
+            serving.append(join(path, "citations"))
+    return part
 
 
 def _image(block: JSONObj, path: str) -> JSONObj:
@@ -200,12 +208,14 @@ class _State(BadIds):
     accepts (``(location, id, reason)``, refused after the messages are read:
     :mod:`gateway.edges.call_ids`)."""
 
-    __slots__ = ("names", "native")
+    __slots__ = ("names", "native", "serving")
 
     def __init__(self) -> None:
         super().__init__()
         self.names: dict[str, str] = {}
         self.native: list[str] = []
+        self.serving: list[str] = []
+        """Paths of text citations (:func:`_text`)."""
         """Paths of the blocks kept verbatim (:func:`_native_block`), named ``"<path> (<type>)"``."""
 
 
@@ -233,7 +243,12 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
     elif type(content) is list:
         cpath = path + ".content"
         for k, raw in enumerate(content):
-            if type(raw) is dict and raw.get("type") == "text" and "cache_control" not in raw:
+            if (
+                type(raw) is dict
+                and raw.get("type") == "text"
+                and "cache_control" not in raw
+                and "citations" not in raw
+            ):
                 text = raw.get("text")
                 if type(text) is str:  # the common case, checked inline
                     if text:
@@ -248,7 +263,7 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
                 continue
             if kind != "text" and kind != "image":
                 raise _unknown_block(kind, bpath, "text, image or tool_reference")
-            _add_media(parts, kind, inner, bpath)
+            _add_media(parts, kind, inner, bpath, st)
     elif content is not None:
         raise wrong_type(path + ".content", "a string or an array of content blocks", content)
     is_error = block.get("is_error")
@@ -268,12 +283,12 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
     }
 
 
-def _add_media(parts: list[JSONObj], kind: str, block: JSONObj, path: str) -> None:
+def _add_media(parts: list[JSONObj], kind: str, block: JSONObj, path: str, st: _State) -> None:
     """Append the ``text`` (dropped when empty) or ``image`` block at ``path`` to ``parts``."""
     if kind == "image":
         parts.append(_image(block, path))
         return
-    part = _text(block, path)
+    part = _text(block, path, st.serving)
     if part is not None:
         parts.append(part)
 
@@ -303,7 +318,7 @@ def _user(msg: JSONObj, path: str, st: _State, out: list[JSONObj]) -> None:
             out.append(_tool_result(raw, bpath, st))
             results += 1
         elif kind == "text" or kind == "image":
-            _add_media(parts, kind, raw, bpath)
+            _add_media(parts, kind, raw, bpath, st)
         else:
             kind = req(raw, "type", str, bpath)
             raise _unknown_block(kind, bpath, "text, image or tool_result")
@@ -315,7 +330,7 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
     """One block of an assistant ``content`` list -> a part dict (None for empty text)."""
     kind = req(block, "type", str, bpath)
     if kind == "text":
-        return _text(block, bpath)
+        return _text(block, bpath, st.serving)
     if kind == "thinking":
         text = req(block, "thinking", str, bpath)
         raw_sig = opt(block, "signature", str, bpath)
@@ -370,7 +385,7 @@ def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
             kind = raw.get("type")
             if kind == "text":
                 text = raw.get("text")
-                if type(text) is str and "cache_control" not in raw:
+                if type(text) is str and "cache_control" not in raw and "citations" not in raw:
                     if text:
                         parts.append({"type": "text", "text": text})
                     continue
@@ -421,9 +436,9 @@ def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
     return {"role": "assistant", "content": parts, "src": path}
 
 
-def _messages(data: JSONObj) -> tuple[list[JSONObj], list[str]]:
-    """The message dicts of ``system`` and ``messages``, and the paths of their blocks kept
-    verbatim (:func:`_native_block`)."""
+def _messages(data: JSONObj) -> tuple[list[JSONObj], _State]:
+    """The message dicts of ``system`` and ``messages``, and the parse state (paths of their
+    blocks kept verbatim, :func:`_native_block`, and of text citations)."""
     out: list[JSONObj] = []
     system = data.get("system")
     if system is not None:
@@ -457,7 +472,7 @@ def _messages(data: JSONObj) -> tuple[list[JSONObj], list[str]]:
             )
     if st.bad_ids:
         raise refusal(st.bad_ids)
-    return out, st.native
+    return out, st
 
 
 def _tool_field(tool: Any, key: str) -> Any:
@@ -676,7 +691,7 @@ def _native(data: JSONObj, extra: set[str], extras: _Extras) -> JSONObj | None:
         fields["server_tools"] = extras.server_tools
     native["paths"] += extras.paths
     native["serving"] += extras.serving
-    return native if fields or native["paths"] else None
+    return native if fields or native["paths"] or native["serving"] else None
 
 
 def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
@@ -703,13 +718,14 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
         for i, s in enumerate(stops):
             if type(s) is not str:
                 raise wrong_type(join("stop_sequences", i), "a string", s)
-    messages, native_blocks = _messages(data)
+    messages, st = _messages(data)
     out: JSONObj = {"model": model, "messages": messages, "include_usage": True}
     # Optional fields, checked in a fixed order (the first error wins); absent ones are left
     # to the schema's defaults.
     has_mcp = False
     extras = _Extras()
-    extras.paths += native_blocks
+    extras.paths += st.native
+    extras.serving += st.serving
     if "tools" in data:
         out["tools"], has_mcp = _tools(data, extras)
     choice = get("tool_choice")
@@ -744,7 +760,7 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     if b'"cache_control"' in body:
         out["cache_marks"] = True
     extra = data.keys() - _READ
-    if extra or extras.tool_fields or extras.paths or out.get("thinking"):
+    if extra or extras.tool_fields or extras.paths or extras.serving or out.get("thinking"):
         native = _native(data, extra, extras)
         if native is not None:
             out["native"] = native

@@ -102,6 +102,8 @@ def render_block(part: Any) -> dict[str, Any]:
     # exact classes: the schema's models are never subclassed, and isinstance on a pydantic
     # model goes through ABCMeta (several times slower)
     if type(part) is TextPart:
+        if part.citations is not None:
+            return {"type": "text", "text": part.text, "citations": part.citations}
         return {"type": "text", "text": part.text}
     if type(part) is ToolCallPart:
         return {

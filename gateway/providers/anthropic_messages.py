@@ -196,9 +196,12 @@ def _text_block(part: TextPart) -> dict[str, Any] | None:
     text = part.text
     if not text or text.isspace():  # blank: Anthropic rejects it
         return None
-    if part.cache_control is None:
+    if part.cache_control is None and part.citations is None:
         return {"type": "text", "text": text}
-    return {"type": "text", "text": text, "cache_control": part.cache_control}
+    block: dict[str, Any] = {"type": "text", "text": text}
+    if part.citations is not None:
+        block["citations"] = part.citations
+    return _with_cache(block, part.cache_control)
 
 
 def image_block(part: ImagePart) -> dict[str, Any]:
@@ -514,7 +517,10 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
         if kind == "text":
             text = block.get("text")
             if text:
-                parts.append({"type": "text", "text": text if isinstance(text, str) else str(text)})
+                part = {"type": "text", "text": text if isinstance(text, str) else str(text)}
+                if isinstance(block.get("citations"), list):
+                    part["citations"] = block["citations"]
+                parts.append(part)
         elif kind == "thinking":
             signature = block.get("signature") or None
             if signature is not None and not isinstance(signature, str):

@@ -72,6 +72,7 @@ def test_tool_search_and_web_search_reach_claude_verbatim_and_the_server_blocks_
     recorded = json.loads(exchange.body)
     body = json.loads(raw.http_response.content)
     assert _server(body["content"]) == _server(recorded["content"]) and _server(recorded["content"])
+    assert body["content"] == recorded["content"]  # the text's citations too
     message = raw.parse()
     assert [b.type for b in message.content][:2] == ["server_tool_use", "web_search_tool_result"]
     assert message.stop_reason == "end_turn"
