@@ -545,3 +545,25 @@ def test_a_tool_reference_without_its_tool_name_is_refused_by_name() -> None:
     with pytest.raises(InvalidRequest) as exc:
         anthropic_messages.parse_request(orjson.dumps(body))
     assert exc.value.param == "messages[2].content[0].content[0].tool_name"
+
+
+def test_text_citations_are_kept_verbatim_and_named_serving() -> None:
+    cite = {
+        "type": "web_search_result_location",
+        "url": "https://x",
+        "cited_text": "c",
+        "encrypted_index": "E",
+    }
+    body = {
+        **TOOL_SEARCH_BODY,
+        "messages": [
+            *TOOL_SEARCH_BODY["messages"][:2],
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "r"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "It rains.", "citations": [cite]}]},
+            {"role": "user", "content": "thanks"},
+        ],
+    }
+    req = anthropic_messages.parse_request(orjson.dumps(body))
+    assert req.messages[3].content[0].citations == [cite]  # type: ignore[union-attr]
+    assert req.native is not None
+    assert req.native.serving == ["messages[3].content[0].citations", "tools[1].defer_loading"]
