@@ -12,6 +12,7 @@ from typing import Any
 import anthropic
 import pytest
 from standins import recordings
+from standins.tool_answers import text_answer
 from standins.upstream import UpstreamStandin, replay
 
 WEB_SEARCH = (
@@ -137,3 +138,28 @@ def test_server_tools_and_tool_references_toward_another_wire_api_are_refused_by
         assert named in message
     assert exc.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
     assert upstream.requests() == []
+
+
+def test_citations_in_the_history_toward_another_wire_api_are_dropped_and_named(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    upstream.script(replay(text_answer("openai_chat", "ok", stream=False)))
+    cite = {
+        "type": "web_search_result_location",
+        "url": "https://x",
+        "cited_text": "c",
+        "encrypted_index": "E",
+    }
+    raw = ant.messages.with_raw_response.create(
+        model="oa",
+        max_tokens=64,
+        messages=[
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": [{"type": "text", "text": "It rains.", "citations": [cite]}]},
+            {"role": "user", "content": "thanks"},
+        ],  # type: ignore[list-item]
+    )
+    assert raw.http_response.status_code == 200
+    assert raw.headers["x-turnstile-dropped"] == "messages[1].content[0].citations"
+    (got,) = upstream.requests()
+    assert "encrypted_index" not in json.dumps(got.body)
