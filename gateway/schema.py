@@ -418,6 +418,8 @@ class PartDelta(BaseModel):
     text: str | None = None
     arguments: str | None = None
     signature: str | None = None
+    citation: dict[str, Any] | None = None
+    """One more citation of a text part (Anthropic ``citations_delta``), verbatim."""
 
 
 class PartEnd(BaseModel):

@@ -77,6 +77,7 @@ class _Part:
     fragments: list[str] = field(default_factory=list)
     data: str | None = None
     api: str | None = None
+    cited: bool = False
 
 
 class StreamRenderer:
@@ -166,6 +167,8 @@ class StreamRenderer:
         self._close_open(out)
         if part.kind == "thinking":
             block: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
+        elif part.cited:
+            block = {"type": "text", "text": "", "citations": []}
         else:
             block = {"type": "text", "text": ""}
         self.open_index = index
@@ -278,6 +281,10 @@ class StreamRenderer:
                 part.fragments.append(event.arguments)
             if event.signature:
                 part.signature = event.signature
+        elif part.kind == "text" and event.citation is not None:
+            part.cited = True
+            n = self._open(event.index, part, out)
+            self._block_delta(n, {"type": "citations_delta", "citation": event.citation}, out)
         elif part.kind == "text" and event.text:
             n = self._open(event.index, part, out)
             out.append(self._text_delta(n, "text_delta", "text", event.text))

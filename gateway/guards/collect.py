@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -33,6 +34,7 @@ class _Builder:
     text: list[str] = field(default_factory=list)
     arguments: list[str] = field(default_factory=list)
     signature: list[str] = field(default_factory=list)
+    citations: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, delta: PartDelta) -> None:
         if delta.text:
@@ -41,6 +43,8 @@ class _Builder:
             self.arguments.append(delta.arguments)
         if delta.signature:
             self.signature.append(delta.signature)
+        if delta.citation is not None:
+            self.citations.append(delta.citation)
 
     def _signature(self) -> str | None:
         sig = (self.start.signature or "") + "".join(self.signature)
@@ -49,7 +53,7 @@ class _Builder:
     def build(self) -> AssistantPart:
         s = self.start
         if s.kind == "text":
-            return TextPart(text="".join(self.text))
+            return TextPart(text="".join(self.text), citations=self.citations or None)
         if s.kind == "thinking":
             return ThinkingPart(text="".join(self.text), signature=self._signature(), provenance=s.provenance)
         if s.kind == "redacted_thinking":

@@ -3,7 +3,7 @@
 Events (https://docs.anthropic.com/en/docs/build-with-claude/streaming): ``message_start``
 (id, model, usage with input and cache tokens) -> ``MessageStart``; ``content_block_start`` /
 ``content_block_delta`` (``text_delta``, ``thinking_delta``, ``signature_delta``,
-``input_json_delta``; ``citations_delta`` ignored) / ``content_block_stop`` -> part events;
+``input_json_delta``, ``citations_delta``: ``PartDelta.citation``) / ``content_block_stop`` -> part events;
 ``message_delta`` (stop reason, cumulative usage: the latest value of each field wins);
 ``message_stop`` -> ``MessageEnd``; a ``tool_use`` block of the structured-output tool
 (``ctx.output_tool``, :mod:`gateway.providers.anthropic_output`) is a text part whose text is
@@ -299,6 +299,13 @@ class AnthropicStreamParser:
                     out.append(_part_delta({"index": block.part, "text": text}))
                 else:
                     self._text(block, str(text), out)
+        elif dtype == "citations_delta" and block.kind == "text":
+            citation = delta.get("citation")
+            if isinstance(citation, dict):
+                if block.part is None:
+                    block.part = self._new_part()
+                    out.append(PartStart(index=block.part, kind="text"))
+                out.append(PartDelta(index=block.part, citation=citation))
         elif block.part is None:
             return
         elif dtype == "thinking_delta":

@@ -114,6 +114,13 @@ def test_a_streamed_web_search_answer_reaches_the_client_with_its_server_blocks(
     ]  # whole, as recorded
     assert len(start["content"]) > 1
     assert message.stop_reason == "end_turn" and any(b.get("text") for b in blocks)
+    cited = [
+        e["delta"]["citation"]
+        for e in recorded
+        if e["type"] == "content_block_delta" and e["delta"]["type"] == "citations_delta"
+    ]
+    got_cited = [c for b in blocks if b["type"] == "text" for c in b.get("citations") or []]
+    assert [c["encrypted_index"] for c in got_cited] == [c["encrypted_index"] for c in cited] and cited
 
 
 def test_server_tools_and_tool_references_toward_another_wire_api_are_refused_by_name(

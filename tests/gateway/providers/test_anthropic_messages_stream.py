@@ -297,9 +297,11 @@ def test_server_tool_blocks_are_native_parts_and_indexes_stay_contiguous() -> No
         PartEnd,
         PartStart,
         PartDelta,
+        PartDelta,
         PartEnd,
         MessageEnd,
     ]
+    assert out[5] == PartDelta(index=1, citation={})  # citations_delta, verbatim
     start = events[1]["content_block"]
     data = orjson.dumps(start).decode()
     assert out[1] == PartStart(index=0, kind="native", api="anthropic_messages", data=data)
