@@ -3,7 +3,8 @@
 (:mod:`gateway.providers.anthropic_stream`): the stop-reason table and thinking provenance.
 
 Stop reasons: ``end_turn``/``stop_sequence``/``pause_turn`` -> ``stop`` (``pause_turn`` means a
-server-tool loop paused; with no server tools requested there is nothing to resume),
+server-tool loop paused; an Anthropic client that asked for server tools then sees
+``end_turn``: the schema has no stop reason for it yet, issue 14 item 4),
 ``max_tokens``/``model_context_window_exceeded`` -> ``length``, ``tool_use`` -> ``tool_use``,
 ``refusal`` -> ``content_filter``; anything else raises :class:`UnknownStopReason`.
 """
