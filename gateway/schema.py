@@ -43,11 +43,15 @@ class Provenance(BaseModel):
 
 
 class TextPart(BaseModel):
-    """Plain text. ``cache_control`` is the client's prompt-cache marker, passed through."""
+    """Plain text. ``cache_control`` is the client's prompt-cache marker, passed through.
+    ``citations`` are Anthropic's citations of the text (``web_search_result_location``, ...),
+    verbatim: kept for an Anthropic upstream and an Anthropic client only (an edge names them
+    dropped toward another wire API)."""
 
     type: Literal["text"] = "text"
     text: str
     cache_control: dict[str, Any] | None = None
+    citations: list[Any] | None = None
 
 
 class ImagePart(BaseModel):
@@ -134,12 +138,38 @@ class ToolCallPart(BaseModel):
     src: str | None = Field(default=None, exclude=True)
 
 
+class NativePart(BaseModel):
+    """A content block of wire API ``api`` that this schema has no place for, kept verbatim
+    (``block``, the JSON object as sent): Anthropic server tool calls and their results
+    (``server_tool_use``, ``web_search_tool_result``, ``mcp_tool_use``, ...) in an assistant
+    turn, ``tool_reference`` blocks (tool search) in a tool result. Sent only to an upstream of
+    ``api``: an edge names its ``src`` in ``NativeFields.paths``, so a request holding one is
+    refused toward any other wire API. In an answer it is rendered verbatim by the edge of
+    ``api``; other edges leave it out (an answer holds one only when the request asked for server
+    tools, which only a client of ``api`` can send). Not a tool call: the pairing guard never
+    sees it."""
+
+    type: Literal["native"] = "native"
+    api: str
+    block: dict[str, Any]
+    src: str | None = Field(default=None, exclude=True)
+
+
 UserPart = Annotated[TextPart | ImagePart | DocumentPart | AudioPart, Field(discriminator="type")]
 AssistantPart = Annotated[
-    TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart, Field(discriminator="type")
+    TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart | NativePart, Field(discriminator="type")
 ]
-ResultPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
-AnyPart = TextPart | ImagePart | DocumentPart | AudioPart | ThinkingPart | RedactedThinkingPart | ToolCallPart
+ResultPart = Annotated[TextPart | ImagePart | NativePart, Field(discriminator="type")]
+AnyPart = (
+    TextPart
+    | ImagePart
+    | DocumentPart
+    | AudioPart
+    | ThinkingPart
+    | RedactedThinkingPart
+    | ToolCallPart
+    | NativePart
+)
 
 
 # ---------------------------------------------------------------------------- messages
@@ -410,16 +440,19 @@ class MessageStart(BaseModel):
 
 class PartStart(BaseModel):
     """A content part begins at ``index``. For ``kind == "tool_call"`` the id and name are
-    known; for ``thinking`` the provenance; ``signature`` may already be known."""
+    known; for ``thinking`` the provenance; ``signature`` may already be known. For ``native``
+    (a :class:`NativePart`), ``data`` is the block's JSON as it started (``api`` its wire API)
+    and deltas carry its ``arguments`` (Anthropic ``input_json_delta``) fragments."""
 
     type: Literal["part_start"] = "part_start"
     index: int
-    kind: Literal["text", "thinking", "redacted_thinking", "tool_call"]
+    kind: Literal["text", "thinking", "redacted_thinking", "tool_call", "native"]
     id: str | None = None
     name: str | None = None
     data: str | None = None
     signature: str | None = None
     provenance: Provenance | None = None
+    api: str | None = None
 
 
 class PartDelta(BaseModel):
@@ -431,6 +464,8 @@ class PartDelta(BaseModel):
     text: str | None = None
     arguments: str | None = None
     signature: str | None = None
+    citation: dict[str, Any] | None = None
+    """One more citation of a text part (Anthropic ``citations_delta``), verbatim."""
 
 
 class PartEnd(BaseModel):

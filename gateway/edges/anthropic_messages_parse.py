@@ -25,8 +25,15 @@ Reference: https://docs.anthropic.com/en/api/messages. Notes:
   ``container``, ``mcp_servers`` (the MCP connector) and vendor extensions are refused there.
   ``thinking`` and ``output_config.effort`` are also kept verbatim for an Anthropic upstream.
   ``diagnostics`` and ``compaction`` are refused by name.
-* Not supported yet, rejected naming the path: documents, search results, server tools
-  (``web_search_*``, ``code_execution_*``, ...), their result blocks.
+* Server tools (a tool whose ``type`` is a dated Anthropic tool type: ``web_search_20250305``,
+  ``tool_search_tool_regex_20251119``, ``code_execution_*``, ...), an assistant turn's server
+  tool calls and results (``server_tool_use``, ``*_tool_result``, ``mcp_tool_use``,
+  ``mcp_tool_result``) and a tool result's ``tool_reference`` blocks (tool search) are the
+  client's own wire content: carried verbatim to an Anthropic upstream (server tools in
+  ``NativeFields.fields["server_tools"]``, blocks as :class:`gateway.schema.NativePart`), each
+  named in ``NativeFields.paths`` so that the request is refused toward any other wire API.
+  Server tool calls are the server's own: they are not tool calls the client must answer.
+* Not supported yet, rejected naming the path: documents, search results, container uploads.
 
 How it works: one pass over the decoded body checks every field by hand (errors name the
 field, :mod:`gateway.edges._common`) and assembles plain dicts and lists in the shape of
@@ -36,6 +43,7 @@ validated once, by :func:`gateway.edges._common.validate_request`.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -78,20 +86,14 @@ _UNSUPPORTED_BLOCKS = frozenset(
     {
         "search_result",
         "container_upload",
-        "server_tool_use",
-        "web_search_tool_result",
-        "web_fetch_tool_result",
-        "code_execution_tool_result",
-        "bash_code_execution_tool_result",
-        "text_editor_code_execution_tool_result",
-        "tool_search_tool_result",
-        "mcp_tool_use",
-        "mcp_tool_result",
-        "tool_reference",
         "tool_addition",
-        "advisor_tool_result",
     }
 )
+_SERVER_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use", "mcp_tool_result"})
+"""Assistant blocks of the server's own tool calls and results (with every ``*_tool_result``
+type): carried verbatim (:class:`gateway.schema.NativePart`) to an Anthropic upstream."""
+_SERVER_TOOL_TYPE = re.compile(r"[a-z][a-z0-9_]*_\d{8}")
+"""A server tool's ``type``: a name and its version date (``web_search_20250305``)."""
 _EFFORTS = {
     "minimal": "minimal",
     "low": "low",
@@ -127,24 +129,32 @@ _FREE_FORM: tuple[FieldPattern, ...] = (
 
 def _unknown_block(kind: str, path: str, allowed: str) -> InvalidRequest:
     tpath = join(path, "type")
-    if kind in _UNSUPPORTED_BLOCKS or kind.endswith("_tool_result"):
+    if kind in _UNSUPPORTED_BLOCKS or kind in _SERVER_BLOCKS or kind.endswith("_tool_result"):
         return unsupported(tpath, f"content block type {kind!r}")
     return InvalidRequest(
         f"{tpath}: unknown content block type {kind!r} here (expected {allowed})", param=tpath
     )
 
 
-def _text(block: JSONObj, path: str) -> JSONObj | None:
-    """A ``text`` block -> a text part dict; None when empty (dropped, handed case C07)."""
+def _text(block: JSONObj, path: str, serving: list[str] | None = None) -> JSONObj | None:
+    """A ``text`` block -> a text part dict; None when empty (dropped, handed case C07). Its
+    ``citations`` are kept verbatim, their path added to ``serving`` (dropped and named toward
+    another wire API)."""
     text = req(block, "text", str, path)
     if not text:
         return None
     cache = block.get("cache_control")
-    if cache is None:
+    citations = block.get("citations")
+    if cache is None and citations is None:
         return {"type": "text", "text": text}
-    if type(cache) is not dict:
+    if cache is not None and type(cache) is not dict:
         raise wrong_type(join(path, "cache_control"), "an object", cache)
-    return {"type": "text", "text": text, "cache_control": cache}
+    part: JSONObj = {"type": "text", "text": text, "cache_control": cache}
+    if citations is not None:
+        part["citations"] = check(citations, list, join(path, "citations"))
+        if serving is not None:
+            serving.append(join(path, "citations"))
+    return part
 
 
 def _image(block: JSONObj, path: str) -> JSONObj:
@@ -229,11 +239,22 @@ class _State(BadIds):
     accepts (``(location, id, reason)``, refused after the messages are read:
     :mod:`gateway.edges.call_ids`)."""
 
-    __slots__ = ("names",)
+    __slots__ = ("names", "native", "serving")
 
     def __init__(self) -> None:
         super().__init__()
         self.names: dict[str, str] = {}
+        self.native: list[str] = []
+        self.serving: list[str] = []
+        """Paths of text citations (:func:`_text`)."""
+        """Paths of the blocks kept verbatim (:func:`_native_block`), named ``"<path> (<type>)"``."""
+
+
+def _native_block(block: JSONObj, kind: str, path: str, st: _State) -> JSONObj:
+    """A block carried verbatim to an Anthropic upstream -> a native part dict; its path is
+    recorded for the refusal toward other wire APIs."""
+    st.native.append(f"{path} ({kind})")
+    return {"type": "native", "api": API, "block": block, "src": path}
 
 
 def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
@@ -253,7 +274,12 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
     elif type(content) is list:
         cpath = path + ".content"
         for k, raw in enumerate(content):
-            if type(raw) is dict and raw.get("type") == "text" and "cache_control" not in raw:
+            if (
+                type(raw) is dict
+                and raw.get("type") == "text"
+                and "cache_control" not in raw
+                and "citations" not in raw
+            ):
                 text = raw.get("text")
                 if type(text) is str:  # the common case, checked inline
                     if text:
@@ -262,9 +288,13 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
             bpath = f"{cpath}[{k}]"
             inner = as_obj(raw, bpath)
             kind = req(inner, "type", str, bpath)
+            if kind == "tool_reference":
+                req(inner, "tool_name", str, bpath)
+                parts.append(_native_block(inner, kind, bpath, st))
+                continue
             if kind != "text" and kind != "image":
-                raise _unknown_block(kind, bpath, "text or image")
-            _add_media(parts, kind, inner, bpath)
+                raise _unknown_block(kind, bpath, "text, image or tool_reference")
+            _add_media(parts, kind, inner, bpath, st)
     elif content is not None:
         raise wrong_type(path + ".content", "a string or an array of content blocks", content)
     is_error = block.get("is_error")
@@ -284,12 +314,12 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
     }
 
 
-def _add_media(parts: list[JSONObj], kind: str, block: JSONObj, path: str) -> None:
+def _add_media(parts: list[JSONObj], kind: str, block: JSONObj, path: str, st: _State) -> None:
     """Append the ``text`` (dropped when empty) or ``image`` block at ``path`` to ``parts``."""
     if kind == "image":
         parts.append(_image(block, path))
         return
-    part = _text(block, path)
+    part = _text(block, path, st.serving)
     if part is not None:
         parts.append(part)
 
@@ -319,7 +349,7 @@ def _user(msg: JSONObj, path: str, st: _State, out: list[JSONObj]) -> None:
             out.append(_tool_result(raw, bpath, st))
             results += 1
         elif kind == "text" or kind == "image":
-            _add_media(parts, kind, raw, bpath)
+            _add_media(parts, kind, raw, bpath, st)
         elif kind == "document":
             parts.append(_document(raw, bpath))
         else:
@@ -333,7 +363,7 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
     """One block of an assistant ``content`` list -> a part dict (None for empty text)."""
     kind = req(block, "type", str, bpath)
     if kind == "text":
-        return _text(block, bpath)
+        return _text(block, bpath, st.serving)
     if kind == "thinking":
         text = req(block, "thinking", str, bpath)
         raw_sig = opt(block, "signature", str, bpath)
@@ -362,7 +392,9 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
             "provenance": cprov,
             "src": bpath,
         }
-    raise _unknown_block(kind, bpath, "text, thinking, redacted_thinking or tool_use")
+    if kind in _SERVER_BLOCKS or kind.endswith("_tool_result"):
+        return _native_block(block, kind, bpath, st)
+    raise _unknown_block(kind, bpath, "text, thinking, redacted_thinking, tool_use or a server tool block")
 
 
 def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
@@ -386,7 +418,7 @@ def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
             kind = raw.get("type")
             if kind == "text":
                 text = raw.get("text")
-                if type(text) is str and "cache_control" not in raw:
+                if type(text) is str and "cache_control" not in raw and "citations" not in raw:
                     if text:
                         parts.append({"type": "text", "text": text})
                     continue
@@ -437,7 +469,9 @@ def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
     return {"role": "assistant", "content": parts, "src": path}
 
 
-def _messages(data: JSONObj) -> list[JSONObj]:
+def _messages(data: JSONObj) -> tuple[list[JSONObj], _State]:
+    """The message dicts of ``system`` and ``messages``, and the parse state (paths of their
+    blocks kept verbatim, :func:`_native_block`, and of text citations)."""
     out: list[JSONObj] = []
     system = data.get("system")
     if system is not None:
@@ -471,7 +505,7 @@ def _messages(data: JSONObj) -> list[JSONObj]:
             )
     if st.bad_ids:
         raise refusal(st.bad_ids)
-    return out
+    return out, st
 
 
 def _tool_field(tool: Any, key: str) -> Any:
@@ -510,10 +544,11 @@ class _Extras:
     """Per-tool fields carried to an Anthropic upstream: tool name -> its extra keys, and
     their paths by class."""
 
-    __slots__ = ("paths", "serving", "tool_fields")
+    __slots__ = ("paths", "server_tools", "serving", "tool_fields")
 
     def __init__(self) -> None:
         self.tool_fields: dict[str, JSONObj] = {}
+        self.server_tools: list[JSONObj] = []
         self.paths: list[str] = []
         self.serving: list[str] = []
 
@@ -531,7 +566,15 @@ def _tools(data: JSONObj, extras: _Extras) -> tuple[list[JSONObj], bool]:
             has_mcp = True
             continue  # a registered MCP server for the gateway's tool loop: see mcp_server_entries
         if ttype is not None and ttype != "custom":
-            raise unsupported(join(path, "type"), f"server tool type {ttype!r}")
+            if not _SERVER_TOOL_TYPE.fullmatch(ttype):
+                raise InvalidRequest(
+                    f"{join(path, 'type')}: unknown tool type {ttype!r} (expected custom, mcp or "
+                    "an Anthropic server tool type such as web_search_20250305)",
+                    param=join(path, "type"),
+                )
+            extras.server_tools.append(tool)
+            extras.paths.append(f"{path} ({ttype} {tool.get('name')!r})")
+            continue
         if len(tool) > 2 and tool.keys() - _TOOL_READ:
             req(tool, "name", str, path)
             _tool_extras(tool, path, extras)
@@ -677,9 +720,11 @@ def _native(data: JSONObj, extra: set[str], extras: _Extras) -> JSONObj | None:
         fields["output_config"] = {"effort": out_cfg["effort"]}
     if extras.tool_fields:
         fields["tool_fields"] = extras.tool_fields
-        native["paths"] += extras.paths
-        native["serving"] += extras.serving
-    return native if fields else None
+    if extras.server_tools:
+        fields["server_tools"] = extras.server_tools
+    native["paths"] += extras.paths
+    native["serving"] += extras.serving
+    return native if fields or native["paths"] or native["serving"] else None
 
 
 def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
@@ -706,11 +751,14 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
         for i, s in enumerate(stops):
             if type(s) is not str:
                 raise wrong_type(join("stop_sequences", i), "a string", s)
-    out: JSONObj = {"model": model, "messages": _messages(data), "include_usage": True}
+    messages, st = _messages(data)
+    out: JSONObj = {"model": model, "messages": messages, "include_usage": True}
     # Optional fields, checked in a fixed order (the first error wins); absent ones are left
     # to the schema's defaults.
     has_mcp = False
     extras = _Extras()
+    extras.paths += st.native
+    extras.serving += st.serving
     if "tools" in data:
         out["tools"], has_mcp = _tools(data, extras)
     choice = get("tool_choice")
@@ -745,7 +793,7 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     if b'"cache_control"' in body:
         out["cache_marks"] = True
     extra = data.keys() - _READ
-    if extra or extras.tool_fields or out.get("thinking"):
+    if extra or extras.tool_fields or extras.paths or extras.serving or out.get("thinking"):
         native = _native(data, extra, extras)
         if native is not None:
             out["native"] = native
@@ -768,7 +816,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     ``include_usage`` is always True (Anthropic streams always report usage). Raises
     :class:`gateway.errors.InvalidRequest` naming the field for malformed JSON, wrong types,
     missing ``model``/``max_tokens``/``messages``, empty ``messages``, unknown roles or block
-    types, and unsupported features (documents, server tools, diagnostics, compaction), and
+    types, and unsupported features (documents, diagnostics, compaction), and
     :class:`gateway.errors.PayloadTooLarge` past the message, part or tool ``limits``
     (:func:`gateway.edges._bounds.check_bounds`; JSON nested too deep is an InvalidRequest).
     """

@@ -11,7 +11,9 @@ from typing import Any
 from gateway.edges.anthropic_messages_thread import ThreadedRequest
 from gateway.edges.signatures import wrap_signature, wrap_tool_call_id
 from gateway.errors import TurnstileError
+from gateway.providers.anthropic_common import API
 from gateway.schema import (
+    NativePart,
     Provenance,
     RedactedThinkingPart,
     Request,
@@ -95,11 +97,13 @@ def client_tool_use_id(id: str, sig: str | None, prov: Provenance | None) -> str
 
 
 def render_block(part: Any) -> dict[str, Any]:
-    """One assistant content part as an Anthropic content block. Raises ``TypeError`` for
-    anything else."""
+    """One assistant content part as an Anthropic content block (a :class:`NativePart` of this
+    wire API: its block verbatim). Raises ``TypeError`` for anything else."""
     # exact classes: the schema's models are never subclassed, and isinstance on a pydantic
     # model goes through ABCMeta (several times slower)
     if type(part) is TextPart:
+        if part.citations is not None:
+            return {"type": "text", "text": part.text, "citations": part.citations}
         return {"type": "text", "text": part.text}
     if type(part) is ToolCallPart:
         return {
@@ -117,6 +121,8 @@ def render_block(part: Any) -> dict[str, Any]:
     if type(part) is RedactedThinkingPart:
         data = wrap_signature(part.data, part.provenance) if part.provenance is not None else part.data
         return {"type": "redacted_thinking", "data": data}
+    if type(part) is NativePart and part.api == API:
+        return part.block  # a server tool call or result, verbatim
     raise TypeError(f"not an assistant part: {type(part).__name__}")
 
 

@@ -36,6 +36,7 @@ from gateway.edges.anthropic_messages_render import (
     turnstile_meta,
 )
 from gateway.edges.signatures import wrap_signature
+from gateway.providers.anthropic_common import API
 from gateway.schema import (
     MessageEnd,
     MessageStart,
@@ -74,6 +75,9 @@ class _Part:
     signature: str | None = None
     provenance: Provenance | None = None
     fragments: list[str] = field(default_factory=list)
+    data: str | None = None
+    api: str | None = None
+    cited: bool = False
 
 
 class StreamRenderer:
@@ -163,6 +167,8 @@ class StreamRenderer:
         self._close_open(out)
         if part.kind == "thinking":
             block: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
+        elif part.cited:
+            block = {"type": "text", "text": "", "citations": []}
         else:
             block = {"type": "text", "text": ""}
         self.open_index = index
@@ -178,6 +184,18 @@ class StreamRenderer:
         }
         n = self._block_start(block, out)
         for frag in [f for f in part.fragments if f] or ["{}"]:
+            self._block_delta(n, {"type": "input_json_delta", "partial_json": frag}, out)
+        self._block_stop(n, out)
+
+    def _native(self, part: _Part, out: list[bytes]) -> None:
+        """A server tool block (``server_tool_use``, ``web_search_tool_result``...) as the
+        upstream streamed it: its start block verbatim, its input fragments as
+        ``input_json_delta``, its stop. Another wire API's native block is not rendered."""
+        if part.api != API:
+            return
+        self._close_open(out)
+        n = self._block_start(orjson.loads(part.data or "{}"), out)
+        for frag in part.fragments:
             self._block_delta(n, {"type": "input_json_delta", "partial_json": frag}, out)
         self._block_stop(n, out)
 
@@ -237,25 +255,36 @@ class StreamRenderer:
             provenance=event.provenance,
         )
         self.parts[event.index] = part
-        if event.kind == "redacted_thinking":
+        if event.kind == "native":
+            part.data, part.api = event.data, event.api
+        elif event.kind == "redacted_thinking":
             self._close_open(out)
             data = event.data or ""
             if event.provenance is not None:
                 data = wrap_signature(data, event.provenance)
             n = self._block_start({"type": "redacted_thinking", "data": data}, out)
             self._block_stop(n, out)
-        elif event.kind != "tool_call" and self.open_index is not None and self.open_index != event.index:
+        elif (
+            event.kind != "tool_call"
+            and event.kind != "native"
+            and self.open_index is not None
+            and self.open_index != event.index
+        ):
             self._close_open(out)
 
     def _part_delta(self, event: PartDelta, out: list[bytes]) -> None:
         part = self.parts.get(event.index)
         if part is None:  # a delta without its start: infer what we can
             part = self.parts[event.index] = _Part(kind="text" if event.text is not None else "unknown")
-        if part.kind == "tool_call":
+        if part.kind == "tool_call" or part.kind == "native":
             if event.arguments:
                 part.fragments.append(event.arguments)
             if event.signature:
                 part.signature = event.signature
+        elif part.kind == "text" and event.citation is not None:
+            part.cited = True
+            n = self._open(event.index, part, out)
+            self._block_delta(n, {"type": "citations_delta", "citation": event.citation}, out)
         elif part.kind == "text" and event.text:
             n = self._open(event.index, part, out)
             out.append(self._text_delta(n, "text_delta", "text", event.text))
@@ -272,6 +301,8 @@ class StreamRenderer:
             return
         if part.kind == "tool_call":
             self._tool_use(part, out)
+        elif part.kind == "native":
+            self._native(part, out)
         elif part.kind == "thinking" and part.signature and self.open_index != index:
             self.parts[index] = part  # a signed thinking block with no text: still render it
             self._open(index, part, out)

@@ -126,14 +126,17 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
     "max_tokens": Rule(CARRIED, "as sent", "the API's output limit"),
     "messages": Rule(
         CARRIED,
-        "in order; `role: system` messages stay in place",
-        "OpenAI: `system` messages in place; Gemini: `systemInstruction`",
+        "in order; `role: system` messages stay in place; server tool calls and results "
+        "(`server_tool_use`, `*_tool_result`, `mcp_tool_use`) and `tool_reference` blocks as sent",
+        "OpenAI: `system` messages in place; Gemini: `systemInstruction`; server tool blocks and "
+        "`tool_reference` refused",
     ),
     "system": Rule(CARRIED, "as sent (`cache_control` kept)", "a leading system message"),
     "tools": Rule(
         CARRIED,
-        "custom tools, per-tool extra keys on the tool; server tools refused",
-        "function tools; `defer_loading` dropped, other per-tool extra keys refused",
+        "custom tools, per-tool extra keys on the tool, server tools (`web_search_*`, "
+        "`tool_search_tool_*`, ...) as sent",
+        "function tools; `defer_loading` dropped, other per-tool extra keys and server tools refused",
     ),
     "tool_choice": Rule(CARRIED, "as sent", "each API's tool choice"),
     "temperature": Rule(CARRIED, "as sent", "as sent"),

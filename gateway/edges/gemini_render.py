@@ -32,6 +32,7 @@ from gateway.edges.gemini_parse import shows_thoughts
 from gateway.edges.signatures import wrap_b64_signature
 from gateway.errors import TurnstileError
 from gateway.schema import (
+    NativePart,
     RedactedThinkingPart,
     Request,
     Response,
@@ -144,6 +145,8 @@ def render_parts(content: list[Any], thoughts: bool = True) -> list[dict[str, An
         elif kind is RedactedThinkingPart:
             sig = wrap_b64_signature(p.data, p.provenance, redacted=True)
             out.append({"text": "", "thought": True, "thoughtSignature": sig})
+        elif kind is NativePart:
+            continue  # another wire API's server block: only its own clients ask for them (schema)
         else:
             raise TypeError(f"not an assistant part: {kind.__name__}")
         last_text = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -13,6 +14,7 @@ from gateway.schema import (
     AssistantPart,
     MessageEnd,
     MessageStart,
+    NativePart,
     PartDelta,
     PartStart,
     RedactedThinkingPart,
@@ -32,6 +34,7 @@ class _Builder:
     text: list[str] = field(default_factory=list)
     arguments: list[str] = field(default_factory=list)
     signature: list[str] = field(default_factory=list)
+    citations: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, delta: PartDelta) -> None:
         if delta.text:
@@ -40,6 +43,8 @@ class _Builder:
             self.arguments.append(delta.arguments)
         if delta.signature:
             self.signature.append(delta.signature)
+        if delta.citation is not None:
+            self.citations.append(delta.citation)
 
     def _signature(self) -> str | None:
         sig = (self.start.signature or "") + "".join(self.signature)
@@ -48,11 +53,13 @@ class _Builder:
     def build(self) -> AssistantPart:
         s = self.start
         if s.kind == "text":
-            return TextPart(text="".join(self.text))
+            return TextPart(text="".join(self.text), citations=self.citations or None)
         if s.kind == "thinking":
             return ThinkingPart(text="".join(self.text), signature=self._signature(), provenance=s.provenance)
         if s.kind == "redacted_thinking":
             return RedactedThinkingPart(data=(s.data or "") + "".join(self.text), provenance=s.provenance)
+        if s.kind == "native":
+            return native_part(s, "".join(self.arguments))
         raw = "".join(self.arguments)
         try:
             parsed = orjson.loads(raw) if raw.strip() else {}
@@ -66,6 +73,20 @@ class _Builder:
             signature=self._signature(),
             provenance=s.provenance,
         )
+
+
+def native_part(start: PartStart, arguments: str) -> NativePart:
+    """The :class:`NativePart` of a streamed native block: its start block (``start.data``,
+    JSON) with its ``input`` replaced by the streamed ``arguments`` when any came (Anthropic
+    ``server_tool_use`` streams its input as ``input_json_delta``); kept as sent when they are
+    not a JSON object."""
+    block = orjson.loads(start.data or "{}")
+    if arguments.strip():
+        try:
+            block["input"] = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            block["input"] = arguments
+    return NativePart(api=start.api or "", block=block)
 
 
 def _final_usage(start: Usage | None, end: Usage) -> Usage:

@@ -26,6 +26,7 @@ from gateway.guards.common import Repair
 from gateway.schema import (
     AssistantMessage,
     AssistantPart,
+    NativePart,
     Provenance,
     RedactedThinkingPart,
     Request,
@@ -136,7 +137,11 @@ def apply_thinking_policy(
         last_assistant = i
         content: list[AssistantPart] | None = None  # made at the first change only
         for j, part in enumerate(msg.content):
-            if type(part) is TextPart or (type(part) is ToolCallPart and part.signature is None):
+            if (
+                type(part) is TextPart
+                or type(part) is NativePart  # same-wire content: the target layer refuses it elsewhere
+                or (type(part) is ToolCallPart and part.signature is None)
+            ):
                 if content is not None:
                     content.append(part)
                 continue

@@ -3,7 +3,8 @@
 (:mod:`gateway.providers.anthropic_stream`): the stop-reason table and thinking provenance.
 
 Stop reasons: ``end_turn``/``stop_sequence``/``pause_turn`` -> ``stop`` (``pause_turn`` means a
-server-tool loop paused; with no server tools requested there is nothing to resume),
+server-tool loop paused; an Anthropic client that asked for server tools then sees
+``end_turn``: the schema has no stop reason for it yet, issue 14 item 4),
 ``max_tokens``/``model_context_window_exceeded`` -> ``length``, ``tool_use`` -> ``tool_use``,
 ``refusal`` -> ``content_filter``; anything else raises :class:`UnknownStopReason`.
 """
@@ -46,3 +47,15 @@ def provenance(deployment: Deployment) -> Provenance:
     """Provenance of thinking signed by this deployment (one shared, frozen instance per
     provider and model)."""
     return _provenance(deployment.provider, deployment.model)
+
+
+SERVER_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use", "mcp_tool_result"})
+"""Answer blocks of the server's own tool calls (besides every ``*_tool_result`` type): kept
+verbatim as :class:`gateway.schema.NativePart` parts
+(https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/server-tools)."""
+
+
+def is_server_block(kind: str) -> bool:
+    """True for an answer block type of a server tool call or its result (``server_tool_use``,
+    ``web_search_tool_result``, ``tool_search_tool_result``, ``mcp_tool_use``, ...)."""
+    return kind in SERVER_BLOCKS or kind.endswith("_tool_result")

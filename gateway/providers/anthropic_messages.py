@@ -63,7 +63,7 @@ from gateway.config import Deployment
 from gateway.errors import CapabilityError, UpstreamProtocolError
 from gateway.providers import media_wire, wire_common
 from gateway.providers.anthropic_common import API as API  # the wire API name (WireModule.API)
-from gateway.providers.anthropic_common import map_stop_reason, provenance
+from gateway.providers.anthropic_common import is_server_block, map_stop_reason, provenance
 from gateway.providers.anthropic_output import add_output, map_back_parts
 from gateway.providers.anthropic_stream import AnthropicStreamParser
 from gateway.providers.naming import ANTHROPIC_ID, TOOL_NAME, NameMap
@@ -73,6 +73,7 @@ from gateway.schema import (
     AudioPart,
     DocumentPart,
     ImagePart,
+    NativePart,
     RedactedThinkingPart,
     Request,
     Response,
@@ -197,9 +198,12 @@ def _text_block(part: TextPart) -> dict[str, Any] | None:
     text = part.text
     if not text or text.isspace():  # blank: Anthropic rejects it
         return None
-    if part.cache_control is None:
+    if part.cache_control is None and part.citations is None:
         return {"type": "text", "text": text}
-    return {"type": "text", "text": text, "cache_control": part.cache_control}
+    block: dict[str, Any] = {"type": "text", "text": text}
+    if part.citations is not None:
+        block["citations"] = part.citations
+    return _with_cache(block, part.cache_control)
 
 
 def image_block(part: ImagePart) -> dict[str, Any]:
@@ -249,6 +253,8 @@ def _media_blocks(
             out.append(media_wire.anthropic_document(part))
         elif type(part) is AudioPart:
             raise media_wire.refuse(part, deployment, "cannot take audio")
+        elif type(part) is NativePart and part.api == API:
+            out.append(part.block)  # a tool_reference block (tool search), verbatim
     return out
 
 
@@ -285,6 +291,8 @@ def _assistant_blocks(msg: AssistantMessage, names: NameMap) -> list[dict[str, A
                 out.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
         elif type(part) is RedactedThinkingPart:
             out.append({"type": "redacted_thinking", "data": part.data})
+        elif type(part) is NativePart and part.api == API:
+            out.append(part.block)  # a server tool call or result, verbatim
     return out
 
 
@@ -398,7 +406,8 @@ def merge_native(body: dict[str, Any], fields: dict[str, Any], names: NameMap) -
     """Lay an Anthropic client's own fields (``NativeFields.fields``) over ``body``: ``thinking``
     is already placed (:func:`_thinking`), ``output_config`` keys are added to that object,
     ``tool_fields`` (client tool name -> keys such as ``defer_loading``) set on the tool of that
-    name, any other top-level key (``cache_control``, ``service_tier``, ``speed``,
+    name, ``server_tools`` (server tool definitions, ``web_search_20250305``) appended to
+    ``tools`` as sent, any other top-level key (``cache_control``, ``service_tier``, ``speed``,
     ``context_management``, ``container``, ``mcp_servers``) set as sent."""
     for key, value in fields.items():
         if key == "thinking":
@@ -411,6 +420,8 @@ def merge_native(body: dict[str, Any], fields: dict[str, Any], names: NameMap) -
                 extra = by_name.get(tool.get("name"))
                 if extra:
                     tool.update(extra)
+        elif key == "server_tools":
+            body.setdefault("tools", []).extend(value)
         else:
             body[key] = value
 
@@ -424,7 +435,8 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
     if system:
         body["system"] = system
     body["messages"] = messages
-    if request.tools:
+    native = request.native
+    if request.tools or (native is not None and native.api == API and "server_tools" in native.fields):
         tools = []
         for t in request.tools:
             tool: dict[str, Any] = {"name": upstream_name(names, t.name)}
@@ -449,7 +461,6 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         body["metadata"] = {"user_id": request.user}
     if request.stream:
         body["stream"] = True
-    native = request.native
     if native is not None and native.api == API:
         merge_native(body, native.fields, names)
     return body
@@ -485,7 +496,9 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
     ``text`` (empty ones skipped), ``thinking`` (signature byte-identical, provenance of the
     deployment), ``redacted_thinking`` and ``tool_use`` blocks become parts; ``tool_use.input``
     is kept as the arguments object and as compact JSON text in ``raw_arguments``; ids and names
-    are mapped back through ``ctx.names``. A call of the structured-output tool
+    are mapped back through ``ctx.names``. The server's own tool calls and results
+    (``server_tool_use``, ``*_tool_result``, ``mcp_tool_use``/``mcp_tool_result``) become
+    :class:`gateway.schema.NativePart` parts, the block verbatim. A call of the structured-output tool
     (``ctx.output_tool``) becomes a text part of its JSON
     (:func:`gateway.providers.anthropic_output.map_back_parts`). The answer is assembled as
     plain dicts and validated once (:func:`gateway.providers.wire_common.validate_response`). Raises
@@ -510,7 +523,10 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
         if kind == "text":
             text = block.get("text")
             if text:
-                parts.append({"type": "text", "text": text if isinstance(text, str) else str(text)})
+                part = {"type": "text", "text": text if isinstance(text, str) else str(text)}
+                if isinstance(block.get("citations"), list):
+                    part["citations"] = block["citations"]
+                parts.append(part)
         elif kind == "thinking":
             signature = block.get("signature") or None
             if signature is not None and not isinstance(signature, str):
@@ -545,6 +561,8 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
                     "raw_arguments": wire_common.dumps_arguments(args),
                 }
             )
+        elif isinstance(kind, str) and is_server_block(kind):
+            parts.append({"type": "native", "api": API, "block": block})
     usage = obj.get("usage")
     stop = obj.get("stop_reason")
     if ctx.output_tool is not None:

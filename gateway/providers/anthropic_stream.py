@@ -3,7 +3,7 @@
 Events (https://docs.anthropic.com/en/docs/build-with-claude/streaming): ``message_start``
 (id, model, usage with input and cache tokens) -> ``MessageStart``; ``content_block_start`` /
 ``content_block_delta`` (``text_delta``, ``thinking_delta``, ``signature_delta``,
-``input_json_delta``; ``citations_delta`` ignored) / ``content_block_stop`` -> part events;
+``input_json_delta``, ``citations_delta``: ``PartDelta.citation``) / ``content_block_stop`` -> part events;
 ``message_delta`` (stop reason, cumulative usage: the latest value of each field wins);
 ``message_stop`` -> ``MessageEnd``; a ``tool_use`` block of the structured-output tool
 (``ctx.output_tool``, :mod:`gateway.providers.anthropic_output`) is a text part whose text is
@@ -13,8 +13,11 @@ schema), and ``tool_use`` is then ``stop`` when no other tool was called; ``ping
 types are ignored, as the streaming documentation asks ("we may occasionally add new event types").
 
 Part indexes are contiguous and Turnstile's own: Anthropic block indexes are mapped, and
-blocks with no internal representation (server tools, compaction…) are skipped with their
-deltas. A text block gets its part only at its first non-empty text, so empty text blocks
+blocks with no internal representation (compaction…) are skipped with their deltas. The
+server's own tool calls and results (``server_tool_use``, ``*_tool_result``, ``mcp_tool_use``)
+are ``native`` parts: the ``content_block_start`` block as JSON in ``PartStart.data``, its
+``input_json_delta`` fragments as ``arguments`` deltas.
+A text block gets its part only at its first non-empty text, so empty text blocks
 never surface. A ``tool_use`` block that closes without any ``input_json_delta`` gets its
 ``content_block_start`` input (``{}``) as its arguments. Blocks still open at ``message_delta``
 (a stream cut by ``max_tokens`` mid tool call, anthropic-sdk-python
@@ -30,7 +33,7 @@ import orjson
 
 from gateway.errors import UpstreamProtocolError
 from gateway.providers import wire_common
-from gateway.providers.anthropic_common import map_stop_reason, provenance
+from gateway.providers.anthropic_common import API, is_server_block, map_stop_reason, provenance
 from gateway.providers.anthropic_output import output_text
 from gateway.providers.wire import CallContext
 from gateway.schema import (
@@ -75,7 +78,7 @@ per upstream chunk, and this is a third cheaper."""
 
 @dataclass
 class _Block:
-    kind: str  # text | thinking | redacted_thinking | tool_call | output | skip
+    kind: str  # text | thinking | redacted_thinking | tool_call | output | native | skip
     part: int | None = None
     start_input: Any = None
     got_args: bool = False
@@ -265,6 +268,12 @@ class AnthropicStreamParser:
                     name=self.ctx.names.from_upstream_name(str(cb.get("name") or "")),
                 )
             )
+        elif isinstance(btype, str) and is_server_block(btype):
+            block = _Block("native", part=self._new_part())
+            self.blocks[index] = block
+            out.append(
+                PartStart(index=block.part or 0, kind="native", api=API, data=orjson.dumps(cb).decode())
+            )
         else:
             self.blocks[index] = _Block("skip")
 
@@ -290,6 +299,13 @@ class AnthropicStreamParser:
                     out.append(_part_delta({"index": block.part, "text": text}))
                 else:
                     self._text(block, str(text), out)
+        elif dtype == "citations_delta" and block.kind == "text":
+            citation = delta.get("citation")
+            if isinstance(citation, dict):
+                if block.part is None:
+                    block.part = self._new_part()
+                    out.append(PartStart(index=block.part, kind="text"))
+                out.append(PartDelta(index=block.part, citation=citation))
         elif block.part is None:
             return
         elif dtype == "thinking_delta":
@@ -302,7 +318,7 @@ class AnthropicStreamParser:
             fragment = delta.get("partial_json")
             if fragment:
                 block.got_args = True
-                if block.kind == "tool_call":
+                if block.kind == "tool_call" or block.kind == "native":
                     out.append(_part_delta({"index": block.part, "arguments": str(fragment)}))
                 elif block.held is not None:
                     block.held.append(str(fragment))

@@ -399,10 +399,10 @@ U = [{"role": "user", "content": "q"}]
                 "model": "c",
                 "max_tokens": 5,
                 "messages": U,
-                "tools": [{"type": "web_search_20250305", "name": "web_search"}],
+                "tools": [{"type": "web_search", "name": "web_search"}],
             },
             "tools[0].type",
-            "not supported yet",
+            "unknown tool type 'web_search'",
         ),
         (
             {"model": "c", "max_tokens": 5, "messages": U, "tools": [{"name": "f"}]},
@@ -474,3 +474,96 @@ def test_output_format_beside_output_config_format_is_refused_by_name() -> None:
     with pytest.raises(InvalidRequest) as err:
         parse(_with(output_format={"type": "text"}))
     assert err.value.param == "output_format.type"
+
+
+SEARCH_TOOL = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
+SERVER_CALL = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}}
+SERVER_RESULT = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+TOOL_REF = {"type": "tool_reference", "tool_name": "Read"}
+TOOL_SEARCH_BODY: dict[str, Any] = {
+    "model": "c",
+    "max_tokens": 5,
+    "tools": [
+        {"name": "ToolSearch", "input_schema": {"type": "object"}},
+        {"name": "Read", "input_schema": {"type": "object"}, "defer_loading": True},
+        SEARCH_TOOL,
+    ],
+    "messages": [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": [
+                SERVER_CALL,
+                SERVER_RESULT,
+                {"type": "tool_use", "id": "toolu_1", "name": "ToolSearch", "input": {"query": "read"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [TOOL_REF]}],
+        },
+    ],
+}
+"""Claude Code's tool search (``tool_reference`` in a tool result, deferred tools) beside a web
+search round trip in the history."""
+
+
+def test_server_tools_server_blocks_and_tool_references_are_native_and_named() -> None:
+    req = anthropic_messages.parse_request(orjson.dumps(TOOL_SEARCH_BODY))
+    assert [t.name for t in req.tools] == ["ToolSearch", "Read"]
+    assert req.native is not None and req.native.api == "anthropic_messages"
+    assert req.native.fields["server_tools"] == [SEARCH_TOOL]
+    assert req.native.fields["tool_fields"] == {"Read": {"defer_loading": True}}
+    asst = req.messages[1]
+    assert isinstance(asst, AssistantMessage)
+    assert [p.type for p in asst.content] == ["native", "native", "tool_call"]
+    assert [p.block for p in asst.content[:2]] == [SERVER_CALL, SERVER_RESULT]  # type: ignore[union-attr]
+    assert [c.id for c in asst.tool_calls] == ["toolu_1"]  # the server's own call is not one
+    result = req.messages[2]
+    assert isinstance(result, ToolResultMessage)
+    assert result.content[0].block == TOOL_REF  # type: ignore[union-attr]
+    assert req.native.paths == [
+        "messages[1].content[0] (server_tool_use)",
+        "messages[1].content[1] (web_search_tool_result)",
+        "messages[2].content[0].content[0] (tool_reference)",
+        "tools[2] (web_search_20250305 'web_search')",
+    ]
+    assert req.native.serving == ["tools[1].defer_loading"]
+
+
+def test_a_tool_reference_without_its_tool_name_is_refused_by_name() -> None:
+    body = {**TOOL_SEARCH_BODY}
+    body["messages"] = [
+        *TOOL_SEARCH_BODY["messages"][:2],
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "tool_reference"}]}
+            ],
+        },
+    ]
+    with pytest.raises(InvalidRequest) as exc:
+        anthropic_messages.parse_request(orjson.dumps(body))
+    assert exc.value.param == "messages[2].content[0].content[0].tool_name"
+
+
+def test_text_citations_are_kept_verbatim_and_named_serving() -> None:
+    cite = {
+        "type": "web_search_result_location",
+        "url": "https://x",
+        "cited_text": "c",
+        "encrypted_index": "E",
+    }
+    body = {
+        **TOOL_SEARCH_BODY,
+        "messages": [
+            *TOOL_SEARCH_BODY["messages"][:2],
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "r"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "It rains.", "citations": [cite]}]},
+            {"role": "user", "content": "thanks"},
+        ],
+    }
+    req = anthropic_messages.parse_request(orjson.dumps(body))
+    assert req.messages[3].content[0].citations == [cite]  # type: ignore[union-attr]
+    assert req.native is not None
+    assert req.native.serving == ["messages[3].content[0].citations", "tools[1].defer_loading"]

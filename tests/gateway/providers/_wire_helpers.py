@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import yaml
 
+from gateway.guards.collect import native_part
 from gateway.providers.sse import SseDecoder
 from gateway.providers.wire_common import parse_arguments
 from gateway.schema import (
@@ -120,6 +121,8 @@ def collect(events: list[StreamEvent]) -> Response:
             content.append(ThinkingPart(text=p["text"], signature=p["sig"] or None, provenance=st.provenance))
         elif st.kind == "redacted_thinking":
             content.append(RedactedThinkingPart(data=st.data or "", provenance=st.provenance))
+        elif st.kind == "native":
+            content.append(native_part(st, p["args"]))
         else:
             content.append(
                 ToolCallPart(

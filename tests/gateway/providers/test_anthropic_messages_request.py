@@ -16,6 +16,7 @@ from gateway.schema import (
     AssistantMessage,
     ImagePart,
     NativeFields,
+    NativePart,
     Provenance,
     RedactedThinkingPart,
     Request,
@@ -388,3 +389,48 @@ def test_fields_of_another_wire_api_are_not_merged() -> None:
         native=NativeFields(api="openai_chat", fields={"seed": 1}, serving=["seed"]),
     )
     assert "seed" not in body_of(req)
+
+
+def test_server_tools_and_server_blocks_and_tool_references_are_sent_verbatim() -> None:
+    """Tool search (Claude Code's deferred tools) and a web search round trip: what the
+    Anthropic edge carries as native content reaches the upstream body unchanged."""
+    search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
+    call = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    ref = {"type": "tool_reference", "tool_name": "Read"}
+    req = Request(
+        model="m",
+        messages=[
+            UserMessage(content=[TextPart(text="q")]),
+            AssistantMessage(
+                content=[
+                    NativePart(api="anthropic_messages", block=call),
+                    NativePart(api="anthropic_messages", block=result),
+                    ToolCallPart(id="toolu_1", name="ToolSearch", arguments={"query": "read"}),
+                ]
+            ),
+            ToolResultMessage(
+                tool_call_id="toolu_1", content=[NativePart(api="anthropic_messages", block=ref)]
+            ),
+        ],
+        tools=[ToolDefinition(name="Read", parameters={"type": "object"})],
+        native=_native(server_tools=[search], tool_fields={"Read": {"defer_loading": True}}),
+    )
+    b = body_of(req)
+    assert b["tools"][1] == search and b["tools"][0]["defer_loading"] is True
+    assert b["messages"][1]["content"][:2] == [call, result]
+    want = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [ref]}
+    assert b["messages"][2]["content"] == [want]
+
+
+def test_server_tools_alone_are_sent_with_the_tool_choice() -> None:
+    search = {"type": "web_search_20250305", "name": "web_search"}
+    req = Request(
+        model="m",
+        messages=[UserMessage(content=[TextPart(text="q")])],
+        tool_choice=ToolChoice(mode="tool", name="web_search"),
+        native=_native(server_tools=[search]),
+    )
+    b = body_of(req)
+    assert b["tools"] == [search]
+    assert b["tool_choice"] == {"type": "tool", "name": "web_search"}

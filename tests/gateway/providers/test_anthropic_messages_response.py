@@ -142,7 +142,7 @@ def test_unknown_stop_reasons_raise(raw: Any) -> None:
         anthropic_messages.parse_response(_msg(raw), ctx())
 
 
-def test_server_tool_blocks_and_empty_text_are_skipped_and_redacted_thinking_kept() -> None:
+def test_server_tool_blocks_are_native_parts_verbatim_empty_text_skipped_redacted_thinking_kept() -> None:
     content = [
         {"type": "redacted_thinking", "data": "EmwKAhgB"},
         {"type": "text", "text": ""},
@@ -151,8 +151,20 @@ def test_server_tool_blocks_and_empty_text_are_skipped_and_redacted_thinking_kep
         {"type": "text", "text": "answer"},
     ]
     resp = anthropic_messages.parse_response(_msg("end_turn", content), ctx())
-    assert [p.type for p in resp.message.content] == ["redacted_thinking", "text"]
+    assert [p.type for p in resp.message.content] == ["redacted_thinking", "native", "native", "text"]
     assert resp.message.content[0].data == "EmwKAhgB"  # type: ignore[union-attr]
+    assert [p.block for p in resp.message.content[1:3]] == content[2:4]  # type: ignore[union-attr]
+    assert {p.api for p in resp.message.content[1:3]} == {"anthropic_messages"}  # type: ignore[union-attr]
+
+
+def test_mcp_tool_blocks_are_native_parts() -> None:
+    content = [
+        {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "echo", "server_name": "s", "input": {}},
+        {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "is_error": False, "content": []},
+    ]
+    resp = anthropic_messages.parse_response(_msg("end_turn", content), ctx())
+    assert [p.block for p in resp.message.content] == content  # type: ignore[union-attr]
+    assert resp.message.tool_calls == []  # the server's own calls: nothing for the client to answer
 
 
 def test_rewritten_ids_and_names_are_mapped_back() -> None:
