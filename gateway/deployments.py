@@ -41,7 +41,10 @@ class DeploymentTable:
         cls, config: GatewayConfig, settings: Settings, *, resolve_prices: bool = True
     ) -> DeploymentTable:
         """Enable each configured deployment whose key is present; resolve its price from
-        the bundled litellm table plus overrides (USD per million tokens)."""
+        the bundled litellm table plus overrides (USD per million tokens). An alias lists its
+        enabled deployments; the ``demo`` stand-in among them only when none of the others is
+        enabled (a keyless gateway answers, a real deployment's failure is never papered over
+        by the stand-in's fake answer)."""
         table = cls()
         missing: dict[str, list[str]] = {}  # deployment name or upstream model id -> key variables
         for dep in config.deployments:
@@ -62,6 +65,9 @@ class DeploymentTable:
                 table.prices[dep.name] = dep.price or Price()
         for alias in config.models:
             enabled = [d for d in alias.deployments if d in table.deployments]
+            real = [d for d in enabled if table.deployments[d].api != "demo"]
+            if real:
+                enabled = real  # the demo stand-in never answers for a real deployment that failed
             if enabled:
                 table.aliases[alias.name] = enabled
             else:

@@ -29,7 +29,14 @@ def test_a_key_in_the_environment_switches_its_deployments_on(monkeypatch: pytes
     table = _table(monkeypatch, ANTHROPIC_API_KEY="sk-test")
     assert "anthropic-claude-sonnet-4-5" in table.deployments
     assert table.keys["anthropic-claude-sonnet-4-5"] == "sk-test"
-    assert [d.name for d in table.candidates("default")] == ["anthropic-claude-sonnet-4-5", "demo"]
+    assert [d.name for d in table.candidates("default")] == ["anthropic-claude-sonnet-4-5"]
+
+
+def test_with_a_key_set_the_demo_stand_in_is_never_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = _table(monkeypatch, OPENAI_API_KEY="sk-test")
+    for alias in ("default", "gpt-6.2-sol", "gpt-5.6-luna"):
+        assert "demo" not in [d.name for d in table.candidates(alias)], alias
+    assert [d.name for d in table.candidates("claude-opus-5-5")] == ["demo"]  # its provider's key is unset
 
 
 def test_models_list_labels_the_demo_as_a_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
