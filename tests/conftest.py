@@ -12,6 +12,24 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--compat-matrix PATH``: write the compatibility matrix of this run there
+    (``tests/compat/matrix.py``)."""
+    parser.addoption(
+        "--compat-matrix",
+        metavar="PATH",
+        default=None,
+        help="write the client compatibility matrix of this run to PATH (e.g. docs/compat.md)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "compat(client, scenario, api, checks): one cell of the client compatibility matrix",
+    )
+
+
 @pytest.fixture(scope="session")
 def wire_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     """``{"loop", "standin", "gateway", "db_path"}``: the running stand-in and gateway."""

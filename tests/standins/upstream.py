@@ -119,6 +119,7 @@ class Answer:
     size: int = 0
     declare_length: bool = False
     stream: bool | None = None
+    respond: Callable[[str, Any, bool], Exchange] | None = None
 
     def matches(self, api: str, model: str, stream: bool) -> bool:
         return (
@@ -287,6 +288,18 @@ def structured_answer(*, api: str | None = None, model: str | None = None) -> An
         status=200, content_type="application/json", body=b"{}", stream=False, source="structured"
     )
     return Answer(placeholder, api=api, model=model, fault="structured")
+
+
+def answering(
+    respond: Callable[[str, Any, bool], Exchange], *, api: str | None = None, model: str | None = None
+) -> Answer:
+    """An answer built when the request arrives: ``respond(api, body, stream)`` gives the
+    exchange, so one scripted answer serves a client whether it streams or not (e.g.
+    ``answering(lambda api, body, stream: text_answer(api, "hi", stream=stream))``)."""
+    placeholder = Exchange(
+        status=200, content_type="application/json", body=b"{}", stream=False, source="dynamic"
+    )
+    return Answer(placeholder, api=api, model=model, respond=respond)
 
 
 def held(answer: Answer, gate: Gate) -> Answer:
@@ -503,6 +516,8 @@ class UpstreamStandin:
         ex = ans.exchange
         if ans.fault == "structured":
             ex = structured(api, body, rec.stream)
+        elif ans.respond is not None:
+            ex = ans.respond(api, body, rec.stream)
         if api == RESPONSES and ex.status < 400:
             self.issued.note(rec.model, ex.body)
         if api == ANTHROPIC and ex.status < 400:

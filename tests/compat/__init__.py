@@ -1,0 +1,1 @@
+"""The real-client compatibility suite (see ``matrix.py`` and ``docs/compat.md``)."""
