@@ -77,7 +77,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _OUTCOMES not in config.stash or not config.stash[_OUTCOMES]:
         return
     outcomes, checks = config.stash[_OUTCOMES], config.stash[_CHECKS]
-    files = {str(p) for p in HERE.glob("test_*.py")}
+    files = {str(p) for p in HERE.rglob("test_*.py")}
     full = (
         files <= config.stash[_ITEMS]
         and not session.config.option.keyword
