@@ -1,4 +1,5 @@
-"""The transcript: every turn appended to the embedded SQLite store, in the internal schema.
+"""The transcript: every turn appended to the embedded SQLite store (or, for several instances,
+one PostgreSQL database: :mod:`gateway.transcript_pg`), in the internal schema.
 
 Writes are off the event loop: :class:`TranscriptWriter` puts records on a bounded queue and
 one background task writes them in batches, each batch in one transaction (a turn is one row,
@@ -96,23 +97,24 @@ STORED_JSON_BYTES = 1024 * 1024
 MAX_ROWS_PER_STATEMENT = 256
 """Rows per ``INSERT`` (24 parameters each: well below SQLite's 32,766-parameter limit)."""
 
-_ROW_MARKS = "(" + ",".join("?" * len(COLUMNS)) + ")"
 _INSERT_HEAD = f"INSERT INTO turns ({', '.join(COLUMNS)}) VALUES "
 
 
-def insert_sql(rows: int) -> str:
-    """One ``INSERT`` of ``rows`` rows (multi-row ``VALUES``, :data:`COLUMNS` order): the
-    whole batch is one statement, one step of SQLite's VM."""
-    return _INSERT_HEAD + ",".join([_ROW_MARKS] * rows)
+def insert_sql(rows: int, mark: str = "?") -> str:
+    """One ``INSERT`` of ``rows`` rows (multi-row ``VALUES``, :data:`COLUMNS` order) with
+    parameter marker ``mark`` (``?`` SQLite, ``%s`` psycopg): the whole batch is one
+    statement, one step of SQLite's VM."""
+    row_marks = "(" + ",".join([mark] * len(COLUMNS)) + ")"
+    return _INSERT_HEAD + ",".join([row_marks] * rows)
 
 
-def insert_statements(rows: list[tuple[Any, ...]]) -> list[tuple[str, list[Any]]]:
+def insert_statements(rows: list[tuple[Any, ...]], mark: str = "?") -> list[tuple[str, list[Any]]]:
     """``(sql, parameters)`` pairs inserting ``rows`` (:meth:`TurnRecord.row` tuples), at most
     :data:`MAX_ROWS_PER_STATEMENT` rows each."""
     out = []
     for i in range(0, len(rows), MAX_ROWS_PER_STATEMENT):
         part = rows[i : i + MAX_ROWS_PER_STATEMENT]
-        out.append((insert_sql(len(part)), list(chain.from_iterable(part))))
+        out.append((insert_sql(len(part), mark), list(chain.from_iterable(part))))
     return out
 
 
@@ -217,6 +219,55 @@ def connect(path: Path | str) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.executescript(SCHEMA_SQL)
     return conn
+
+
+class SqliteTranscript:
+    """The embedded store: one SQLite connection (WAL) holding the ``turns`` table.
+
+    ``write`` runs a batch's statements in one transaction; a primary-key clash raises
+    :attr:`duplicate`, a value SQLite cannot hold one of :attr:`unwritable`."""
+
+    marks = "?"
+    duplicate: tuple[type[BaseException], ...] = (sqlite3.IntegrityError,)
+    unwritable: tuple[type[BaseException], ...] = (
+        sqlite3.IntegrityError,
+        OverflowError,
+        sqlite3.InterfaceError,
+    )
+
+    def __init__(self, path: Path | str) -> None:
+        self.conn = connect(path)
+
+    def write(self, statements: list[tuple[str, list[Any]]]) -> None:
+        """Run ``statements`` in one transaction. ``executemany`` would release and retake the
+        GIL around every row; each time this thread takes it back it stalls the event loop,
+        which under load cost more than the writing itself."""
+        if len(statements) == 1:  # autocommit: one statement is one transaction
+            self.conn.execute(*statements[0])
+            return
+        self.conn.execute("BEGIN")
+        try:
+            for sql, params in statements:
+                self.conn.execute(sql, params)
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+
+def open_target(location: Path | str) -> SqliteTranscript | Any:
+    """The store a transcript location names: :class:`gateway.transcript_pg.PostgresTranscript`
+    for a ``postgresql://`` URL, else :class:`SqliteTranscript` at that file path. Raises
+    ``sqlite3.Error`` / ``psycopg.Error`` when it cannot be opened."""
+    from gateway.transcript_pg import PostgresTranscript, is_postgres_url
+
+    if is_postgres_url(location):
+        return PostgresTranscript(str(location))
+    return SqliteTranscript(location)
 
 
 def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
@@ -324,8 +375,8 @@ class TranscriptWriter:
         self._open: _Group | None = None  # the group new records join
         self._flight: list[_Group] = []  # the groups being written
         self._size = 0  # records queued (not yet taken by the writer)
-        self._conn: sqlite3.Connection | None = None
-        self._store: _StoreThread | None = None  # runs the SQLite calls
+        self._conn: Any = None  # SqliteTranscript | PostgresTranscript, once started
+        self._store: _StoreThread | None = None  # runs the store's blocking calls
         self._lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -345,7 +396,7 @@ class TranscriptWriter:
         """Open the store and start the background writer task."""
         self._loop = asyncio.get_running_loop()
         self._store = _StoreThread(self._loop)
-        self._conn = await self._store.run(connect, self.path)
+        self._conn = await self._store.run(open_target, self.path)
         self._task = asyncio.create_task(self._run(), name="transcript-writer")
 
     def _group(self) -> _Group:
@@ -490,22 +541,10 @@ class TranscriptWriter:
 
     def _write(self, statements: list[tuple[str, list[Any]]]) -> None:
         """Run the ``(sql, parameters)`` inserts of :func:`insert_statements` in one
-        transaction. ``executemany`` would release and retake the GIL around every row; each
-        time this thread takes it back it stalls the event loop, which under load cost more than
-        the writing itself."""
+        transaction of the store."""
         assert self._conn is not None
         with self._lock:
-            if len(statements) == 1:  # autocommit: one statement is one transaction
-                self._conn.execute(*statements[0])
-                return
-            self._conn.execute("BEGIN")
-            try:
-                for sql, params in statements:
-                    self._conn.execute(sql, params)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+            self._conn.write(statements)
 
     async def _write_until_done(self, records: list[TurnRecord]) -> None:
         """Write ``records``; a failure (e.g. the file locked by another process) is logged and
@@ -528,7 +567,7 @@ class TranscriptWriter:
                 records = [r for r in records if r is not record]
         if not rows:
             return
-        statements = insert_statements(rows)
+        statements = insert_statements(rows, self._conn.marks)
         delay = 0.05
         while True:
             try:
@@ -536,10 +575,10 @@ class TranscriptWriter:
                 await self._store.run(self._write, statements)
                 self.written += len(records)
                 return
-            except (sqlite3.IntegrityError, OverflowError, sqlite3.InterfaceError) as err:
+            except self._conn.unwritable as err:
                 if len(records) == 1:
                     rid = records[0].request_id
-                    if isinstance(err, sqlite3.IntegrityError):
+                    if isinstance(err, self._conn.duplicate):
                         log.error("transcript_duplicate_request_id", request_id=rid)
                     else:
                         log.error("transcript_row_unwritable", request_id=rid, error=str(err))
@@ -591,9 +630,14 @@ class TranscriptWriter:
 
 
 def recent(path: Path | str, limit: int = 20) -> list[dict[str, Any]]:
-    """The ``limit`` most recent turns (newest first) as dicts of :data:`COLUMNS`.
+    """The ``limit`` most recent turns (newest first) as dicts of :data:`COLUMNS`, from the
+    SQLite file at ``path`` (opened read-only) or the PostgreSQL database a ``postgresql://``
+    URL names. Raises ``sqlite3.DatabaseError`` when the file is not a transcript,
+    ``psycopg.Error`` when the database is unreachable or holds none."""
+    from gateway import transcript_pg
 
-    Opens the file read-only. Raises ``sqlite3.DatabaseError`` when it is not a transcript."""
+    if transcript_pg.is_postgres_url(path):
+        return transcript_pg.recent(str(path), limit)
     conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
     try:
         conn.row_factory = sqlite3.Row
