@@ -98,6 +98,12 @@ def serve(
         level = LogLevel.info.value
     configure(level, json=settings.log_json)
     os.environ["TURNSTILE_CONFIG"] = str(path)
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # Every worker keeps its metric values in files there; /metrics adds them up
+        # (gateway.metrics). A fresh directory per run: old workers' files must not count.
+        import tempfile
+
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="turnstile-metrics-")
     os.environ["TURNSTILE_LOG_LEVEL"] = level  # the app factory (in each worker) logs at this level
     os.environ["TURNSTILE_HOST"] = bind  # the factory judges (and tells MCP) the address served
     if allow_anonymous:

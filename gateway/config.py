@@ -426,6 +426,17 @@ class AnthropicHeaders(BaseModel):
     versions: list[str] = Field(default_factory=lambda: ["2023-06-01"])
 
 
+class MetricsConfig(BaseModel):
+    """``GET /metrics`` (Prometheus text exposition, :mod:`gateway.metrics`).
+
+    * ``enabled``: serve it (the counting itself costs a list append per turn).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+
+
 class GatewayConfig(BaseModel):
     """The whole configuration file."""
 
@@ -441,6 +452,7 @@ class GatewayConfig(BaseModel):
     tool_loop: ToolLoopConfig = Field(default_factory=ToolLoopConfig)
     anthropic: AnthropicHeaders = Field(default_factory=AnthropicHeaders)
     thinking_memory: ThinkingMemoryConfig = Field(default_factory=ThinkingMemoryConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
 
     @model_validator(mode="after")
     def _check_references(self) -> GatewayConfig:

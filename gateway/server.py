@@ -63,6 +63,7 @@ from gateway.errors import (
 from gateway.http_headers import header_value, retry_after_value
 from gateway.logs import access_log
 from gateway.memory import MemoryReturn
+from gateway.metrics import fold_periodically
 from gateway.pipeline import Gateway, Pipeline, Turn
 from gateway.providers.registry import make_providers
 from gateway.schema import ToolProgress
@@ -671,6 +672,41 @@ async def models(request: Request) -> Response:
     return _json(openai_edge.render_models(gw.table.models()))
 
 
+async def metrics(request: Request) -> Response:
+    """``GET /metrics``: the Prometheus text exposition (:mod:`gateway.metrics`); 404 when
+    ``metrics.enabled`` is off."""
+    gw: Gateway = request.app.state.gateway
+    if not gw.config.metrics.enabled:
+        return await not_found(request, LookupError(request.url.path))
+    body, content_type = gw.metrics.render()
+    return Response(body, media_type=content_type)
+
+
+def _watch_metrics(gw: Gateway, mcp: Any) -> None:
+    """Register the scrape-time gauges (circuit state and cooldown of every deployment this
+    process has called; MCP server health) and let the MCP endpoint count its tool calls."""
+    from gateway import metrics as m
+
+    def circuits() -> list[tuple[str, str, float]]:
+        board = gw.routing.health if gw.routing is not None else None
+        if board is None:
+            return []
+        now = board.clock()
+        return [
+            (name, board.state(name), h.cooldown_until - now) for name, h in sorted(board.entries.items())
+        ]
+
+    def servers() -> list[tuple[str, bool]]:
+        if mcp is None:
+            return []
+        return [(s["id"], s.get("state") in ("ready", "degraded")) for s in mcp.registry.status()["servers"]]
+
+    gw.metrics.on_scrape(m.circuit_gauges(circuits))
+    gw.metrics.on_scrape(m.server_gauges(servers))
+    if mcp is not None:
+        mcp.endpoint.observer = gw.metrics
+
+
 async def health(request: Request) -> Response:
     """Liveness and the deployment table (enabled and disabled with reasons)."""
     gw: Gateway = request.app.state.gateway
@@ -816,6 +852,8 @@ def create_app(
             )
         )
         gw.mcp = app.state.mcp  # the server-side tool loop calls tools through it
+        _watch_metrics(gw, app.state.mcp)
+        folding = asyncio.create_task(fold_periodically(gw.metrics)) if gw.metrics.multiprocess else None
         log.info(
             "started",
             deployments=sorted(table.deployments),
@@ -848,6 +886,9 @@ def create_app(
             if not await open_turns.drained(config.server.transcript_commit_timeout_s):
                 log.error("shutdown_turns_still_open", turns=open_turns.count)
             app.state.memory.close()
+            if folding is not None:
+                folding.cancel()
+            gw.metrics.fold()
             await mcp_stack.aclose()
             await transcript.close()
             await gw.sessions.close()
@@ -870,6 +911,7 @@ def create_app(
             Route("/v1beta/models/{rest:path}", gemini_model, methods=["GET"]),
             Route("/models", models, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
             *mcp_api.routes(),
             *session_api.ROUTES,
         ],

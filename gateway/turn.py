@@ -31,6 +31,7 @@ from gateway.config import Deployment, GatewayConfig
 from gateway.deployments import DeploymentTable
 from gateway.errors import TurnstileError, UpstreamError
 from gateway.http_headers import header_list, header_value
+from gateway.metrics import Metrics
 from gateway.providers.base import Provider
 from gateway.schema import Message, Request, Response, StreamEvent, ToolProgress
 from gateway.signers import SignerMemory
@@ -64,6 +65,7 @@ class Gateway:
     sessions: Any = None  # gateway.sessions.store.SessionStore, opened in the server lifespan
     routing: RoutingEngine | None = None  # health and routers, made with the Pipeline
     mcp: McpRuntime | None = None  # registry and endpoint, for the tool loop (server lifespan)
+    metrics: Metrics = field(default_factory=Metrics)  # counted from the records (gateway.metrics)
 
 
 @dataclass
@@ -121,6 +123,7 @@ class Turn:
     request: Request  # as the client sent it (the edge's parse)
     headers_in: Mapping[str, str] | None = None  # the HTTP request's headers (case-insensitive get)
     started: float = field(default_factory=time.perf_counter)
+    first_byte_s: float | None = None  # a stream's first batch, seconds after ``started`` (record layer)
     wall: float = field(default_factory=time.time)
     session_id: str | None = None  # set by the server from x-turnstile-session / metadata / user
     # access layer

@@ -21,6 +21,7 @@ an unknown tool name is a JSON-RPC ``-32602`` error.
 
 from __future__ import annotations
 
+import time
 import warnings
 import weakref
 from typing import Any
@@ -217,6 +218,9 @@ class McpEndpoint:
         self.name = name
         self.version = version
         self.workspace_roots = list(workspace_roots or [])
+        # Counts tool calls and trust decisions (``tool_call(server, tool, outcome, seconds)``,
+        # ``trust_decision(server, tier, outcome)``: gateway.metrics.Metrics), set by the server.
+        self.observer: Any = None
         self.states = SealedStates(ttl_s=STATE_TTL_S)
         self.aggregate = Aggregator(registry, name=name, version=version, page_size=registry.config.page_size)
         self._listen_handler = ListenHandler(self.aggregate.bus)
@@ -502,20 +506,19 @@ class McpEndpoint:
         :meth:`mcp_servers.upstream.Upstream.call_tool`; an ``InputRequiredResult`` is
         returned unchanged."""
         spec = self.registry.spec(t.server)
-        up = self.registry.upstream(t.server)
-        if spec is None or up is None:
-            return _text_result(f"MCP server {t.server!r} was removed", is_error=True)
-        try:
-            result = await up.call_tool(
-                t.name, args, timeout_s=timeout_s, progress_callback=progress, channel=channel, **rounds
+        started = time.perf_counter()
+        result, final = await self._call_upstream(t, args, progress, timeout_s, channel, rounds)
+        if self.observer is not None:
+            outcome = (
+                "input_required"
+                if isinstance(result, InputRequiredResult)
+                else "error"
+                if result.is_error
+                else "ok"
             )
-            if isinstance(result, InputRequiredResult):
-                return result
-        except (UpstreamUnavailable, UpstreamCallFailed) as err:
-            log.warning("mcp_call_failed", server=t.server, tool=t.name, error=str(err))
-            return _text_result(str(err), is_error=True)
-        except MCPError as err:
-            return _text_result(f"MCP server {t.server!r} refused tool {t.name!r}: {err}", is_error=True)
+            self.observer.tool_call(t.server, t.name, outcome, time.perf_counter() - started)
+        if final or spec is None or isinstance(result, InputRequiredResult):
+            return result
         capped, info = cap_result(result, spec.output_cap_bytes, spec.output_cap_mode)
         if info["truncated"] and t.tool.output_schema is not None and not capped.is_error:
             capped = CallToolResult(content=capped.content, is_error=True, _meta=capped.meta)
@@ -523,6 +526,34 @@ class McpEndpoint:
         meta[SERVER_INFO_META_KEY] = {"name": self.name, "version": self.version}
         meta[ORIGIN_META_KEY] = {"server": t.server, "tool": t.name, "untrusted": True, **info}
         return capped.model_copy(update={"meta": meta})
+
+    async def _call_upstream(
+        self,
+        t: RegisteredTool,
+        args: dict[str, Any],
+        progress: Any,
+        timeout_s: float | None,
+        channel: Channel | None,
+        rounds: dict[str, Any],
+    ) -> tuple[Any, bool]:
+        """``(answer, final)``: the upstream's answer to one call (``final`` False: to be capped
+        and stamped), or an ``is_error`` result naming the server when it is gone, unavailable,
+        failed or refused (``final`` True)."""
+        up = self.registry.upstream(t.server)
+        if self.registry.spec(t.server) is None or up is None:
+            return _text_result(f"MCP server {t.server!r} was removed", is_error=True), True
+        try:
+            result = await up.call_tool(
+                t.name, args, timeout_s=timeout_s, progress_callback=progress, channel=channel, **rounds
+            )
+        except (UpstreamUnavailable, UpstreamCallFailed) as err:
+            log.warning("mcp_call_failed", server=t.server, tool=t.name, error=str(err))
+            return _text_result(str(err), is_error=True), True
+        except MCPError as err:
+            return _text_result(
+                f"MCP server {t.server!r} refused tool {t.name!r}: {err}", is_error=True
+            ), True
+        return result, False
 
     # ------------------------------------------------------------------ confirmation
 
@@ -594,6 +625,8 @@ class McpEndpoint:
             "client": visible.client,
         }
         log.info("mcp_trust_decision", **entry)
+        if self.observer is not None:
+            self.observer.trust_decision(t.server, d.tier, outcome)
         await self._audit_entry(entry)
 
     async def _audit_entry(self, entry: dict[str, Any]) -> None:

@@ -55,6 +55,7 @@ class RecordLayer:
         once when it could not start."""
         try:
             batches = await self.inner.stream(turn, request)
+            turn.first_byte_s = time.perf_counter() - turn.started
         except TurnstileError as err:
             await self.record(turn, None, err, stream=True)
             raise
@@ -87,12 +88,10 @@ class RecordLayer:
         status: int | None = None,
     ) -> None:
         """Write the rows of ``turn``: its steps' (appended), then its own (committed; returns
-        once it is, or once the commit bound passed)."""
+        once it is, or once the commit bound passed); each is counted in the metrics too."""
         transcript = self.gw.transcript
-        if transcript is None:
-            return
         if turn.steps:
-            await _record_steps(transcript, turn)
+            await _record_steps(self.gw, transcript, turn)
         usage = resp.usage if resp is not None else Usage()
         dep = turn.deployment
         record = TurnRecord(
@@ -116,33 +115,38 @@ class RecordLayer:
             request=turn_part(turn.request),
             response=resp,
         )
+        self.gw.metrics.turn(record, turn.first_byte_s)
+        if transcript is None:
+            return
         committed = transcript.try_commit(record)
         await (committed if committed is not None else transcript.commit(record))
 
 
-async def _record_steps(transcript: TranscriptWriter, turn: Turn) -> None:
-    """The rows ``<request id>.step<n>`` of the tool loop's model requests."""
+async def _record_steps(gw: Gateway, transcript: TranscriptWriter | None, turn: Turn) -> None:
+    """The rows ``<request id>.step<n>`` of the tool loop's model requests (appended, written
+    with the turn's own row; counted in the metrics)."""
     for step in turn.steps:
         dep = step.deployment
         resp = step.response
-        await transcript.append(
-            TurnRecord(
-                request_id=f"{turn.request_id}.step{step.step}",
-                ts=time.time(),
-                client_dialect=turn.dialect,
-                requested_model=turn.request.model,
-                stream=step.request.stream,
-                status=200,
-                deployment=dep.name if dep else None,
-                api=dep.api if dep else None,
-                stop_reason=resp.stop_reason,
-                usage=resp.usage.model_dump(),
-                cost_usd=resp.usage.cost_usd,
-                withheld=[w.model_dump() for w in resp.withheld_tool_calls],
-                request=step.request.model_dump(mode="json", exclude_none=True),
-                response=resp.model_dump(mode="json"),
-            )
+        record = TurnRecord(
+            request_id=f"{turn.request_id}.step{step.step}",
+            ts=time.time(),
+            client_dialect=turn.dialect,
+            requested_model=turn.request.model,
+            stream=step.request.stream,
+            status=200,
+            deployment=dep.name if dep else None,
+            api=dep.api if dep else None,
+            stop_reason=resp.stop_reason,
+            usage=resp.usage.model_dump(),
+            cost_usd=resp.usage.cost_usd,
+            withheld=[w.model_dump() for w in resp.withheld_tool_calls],
+            request=step.request.model_dump(mode="json", exclude_none=True),
+            response=resp.model_dump(mode="json"),
         )
+        gw.metrics.turn(record)
+        if transcript is not None:
+            await transcript.append(record)
     turn.steps = []
 
 
@@ -151,20 +155,19 @@ async def record_refused(gw: Gateway, request_id: str, dialect: str, error: Turn
     missing field, a body over the size limit, a bad session id): status and error, no request
     (it could not be read). Returns once the row is committed (bounded, as every turn's row:
     the error answer is released after it)."""
-    if gw.transcript is None:
-        return
-    await gw.transcript.commit(
-        TurnRecord(
-            request_id=request_id,
-            ts=time.time(),
-            client_dialect=dialect,
-            requested_model=None,
-            stream=False,
-            status=error.status,
-            guard_outcome="invalid_request",
-            error=error.message,
-        )
+    record = TurnRecord(
+        request_id=request_id,
+        ts=time.time(),
+        client_dialect=dialect,
+        requested_model=None,
+        stream=False,
+        status=error.status,
+        guard_outcome="invalid_request",
+        error=error.message,
     )
+    gw.metrics.turn(record)
+    if gw.transcript is not None:
+        await gw.transcript.commit(record)
 
 
 def aborted(turn: Turn) -> Response:
