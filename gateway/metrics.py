@@ -6,11 +6,11 @@ One :class:`Metrics` per gateway process (``gw.metrics``), its own ``CollectorRe
 with the transcript — and the MCP endpoint its tool calls and trust decisions
 (:meth:`Metrics.tool_call`, :meth:`Metrics.trust_decision`).
 
-Cost on the hot path: :meth:`Metrics.turn` keeps a tuple of the record's few scalar fields
-(no request or answer is held); the tuples are folded into the prometheus-client metrics in
-batches — at each scrape, every :data:`FOLD_EVERY` turns, and each second in multiprocess mode
-(:func:`fold_periodically`) — so a request pays for a list append, not for a dozen lock-taking
-metric updates.
+Cost on the hot path: :meth:`Metrics.turn` adds the record's numbers into plain dicts keyed by
+label values (a histogram's observation is a ``bisect`` into its bucket counts); those sums are
+applied to the prometheus-client metrics in batches — at each scrape, every :data:`FOLD_EVERY`
+turns, and each second in multiprocess mode (:func:`fold_periodically`) — one locked update per
+distinct label set per batch, instead of a dozen per turn.
 
 Multiprocess (``turnstile serve --workers N``): the CLI points ``PROMETHEUS_MULTIPROC_DIR`` at
 a fresh directory before the workers start; prometheus-client then keeps every worker's values
@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -65,9 +66,27 @@ TOKEN_TYPES = (
 NO_DEPLOYMENT = "none"
 """The ``deployment`` label of a turn no deployment served (refused before routing)."""
 
-# One kept turn: (dialect, deployment, status, guard_outcome, stream, seconds, ttfb seconds,
-# usage dict, cost USD, attempts, repairs)
-_Kept = tuple[str, str, int, str, bool, float | None, float | None, Any, float | None, list[Any], list[Any]]
+_INF = float("inf")
+_BOUNDS = (*SECONDS_BUCKETS, _INF)
+# Keys of the counter sums: (metric, *label values); of the histogram sums: (metric, *label values).
+_TURNS, _ATTEMPTS, _FALLBACKS, _DECISIONS, _ESTIMATED, _REPAIRS = range(6)
+_DURATION, _TTFB = range(2)
+
+
+class _UsageView:
+    """A usage dict (a tool-loop step's row) read like :class:`gateway.schema.Usage`."""
+
+    __slots__ = (
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "input_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+    )
+
+    def __init__(self, usage: dict[str, Any]) -> None:
+        for name in self.__slots__:
+            setattr(self, name, usage.get(name))
 
 
 class ScrapeGauges(Collector):
@@ -143,29 +162,84 @@ class Metrics:
         )  # fmt: skip
         self.gauges = ScrapeGauges()
         r.register(self.gauges)
-        self._kept: list[_Kept] = []
+        self._counter_of = {
+            _TURNS: self.turns,
+            _ATTEMPTS: self.attempts,
+            _FALLBACKS: self.fallbacks,
+            _DECISIONS: self.decisions,
+            _ESTIMATED: self.estimated,
+            _REPAIRS: self.repairs,
+        }
+        self._histogram_of = {_DURATION: self.duration, _TTFB: self.ttfb}
+        self._sums: dict[tuple[Any, ...], float] = {}  # counter increments not applied yet
+        self._observed: dict[tuple[Any, ...], list[Any]] = {}  # histogram: [bucket counts, sum]
+        self._tokens: dict[str, list[Any]] = {}  # deployment -> [5 token counts in TOKEN_TYPES order, USD]
+        self._pending = 0  # turns added since the last fold
 
     # ------------------------------------------------------------------ hot path
 
     def turn(self, record: TurnRecord, ttfb_s: float | None = None) -> None:
         """Count one transcript record (``ttfb_s``: a stream's time to first byte, seconds)."""
-        self._kept.append(
-            (
-                record.client_dialect,
-                record.deployment or NO_DEPLOYMENT,
-                record.status,
-                record.guard_outcome,
-                record.stream,
-                None if record.latency_ms is None else record.latency_ms / 1000,
-                ttfb_s,
-                record.usage,
-                record.cost_usd,
-                record.attempts,
-                record.repairs,
-            )
-        )
-        if len(self._kept) >= FOLD_EVERY:
+        sums = self._sums
+        dep = record.deployment or NO_DEPLOYMENT
+        dialect = record.client_dialect
+        key: tuple[Any, ...] = (_TURNS, dialect, dep, record.status, record.guard_outcome)
+        sums[key] = sums.get(key, 0) + 1
+        if record.latency_ms is not None:
+            self._observe((_DURATION, dialect, dep), record.latency_ms / 1000)
+        if ttfb_s is not None and record.stream:
+            self._observe((_TTFB, dialect, dep), ttfb_s)
+        u: Any = record.usage
+        if type(u) is dict:
+            u = _UsageView(u)
+        tokens = self._tokens.get(dep)
+        if tokens is None:
+            tokens = self._tokens[dep] = [0, 0, 0, 0, 0, 0.0]
+        tokens[0] += u.input_tokens or 0
+        tokens[1] += u.output_tokens or 0
+        tokens[2] += u.cache_read_tokens or 0
+        tokens[3] += u.cache_write_tokens or 0
+        tokens[4] += u.reasoning_tokens or 0
+        tokens[5] += record.cost_usd or 0.0
+        if record.attempts:
+            self._count_attempts(dep, record.status, record.attempts)
+        for repair in record.repairs:
+            code = repair.get("code") if type(repair) is dict else None
+            if code:
+                key = (_REPAIRS, code)
+                sums[key] = sums.get(key, 0) + 1
+        self._pending += 1
+        if self._pending >= FOLD_EVERY:
             self.fold()
+
+    def _observe(self, key: tuple[Any, ...], value: float) -> None:
+        entry = self._observed.get(key)
+        if entry is None:
+            entry = self._observed[key] = [[0] * len(_BOUNDS), 0.0]
+        entry[0][bisect_left(_BOUNDS, value)] += 1
+        entry[1] += value
+
+    def _count_attempts(self, answered_by: str, status: int, attempts: list[Any]) -> None:
+        sums = self._sums
+        first: str | None = None
+        for a in attempts:
+            dep = a.get("deployment")
+            if dep is None:  # the routing decision (kind route)
+                if "policy" in a:
+                    key: tuple[Any, ...] = (_DECISIONS, a["policy"], a.get("tier") or "")
+                    sums[key] = sums.get(key, 0) + 1
+                    cost = a.get("estimated_cost_usd")
+                    if cost:
+                        key = (_ESTIMATED, a.get("route") or NO_DEPLOYMENT)
+                        sums[key] = sums.get(key, 0) + cost
+                continue
+            if first is None:
+                first = dep
+            key = (_ATTEMPTS, dep, a.get("status", "skipped"))  # a skipped deployment has no status
+            sums[key] = sums.get(key, 0) + 1
+        if first is not None and status < 400 and answered_by != first and answered_by != NO_DEPLOYMENT:
+            key = (_FALLBACKS, first, answered_by)
+            sums[key] = sums.get(key, 0) + 1
 
     def tool_call(self, server: str, tool: str, outcome: str, seconds: float) -> None:
         """Count one MCP tool call forwarded upstream (``outcome`` ok | error | input_required)."""
@@ -184,43 +258,29 @@ class Metrics:
     # ------------------------------------------------------------------ folding
 
     def fold(self) -> None:
-        """Apply the kept turns to the metrics."""
-        kept, self._kept = self._kept, []
-        for dialect, dep, status, guard, stream, seconds, ttfb, usage, cost, attempts, repairs in kept:
-            self.turns.labels(dialect, dep, str(status), guard).inc()
-            if seconds is not None:
-                self.duration.labels(dialect, dep).observe(seconds)
-            if stream and ttfb is not None:
-                self.ttfb.labels(dialect, dep).observe(ttfb)
-            u = usage if type(usage) is dict else usage.__pydantic_serializer__.to_python(usage)
-            for field, kind in TOKEN_TYPES:
-                n = u.get(field)
+        """Apply the sums of the turns counted since the last fold to the metrics.
+
+        A histogram's bucket counts and sum are added to its prometheus-client child directly
+        (``_buckets``, ``_sum``: what ``observe`` updates, per bucket, in prometheus-client
+        0.26; ``tests/gateway/test_metrics.py`` checks the exposition)."""
+        sums, self._sums = self._sums, {}
+        observed, self._observed = self._observed, {}
+        tokens, self._tokens = self._tokens, {}
+        self._pending = 0
+        for dep, amounts in tokens.items():
+            for (_, kind), n in zip(TOKEN_TYPES, amounts, strict=False):
                 if n:
                     self.tokens.labels(dep, kind).inc(n)
-            if cost:
-                self.cost.labels(dep).inc(cost)
-            self._fold_attempts(dep, status, attempts)
-            for repair in repairs:
-                code = repair.get("code") if type(repair) is dict else None
-                if code:
-                    self.repairs.labels(code).inc()
-
-    def _fold_attempts(self, answered_by: str, status: int, attempts: list[Any]) -> None:
-        first: str | None = None
-        for a in attempts:
-            if a.get("kind") == "route":
-                if a.get("policy"):
-                    self.decisions.labels(a["policy"], str(a.get("tier") or "")).inc()
-                if a.get("estimated_cost_usd"):
-                    self.estimated.labels(a.get("route") or NO_DEPLOYMENT).inc(a["estimated_cost_usd"])
-                continue
-            dep = a.get("deployment")
-            if not dep:
-                continue
-            first = first or dep
-            self.attempts.labels(dep, "skipped" if "skipped" in a else str(a.get("status"))).inc()
-        if first is not None and status < 400 and answered_by not in (first, NO_DEPLOYMENT):
-            self.fallbacks.labels(first, answered_by).inc()
+            if amounts[5]:
+                self.cost.labels(dep).inc(amounts[5])
+        for (metric, *labels), amount in sums.items():
+            self._counter_of[metric].labels(*labels).inc(amount)
+        for (metric, *labels), (counts, total) in observed.items():
+            child = self._histogram_of[metric].labels(*labels)
+            child._sum.inc(total)
+            for i, n in enumerate(counts):
+                if n:
+                    child._buckets[i].inc(n)
 
     # ------------------------------------------------------------------ scrape
 

@@ -87,7 +87,7 @@ def test_turns_are_folded_in_batches_without_waiting_for_a_scrape() -> None:
     m = Metrics()
     for _ in range(FOLD_EVERY):
         m.turn(_record())
-    assert m._kept == []
+    assert m._sums == {} and m._pending == 0
     value = m.turns.labels("openai_chat", "oa", "200", "ok")._value.get()
     assert value == FOLD_EVERY
 
@@ -113,3 +113,18 @@ def test_circuit_gauges_mark_the_current_state_of_each_deployment() -> None:
     assert s[("turnstile_deployment_circuit_state", (("deployment", "oa"), ("state", "closed")))] == 0
     assert s[("turnstile_deployment_cooldown_seconds", (("deployment", "oa"),))] == 3.5
     assert s[("turnstile_deployment_cooldown_seconds", (("deployment", "an"),))] == 0
+
+
+def test_histogram_buckets_are_cumulative_in_the_exposition_as_prometheus_client_writes_them() -> None:
+    m = Metrics()
+    for ms in (3.0, 40.0, 40.0, 7000.0, 1_000_000.0):
+        m.turn(_record(latency_ms=ms))
+    s = _samples(m)
+    labels = (("deployment", "oa"), ("dialect", "openai_chat"))
+    bucket = {
+        le: s[("turnstile_turn_duration_seconds_bucket", (*labels[:1], *labels[1:], ("le", le)))]
+        for le in ("0.005", "0.05", "10.0", "+Inf")
+    }
+    assert bucket == {"0.005": 1, "0.05": 3, "10.0": 4, "+Inf": 5}
+    assert s[("turnstile_turn_duration_seconds_count", labels)] == 5
+    assert abs(s[("turnstile_turn_duration_seconds_sum", labels)] - 1007.083) < 1e-6
