@@ -1,0 +1,344 @@
+"""The shared limit counters in Redis: every gateway instance sees the same budgets, windows
+and concurrent turns.
+
+One turn costs two round trips: :meth:`RedisLimits.admit` is one script call over all its
+scopes (budgets, requests/min, tokens/min, concurrent turns: :data:`redis_scripts.ADMIT`) and
+:meth:`RedisLimits.settle` one more. A budget window's counter missing from Redis (first use,
+expired, Redis restarted empty) is seeded from the spend source (the ledger) and the call is
+repeated: a third round trip, once per window.
+
+When Redis cannot be reached (connection refused or reset, a timeout past
+``redis.timeout_s``):
+
+* ``fail: closed`` (default): :meth:`admit` raises :class:`gateway.errors.LimitsUnavailable`
+  (HTTP 503), so no turn runs unchecked.
+* ``fail: open``: the turn is admitted unchecked (``Reservation.degraded``); its spend is still
+  settled once Redis answers again.
+
+A settle that cannot reach Redis is kept (at most ``pending_max``) and sent again before the
+next admission or settle; the ``done`` marker per reservation id makes a settle that was
+applied but whose answer was lost harmless to repeat, so nothing is charged twice.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import redis.asyncio as aioredis
+import redis.exceptions
+import structlog
+
+from gateway.errors import LimitsUnavailable
+from gateway.limits import redis_scripts
+from gateway.limits.backend import Clock, SpendSource, no_spend
+from gateway.limits.decisions import (
+    Reservation,
+    SoftAlert,
+    WindowState,
+    budget_denial,
+    rate_denial,
+    rate_headers,
+    tighter,
+)
+from gateway.limits.model import BudgetLimit, Scope, nano_to_usd, usd_to_nano
+from gateway.limits.periods import Period, WindowCache
+
+Arg = str | int | float
+"""A script argument."""
+
+log = structlog.get_logger("turnstile.limits")
+
+UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+"""What "Redis cannot be reached" is (a script error is a bug and propagates)."""
+
+BUDGET_KEY_GRACE_MS = 86_400_000
+"""A budget window's key lives this long past the window's end (late settles still land)."""
+
+
+DONE_MARKER_GRACE_MS = 3_600_000
+"""A settled reservation's ``done`` marker lives this long past the lease TTL: a settle repeated
+within it (Redis answered but the answer was lost) is not applied twice."""
+
+
+@dataclass(slots=True)
+class _Check:
+    """One check of an admission: what it is, for the reply's decoding."""
+
+    t: Literal["b", "q", "t", "c"]
+    scope: str
+    limit: int
+    budget: BudgetLimit | None = None
+    start_s: float = 0.0
+    reset_s: float | None = None
+
+
+@dataclass(slots=True)
+class _Plan:
+    budgets: list[tuple[str, str]]  # (hash, holds) keys
+    tpm: list[str]
+    leases: list[str]
+
+
+class RedisLimits:
+    """:class:`gateway.limits.backend.Limits` in Redis (``redis.url``).
+
+    ``client``: a ``redis.asyncio.Redis`` made with ``decode_responses=True``
+    (:meth:`from_url` makes one); ``prefix``: put before every key (one gateway deployment's
+    keys apart from another's); ``fail``: ``closed`` or ``open`` (module docstring);
+    ``timezone``, ``spend``, ``clock``, ``lease_ttl_s``: as :class:`MemoryLimits`.
+    """
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        prefix: str = "turnstile:",
+        fail: Literal["closed", "open"] = "closed",
+        timezone: str = "UTC",
+        spend: SpendSource = no_spend,
+        clock: Clock = time.time,
+        lease_ttl_s: float = 960.0,
+        pending_max: int = 10_000,
+    ) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.fail = fail
+        self.windows = WindowCache(timezone)
+        self.spend = spend
+        self.clock = clock
+        self.lease_ttl_ms = int(lease_ttl_s * 1000)
+        self.pending: deque[tuple[list[str], list[Arg]]] = deque(maxlen=pending_max)
+        self._admit = client.register_script(redis_scripts.ADMIT)
+        self._settle = client.register_script(redis_scripts.SETTLE)
+        self._peek = client.register_script(redis_scripts.PEEK)
+
+    @classmethod
+    def from_url(cls, url: str, *, timeout_s: float = 0.5, **kw: Any) -> RedisLimits:
+        """A backend on a new connection pool to ``url`` (``redis://host:port/db``); every
+        command times out after ``timeout_s`` seconds (then Redis counts as unreachable)."""
+        client = aioredis.Redis.from_url(
+            url, decode_responses=True, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+        )
+        return cls(client, **kw)
+
+    # ---------------------------------------------------------------- admission
+
+    def _checks(self, scopes: Sequence[Scope], now: float) -> tuple[list[_Check], list[str], list[Arg]]:
+        p = self.prefix
+        checks: list[_Check] = []
+        keys: list[str] = []
+        args: list[Arg] = []
+        for scope in scopes:
+            name = scope.name
+            for b in scope.budgets:
+                start, reset = self.windows.window(now, b.period)
+                base = f"{name}:{b.period}:{int(start)}"
+                keys += (f"{p}b:{base}", f"{p}bh:{base}")
+                ttl = 0 if reset is None else int((reset - now) * 1000) + BUDGET_KEY_GRACE_MS
+                args += ("b", b.nano, 1 if b.hard else 0, ttl, "")
+                checks.append(_Check("b", name, b.nano, b, start, reset))
+            r = scope.rates
+            if r is None:
+                continue
+            for t, limit, key in (("q", r.rpm, "rpm"), ("t", r.tpm, "tpm"), ("c", r.concurrent, "c")):
+                if limit is not None:
+                    keys.append(f"{p}{key}:{name}")
+                    args += (t, limit, 1, 0, "")
+                    checks.append(_Check(t, name, limit))  # type: ignore[arg-type]
+        return checks, keys, args
+
+    async def admit(self, scopes: Sequence[Scope], cost_usd: float) -> Reservation:
+        """See :meth:`gateway.limits.backend.Limits.admit`: one script call (a window seen for
+        the first time: one more, after its seed)."""
+        now = self.clock()
+        cost = usd_to_nano(cost_usd, up=True)
+        checks, keys, args = self._checks(scopes, now)
+        rid = uuid.uuid4().hex
+        plan = _Plan([], [], [])
+        k = 0
+        for c in checks:
+            if c.t == "b":
+                plan.budgets.append((keys[k], keys[k + 1]))
+                k += 2
+            else:
+                if c.t == "t":
+                    plan.tpm.append(keys[k])
+                elif c.t == "c":
+                    plan.leases.append(keys[k])
+                k += 1
+        if not checks:
+            return Reservation(id=rid, cost_nano=cost, plan=plan)
+        head: list[Arg] = [int(now * 1000), rid, cost, int(now * 1000) + self.lease_ttl_ms, len(checks)]
+        try:
+            if self.pending:
+                await self._flush()
+            reply = await self._admit(keys=keys, args=head + args)
+            for _ in range(3):
+                if reply[0] != "seed":
+                    break
+                for i in reply[1:]:
+                    c = checks[int(i) - 1]
+                    assert c.budget is not None
+                    usd = await self.spend(c.scope, c.budget.period, c.start_s, c.reset_s)
+                    args[(int(i) - 1) * 5 + 4] = usd_to_nano(usd)
+                reply = await self._admit(keys=keys, args=head + args)
+        except UNREACHABLE as err:
+            return self._unreachable(err, rid, cost, plan)
+        return self._decode(reply, checks, rid, cost, plan, now)
+
+    def _unreachable(self, err: BaseException, rid: str, cost: int, plan: _Plan) -> Reservation:
+        if self.fail == "closed":
+            log.error("limits_unavailable", error=f"{type(err).__name__}: {err}", fail="closed")
+            raise LimitsUnavailable(
+                "the shared limit counters (Redis, redis.url) are unreachable and redis.fail is closed: "
+                "turns are refused until they answer again"
+            ) from err
+        log.warning("limits_unavailable", error=f"{type(err).__name__}: {err}", fail="open")
+        return Reservation(id=rid, cost_nano=cost, degraded=True, plan=plan)
+
+    def _decode(
+        self, reply: list[Any], checks: list[_Check], rid: str, cost: int, plan: _Plan, now: float
+    ) -> Reservation:
+        if reply[0] == "deny":
+            c = checks[int(reply[2]) - 1]
+            a, b, z = int(reply[3]), int(reply[4]), int(reply[5])
+            if reply[1] == "b":
+                assert c.budget is not None
+                raise budget_denial(
+                    scope=c.scope,
+                    period=c.budget.period,
+                    limit_nano=c.limit,
+                    spent_nano=a,
+                    reserved_nano=b,
+                    cost_nano=cost,
+                    reset_s=c.reset_s,
+                    now_s=now,
+                )
+            dim = {"q": "requests", "t": "tokens", "c": "concurrent"}[c.t]
+            state = None if c.t == "c" else WindowState(c.limit, max(c.limit - a, 0), z / 1000)
+            raise rate_denial(
+                scope=c.scope,
+                dimension=dim,
+                limit=c.limit,
+                used=a,
+                retry_s=float("inf") if b < 0 else b / 1000,
+                state=state,
+                now_s=now,
+            )
+        if reply[0] != "ok":
+            raise RuntimeError(f"limits admission script: unexpected reply {reply[0]!r}")
+        soft, states = reply[1], reply[2]
+        alerts: list[SoftAlert] = []
+        for j in range(0, len(soft), 3):
+            c = checks[int(soft[j]) - 1]
+            assert c.budget is not None
+            alerts.append(
+                SoftAlert(
+                    c.scope,
+                    c.budget.period,
+                    c.budget.usd,
+                    nano_to_usd(int(soft[j + 1])),
+                    nano_to_usd(int(soft[j + 2])),
+                    nano_to_usd(cost),
+                )
+            )
+        req: WindowState | None = None
+        tok: WindowState | None = None
+        for j in range(0, len(states), 3):
+            c = checks[int(states[j]) - 1]
+            st = WindowState(c.limit, max(c.limit - int(states[j + 1]), 0), int(states[j + 2]) / 1000)
+            if c.t == "q":
+                req = tighter(req, st)
+            else:
+                tok = tighter(tok, st)
+        headers = rate_headers(req, tok, now) if req or tok else {}
+        return Reservation(id=rid, cost_nano=cost, alerts=tuple(alerts), headers=headers, plan=plan)
+
+    # ---------------------------------------------------------------- end of a turn
+
+    async def settle(self, reservation: Reservation, cost_usd: float | None, tokens: int) -> None:
+        """See :meth:`gateway.limits.backend.Limits.settle`: one script call; kept and sent
+        again later when Redis is unreachable."""
+        actual = reservation.cost_nano if cost_usd is None else usd_to_nano(cost_usd)
+        await self._finish(reservation, actual, tokens)
+
+    async def release(self, reservation: Reservation) -> None:
+        """See :meth:`gateway.limits.backend.Limits.release`."""
+        await self._finish(reservation, 0, 0)
+
+    async def _finish(self, reservation: Reservation, actual: int, tokens: int) -> None:
+        plan = reservation.plan
+        if reservation.done or not isinstance(plan, _Plan):
+            return
+        reservation.done = True
+        if not (plan.budgets or plan.tpm or plan.leases):
+            return
+        keys = [f"{self.prefix}done:{reservation.id}"]
+        for h, z in plan.budgets:
+            keys += (h, z)
+        keys += plan.tpm
+        keys += plan.leases
+        args: list[Arg] = [
+            reservation.id,
+            int(self.clock() * 1000),
+            actual,
+            max(tokens, 0),
+            self.lease_ttl_ms + DONE_MARKER_GRACE_MS,
+            len(plan.budgets),
+            len(plan.tpm),
+            len(plan.leases),
+        ]
+        try:
+            if self.pending:
+                await self._flush()
+            await self._settle(keys=keys, args=args)
+        except UNREACHABLE as err:
+            log.warning(
+                "limits_settle_deferred", reservation=reservation.id, error=f"{type(err).__name__}: {err}"
+            )
+            self.pending.append((keys, args))
+
+    async def _flush(self) -> None:
+        """Send the settles kept while Redis was unreachable, oldest first (raises the first
+        unreachable error, keeping the rest)."""
+        while self.pending:
+            keys, args = self.pending[0]
+            await self._settle(keys=keys, args=args)
+            self.pending.popleft()
+
+    # ---------------------------------------------------------------- capacity
+
+    async def would_admit(self, scope: Scope) -> bool:
+        """See :meth:`gateway.limits.backend.Limits.would_admit` (one read script call;
+        unreachable Redis: False when failing closed, True when failing open)."""
+        r = scope.rates
+        if r is None or (r.rpm is None and r.tpm is None and r.concurrent is None):
+            return True
+        p, name = self.prefix, scope.name
+        keys = [f"{p}rpm:{name}", f"{p}tpm:{name}", f"{p}c:{name}"]
+        none = -1
+        args = [
+            int(self.clock() * 1000),
+            none if r.rpm is None else r.rpm,
+            none if r.tpm is None else r.tpm,
+            none if r.concurrent is None else r.concurrent,
+        ]
+        try:
+            return bool(await self._peek(keys=keys, args=args))
+        except UNREACHABLE:
+            return self.fail == "open"
+
+    async def spent_usd(self, scope: str, period: Period) -> tuple[float, float]:
+        """``(spent, reserved)`` USD of ``scope``'s current ``period`` window (0 if unseen)."""
+        start, _ = self.windows.window(self.clock(), period)
+        got = await self.client.hmget(f"{self.prefix}b:{scope}:{period}:{int(start)}", ["s", "r"])
+        return nano_to_usd(int(got[0] or 0)), nano_to_usd(int(got[1] or 0))
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self.client.aclose()
