@@ -31,6 +31,8 @@ from typing import Any, Literal
 
 import redis.asyncio as aioredis
 import redis.exceptions
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 import structlog
 
 from gateway.errors import LimitsUnavailable
@@ -120,9 +122,15 @@ class RedisLimits:
     @classmethod
     def from_url(cls, url: str, *, timeout_s: float = 0.5, **kw: Any) -> RedisLimits:
         """A backend on a new connection pool to ``url`` (``redis://host:port/db``); every
-        command times out after ``timeout_s`` seconds (then Redis counts as unreachable)."""
+        command times out after ``timeout_s`` seconds (then Redis counts as unreachable) and
+        is tried once more at once on a connection error (a pooled connection that a Redis
+        restart closed); both scripts are safe to repeat (``adm`` and ``done`` markers)."""
         client = aioredis.Redis.from_url(
-            url, decode_responses=True, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+            url,
+            decode_responses=True,
+            socket_timeout=timeout_s,
+            socket_connect_timeout=timeout_s,
+            retry=Retry(NoBackoff(), 1),
         )
         return cls(client, **kw)
 
@@ -177,6 +185,7 @@ class RedisLimits:
         try:
             if self.pending:
                 await self._flush()
+            keys.insert(0, f"{self.prefix}adm:{rid}")
             reply = await self._admit(keys=keys, args=head + args)
             for _ in range(3):
                 if reply[0] != "seed":

@@ -16,7 +16,11 @@ Keys (``P`` the configured prefix; ``S`` a scope name such as ``key:k_1``):
 * ``P c:S`` — zset reservation id -> deadline (ms): the concurrent turns; expired ones swept.
 * ``P done:ID`` — a settled reservation (settle is idempotent by id).
 
-Admission ``KEYS``: the checks' keys in order (a budget check has two: hash, holds zset).
+* ``P adm:ID`` — an admission taken (60 s): a call repeated after a lost answer takes
+  nothing twice.
+
+Admission ``KEYS``: ``P adm:ID``, then the checks' keys in order (a budget check has two:
+hash, holds zset).
 ``ARGV``: ``now_ms, id, cost_nano, deadline_ms, n`` then per check five values: ``type``
 (``b`` budget, ``q`` requests/min, ``t`` tokens/min, ``c`` concurrent), ``limit``, ``hard``
 (1/0), ``ttl_ms`` (budget key TTL; 0: none), ``seed`` (budget spent to create a missing key
@@ -85,7 +89,9 @@ ADMIT = (
     + """
 local now_ms, rid, cost = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local deadline, n = tonumber(ARGV[4]), tonumber(ARGV[5])
-local checks, k = {}, 1
+-- a retried call whose first run took its admission (the answer was lost) takes nothing again
+if redis.call('EXISTS', KEYS[1]) == 1 then return {'ok', {}, {}} end
+local checks, k = {}, 2
 for i = 1, n do
   local a = 5 + (i - 1) * 5
   local c = {t = ARGV[a + 1], limit = tonumber(ARGV[a + 2]), hard = ARGV[a + 3] == '1',
@@ -142,6 +148,7 @@ for i, c in ipairs(checks) do
 end
 if rate_deny then return rate_deny end
 -- 3. take it
+redis.call('SET', KEYS[1], '1', 'PX', 60000)
 for _, c in ipairs(checks) do
   if c.t == 'b' then
     redis.call('HINCRBY', c.key, 'r', cost)

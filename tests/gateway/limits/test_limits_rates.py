@@ -89,7 +89,9 @@ async def test_concurrent_turns_are_capped_and_freed_by_settle_or_release(make_l
     await lim.admit([k], 0)
 
 
-async def test_a_concurrent_slot_whose_holder_died_is_freed_by_its_ttl(make_limits: Factory, clock: Clock) -> None:
+async def test_a_concurrent_slot_whose_holder_died_is_freed_by_its_ttl(
+    make_limits: Factory, clock: Clock
+) -> None:
     lim = make_limits(lease_ttl_s=120)
     k = scope(concurrent=1)
     await lim.admit([k], 0)  # its holder never comes back
@@ -112,7 +114,11 @@ async def test_key_team_and_deployment_are_held_at_once_and_the_tightest_sets_th
     make_limits: Factory,
 ) -> None:
     lim = make_limits()
-    k, t, d = scope(rpm=10, tpm=5000), scope("team", "t1", rpm=3), scope("deployment", "gpt", rpm=100, tpm=900)
+    k, t, d = (
+        scope(rpm=10, tpm=5000),
+        scope("team", "t1", rpm=3),
+        scope("deployment", "gpt", rpm=100, tpm=900),
+    )
     res = await lim.admit([k, t, d], 0)
     assert res.headers["x-ratelimit-limit-requests"] == "3"  # the team has the least left
     assert res.headers["x-ratelimit-limit-tokens"] == "900"  # the deployment

@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 from gateway.errors import ConfigError
 from gateway.limits.periods import TOTAL_START, WindowCache, period_window, zone
 
-ZONES = ["UTC", "Europe/Berlin", "America/New_York", "America/Santiago", "Australia/Lord_Howe", "Asia/Kolkata"]
+ZONES = [
+    "UTC",
+    "Europe/Berlin",
+    "America/New_York",
+    "America/Santiago",
+    "Australia/Lord_Howe",
+    "Asia/Kolkata",
+]
 
 
 def test_a_day_window_runs_from_local_midnight_to_the_next() -> None:

@@ -1,0 +1,160 @@
+"""The Redis backend as the shared one: instances share counters, one admission is one script
+call, a missing counter is re-seeded, and Redis going away mid-run gives the configured
+behaviour (fail closed: 503; fail open: admitted) with nothing charged twice when it is back."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+from conftest import REDIS_URL, Clock, drop_prefix, redis_or_skip
+from tcp_proxy import Proxy
+
+from gateway.errors import BudgetExceeded, LimitsUnavailable, RateLimitExceeded
+from gateway.limits.model import BudgetLimit, RateLimit, Scope
+from gateway.limits.redis_backend import RedisLimits
+
+KEY = Scope("key", "k1", (BudgetLimit("day", 1.0),), RateLimit(rpm=100, tpm=10_000, concurrent=10))
+
+
+@pytest.fixture
+async def prefix() -> AsyncIterator[str]:
+    redis_or_skip()
+    p = f"turnstile-test:{uuid.uuid4().hex[:12]}:"
+    yield p
+    await drop_prefix(REDIS_URL, p)
+
+
+@pytest.fixture
+async def proxy() -> AsyncIterator[Proxy]:
+    target = urlparse(REDIS_URL)
+    p = Proxy(target.hostname or "127.0.0.1", target.port or 6379)
+    await p.start()
+    yield p
+    if p._server is not None:
+        await p.kill()
+
+
+def through(proxy: Proxy, prefix: str, clock: Clock, **kw: Any) -> RedisLimits:
+    db = urlparse(REDIS_URL).path or "/0"
+    return RedisLimits.from_url(f"redis://127.0.0.1:{proxy.port}{db}", prefix=prefix, clock=clock, **kw)
+
+
+async def test_two_instances_share_one_budget_and_one_window(prefix: str, clock: Clock) -> None:
+    a = RedisLimits.from_url(REDIS_URL, prefix=prefix, clock=clock)
+    b = RedisLimits.from_url(REDIS_URL, prefix=prefix, clock=clock)
+    k = Scope("key", "k1", (BudgetLimit("day", 1.0),), RateLimit(rpm=3))
+    await a.admit([k], 0.5)
+    await b.admit([k], 0.5)
+    with pytest.raises(BudgetExceeded):
+        await a.admit([k], 0.01)
+    k2 = Scope("key", "k2", (), RateLimit(rpm=3))
+    for lim in (a, b, a):
+        await lim.admit([k2], 0)
+    with pytest.raises(RateLimitExceeded):
+        await b.admit([k2], 0)
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_an_admission_over_every_scope_is_one_script_call(prefix: str, clock: Clock) -> None:
+    lim = RedisLimits.from_url(REDIS_URL, prefix=prefix, clock=clock)
+    team = Scope("team", "t1", (BudgetLimit("month", 10.0),), RateLimit(rpm=100, concurrent=5))
+    dep = Scope("deployment", "gpt", (), RateLimit(rpm=1000, tpm=10**6))
+    await lim.release(await lim.admit([KEY, team, dep], 0.01))  # seeds the windows
+    calls: list[str] = []
+    real = lim.client.evalsha
+
+    async def counting(*args: Any) -> Any:
+        calls.append(str(args[0]))
+        return await real(*args)
+
+    lim.client.evalsha = counting  # type: ignore[method-assign]
+    res = await lim.admit([KEY, team, dep], 0.01)
+    assert len(calls) == 1
+    await lim.settle(res, 0.005, tokens=100)
+    assert len(calls) == 2
+    await lim.aclose()
+
+
+async def test_a_counter_lost_from_redis_is_seeded_again_from_the_ledger(prefix: str, clock: Clock) -> None:
+    ledger = {"spent": 0.0}
+
+    async def spend(scope: str, period: str, start: float, reset: float | None) -> float:
+        return ledger["spent"]
+
+    lim = RedisLimits.from_url(REDIS_URL, prefix=prefix, clock=clock, spend=spend)
+    res = await lim.admit([KEY], 0.5)
+    await lim.settle(res, 0.5, tokens=0)
+    ledger["spent"] = 0.5  # what the transcript now holds
+    await drop_prefix(REDIS_URL, prefix)  # Redis restarted empty
+    with pytest.raises(BudgetExceeded):
+        await lim.admit([KEY], 0.6)
+    assert await lim.spent_usd("key:k1", "day") == (0.5, 0.0)
+    await lim.aclose()
+
+
+async def test_redis_going_away_fails_closed_with_a_503_by_default(
+    prefix: str, clock: Clock, proxy: Proxy
+) -> None:
+    lim = through(proxy, prefix, clock)
+    res = await lim.admit([KEY], 0.2)
+    await proxy.kill()
+    with pytest.raises(LimitsUnavailable) as caught:
+        await lim.admit([KEY], 0.2)
+    assert (caught.value.status, caught.value.kind) == (503, "overloaded")
+    assert not await lim.would_admit(KEY)
+    await lim.settle(res, 0.1, tokens=10)  # the turn that ran is kept, not lost
+    assert len(lim.pending) == 1
+    await proxy.start()
+    res2 = await lim.admit([KEY], 0.2)  # sends the kept settle first
+    assert not lim.pending
+    assert await lim.spent_usd("key:k1", "day") == pytest.approx((0.1, 0.2))
+    await lim.settle(res2, 0.2, tokens=0)
+    await lim.aclose()
+
+
+async def test_redis_going_away_fails_open_when_configured_and_charges_once_on_return(
+    prefix: str, clock: Clock, proxy: Proxy
+) -> None:
+    lim = through(proxy, prefix, clock, fail="open")
+    await lim.release(await lim.admit([KEY], 0.2))
+    await proxy.kill()
+    res = await lim.admit([KEY], 0.3)
+    assert res.degraded
+    assert await lim.would_admit(KEY)
+    await lim.settle(res, 0.3, tokens=50)
+    await proxy.start()
+    assert await lim.spent_usd("key:k1", "day") == (0.0, 0.0)  # not yet sent
+    res2 = await lim.admit([KEY], 0.1)
+    await lim.settle(res2, 0.1, tokens=0)
+    assert await lim.spent_usd("key:k1", "day") == pytest.approx((0.4, 0.0))
+    await lim.aclose()
+
+
+async def test_a_settle_repeated_after_a_lost_answer_is_not_charged_twice(prefix: str, clock: Clock) -> None:
+    lim = RedisLimits.from_url(REDIS_URL, prefix=prefix, clock=clock)
+    res = await lim.admit([KEY], 0.3)
+    await lim.settle(res, 0.3, tokens=5)
+    res.done = False  # as if the answer to the first settle had been lost: send it again
+    await lim.settle(res, 0.3, tokens=5)
+    assert await lim.spent_usd("key:k1", "day") == pytest.approx((0.3, 0.0))
+    await lim.aclose()
+
+
+async def test_an_admission_repeated_after_a_lost_answer_takes_nothing_twice(
+    prefix: str, clock: Clock
+) -> None:
+    lim = RedisLimits.from_url(REDIS_URL, prefix=prefix, clock=clock)
+    await lim.release(await lim.admit([KEY], 0.1))  # seeds the day window
+    checks, keys, args = lim._checks([KEY], clock())
+    keys.insert(0, f"{prefix}adm:same-id")
+    head = [int(clock() * 1000), "same-id", 300_000_000, int(clock() * 1000) + 60_000, len(checks)]
+    first = await lim._admit(keys=keys, args=head + args)
+    again = await lim._admit(keys=keys, args=head + args)  # the client's retry of the same call
+    assert first[0] == again[0] == "ok"
+    assert await lim.spent_usd("key:k1", "day") == pytest.approx((0.0, 0.3))
+    await lim.aclose()
