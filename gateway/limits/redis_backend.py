@@ -31,9 +31,9 @@ from typing import Any, Literal
 
 import redis.asyncio as aioredis
 import redis.exceptions
+import structlog
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-import structlog
 
 from gateway.errors import LimitsUnavailable
 from gateway.limits import redis_scripts
