@@ -16,8 +16,10 @@ When Redis cannot be reached (connection refused or reset, a timeout past
   settled once Redis answers again.
 
 A settle that cannot reach Redis is kept (at most ``pending_max``) and sent again before the
-next admission or settle; the ``done`` marker per reservation id makes a settle that was
-applied but whose answer was lost harmless to repeat, so nothing is charged twice.
+next admission or settle. Settle is idempotent by reservation id (it charges a budget only
+while the reservation's field is in the counter, and removes it; a turn admitted unchecked has
+a ``done`` marker instead), so a settle that was applied but whose answer was lost is harmless
+to repeat: nothing is charged twice.
 """
 
 from __future__ import annotations
@@ -63,8 +65,9 @@ BUDGET_KEY_GRACE_MS = 86_400_000
 
 
 DONE_MARKER_GRACE_MS = 3_600_000
-"""A settled reservation's ``done`` marker lives this long past the lease TTL: a settle repeated
-within it (Redis answered but the answer was lost) is not applied twice."""
+"""The ``done`` marker of a turn admitted unchecked (fail open) lives this long past the lease
+TTL: its settle repeated within it (Redis answered but the answer was lost) is not applied
+twice. Other turns need no marker: their reservation fields make settle idempotent."""
 
 
 @dataclass(slots=True)
@@ -297,7 +300,7 @@ class RedisLimits:
             int(self.clock() * 1000),
             actual,
             max(tokens, 0),
-            self.lease_ttl_ms + DONE_MARKER_GRACE_MS,
+            self.lease_ttl_ms + DONE_MARKER_GRACE_MS if reservation.degraded else 0,
             len(plan.budgets),
             len(plan.tpm),
             len(plan.leases),

@@ -9,12 +9,15 @@ exact to 2**53, i.e. 9 million USD of spend per counter). The window arithmetic 
 Keys (``P`` the configured prefix; ``S`` a scope name such as ``key:k_1``):
 
 * ``P b:S:PERIOD:START`` — hash ``s`` (spent), ``r`` (reserved) and one field per reservation
-  id holding its amount; TTL one day past the period's end (none for ``total``).
+  id holding its amount (``x:ID`` once its deadline passed unsettled); TTL one day past the
+  period's end (none for ``total``). Settle is idempotent by these fields: it charges a
+  reservation only while its field is there, and removes it.
 * ``P bh:S:PERIOD:START`` — zset of the reservations above by deadline (ms): a holder that
   died stops holding budget when its deadline passes (swept at the next admission).
 * ``P rpm:S``, ``P tpm:S`` — hash second -> count; TTL 62 s after the last write.
 * ``P c:S`` — zset reservation id -> deadline (ms): the concurrent turns; expired ones swept.
-* ``P done:ID`` — a settled reservation (settle is idempotent by id).
+* ``P done:ID`` — a settled reservation that was admitted unchecked (fail open): it has no
+  field to be idempotent by.
 
 * ``P adm:ID`` — an admission taken (60 s): a call repeated after a lost answer takes
   nothing twice.
@@ -78,6 +81,7 @@ local function sweep_holds(h, z, now_ms)
     if amount then
       redis.call('HINCRBY', h, 'r', -tonumber(amount))
       redis.call('HDEL', h, rid)
+      redis.call('HSET', h, 'x:' .. rid, 1)  -- its settle, if it ever comes, still charges
     end
   end
   if #dead > 0 then redis.call('ZREMRANGEBYSCORE', z, '-inf', now_ms) end
@@ -170,26 +174,35 @@ return {'ok', soft, states}
 
 SETTLE = """
 -- KEYS: done marker, then nb budget (hash, holds) pairs, nt tokens/min hashes, nl lease zsets
--- ARGV: id, now_ms, actual_nano, tokens, marker_ttl_ms, nb, nt, nl
+-- ARGV: id, now_ms, actual_nano, tokens, marker_ttl_ms (0: no marker), nb, nt, nl
 local rid, now_ms, actual, tokens = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local nb, nt, nl = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[5]) then return 0 end
+local marker, nb, nt, nl = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+-- a turn admitted unchecked (fail open) has no holds to tell whether it was settled: its marker does
+if marker > 0 and not redis.call('SET', KEYS[1], '1', 'NX', 'PX', marker) then return 0 end
+local fresh = nb == 0 or marker > 0
 local k = 2
 for _ = 1, nb do
   local h, z = KEYS[k], KEYS[k + 1]
   k = k + 2
+  local mine = marker > 0
   local amount = redis.call('HGET', h, rid)
   if amount then
     redis.call('HINCRBY', h, 'r', -tonumber(amount))
     redis.call('HDEL', h, rid)
     redis.call('ZREM', z, rid)
+    mine = true
+  elseif redis.call('HDEL', h, 'x:' .. rid) == 1 then
+    mine = true  -- its hold had expired (swept), but the turn did end: charge it
   end
   -- a counter that is gone (past its period, or Redis lost it) is not re-created without its
   -- seed: the ledger holds this turn and seeds it again
-  if actual > 0 and redis.call('EXISTS', h) == 1 then redis.call('HINCRBY', h, 's', actual) end
+  if mine then
+    fresh = true
+    if actual > 0 and redis.call('EXISTS', h) == 1 then redis.call('HINCRBY', h, 's', actual) end
+  end
 end
 for _ = 1, nt do
-  if tokens > 0 then
+  if fresh and tokens > 0 then
     redis.call('HINCRBY', KEYS[k], tostring(math.floor(now_ms / 1000)), tokens)
     redis.call('PEXPIRE', KEYS[k], 62000)
   end
@@ -199,7 +212,7 @@ for _ = 1, nl do
   redis.call('ZREM', KEYS[k], rid)
   k = k + 1
 end
-return 1
+return fresh and 1 or 0
 """
 
 PEEK = (

@@ -153,6 +153,20 @@ async def test_a_reservation_whose_holder_died_stops_holding_after_its_ttl(
     assert await spent(lim, "key:k1") == (0.5, 0.0)
 
 
+async def test_a_turn_that_settles_after_its_hold_expired_is_still_charged_once(
+    make_limits: Factory, clock: Clock
+) -> None:
+    lim = make_limits(lease_ttl_s=30)
+    k = key(BudgetLimit("day", 1.0))
+    slow = await lim.admit([k], 0.6)
+    clock.advance(31)
+    other = await lim.admit([k], 0.6)  # the slow turn's hold was swept: room again
+    await lim.settle(slow, 0.2, tokens=0)
+    await lim.settle(slow, 0.2, tokens=0)
+    assert await spent(lim, "key:k1") == pytest.approx((0.2, 0.6))
+    await lim.release(other)
+
+
 @pytest.mark.parametrize("tasks", [64])
 async def test_many_concurrent_turns_never_overshoot_a_hard_budget(make_limits: Factory, tasks: int) -> None:
     lim = make_limits()
