@@ -99,7 +99,7 @@ async def on_redis(url: str, turns: int) -> None:
         wall, cpu = await sequential(lim, clock, turns)
         print(f"redis ({url}), {turns} turns of admit+settle over 3 scopes, one at a time:")
         print(f"  script calls per turn {calls[0] / turns:.2f} (admission 1, settle 1)")
-        print(f"  wall p50 {pct(wall, 0.5):.3f} p99 {pct(wall, 0.99):.3f} ms/turn; client cpu {cpu:.3f} ms/turn")
+        print(f"  wall p50 {pct(wall, 0.5):.3f} p99 {pct(wall, 0.99):.3f} ms/turn; client cpu {cpu:.3f} ms")
         print(f"  bare PING round trip p50 {pct(pings, 0.5):.3f} p99 {pct(pings, 0.99):.3f} ms")
 
         async def worker(n: int) -> None:
@@ -115,7 +115,8 @@ async def on_redis(url: str, turns: int) -> None:
         info = await lim.client.info("commandstats")
         stat = info.get("cmdstat_evalsha", {})
         if stat:
-            print(f"  redis server time per script call (all since its last reset): {stat['usec_per_call']} us")
+            us = stat["usec_per_call"]
+            print(f"  redis server time per script call (all since its last stats reset): {us} us")
     finally:
         client = aioredis.Redis.from_url(url, decode_responses=True)
         keys = [k async for k in client.scan_iter(match=prefix + "*", count=1000)]
