@@ -158,3 +158,42 @@ async def test_an_admission_repeated_after_a_lost_answer_takes_nothing_twice(
     assert first[0] == again[0] == "ok"
     assert await lim.spent_usd("key:k1", "day") == pytest.approx((0.0, 0.3))
     await lim.aclose()
+
+
+async def test_budget_keys_expire_a_day_after_their_period_and_windows_after_a_minute(
+    prefix: str, clock: Clock
+) -> None:
+    lim = RedisLimits.from_url(REDIS_URL, prefix=prefix, clock=clock)
+    k = Scope("key", "k1", (BudgetLimit("day", 1.0), BudgetLimit("total", 9.0)), RateLimit(rpm=5))
+    await lim.admit([k], 0.1)
+    day_start = int(clock() // 86400 * 86400)
+    day_ttl = await lim.client.pttl(f"{prefix}b:key:k1:day:{day_start}")
+    to_midnight_ms = (day_start + 86400 - clock()) * 1000
+    assert to_midnight_ms + 86_400_000 - 1000 <= day_ttl <= to_midnight_ms + 86_400_000
+    assert await lim.client.pttl(f"{prefix}b:key:k1:total:0") == -1  # never resets: no TTL
+    assert 0 < await lim.client.pttl(f"{prefix}rpm:key:k1") <= 62_000
+    await lim.aclose()
+
+
+async def test_three_instances_admitting_at_once_never_overshoot_a_hard_budget(
+    prefix: str, clock: Clock
+) -> None:
+    import asyncio
+
+    instances = [RedisLimits.from_url(REDIS_URL, prefix=prefix, clock=clock) for _ in range(3)]
+    k = Scope("key", "k1", (BudgetLimit("day", 1.0),))
+
+    async def turn(lim: RedisLimits) -> bool:
+        try:
+            res = await lim.admit([k], 0.03)
+        except BudgetExceeded:
+            return False
+        await lim.settle(res, 0.03, tokens=0)
+        return True
+
+    admitted = await asyncio.gather(*(turn(instances[i % 3]) for i in range(90)))
+    assert sum(admitted) == 33  # 33 x 0.03 = 0.99; a 34th would pass 1.0
+    spent_usd, reserved = await instances[0].spent_usd("key:k1", "day")
+    assert reserved == 0 and spent_usd == pytest.approx(0.99) and spent_usd <= 1.0
+    for lim in instances:
+        await lim.aclose()
