@@ -14,7 +14,8 @@ Keys (``P`` the configured prefix; ``S`` a scope name such as ``key:k_1``):
   reservation only while its field is there, and removes it.
 * ``P bh:S:PERIOD:START`` — zset of the reservations above by deadline (ms): a holder that
   died stops holding budget when its deadline passes (swept at the next admission).
-* ``P rpm:S``, ``P tpm:S`` — hash second -> count; TTL 62 s after the last write.
+* ``P rpm:S``, ``P tpm:S`` — hash second -> count, plus ``n`` (the total), ``o`` (no bucket
+  older) and ``l`` (the newest bucket); TTL 62 s after the last write.
 * ``P c:S`` — zset reservation id -> deadline (ms): the concurrent turns; expired ones swept.
 * ``P done:ID`` — a settled reservation that was admitted unchecked (fail open): it has no
   field to be idempotent by.
@@ -39,39 +40,78 @@ with; empty: unknown). Replies:
 from __future__ import annotations
 
 COMMON = """
+-- A window hash holds 'n' (the total), 'o' (no bucket is older than this second), 'l' (the
+-- newest bucket's second) and second -> count. Sweeping walks the seconds from 'o' up, so an
+-- admission costs O(1) amortised, not one read of all 61 buckets.
 local function window(key, now_ms)
-  -- sweep buckets older than the window; returns total and the buckets oldest first
   local floor = math.floor(now_ms / 1000) - 60
-  local raw = redis.call('HGETALL', key)
-  local total, buckets = 0, {}
-  for j = 1, #raw, 2 do
-    local sec, n = tonumber(raw[j]), tonumber(raw[j + 1])
-    if sec < floor then
-      redis.call('HDEL', key, raw[j])
-    else
-      total = total + n
-      buckets[#buckets + 1] = {sec, n}
-    end
+  local v = redis.call('HMGET', key, 'n', 'o', 'l')
+  local total, oldest, latest = tonumber(v[1]) or 0, tonumber(v[2]), tonumber(v[3])
+  if oldest == nil or latest == nil then return 0, nil end
+  if latest < floor then
+    redis.call('DEL', key)
+    return 0, nil
   end
-  table.sort(buckets, function(a, b) return a[1] < b[1] end)
-  return total, buckets
+  if oldest < floor then
+    if floor - oldest > 120 then  -- far behind (not in normal use): recount what is left
+      total = 0
+      local raw = redis.call('HGETALL', key)
+      for j = 1, #raw, 2 do
+        local sec = tonumber(raw[j])
+        if sec then
+          if sec < floor then redis.call('HDEL', key, raw[j]) else total = total + tonumber(raw[j + 1]) end
+        end
+      end
+    else
+      for sec = oldest, floor - 1 do
+        local n = redis.call('HGET', key, tostring(sec))
+        if n then
+          total = total - tonumber(n)
+          redis.call('HDEL', key, tostring(sec))
+        end
+      end
+    end
+    oldest = floor
+    redis.call('HSET', key, 'n', total, 'o', oldest)
+  end
+  return total, {oldest, latest}
 end
 
-local function retry_ms(total, buckets, need, limit, now_ms)
+local function add(key, now_ms, n)
+  -- count n now (a clock that stepped back counts into the newest bucket)
+  local sec = math.floor(now_ms / 1000)
+  local v = redis.call('HMGET', key, 'o', 'l')
+  local oldest, latest = tonumber(v[1]), tonumber(v[2])
+  if latest and latest > sec then sec = latest end
+  redis.call('HINCRBY', key, tostring(sec), n)
+  redis.call('HINCRBY', key, 'n', n)
+  if oldest == nil then
+    redis.call('HSET', key, 'o', sec, 'l', sec)
+  elseif latest == nil or sec > latest then
+    redis.call('HSET', key, 'l', sec)
+  end
+  redis.call('PEXPIRE', key, 62000)
+end
+
+local function retry_ms(key, total, span, need, limit, now_ms)
   local excess = total + need - limit
   if excess <= 0 then return 0 end
   if need > limit then return -1 end
+  if span == nil then return 60000 end
   local freed = 0
-  for _, b in ipairs(buckets) do
-    freed = freed + b[2]
-    if freed >= excess then return math.max((b[1] + 61) * 1000 - now_ms, 0) end
+  for sec = span[1], span[2] do
+    local n = redis.call('HGET', key, tostring(sec))
+    if n then
+      freed = freed + tonumber(n)
+      if freed >= excess then return math.max((sec + 61) * 1000 - now_ms, 0) end
+    end
   end
   return 60000
 end
 
-local function reset_ms(buckets, now_ms)
-  if #buckets == 0 then return 0 end
-  return math.max((buckets[#buckets][1] + 61) * 1000 - now_ms, 0)
+local function reset_ms(span, now_ms)
+  if span == nil then return 0 end
+  return math.max((span[2] + 61) * 1000 - now_ms, 0)
 end
 
 local function sweep_holds(h, z, now_ms)
@@ -79,7 +119,7 @@ local function sweep_holds(h, z, now_ms)
   for _, rid in ipairs(dead) do
     local amount = redis.call('HGET', h, rid)
     if amount then
-      redis.call('HINCRBY', h, 'r', -tonumber(amount))
+      if amount ~= '0' then redis.call('HINCRBY', h, 'r', '-' .. amount) end
       redis.call('HDEL', h, rid)
       redis.call('HSET', h, 'x:' .. rid, 1)  -- its settle, if it ever comes, still charges
     end
@@ -132,15 +172,15 @@ for i, c in ipairs(checks) do
       soft[#soft + 1] = i; soft[#soft + 1] = spent; soft[#soft + 1] = reserved
     end
   elseif c.t == 'q' or c.t == 't' then
-    local total, buckets = window(c.key, now_ms)
-    local wait = retry_ms(total, buckets, 1, c.limit, now_ms)
+    local total, span = window(c.key, now_ms)
+    local wait = retry_ms(c.key, total, span, 1, c.limit, now_ms)
     if wait ~= 0 then
-      rate_deny = rate_deny or {'deny', 'r', i, total, wait, reset_ms(buckets, now_ms)}
+      rate_deny = rate_deny or {'deny', 'r', i, total, wait, reset_ms(span, now_ms)}
     elseif c.t == 'q' then
       states[#states + 1] = i; states[#states + 1] = total + 1
       states[#states + 1] = (math.floor(now_ms / 1000) + 61) * 1000 - now_ms
     else
-      states[#states + 1] = i; states[#states + 1] = total; states[#states + 1] = reset_ms(buckets, now_ms)
+      states[#states + 1] = i; states[#states + 1] = total; states[#states + 1] = reset_ms(span, now_ms)
     end
   else
     redis.call('ZREMRANGEBYSCORE', c.key, '-inf', now_ms)
@@ -155,14 +195,13 @@ if rate_deny then return rate_deny end
 redis.call('SET', KEYS[1], '1', 'PX', 60000)
 for _, c in ipairs(checks) do
   if c.t == 'b' then
-    redis.call('HINCRBY', c.key, 'r', cost)
-    redis.call('HSET', c.key, rid, cost)
+    redis.call('HINCRBY', c.key, 'r', ARGV[3])  -- the string: a Lua number may print as 1e+14
+    redis.call('HSET', c.key, rid, ARGV[3])
     redis.call('ZADD', c.holds, deadline, rid)
     local ttl = redis.call('PTTL', c.key)
     if ttl > 0 then redis.call('PEXPIRE', c.holds, ttl) end
   elseif c.t == 'q' then
-    redis.call('HINCRBY', c.key, tostring(math.floor(now_ms / 1000)), 1)
-    redis.call('PEXPIRE', c.key, 62000)
+    add(c.key, now_ms, 1)
   elseif c.t == 'c' then
     redis.call('ZADD', c.key, deadline, rid)
     redis.call('PEXPIRE', c.key, math.max(deadline - now_ms, 0) + 60000)
@@ -172,7 +211,9 @@ return {'ok', soft, states}
 """
 )
 
-SETTLE = """
+SETTLE = (
+    COMMON
+    + """
 -- KEYS: done marker, then nb budget (hash, holds) pairs, nt tokens/min hashes, nl lease zsets
 -- ARGV: id, now_ms, actual_nano, tokens, marker_ttl_ms (0: no marker), nb, nt, nl
 local rid, now_ms, actual, tokens = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -187,7 +228,7 @@ for _ = 1, nb do
   local mine = marker > 0
   local amount = redis.call('HGET', h, rid)
   if amount then
-    redis.call('HINCRBY', h, 'r', -tonumber(amount))
+    if amount ~= '0' then redis.call('HINCRBY', h, 'r', '-' .. amount) end
     redis.call('HDEL', h, rid)
     redis.call('ZREM', z, rid)
     mine = true
@@ -198,14 +239,11 @@ for _ = 1, nb do
   -- seed: the ledger holds this turn and seeds it again
   if mine then
     fresh = true
-    if actual > 0 and redis.call('EXISTS', h) == 1 then redis.call('HINCRBY', h, 's', actual) end
+    if actual > 0 and redis.call('EXISTS', h) == 1 then redis.call('HINCRBY', h, 's', ARGV[3]) end
   end
 end
 for _ = 1, nt do
-  if fresh and tokens > 0 then
-    redis.call('HINCRBY', KEYS[k], tostring(math.floor(now_ms / 1000)), tokens)
-    redis.call('PEXPIRE', KEYS[k], 62000)
-  end
+  if fresh and tokens > 0 then add(KEYS[k], now_ms, tokens) end
   k = k + 1
 end
 for _ = 1, nl do
@@ -214,6 +252,7 @@ for _ = 1, nl do
 end
 return fresh and 1 or 0
 """
+)
 
 PEEK = (
     COMMON

@@ -188,3 +188,13 @@ async def test_many_concurrent_turns_never_overshoot_a_hard_budget(make_limits: 
     assert admitted == 14
     spend, reserved = await spent(lim, "key:k1")
     assert reserved == 0.0 and spend == pytest.approx(14 * cost) and spend <= limit
+
+
+async def test_large_and_zero_amounts_are_counted_exactly(make_limits: Factory) -> None:
+    lim = make_limits()
+    k = key(BudgetLimit("month", 5_000_000.0))
+    big = await lim.admit([k], 250_000.123456789)
+    zero = await lim.admit([k], 0.0)
+    await lim.settle(zero, 0.0, tokens=0)
+    await lim.settle(big, 200_000.000000001, tokens=0)
+    assert await spent(lim, "key:k1", "month") == (200_000.000000001, 0.0)
