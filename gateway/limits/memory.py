@@ -116,7 +116,7 @@ class MemoryLimits:
         self._budgets[key] = _Budget(spent=usd_to_nano(usd))
         old = self._current.get((name, period))
         if old is not None and old < start:
-            self._budgets.pop((name, period, old), None)  # a past window: its turns have settled
+            self._budgets.pop((name, period, old), None)  # a past period: late settles are dropped
         self._current[(name, period)] = start
 
     # ---------------------------------------------------------------- admission

@@ -15,6 +15,9 @@ When Redis cannot be reached (connection refused or reset, a timeout past
 * ``fail: open``: the turn is admitted unchecked (``Reservation.degraded``); its spend is still
   settled once Redis answers again.
 
+After a failure Redis is not tried for :data:`DOWN_COOLDOWN_S` (turns meet the fail mode at
+once rather than each waiting out a timeout of a Redis that does not answer).
+
 A settle that cannot reach Redis is kept (at most ``pending_max``) and sent again before the
 next admission or settle. Settle is idempotent by reservation id (it charges a budget only
 while the reservation's field is in the counter, and removes it; a turn admitted unchecked has
@@ -63,6 +66,10 @@ UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, 
 BUDGET_KEY_GRACE_MS = 86_400_000
 """A budget window's key lives this long past the window's end (late settles still land)."""
 
+
+DOWN_COOLDOWN_S = 1.0
+"""After Redis was unreachable, turns meet the fail mode at once for this long (seconds)
+instead of each waiting for its own timeout; then Redis is tried again."""
 
 DONE_MARKER_GRACE_MS = 3_600_000
 """The ``done`` marker of a turn admitted unchecked (fail open) lives this long past the lease
@@ -118,6 +125,8 @@ class RedisLimits:
         self.clock = clock
         self.lease_ttl_ms = int(lease_ttl_s * 1000)
         self.pending: deque[tuple[list[str], list[Arg]]] = deque(maxlen=pending_max)
+        self.down_until = 0.0
+        """Epoch seconds until which Redis is not tried again after it was unreachable."""
         self._admit = client.register_script(redis_scripts.ADMIT)
         self._settle = client.register_script(redis_scripts.SETTLE)
         self._peek = client.register_script(redis_scripts.PEEK)
@@ -184,6 +193,8 @@ class RedisLimits:
                 k += 1
         if not checks:
             return Reservation(id=rid, cost_nano=cost, plan=plan)
+        if now < self.down_until:
+            return self._unreachable(None, rid, cost, plan)
         head: list[Arg] = [int(now * 1000), rid, cost, int(now * 1000) + self.lease_ttl_ms, len(checks)]
         try:
             if self.pending:
@@ -200,17 +211,21 @@ class RedisLimits:
                     args[(int(i) - 1) * 5 + 4] = usd_to_nano(usd)
                 reply = await self._admit(keys=keys, args=head + args)
         except UNREACHABLE as err:
+            self.down_until = self.clock() + DOWN_COOLDOWN_S
             return self._unreachable(err, rid, cost, plan)
         return self._decode(reply, checks, rid, cost, plan, now)
 
-    def _unreachable(self, err: BaseException, rid: str, cost: int, plan: _Plan) -> Reservation:
+    def _unreachable(self, err: BaseException | None, rid: str, cost: int, plan: _Plan) -> Reservation:
+        """The turn under the fail mode; ``err`` None: within the cooldown (logged once, at
+        the failure)."""
+        if err is not None:
+            emit = log.error if self.fail == "closed" else log.warning
+            emit("limits_unavailable", error=f"{type(err).__name__}: {err}", fail=self.fail)
         if self.fail == "closed":
-            log.error("limits_unavailable", error=f"{type(err).__name__}: {err}", fail="closed")
             raise LimitsUnavailable(
                 "the shared limit counters (Redis, redis.url) are unreachable and redis.fail is closed: "
                 "turns are refused until they answer again"
             ) from err
-        log.warning("limits_unavailable", error=f"{type(err).__name__}: {err}", fail="open")
         return Reservation(id=rid, cost_nano=cost, degraded=True, plan=plan)
 
     def _decode(
@@ -305,11 +320,15 @@ class RedisLimits:
             len(plan.tpm),
             len(plan.leases),
         ]
+        if self.clock() < self.down_until:
+            self.pending.append((keys, args))
+            return
         try:
             if self.pending:
                 await self._flush()
             await self._settle(keys=keys, args=args)
         except UNREACHABLE as err:
+            self.down_until = self.clock() + DOWN_COOLDOWN_S
             log.warning(
                 "limits_settle_deferred", reservation=reservation.id, error=f"{type(err).__name__}: {err}"
             )
@@ -340,9 +359,12 @@ class RedisLimits:
             none if r.tpm is None else r.tpm,
             none if r.concurrent is None else r.concurrent,
         ]
+        if self.clock() < self.down_until:
+            return self.fail == "open"
         try:
             return bool(await self._peek(keys=keys, args=args))
         except UNREACHABLE:
+            self.down_until = self.clock() + DOWN_COOLDOWN_S
             return self.fail == "open"
 
     async def spent_usd(self, scope: str, period: Period) -> tuple[float, float]:

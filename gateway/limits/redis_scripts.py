@@ -165,8 +165,8 @@ local soft, states, rate_deny = {}, {}, nil
 for i, c in ipairs(checks) do
   if c.t == 'b' then
     sweep_holds(c.key, c.holds, now_ms)
-    local spent = tonumber(redis.call('HGET', c.key, 's') or '0')
-    local reserved = tonumber(redis.call('HGET', c.key, 'r') or '0')
+    local sr = redis.call('HMGET', c.key, 's', 'r')
+    local spent, reserved = tonumber(sr[1] or '0'), tonumber(sr[2] or '0')
     if spent + reserved + cost > c.limit then
       if c.hard then return {'deny', 'b', i, spent, reserved, 0} end
       soft[#soft + 1] = i; soft[#soft + 1] = spent; soft[#soft + 1] = reserved

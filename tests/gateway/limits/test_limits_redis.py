@@ -110,6 +110,9 @@ async def test_redis_going_away_fails_closed_with_a_503_by_default(
     await lim.settle(res, 0.1, tokens=10)  # the turn that ran is kept, not lost
     assert len(lim.pending) == 1
     await proxy.start()
+    with pytest.raises(LimitsUnavailable):  # within the cooldown Redis is not tried again
+        await lim.admit([KEY], 0.2)
+    clock.advance(1)
     res2 = await lim.admit([KEY], 0.2)  # sends the kept settle first
     assert not lim.pending
     assert await lim.spent_usd("key:k1", "day") == pytest.approx((0.1, 0.2))
@@ -129,10 +132,46 @@ async def test_redis_going_away_fails_open_when_configured_and_charges_once_on_r
     await lim.settle(res, 0.3, tokens=50)
     await proxy.start()
     assert await lim.spent_usd("key:k1", "day") == (0.0, 0.0)  # not yet sent
+    assert (await lim.admit([KEY], 0.1)).degraded  # within the cooldown: not tried
+    clock.advance(1)
     res2 = await lim.admit([KEY], 0.1)
+    assert not res2.degraded
     await lim.settle(res2, 0.1, tokens=0)
     assert await lim.spent_usd("key:k1", "day") == pytest.approx((0.4, 0.0))
     await lim.aclose()
+
+
+async def test_a_redis_that_does_not_answer_costs_one_timeout_then_the_fail_mode_at_once(
+    prefix: str, clock: Clock
+) -> None:
+    import asyncio
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # accepts, never answers
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    lim = RedisLimits.from_url(f"redis://127.0.0.1:{port}/0", prefix=prefix, clock=clock, timeout_s=0.05)
+    with pytest.raises(LimitsUnavailable):
+        await lim.admit([KEY], 0.1)  # one timeout (and its one retry)
+    calls = []
+    real = lim._admit
+
+    async def counting(**kw: Any) -> Any:
+        calls.append(kw)
+        return await real(**kw)
+
+    lim._admit = counting  # type: ignore[assignment]
+    for _ in range(20):
+        with pytest.raises(LimitsUnavailable):
+            await lim.admit([KEY], 0.1)
+    assert calls == []  # none of them waited for Redis
+    clock.advance(1)
+    with pytest.raises(LimitsUnavailable):
+        await lim.admit([KEY], 0.1)
+    assert len(calls) == 1  # after the cooldown it is tried again
+    await lim.aclose()
+    server.close()
 
 
 async def test_a_settle_repeated_after_a_lost_answer_is_not_charged_twice(prefix: str, clock: Clock) -> None:
