@@ -71,6 +71,9 @@ DOWN_COOLDOWN_S = 1.0
 """After Redis was unreachable, turns meet the fail mode at once for this long (seconds)
 instead of each waiting for its own timeout; then Redis is tried again."""
 
+FLUSH_BATCH = 64
+"""Kept settles sent before one admission or settle, at most."""
+
 DONE_MARKER_GRACE_MS = 3_600_000
 """The ``done`` marker of a turn admitted unchecked (fail open) lives this long past the lease
 TTL: its settle repeated within it (Redis answered but the answer was lost) is not applied
@@ -333,14 +336,27 @@ class RedisLimits:
                 "limits_settle_deferred", reservation=reservation.id, error=f"{type(err).__name__}: {err}"
             )
             self.pending.append((keys, args))
+        except redis.exceptions.RedisError as err:  # a script error: a bug; the turn ran, so not raised
+            log.error(
+                "limits_settle_failed", reservation=reservation.id, error=f"{type(err).__name__}: {err}"
+            )
 
     async def _flush(self) -> None:
-        """Send the settles kept while Redis was unreachable, oldest first (raises the first
-        unreachable error, keeping the rest)."""
-        while self.pending:
-            keys, args = self.pending[0]
-            await self._settle(keys=keys, args=args)
-            self.pending.popleft()
+        """Send up to :data:`FLUSH_BATCH` of the settles kept while Redis was unreachable,
+        oldest first (so one turn does not wait for a whole outage's backlog). Each is taken off
+        the queue before it is sent, so concurrent flushes never send one twice nor skip one; an
+        unreachable error puts it back and is raised."""
+        for _ in range(min(FLUSH_BATCH, len(self.pending))):
+            if not self.pending:
+                return
+            keys, args = self.pending.popleft()
+            try:
+                await self._settle(keys=keys, args=args)
+            except UNREACHABLE:
+                self.pending.appendleft((keys, args))
+                raise
+            except redis.exceptions.RedisError as err:
+                log.error("limits_settle_failed", reservation=args[0], error=f"{type(err).__name__}: {err}")
 
     # ---------------------------------------------------------------- capacity
 

@@ -236,3 +236,28 @@ async def test_three_instances_admitting_at_once_never_overshoot_a_hard_budget(
     assert reserved == 0 and spent_usd == pytest.approx(0.99) and spent_usd <= 1.0
     for lim in instances:
         await lim.aclose()
+
+
+async def test_a_backlog_of_kept_settles_is_sent_in_batches_each_exactly_once(
+    prefix: str, clock: Clock, proxy: Proxy
+) -> None:
+    import asyncio
+
+    from gateway.limits.redis_backend import FLUSH_BATCH
+
+    lim = through(proxy, prefix, clock)
+    k = Scope("key", "k1", (BudgetLimit("day", 100.0),))
+    held = [await lim.admit([k], 0.5) for _ in range(150)]
+    await proxy.kill()
+    for res in held:
+        await lim.settle(res, 0.25, tokens=0)
+    assert len(lim.pending) == 150
+    await proxy.start()
+    clock.advance(1)
+    other = Scope("key", "k2", (), RateLimit(rpm=1000))
+    await lim.admit([other], 0)  # one admission sends one batch, not the whole backlog
+    assert len(lim.pending) == 150 - FLUSH_BATCH
+    await asyncio.gather(*(lim.admit([other], 0) for _ in range(3)))  # concurrent flushes
+    assert not lim.pending
+    assert await lim.spent_usd("key:k1", "day") == pytest.approx((150 * 0.25, 0.0))
+    await lim.aclose()
