@@ -104,6 +104,18 @@ class Scope:
     budgets: tuple[BudgetLimit, ...] = ()
     rates: RateLimit | None = None
 
+    @classmethod
+    def of(cls, kind: ScopeKind, id: str, budgets: Any = (), rates: Any = None) -> Scope:
+        """From the access layer's records: ``budgets`` any iterable of objects or mappings
+        with ``period``/``usd``/``hard``, ``rates`` one with ``rpm``/``tpm``/``concurrent``
+        (None: no rate limits)."""
+        return cls(
+            kind,
+            id,
+            tuple(BudgetLimit.of(b) for b in budgets or ()),
+            None if rates is None else RateLimit.of(rates),
+        )
+
     def __post_init__(self) -> None:
         periods = [b.period for b in self.budgets]
         if len(set(periods)) != len(periods):
