@@ -25,6 +25,7 @@ for a counter problem (a turn that ran is not failed afterwards).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
@@ -40,6 +41,12 @@ start (in-process), or when its Redis key is missing (expired, evicted, Redis re
 
 Clock = Callable[[], float]
 """Epoch seconds now (``time.time``; tests inject their own)."""
+
+
+def ms_now(clock: Clock) -> float:
+    """``clock()`` truncated to the millisecond: both backends decide on the same instant
+    (Redis scripts take integer milliseconds)."""
+    return math.floor(clock() * 1000) / 1000
 
 
 async def no_spend(scope: str, period: Period, start_s: float, reset_s: float | None) -> float:

@@ -70,13 +70,13 @@ class Reservation:
 
 def ceil_s(seconds: float) -> int:
     """Whole seconds, rounded up (``retry-after`` never sends a client back too early)."""
-    return max(math.ceil(seconds - 1e-9), 0)
+    return max(math.ceil(seconds - 1e-6), 0)  # float noise of a microsecond is not a second
 
 
 def duration(seconds: float) -> str:
     """OpenAI's reset format: ``"850ms"`` below a second, else ``"6s"``, ``"1m0s"``."""
     if seconds < 1:
-        return f"{max(math.ceil(seconds * 1000), 0)}ms"
+        return f"{max(round(seconds * 1000), 0)}ms"  # times are whole milliseconds
     whole = ceil_s(seconds)
     minutes, secs = divmod(whole, 60)
     return f"{minutes}m{secs}s" if minutes else f"{secs}s"
@@ -84,7 +84,7 @@ def duration(seconds: float) -> str:
 
 def rfc3339(epoch_s: float) -> str:
     """An instant as an RFC 3339 UTC timestamp to the second, rounded up (Anthropic's reset)."""
-    return datetime.fromtimestamp(math.ceil(epoch_s), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(math.ceil(epoch_s - 1e-6), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def rate_headers(requests: WindowState | None, tokens: WindowState | None, now_s: float) -> dict[str, str]:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gateway.errors import LimitExceeded
-from gateway.limits.backend import Clock, SpendSource, no_spend
+from gateway.limits.backend import Clock, SpendSource, ms_now, no_spend
 from gateway.limits.decisions import (
     Reservation,
     SoftAlert,
@@ -123,7 +123,7 @@ class MemoryLimits:
 
     async def admit(self, scopes: Sequence[Scope], cost_usd: float) -> Reservation:
         """See :meth:`gateway.limits.backend.Limits.admit`."""
-        now = self.clock()
+        now = ms_now(self.clock)
         budgets = self._budgets
         for scope in scopes:
             for b in scope.budgets:
@@ -131,7 +131,7 @@ class MemoryLimits:
                 key = (scope.name, b.period, start)
                 if key not in budgets:
                     await self._seed(key, reset)
-        now = self.clock()  # the seeding may have awaited; from here on nothing does
+        now = ms_now(self.clock)  # the seeding may have awaited; from here on nothing does
         return self._decide(scopes, usd_to_nano(cost_usd, up=True), now)
 
     def _decide(self, scopes: Sequence[Scope], cost: int, now: float) -> Reservation:
@@ -274,7 +274,7 @@ class MemoryLimits:
             return
         reservation.done = True
         rid = reservation.id
-        now = self.clock()
+        now = ms_now(self.clock)
         for key in plan.budgets:
             counter = self._budgets.get(key)
             if counter is None:
@@ -295,7 +295,7 @@ class MemoryLimits:
         r = scope.rates
         if r is None:
             return True
-        now = self.clock()
+        now = ms_now(self.clock)
         name = scope.name
         for dim, limit in (("rpm", r.rpm), ("tpm", r.tpm)):
             if limit is not None:

@@ -42,7 +42,7 @@ from redis.backoff import NoBackoff
 
 from gateway.errors import LimitsUnavailable
 from gateway.limits import redis_scripts
-from gateway.limits.backend import Clock, SpendSource, no_spend
+from gateway.limits.backend import Clock, SpendSource, ms_now, no_spend
 from gateway.limits.decisions import (
     Reservation,
     SoftAlert,
@@ -178,7 +178,7 @@ class RedisLimits:
     async def admit(self, scopes: Sequence[Scope], cost_usd: float) -> Reservation:
         """See :meth:`gateway.limits.backend.Limits.admit`: one script call (a window seen for
         the first time: one more, after its seed)."""
-        now = self.clock()
+        now = ms_now(self.clock)
         cost = usd_to_nano(cost_usd, up=True)
         checks, keys, args = self._checks(scopes, now)
         rid = uuid.uuid4().hex
@@ -198,7 +198,8 @@ class RedisLimits:
             return Reservation(id=rid, cost_nano=cost, plan=plan)
         if now < self.down_until:
             return self._unreachable(None, rid, cost, plan)
-        head: list[Arg] = [int(now * 1000), rid, cost, int(now * 1000) + self.lease_ttl_ms, len(checks)]
+        now_ms = round(now * 1000)
+        head: list[Arg] = [now_ms, rid, cost, now_ms + self.lease_ttl_ms, len(checks)]
         try:
             if self.pending:
                 await self._flush()
@@ -315,7 +316,7 @@ class RedisLimits:
         keys += plan.leases
         args: list[Arg] = [
             reservation.id,
-            int(self.clock() * 1000),
+            round(ms_now(self.clock) * 1000),
             actual,
             max(tokens, 0),
             self.lease_ttl_ms + DONE_MARKER_GRACE_MS if reservation.degraded else 0,
@@ -370,7 +371,7 @@ class RedisLimits:
         keys = [f"{p}rpm:{name}", f"{p}tpm:{name}", f"{p}c:{name}"]
         none = -1
         args = [
-            int(self.clock() * 1000),
+            round(ms_now(self.clock) * 1000),
             none if r.rpm is None else r.rpm,
             none if r.tpm is None else r.tpm,
             none if r.concurrent is None else r.concurrent,

@@ -63,7 +63,7 @@ async def run(lim: Any, clock: Clock, steps: list[tuple[Any, Any, Any]]) -> list
     return seen
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops)
 def test_in_process_and_redis_decide_every_step_alike(steps: list[tuple[Any, Any, Any]]) -> None:
     redis_or_skip()
