@@ -198,3 +198,36 @@ async def test_large_and_zero_amounts_are_counted_exactly(make_limits: Factory) 
     await lim.settle(zero, 0.0, tokens=0)
     await lim.settle(big, 200_000.000000001, tokens=0)
     assert await spent(lim, "key:k1", "month") == (200_000.000000001, 0.0)
+
+
+async def test_a_day_budget_on_a_23_hour_dst_day_resets_at_the_next_local_midnight(
+    make_limits: Factory, clock: Clock
+) -> None:
+    lim = make_limits(timezone="Europe/Berlin")  # 2026-03-29: 02:00 -> 03:00, a 23-hour day
+    k = key(BudgetLimit("day", 1.0))
+    clock.now = datetime(2026, 3, 29, 21, 59, 59, tzinfo=UTC).timestamp()  # 23:59:59 CEST
+    await lim.settle(await lim.admit([k], 1.0), 1.0, tokens=0)
+    with pytest.raises(BudgetExceeded) as caught:
+        await lim.admit([k], 0.01)
+    assert caught.value.reset_at == datetime(2026, 3, 29, 22, tzinfo=UTC)
+    assert caught.value.retry_after_s == 1
+    clock.advance(1)  # local midnight of the 30th
+    await lim.admit([k], 1.0)
+
+
+async def test_a_restarted_gateway_keeps_the_periods_spend_from_the_ledger(make_limits: Factory) -> None:
+    ledger: dict[str, float] = {}
+
+    async def spend(scope: str, period: str, start: float, reset: float | None) -> float:
+        return ledger.get(scope, 0.0)
+
+    first = make_limits(spend=spend)
+    k = key(BudgetLimit("day", 1.0))
+    res = await first.admit([k], 0.9)
+    await first.settle(res, 0.9, tokens=0)
+    ledger["key:k1"] = 0.9  # the turn's transcript row
+    await first.aclose()
+    again = make_limits(spend=spend)  # after a restart (on Redis: the same shared counters)
+    with pytest.raises(BudgetExceeded):
+        await again.admit([k], 0.2)
+    await again.admit([k], 0.1)
