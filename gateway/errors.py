@@ -297,7 +297,8 @@ class LimitExceeded(TurnstileError):
     HTTP 429. ``scope`` names the holder (``key:<id>``, ``team:<id>``,
     ``deployment:<name>``); ``retry_after_s`` is whole seconds until it may pass (None: not
     within any known time); ``headers`` are the answer's rate-limit headers
-    (``retry-after``, ``x-ratelimit-*``, ``anthropic-ratelimit-*``, as the SDKs read them)."""
+    (``retry-after``, ``x-ratelimit-*``, ``anthropic-ratelimit-*``, as the SDKs read them);
+    ``details`` repeats what was refused for the error body."""
 
     status = 429
     kind = "rate_limit"
@@ -331,7 +332,8 @@ class RateLimitExceeded(LimitExceeded):
         retry_after_s: int | None,
         headers: dict[str, str],
     ) -> None:
-        super().__init__(message, scope=scope, retry_after_s=retry_after_s, headers=headers)
+        details = {"scope": scope, "dimension": dimension, "limit": limit, "retry_after_s": retry_after_s}
+        super().__init__(message, scope=scope, retry_after_s=retry_after_s, headers=headers, details=details)
         self.dimension = dimension
         self.limit = limit
 
@@ -355,7 +357,13 @@ class BudgetExceeded(LimitExceeded):
         retry_after_s: int | None,
         headers: dict[str, str],
     ) -> None:
-        super().__init__(message, scope=scope, retry_after_s=retry_after_s, headers=headers)
+        details = {
+            "scope": scope,
+            "period": period,
+            "limit_usd": limit_usd,
+            "reset_at": None if reset_at is None else reset_at.isoformat(),
+        }
+        super().__init__(message, scope=scope, retry_after_s=retry_after_s, headers=headers, details=details)
         self.period = period
         self.limit_usd = limit_usd
         self.reset_at = reset_at

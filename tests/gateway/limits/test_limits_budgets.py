@@ -70,6 +70,12 @@ async def test_a_hard_budget_refusal_names_the_scope_period_limit_and_reset(
     assert err.headers["retry-after"] == str(err.retry_after_s)
     assert err.headers["x-should-retry"] == "false"
     assert "key:k1" in err.message and "day" in err.message
+    assert err.details == {
+        "scope": "key:k1",
+        "period": "day",
+        "limit_usd": 1.0,
+        "reset_at": "2026-01-01T23:00:00+00:00",
+    }
 
 
 async def test_a_total_budget_refusal_has_no_reset(make_limits: Factory) -> None:

@@ -157,3 +157,17 @@ async def test_many_concurrent_admissions_never_pass_requests_per_minute(make_li
         return True
 
     assert sum(await asyncio.gather(*(turn() for _ in range(50)))) == 17
+
+
+async def test_a_refusal_says_what_was_refused_in_its_details(make_limits: Factory) -> None:
+    lim = make_limits()
+    k = scope(rpm=1)
+    await lim.admit([k], 0)
+    with pytest.raises(RateLimitExceeded) as caught:
+        await lim.admit([k], 0)
+    assert caught.value.details == {
+        "scope": "key:k1",
+        "dimension": "requests",
+        "limit": 1,
+        "retry_after_s": 61,
+    }
