@@ -27,6 +27,7 @@ to repeat: nothing is charged twice.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections import deque
@@ -327,20 +328,20 @@ class RedisLimits:
         if self.clock() < self.down_until:
             self.pending.append((keys, args))
             return
+        # shielded: a turn cancelled at its end (the client left) still settles what it spent
+        await asyncio.shield(self._send_settle(reservation.id, keys, args))
+
+    async def _send_settle(self, rid: str, keys: list[str], args: list[Arg]) -> None:
         try:
             if self.pending:
                 await self._flush()
             await self._settle(keys=keys, args=args)
         except UNREACHABLE as err:
             self.down_until = self.clock() + DOWN_COOLDOWN_S
-            log.warning(
-                "limits_settle_deferred", reservation=reservation.id, error=f"{type(err).__name__}: {err}"
-            )
+            log.warning("limits_settle_deferred", reservation=rid, error=f"{type(err).__name__}: {err}")
             self.pending.append((keys, args))
         except redis.exceptions.RedisError as err:  # a script error: a bug; the turn ran, so not raised
-            log.error(
-                "limits_settle_failed", reservation=reservation.id, error=f"{type(err).__name__}: {err}"
-            )
+            log.error("limits_settle_failed", reservation=rid, error=f"{type(err).__name__}: {err}")
 
     async def _flush(self) -> None:
         """Send up to :data:`FLUSH_BATCH` of the settles kept while Redis was unreachable,

@@ -261,3 +261,19 @@ async def test_a_backlog_of_kept_settles_is_sent_in_batches_each_exactly_once(
     assert not lim.pending
     assert await lim.spent_usd("key:k1", "day") == pytest.approx((150 * 0.25, 0.0))
     await lim.aclose()
+
+
+async def test_a_turn_cancelled_while_it_settles_still_settles(prefix: str, clock: Clock) -> None:
+    import asyncio
+
+    lim = RedisLimits.from_url(REDIS_URL, prefix=prefix, clock=clock)
+    res = await lim.admit([KEY], 0.4)
+    task = asyncio.create_task(lim.settle(res, 0.3, tokens=10))
+    await asyncio.sleep(0)  # the settle is on its way
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    await asyncio.gather(*others)  # the shielded settle, carried on without the cancelled turn
+    assert await lim.spent_usd("key:k1", "day") == pytest.approx((0.3, 0.0))
+    await lim.aclose()
