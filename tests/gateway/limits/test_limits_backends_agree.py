@@ -7,9 +7,9 @@ import asyncio
 import uuid
 from typing import Any
 
-from conftest import REDIS_URL, T0, Clock, drop_prefix, redis_or_skip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from limits_support import REDIS_URL, T0, Clock, drop_prefix, redis_or_skip
 
 from gateway.errors import LimitExceeded
 from gateway.limits.memory import MemoryLimits

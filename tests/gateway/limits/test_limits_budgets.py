@@ -8,7 +8,7 @@ import asyncio
 from datetime import UTC, datetime
 
 import pytest
-from conftest import Clock, Factory, spent
+from limits_support import Clock, Factory, spent
 
 from gateway.errors import BudgetExceeded
 from gateway.limits.model import BudgetLimit, RateLimit, Scope

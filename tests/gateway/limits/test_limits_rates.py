@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import Clock, Factory
+from limits_support import Clock, Factory
 
 from gateway.errors import RateLimitExceeded
 from gateway.limits.model import RateLimit, Scope

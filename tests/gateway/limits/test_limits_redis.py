@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
-from conftest import REDIS_URL, Clock, drop_prefix, redis_or_skip
+from limits_support import REDIS_URL, Clock, drop_prefix, redis_or_skip
 from tcp_proxy import Proxy
 
 from gateway.errors import BudgetExceeded, LimitsUnavailable, RateLimitExceeded
