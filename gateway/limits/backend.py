@@ -59,7 +59,8 @@ class Limits(Protocol):
 
     async def admit(self, scopes: Sequence[Scope], cost_usd: float) -> Reservation:
         """Reserve ``cost_usd`` on every budget of ``scopes``, count one request, take one
-        concurrent slot per limited scope — or refuse the turn with nothing taken.
+        concurrent slot per limited scope — or refuse the turn with nothing taken. ``scopes``
+        have distinct names (a scope listed twice is counted twice).
 
         Raises :class:`gateway.errors.BudgetExceeded` (a hard budget),
         :class:`gateway.errors.RateLimitExceeded` (rpm, tpm, concurrent) or
