@@ -129,6 +129,7 @@ class RedisLimits:
         self.clock = clock
         self.lease_ttl_ms = int(lease_ttl_s * 1000)
         self.pending: deque[tuple[list[str], list[Arg]]] = deque(maxlen=pending_max)
+        self._undoing: set[asyncio.Future[None]] = set()  # releases of cancelled admissions
         self.down_until = 0.0
         """Epoch seconds until which Redis is not tried again after it was unreachable."""
         self._admit = client.register_script(redis_scripts.ADMIT)
@@ -205,7 +206,7 @@ class RedisLimits:
             if self.pending:
                 await self._flush()
             keys.insert(0, f"{self.prefix}adm:{rid}")
-            reply = await self._admit(keys=keys, args=head + args)
+            reply = await self._admit_shielded(keys, head + args, rid, cost, plan)
             for _ in range(3):
                 if reply[0] != "seed":
                     break
@@ -214,11 +215,30 @@ class RedisLimits:
                     assert c.budget is not None
                     usd = await self.spend(c.scope, c.budget.period, c.start_s, c.reset_s)
                     args[(int(i) - 1) * 5 + 4] = usd_to_nano(usd)
-                reply = await self._admit(keys=keys, args=head + args)
+                reply = await self._admit_shielded(keys, head + args, rid, cost, plan)
         except UNREACHABLE as err:
             self.down_until = self.clock() + DOWN_COOLDOWN_S
             return self._unreachable(err, rid, cost, plan)
         return self._decode(reply, checks, rid, cost, plan, now)
+
+    async def _admit_shielded(
+        self, keys: list[str], args: list[Arg], rid: str, cost: int, plan: _Plan
+    ) -> Any:
+        """One admission script call; when the turn is cancelled while it is in flight, what it
+        took (if it was taken) is released as soon as the answer arrives."""
+        call = asyncio.ensure_future(self._admit(keys=keys, args=args))
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            call.add_done_callback(lambda done: self._undo(done, rid, cost, plan))
+            raise
+
+    def _undo(self, done: asyncio.Future[Any], rid: str, cost: int, plan: _Plan) -> None:
+        if done.cancelled() or done.exception() is not None or done.result()[0] != "ok":
+            return
+        task = asyncio.ensure_future(self.release(Reservation(id=rid, cost_nano=cost, plan=plan)))
+        self._undoing.add(task)
+        task.add_done_callback(self._undoing.discard)
 
     def _unreachable(self, err: BaseException | None, rid: str, cost: int, plan: _Plan) -> Reservation:
         """The turn under the fail mode; ``err`` None: within the cooldown (logged once, at

@@ -277,3 +277,23 @@ async def test_a_turn_cancelled_while_it_settles_still_settles(prefix: str, cloc
     await asyncio.gather(*others)  # the shielded settle, carried on without the cancelled turn
     assert await lim.spent_usd("key:k1", "day") == pytest.approx((0.3, 0.0))
     await lim.aclose()
+
+
+async def test_a_turn_cancelled_while_it_is_admitted_takes_nothing(prefix: str, clock: Clock) -> None:
+    import asyncio
+
+    lim = RedisLimits.from_url(REDIS_URL, prefix=prefix, clock=clock)
+    k = Scope("key", "k1", (BudgetLimit("day", 1.0),), RateLimit(concurrent=1))
+    await lim.release(await lim.admit([k], 0.1))  # the window is seeded: one script call next
+    task = asyncio.create_task(lim.admit([k], 0.9))
+    for _ in range(3):
+        await asyncio.sleep(0)  # the admission is on its way to Redis
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(5):  # its answer arrives (done callbacks run one loop turn later), then its release
+        await asyncio.sleep(0)
+        await asyncio.gather(*(t for t in asyncio.all_tasks() if t is not asyncio.current_task()))
+    assert await lim.spent_usd("key:k1", "day") == (0.0, 0.0)
+    await lim.release(await lim.admit([k], 0.9))  # the concurrent slot is free too
+    await lim.aclose()
