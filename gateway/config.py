@@ -426,10 +426,59 @@ class AnthropicHeaders(BaseModel):
     versions: list[str] = Field(default_factory=lambda: ["2023-06-01"])
 
 
+class RedisConfig(BaseModel):
+    """Redis for state shared by every gateway instance: the limit counters (budgets, rate
+    limits, concurrent turns: :mod:`gateway.limits.redis_backend`).
+
+    * ``url``: ``redis://host:port/db`` (``rediss://`` for TLS); unset, the counters live in
+      the process (one instance only: two would each allow the full budget).
+    * ``fail``: what a turn meets while Redis is unreachable: ``closed`` (refused with a 503,
+      :class:`gateway.errors.LimitsUnavailable`) or ``open`` (admitted unchecked; its spend is
+      settled once Redis is back, never twice).
+    * ``timeout_s``: the longest wait for one Redis command, seconds (past it Redis counts as
+      unreachable for that turn).
+    * ``prefix``: put before every key this gateway writes (several deployments on one Redis).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = None
+    fail: Literal["closed", "open"] = "closed"
+    timeout_s: float = Field(default=0.5, gt=0)
+    prefix: str = "turnstile:"
+
+
+class LimitsConfig(BaseModel):
+    """Budgets and rate limits (:mod:`gateway.limits`).
+
+    * ``timezone``: the IANA time zone (e.g. ``Europe/Berlin``) whose calendar budget periods
+      follow: a day budget resets at its local midnight, a week budget on Monday 00:00, a month
+      budget on the 1st 00:00 (DST-correct).
+    * ``lease_ttl_s``: how long an unsettled turn holds its budget reservation and concurrent
+      slots, seconds: a gateway instance that dies mid-turn frees them after it. Longer than
+      the longest turn (``timeouts.total`` is 900 s by default).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    timezone: str = "UTC"
+    lease_ttl_s: float = Field(default=960.0, gt=0)
+
+    @model_validator(mode="after")
+    def _check_timezone(self) -> LimitsConfig:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError) as err:
+            raise ValueError(f"timezone: unknown IANA time zone {self.timezone!r}") from err
+        return self
+
+
 class MetricsConfig(BaseModel):
     """``GET /metrics`` (Prometheus text exposition, :mod:`gateway.metrics`).
 
-    * ``enabled``: serve it (the counting itself costs a list append per turn).
+    * ``enabled``: serve it (the counting itself costs a few dict updates per turn).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -452,6 +501,8 @@ class GatewayConfig(BaseModel):
     tool_loop: ToolLoopConfig = Field(default_factory=ToolLoopConfig)
     anthropic: AnthropicHeaders = Field(default_factory=AnthropicHeaders)
     thinking_memory: ThinkingMemoryConfig = Field(default_factory=ThinkingMemoryConfig)
+    redis: RedisConfig = Field(default_factory=RedisConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
 
     @model_validator(mode="after")

@@ -290,3 +290,92 @@ class TurnCutByShutdown(TurnstileError):
             "cut by shutdown: the gateway shut down before this turn finished "
             "(its graceful-shutdown bound, server.shutdown_timeout_s, passed)"
         )
+
+
+class LimitExceeded(TurnstileError):
+    """A turn refused by a limit of its key, team or deployment (:mod:`gateway.limits`):
+    HTTP 429. ``scope`` names the holder (``key:<id>``, ``team:<id>``,
+    ``deployment:<name>``); ``retry_after_s`` is whole seconds until it may pass (None: not
+    within any known time); ``headers`` are the answer's rate-limit headers
+    (``retry-after``, ``x-ratelimit-*``, ``anthropic-ratelimit-*``, as the SDKs read them);
+    ``details`` repeats what was refused for the error body."""
+
+    status = 429
+    kind = "rate_limit"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        scope: str,
+        retry_after_s: int | None,
+        headers: dict[str, str],
+        details: Any = None,
+    ) -> None:
+        super().__init__(message, details=details)
+        self.scope = scope
+        self.retry_after_s = retry_after_s
+        self.headers = headers
+
+
+class RateLimitExceeded(LimitExceeded):
+    """Requests/min, tokens/min or concurrent turns of a scope are at their limit.
+    ``dimension``: ``requests``, ``tokens`` or ``concurrent``; ``limit`` its value."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        scope: str,
+        dimension: str,
+        limit: int,
+        retry_after_s: int | None,
+        headers: dict[str, str],
+    ) -> None:
+        details = {"scope": scope, "dimension": dimension, "limit": limit, "retry_after_s": retry_after_s}
+        super().__init__(message, scope=scope, retry_after_s=retry_after_s, headers=headers, details=details)
+        self.dimension = dimension
+        self.limit = limit
+
+
+class BudgetExceeded(LimitExceeded):
+    """A hard USD budget of a scope cannot take the turn's worst-case cost. ``period``
+    (``day``/``week``/``month``/``total``), ``limit_usd``, and ``reset_at`` (an aware datetime,
+    None for ``total``) say which budget and when it starts again. ``error_code``
+    ``insufficient_quota``: the type OpenAI's SDKs and clients read as "out of credit"."""
+
+    error_code = "insufficient_quota"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        scope: str,
+        period: str,
+        limit_usd: float,
+        reset_at: Any,
+        retry_after_s: int | None,
+        headers: dict[str, str],
+    ) -> None:
+        details = {
+            "scope": scope,
+            "period": period,
+            "limit_usd": limit_usd,
+            "reset_at": None if reset_at is None else reset_at.isoformat(),
+        }
+        super().__init__(message, scope=scope, retry_after_s=retry_after_s, headers=headers, details=details)
+        self.period = period
+        self.limit_usd = limit_usd
+        self.reset_at = reset_at
+
+
+class LimitsUnavailable(TurnstileError):
+    """The shared limit counters (Redis, ``redis.url``) cannot be reached and ``redis.fail``
+    is ``closed``: the turn is refused rather than admitted unchecked. HTTP 503."""
+
+    status = 503
+    kind = "overloaded"
+
+    def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s

@@ -85,3 +85,25 @@ def test_openai_responses_deployment_defaults_to_provider_openai() -> None:
 def test_unknown_wire_api_names_the_allowed_ones() -> None:
     with pytest.raises(ConfigError, match="openai_responses"):
         parse_config({"deployments": [{"name": "r", "api": "openai_response", "model": "gpt-5"}]})
+
+
+def test_example_config_documents_every_redis_and_limits_option_at_its_default() -> None:
+    from gateway.config import LimitsConfig, RedisConfig
+
+    text = (ROOT / "config" / "example.yaml").read_text()
+    cfg = load_config(ROOT / "config" / "example.yaml")
+    assert "\nredis:" in text and "\nlimits:" in text
+    assert cfg.redis == RedisConfig() and cfg.limits == LimitsConfig()
+    for name in [*RedisConfig.model_fields, *LimitsConfig.model_fields]:
+        assert f"\n  {name}:" in text, name
+
+
+def test_redis_fail_mode_and_limits_time_zone_are_validated() -> None:
+    cfg = parse_config(
+        {"redis": {"url": "redis://127.0.0.1:6379/0", "fail": "open"}, "limits": {"timezone": "Asia/Tokyo"}}
+    )
+    assert (cfg.redis.fail, cfg.limits.timezone) == ("open", "Asia/Tokyo")
+    with pytest.raises(ConfigError, match=r"redis\.fail"):
+        parse_config({"redis": {"fail": "sometimes"}})
+    with pytest.raises(ConfigError, match="Mars/Olympus"):
+        parse_config({"limits": {"timezone": "Mars/Olympus"}})
