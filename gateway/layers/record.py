@@ -115,6 +115,7 @@ class RecordLayer:
             error=error.message if error is not None else None,
             request=turn_part(turn.request),
             response=resp,
+            principal=turn.principal,
         )
         committed = transcript.try_commit(record)
         await (committed if committed is not None else transcript.commit(record))
@@ -141,6 +142,7 @@ async def _record_steps(transcript: TranscriptWriter, turn: Turn) -> None:
                 withheld=[w.model_dump() for w in resp.withheld_tool_calls],
                 request=step.request.model_dump(mode="json", exclude_none=True),
                 response=resp.model_dump(mode="json"),
+                principal=turn.principal,
             )
         )
     turn.steps = []
