@@ -306,6 +306,11 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
         transcript = gw.transcript
         if transcript is not None and not transcript.accepting and not await transcript.admit():
             return _transcript_unavailable(edge, transcript, rid)
+        headers = Headers(scope=scope)
+        principal = None
+        identity = gw.identity
+        if identity is not None and identity.required:  # a caller without a key costs no body read
+            principal = await identity.admit(headers, request_id=rid)
         limits = gw.config.server
         body = await _read_body(scope, receive, limits.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:  # parse off the event loop: keeps other requests moving
@@ -313,7 +318,6 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
             turn_request = await asyncio.to_thread(parse_request, body, limits)
         else:
             turn_request = parse_request(body, limits)
-        headers = Headers(scope=scope)
         session_id = session_turns.session_id_for(headers, turn_request)
         if edge is responses_edge:  # a stored response is a session (gateway/sessions/responses.py)
             turn_request, session_id = await _stored_response(gw, turn_request, session_id)
@@ -325,6 +329,7 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
             request=turn_request,
             headers_in=headers,
             session_id=session_id,
+            principal=principal,
         )
         in_pipeline = True
         if turn_request.stream:

@@ -74,6 +74,10 @@ async def _body(request: Request) -> dict[str, Any]:
 
 
 def _name(data: dict[str, Any]) -> str:
+    """Pops and returns ``data``'s ``name``; the other fields are checked by the store."""
+    for reserved in ("actor", "id", "hash", "prefix", "created_at", "updated_at", "revoked_at"):
+        if reserved in data:
+            raise InvalidRequest(f"{reserved}: set by the gateway, not by a request", param=reserved)
     name = data.pop("name", None)
     if not isinstance(name, str) or not name.strip():
         raise InvalidRequest("name: a non-empty string is required", param="name")

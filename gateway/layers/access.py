@@ -11,6 +11,9 @@
   ``Authorization: Bearer``, ``x-api-key`` or ``x-goog-api-key`` decides which MCP tools the
   tool loop offers and runs (:func:`mcp_servers.clients.caller`).
 
+Where keys are required the server judges the key before it reads the request's body (a
+caller without one costs nothing more) and hands the principal in on the turn.
+
 A refusal raised here is recorded by the record layer above (with the key's id when the key
 was known) and nothing below runs. The pass-through case (keys optional, none presented, no
 ``mcp.clients``) costs one pass over the raw header values (:func:`may_hold_key`).
@@ -39,7 +42,9 @@ class AccessLayer:
     async def _admit_key(self, turn: Turn, request: Request) -> None:
         identity = self.gw.identity
         assert identity is not None
-        principal = await identity.admit(turn.headers_in or {}, request_id=turn.request_id)
+        principal = turn.principal  # the server judged the key already where keys are required
+        if principal is None:
+            principal = await identity.admit(turn.headers_in or {}, request_id=turn.request_id)
         if principal is None:  # keys optional and none presented
             self._admit(turn)
             return
