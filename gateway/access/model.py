@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Period = Literal["day", "week", "month", "total"]
 """A budget's period: a calendar day, week or month (in the time zone the limits configure),
@@ -53,7 +53,8 @@ NO_RATE_LIMITS = RateLimits()
 
 
 class Limits(BaseModel):
-    """What a key and a team carry alike: allow lists and limits (see the module docstring)."""
+    """What a key and a team carry alike: allow lists and limits (see the module docstring);
+    at most one budget per period (the limits layer keeps one counter per period)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -62,6 +63,15 @@ class Limits(BaseModel):
     budgets: list[Budget] = Field(default_factory=list)
     rate_limits: RateLimits = Field(default_factory=RateLimits)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("budgets")
+    @classmethod
+    def _one_budget_per_period(cls, budgets: list[Budget]) -> list[Budget]:
+        periods = [b.period for b in budgets]
+        repeated = sorted({p for p in periods if periods.count(p) > 1})
+        if repeated:
+            raise ValueError(f"at most one budget per period; repeated: {', '.join(repeated)}")
+        return budgets
 
 
 class Team(Limits):

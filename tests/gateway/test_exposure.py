@@ -120,7 +120,7 @@ def test_required_virtual_keys_count_as_client_authentication_and_are_the_defaul
     assert client_auth_configured(default, "0.0.0.0") and not client_auth_configured(default, "127.0.0.1")
     assert check_listen_address("0.0.0.0", default, Settings(allow_anonymous=False)) is False
     for auth in ("optional", "off"):
-        with pytest.raises(AnonymousExposure, match="access.auth"):
+        with pytest.raises(AnonymousExposure, match=r"access\.auth"):
             check_listen_address("0.0.0.0", _config(tmp_path, auth=auth), Settings(allow_anonymous=False))
     app = create_app(
         config=_config(tmp_path, auth=None, host="0.0.0.0"), settings=Settings(allow_anonymous=False)

@@ -47,8 +47,9 @@ class Clock:
 
 @pytest.fixture(scope="module")
 def keys_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A gateway on loopback with keys required, the demo deployment as ``default`` and
-    ``other``, the time MCP server and an admin key."""
+    """A gateway on loopback with keys required, the demo deployment as ``default``,
+    ``other`` and ``with-time`` (the time MCP server's tools run by the tool loop), and an
+    admin key."""
     db_path = tmp_path_factory.mktemp("keys") / "gateway.db"
     loop = LoopThread()
     with pytest.MonkeyPatch.context() as mp:
@@ -68,6 +69,7 @@ def keys_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                 "models": [
                     {"name": "default", "deployments": ["demo"]},
                     {"name": "other", "deployments": ["demo"]},
+                    {"name": "with-time", "deployments": ["demo"], "mcp_servers": ["time"]},
                 ],
                 "mcp": {
                     "health_interval_s": 600,
@@ -267,3 +269,43 @@ def test_the_admin_api_needs_the_admin_key_and_shows_a_secret_only_once(keys_gw:
         assert admin.delete(f"/admin/teams/{team['id']}").json() == {"id": team["id"], "deleted": True}
         actions = [e["action"] for e in admin.get("/admin/audit?limit=6").json()["data"]]
         assert actions[:4] == ["team.deleted", "team.changed", "team.created", "key.rotated"]
+
+
+async def test_on_mcp_a_key_lists_and_calls_only_the_tools_it_is_allowed(keys_gw: dict[str, Any]) -> None:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+    from mcp.shared.exceptions import MCPError
+
+    narrow, key = _new_key(keys_gw, mcp=["time.get_current_time"])
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {narrow}"})
+    async with Client(streamable_http_client(f"{keys_gw['url']}/mcp", http_client=http)) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["time__get_current_time"]
+        assert not (await client.call_tool("time__get_current_time", {"timezone": "UTC"})).is_error
+        with pytest.raises(MCPError, match="unknown tool"):
+            await client.call_tool("time__convert_time", {"source_timezone": "UTC", "time": "10:00"})
+    row = keys_gw["app"].state.mcp.registry.store.audit_rows(1)[0]
+    assert row["client"] == key["id"]  # the MCP audit names the key
+
+
+def test_in_the_tool_loop_a_key_is_offered_and_runs_only_the_tools_it_is_allowed(
+    keys_gw: dict[str, Any],
+) -> None:
+    import sqlite3
+
+    narrow, key = _new_key(keys_gw, mcp=["time.get_current_time"])
+    ask = [{"role": "user", "content": "what is the current time and convert time from UTC"}]
+    raw = _oai(keys_gw, narrow).chat.completions.with_raw_response.create(model="with-time", messages=ask)
+    answer = raw.parse().choices[0].message.content or ""
+    assert "time__get_current_time" in answer and "convert_time" not in answer  # only that tool ran
+    rid = raw.headers["x-turnstile-request-id"]
+    transcript_row(keys_gw["db_path"], rid)
+    conn = sqlite3.connect(keys_gw["db_path"])
+    steps = conn.execute(
+        "SELECT request, key_id FROM turns WHERE request_id LIKE ?", (f"{rid}.step%",)
+    ).fetchall()
+    conn.close()
+    assert steps and all(
+        '"time__convert_time"' not in req and '"time__get_current_time"' in req for req, _ in steps
+    )
+    assert {k for _, k in steps} == {key["id"]}  # the steps' rows name the key too

@@ -112,6 +112,10 @@ async def test_a_key_change_revocation_and_rotation_are_stored_and_audited(store
 async def test_bad_fields_are_refused_naming_them(store: SqlAccessStore) -> None:
     with pytest.raises(InvalidRequest, match="budgets"):
         await store.create_key("c", actor="t", budgets=[{"period": "year", "usd": 1}])
+    with pytest.raises(InvalidRequest, match="one budget per period"):
+        await store.create_key(
+            "c", actor="t", budgets=[{"period": "day", "usd": 1}, {"period": "day", "usd": 2}]
+        )
     with pytest.raises(InvalidRequest, match="colour"):
         await store.create_key("c", actor="t", colour="red")
     key, _ = await store.create_key("c", actor="t")

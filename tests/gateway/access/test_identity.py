@@ -122,7 +122,7 @@ async def test_a_revocation_made_elsewhere_is_in_force_once_the_cache_entry_is_o
 
 async def test_a_model_must_be_allowed_by_the_key_and_its_team(store: SqliteAccessStore) -> None:
     team = await store.create_team("t", actor="x", models=["a", "b"])
-    key, secret = await store.create_key("k", actor="x", team_id=team.id, models=["b", "c"])
+    _, secret = await store.create_key("k", actor="x", team_id=team.id, models=["b", "c"])
     ident = Identity(store, required=True)
     p = await ident.principal(secret)
     await ident.check_model(p, "b")
@@ -130,7 +130,7 @@ async def test_a_model_must_be_allowed_by_the_key_and_its_team(store: SqliteAcce
         with pytest.raises(PermissionDenied, match=f"model '{model}' is not allowed") as err:
             await ident.check_model(p, model)
         assert err.value.param == "model" and err.value.status == 403
-    free, s2 = await store.create_key("free", actor="x")
+    _, s2 = await store.create_key("free", actor="x")
     await ident.check_model(await ident.principal(s2), "anything")
 
 

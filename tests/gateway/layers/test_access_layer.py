@@ -109,7 +109,7 @@ async def test_without_a_virtual_key_where_keys_are_optional_nothing_changes(
 
 
 async def test_a_principal_the_server_judged_is_not_looked_up_again(store: SqliteAccessStore) -> None:
-    key, secret = await store.create_key("k", actor="x")
+    _, secret = await store.create_key("k", actor="x")
     identity = Identity(store, required=True)
     principal = await identity.principal(secret)
     calls: list[Any] = []
