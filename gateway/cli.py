@@ -62,9 +62,9 @@ def serve(
         bool,
         typer.Option(
             "--allow-anonymous",
-            help="Serve on a non-loopback --host although no client authentication is configured: "
-            "anyone who can reach it spends the provider keys. Also server.allow_anonymous, "
-            "TURNSTILE_ALLOW_ANONYMOUS.",
+            help="Serve on a non-loopback --host although clients need no key (access.auth set to "
+            "optional or off; required, the default off loopback, needs no flag): anyone who can "
+            "reach it spends the provider keys. Also server.allow_anonymous, TURNSTILE_ALLOW_ANONYMOUS.",
         ),
     ] = False,
 ) -> None:
@@ -170,7 +170,12 @@ def logs(
     console.print(render_turns(rows, str(db), console))
 
 
+from gateway.access.cli import keys_app as _keys_app  # noqa: E402
+from gateway.access.cli import teams_app as _teams_app  # noqa: E402
 from gateway.sessions.cli import app as _sessions_app  # noqa: E402
+
+app.add_typer(_keys_app, name="keys")
+app.add_typer(_teams_app, name="teams")
 
 app.add_typer(_sessions_app, name="sessions")
 

@@ -259,8 +259,8 @@ class ThinkingMemoryConfig(BaseModel):
 class SessionsConfig(BaseModel):
     """Sessions (invariant 5): where they are stored and how they are compacted.
 
-    * ``url``: ``postgresql://host:port/db`` or ``sqlite:///path``; default: the SQLite file of
-      ``server.db_path``.
+    * ``url``: ``postgresql://host:port/db`` or ``sqlite:///path``; default: ``storage.url``,
+      else the SQLite file of ``server.db_path``.
     * ``compaction_deployment``: the (cheap) deployment that writes compaction summaries; unset,
       a session that outgrows the target window is refused (HTTP 400) instead of compacted.
     * ``keep_ratio``: share of the budget the kept suffix may use right after a compaction.
@@ -278,6 +278,42 @@ class SessionsConfig(BaseModel):
     keep_ratio: float = Field(default=0.5, gt=0, le=1)
     chunk_tokens: int = Field(default=24_000, gt=0)
     threads: bool = True
+
+
+class StorageConfig(BaseModel):
+    """Where the gateway's shared tables live (virtual keys, teams and their audit; sessions
+    too unless ``sessions.url`` says otherwise).
+
+    * ``url``: ``postgresql://host:port/db`` (several instances sharing one database),
+      ``sqlite:///absolute/path`` or a file path; default: the SQLite file of
+      ``server.db_path`` (the transcript's file).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = None
+
+
+class AccessConfig(BaseModel):
+    """Client identity on the model and MCP endpoints (virtual keys, :mod:`gateway.access`).
+
+    * ``auth``: ``required`` (a missing, unknown, expired, revoked or disabled key is a 401 in
+      the client's dialect), ``optional`` (a presented ``tsk-`` key is checked and applied; any
+      other key, or none, is anonymous) or ``off`` (keys are not read). Unset: ``required``
+      when the gateway serves a non-loopback ``server.host``, ``optional`` on loopback
+      (:func:`effective_auth`).
+    * ``admin_key_env``: the environment variable holding the admin key of ``/admin/keys``
+      and ``/admin/teams`` (never the key itself in the file); unset or empty: the admin API
+      answers 401 to everyone.
+    * ``cache_ttl_s``: how long (seconds, at most 1) one process reuses a key lookup, so a
+      key revoked on another instance is refused within a second.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    auth: Literal["required", "optional", "off"] | None = None
+    admin_key_env: str | None = None
+    cache_ttl_s: float = Field(default=1.0, ge=0, le=1.0)
 
 
 class ToolLoopConfig(BaseModel):
@@ -498,6 +534,8 @@ class GatewayConfig(BaseModel):
     models: list[ModelAlias] = Field(default_factory=list)
     mcp: McpConfig = Field(default_factory=McpConfig)
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    access: AccessConfig = Field(default_factory=AccessConfig)
     tool_loop: ToolLoopConfig = Field(default_factory=ToolLoopConfig)
     anthropic: AnthropicHeaders = Field(default_factory=AnthropicHeaders)
     thinking_memory: ThinkingMemoryConfig = Field(default_factory=ThinkingMemoryConfig)
@@ -531,6 +569,24 @@ class GatewayConfig(BaseModel):
                             f"deployments ({', '.join(alias.deployments)})"
                         )
         return self
+
+
+def storage_url(config: GatewayConfig) -> str:
+    """The URL of the shared tables: ``storage.url``, else the SQLite file ``server.db_path``."""
+    return config.storage.url or str(config.server.db_path)
+
+
+def sessions_url(config: GatewayConfig) -> str:
+    """The URL of the session store: ``sessions.url``, else :func:`storage_url`."""
+    return config.sessions.url or storage_url(config)
+
+
+def effective_auth(config: GatewayConfig, loopback: bool) -> Literal["required", "optional", "off"]:
+    """``access.auth``, or its default for the listening address: ``optional`` on a loopback
+    one (``loopback``), ``required`` on any other."""
+    if config.access.auth is not None:
+        return config.access.auth
+    return "optional" if loopback else "required"
 
 
 def _format_validation_error(path: Path, err: ValidationError) -> str:

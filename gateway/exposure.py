@@ -4,9 +4,10 @@ A gateway holds the operator's provider keys; served on an address other machine
 with no client authentication, it spends them for anyone who can connect. So:
 
 * at start (``turnstile serve``, and :func:`gateway.server.create_app` for the address it can
-  see), a non-loopback listening address is refused unless client authentication is
-  configured (:func:`client_auth_configured`) or the operator allows anonymous clients
-  explicitly (``--allow-anonymous``, ``server.allow_anonymous``, ``TURNSTILE_ALLOW_ANONYMOUS``);
+  see), a non-loopback listening address is refused unless clients must present a virtual
+  key (``access.auth: required``, its default off loopback: :func:`client_auth_configured`)
+  or the operator allows anonymous clients explicitly (``--allow-anonymous``,
+  ``server.allow_anonymous``, ``TURNSTILE_ALLOW_ANONYMOUS``);
 * while serving, :class:`LoopbackOnly` refuses (HTTP 403) a request that arrived on a
   non-loopback local address, for servers that bind an address the app factory never sees
   (``uvicorn --factory --host 0.0.0.0``: uvicorn passes no host to the factory).
@@ -24,7 +25,7 @@ from collections.abc import Callable
 import structlog
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.config import GatewayConfig, Settings
+from gateway.config import GatewayConfig, Settings, effective_auth
 from gateway.errors import AnonymousExposure
 
 log = structlog.get_logger("turnstile.exposure")
@@ -32,16 +33,14 @@ log = structlog.get_logger("turnstile.exposure")
 ALLOW_FLAG = "--allow-anonymous"
 
 
-def client_auth_configured(config: GatewayConfig) -> bool:
-    """Whether clients of the model endpoints must authenticate (so that a non-loopback
-    address does not hand the provider keys to anyone).
-
-    Always False today: client authentication for the model endpoints (virtual keys) does not
-    exist yet; issue 15 fills this function in. ``mcp.clients`` protects only ``/mcp`` and
-    ``/v1/mcp/tools``, not the chat endpoints that spend the provider keys, so it does not
-    count.
-    """
-    return False
+def client_auth_configured(config: GatewayConfig, host: str | None = None) -> bool:
+    """Whether clients must authenticate with a virtual key (``access.auth`` is ``required``,
+    explicitly or as the default for ``host``, the listening address; default:
+    ``server.host``), so that a non-loopback address does not hand the provider keys to
+    anyone. ``mcp.clients`` protects only ``/mcp`` and ``/v1/mcp/tools``, not the chat
+    endpoints that spend the provider keys, so it does not count."""
+    where = config.server.host if host is None else host
+    return effective_auth(config, is_loopback(where)) == "required"
 
 
 def is_loopback(host: str) -> bool:
@@ -90,9 +89,10 @@ def anonymous_allowed(config: GatewayConfig, settings: Settings, flag: bool = Fa
 def refusal(host: str) -> str:
     """The one line that says why serving on ``host`` is refused and the two ways out."""
     return (
-        f"refusing to serve on {host}: it is not a loopback address and no client authentication "
-        "is configured, so anyone who can reach it could spend this gateway's provider keys; "
-        f"serve on 127.0.0.1, or pass {ALLOW_FLAG} (server.allow_anonymous: true, "
+        f"refusing to serve on {host}: it is not a loopback address and clients need no key "
+        "(access.auth is not required), so anyone who can reach it could spend this gateway's "
+        "provider keys; serve on 127.0.0.1, require virtual keys (access.auth: required, the "
+        f"default off loopback), or pass {ALLOW_FLAG} (server.allow_anonymous: true, "
         "TURNSTILE_ALLOW_ANONYMOUS=1) to serve anonymous clients on purpose"
     )
 
@@ -105,7 +105,7 @@ def check_listen_address(host: str, config: GatewayConfig, settings: Settings, *
     Raises :class:`gateway.errors.AnonymousExposure` (message: :func:`refusal`) for a
     non-loopback ``host`` without client authentication and without permission.
     """
-    if is_loopback(host) or client_auth_configured(config):
+    if is_loopback(host) or client_auth_configured(config, host):
         return False
     if not anonymous_allowed(config, settings, flag):
         raise AnonymousExposure(refusal(host), param="server.host")

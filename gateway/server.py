@@ -14,6 +14,11 @@ Routes
 * ``GET /v1/models`` — aliases and enabled deployments (a body both SDKs read); in Gemini's
   shape for a Gemini client (:func:`_is_gemini_client`) and always under ``/v1beta/models``.
 * ``GET /health`` — liveness plus the deployment table.
+* ``/admin/keys``, ``/admin/teams``, ``/admin/audit`` — virtual keys and teams
+  (:mod:`gateway.access.admin_api`, behind the admin key).
+
+Callers: the access layer judges a turn's virtual key; :class:`gateway.access.middleware.KeyCheck`
+every other request's (``access.auth``).
 
 Shared objects (config, deployment table, providers, aiohttp session, transcript writer) are
 made in the lifespan and live on ``app.state``; there are no module globals.
@@ -41,8 +46,17 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import exposure
+from gateway.access import admin_api
+from gateway.access.middleware import KeyCheck
 from gateway.coalesce import coalesce
-from gateway.config import GatewayConfig, Settings, default_config_path, load_config
+from gateway.config import (
+    GatewayConfig,
+    Settings,
+    default_config_path,
+    effective_auth,
+    load_config,
+    sessions_url,
+)
 from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import gemini as gemini_edge
@@ -293,6 +307,11 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
         transcript = gw.transcript
         if transcript is not None and not transcript.accepting and not await transcript.admit():
             return _transcript_unavailable(edge, transcript, rid)
+        headers = Headers(scope=scope)
+        principal = None
+        identity = gw.identity
+        if identity is not None and identity.required:  # a caller without a key costs no body read
+            principal = await identity.admit(headers, request_id=rid)
         limits = gw.config.server
         body = await _read_body(scope, receive, limits.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:  # parse off the event loop: keeps other requests moving
@@ -300,7 +319,6 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
             turn_request = await asyncio.to_thread(parse_request, body, limits)
         else:
             turn_request = parse_request(body, limits)
-        headers = Headers(scope=scope)
         session_id = session_turns.session_id_for(headers, turn_request)
         if edge is responses_edge:  # a stored response is a session (gateway/sessions/responses.py)
             turn_request, session_id = await _stored_response(gw, turn_request, session_id)
@@ -312,6 +330,7 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
             request=turn_request,
             headers_in=headers,
             session_id=session_id,
+            principal=principal,
         )
         in_pipeline = True
         if turn_request.stream:
@@ -780,6 +799,22 @@ def _refuse_anonymous(path: str, address: str) -> tuple[int, bytes]:
     return status, orjson.dumps(body)
 
 
+def _refuse_key(path: str, err: TurnstileError) -> tuple[int, bytes]:
+    """A refused key on a path that is not a turn, as (status, body) in the path's dialect."""
+    status, body = _edge_for_path(path).render_error(err)
+    return status, orjson.dumps(body)
+
+
+def _tool_owner(registry: Any) -> Any:
+    """Exposed MCP tool name -> (server, tool name) through ``registry`` (for key visibility)."""
+
+    def owner(exposed: str) -> tuple[str, str] | None:
+        t = registry.lookup(exposed)
+        return (t.server, t.name) if t is not None else None
+
+    return owner
+
+
 def create_app(
     config: GatewayConfig | None = None,
     *,
@@ -838,7 +873,16 @@ def create_app(
         )
         from gateway.sessions.open import open_store
 
-        gw.sessions = await open_store(config.sessions.url or str(config.server.db_path))
+        gw.sessions = await open_store(sessions_url(config))
+        from gateway.access.identity import Identity
+        from gateway.access.open import open_access_store
+
+        app.state.access = await open_access_store(config)
+        auth = effective_auth(config, exposure.is_loopback(config.server.host))
+        if auth != "off":
+            gw.identity = Identity(
+                app.state.access, required=auth == "required", ttl_s=config.access.cache_ttl_s
+            )
         app.state.gateway = gw
         app.state.pipeline = Pipeline(gw)
         app.state.open_turns = open_turns
@@ -849,11 +893,14 @@ def create_app(
                 db_path=config.server.db_path,
                 read_env=settings.read_key,
                 host=config.server.host,
+                keys=gw.identity.mcp_visibility if gw.identity is not None else None,
             )
         )
         gw.mcp = app.state.mcp  # the server-side tool loop calls tools through it
         _watch_metrics(gw, app.state.mcp)
         folding = asyncio.create_task(fold_periodically(gw.metrics)) if gw.metrics.multiprocess else None
+        if gw.identity is not None:
+            gw.identity.owner = _tool_owner(gw.mcp.registry)
         log.info(
             "started",
             deployments=sorted(table.deployments),
@@ -892,6 +939,7 @@ def create_app(
             await mcp_stack.aclose()
             await transcript.close()
             await gw.sessions.close()
+            await app.state.access.close()
             await session.close()
 
     app = Starlette(
@@ -914,10 +962,15 @@ def create_app(
             Route("/metrics", metrics, methods=["GET"]),
             *mcp_api.routes(),
             *session_api.ROUTES,
+            *admin_api.ROUTES,
         ],
         lifespan=lifespan,
         exception_handlers={404: not_found, 405: method_not_allowed},
     )
+    app.state.admin_key = (
+        settings.read_key(config.access.admin_key_env) if config.access.admin_key_env else None
+    )
+    app.add_middleware(KeyCheck, refuse=_refuse_key)  # inside Front: turns are judged by the access layer
     app.add_middleware(
         Front,
         routes={

@@ -58,10 +58,17 @@ CREATE TABLE IF NOT EXISTS turns (
     attempts        TEXT,
     error           TEXT,
     request         TEXT,
-    response        TEXT
+    response        TEXT,
+    key_id          TEXT,
+    team_id         TEXT
 );
 CREATE INDEX IF NOT EXISTS turns_ts ON turns (ts);
 """
+
+ADDED_COLUMNS = (("key_id", "TEXT"), ("team_id", "TEXT"))
+"""Columns added to ``turns`` after its first release, in order: a transcript made before
+them gets them (``ALTER TABLE ... ADD COLUMN``, NULL in the old rows) when it is opened.
+Only ever appended to, never edited."""
 
 COLUMNS = (
     "request_id",
@@ -88,6 +95,8 @@ COLUMNS = (
     "error",
     "request",
     "response",
+    "key_id",
+    "team_id",
 )
 
 
@@ -95,7 +104,7 @@ STORED_JSON_BYTES = 1024 * 1024
 """Default bytes of request and of response JSON one row keeps (``server.transcript_max_json_bytes``)."""
 
 MAX_ROWS_PER_STATEMENT = 256
-"""Rows per ``INSERT`` (24 parameters each: well below SQLite's 32,766-parameter limit)."""
+"""Rows per ``INSERT`` (26 parameters each: well below SQLite's 32,766-parameter limit)."""
 
 _INSERT_HEAD = f"INSERT INTO turns ({', '.join(COLUMNS)}) VALUES "
 
@@ -140,7 +149,9 @@ class TurnRecord:
     ``schema.Request``/``schema.Response`` objects themselves (dumped by the writer thread, off
     the request path: the pipeline never changes a model after the turn); ``usage`` and the
     ``withheld`` items likewise a dict or a ``schema`` model; ``latency_ms`` in milliseconds;
-    ``cost_usd`` in USD; ``guard_outcome`` is ``ok``, ``repaired`` or ``rejected``."""
+    ``cost_usd`` in USD; ``guard_outcome`` is ``ok``, ``repaired`` or ``rejected``;
+    ``principal`` the caller's virtual key (:class:`gateway.access.model.Principal`: its
+    ``key_id`` and ``team_id`` are stored) or None."""
 
     request_id: str
     ts: float
@@ -161,6 +172,7 @@ class TurnRecord:
     error: str | None = None
     request: dict[str, Any] | BaseModel | None = None
     response: dict[str, Any] | BaseModel | None = None
+    principal: Any = None
 
     def row(self, max_json_bytes: int = STORED_JSON_BYTES) -> tuple[Any, ...]:
         """The record as a row tuple in :data:`COLUMNS` order (models dumped here: the request
@@ -181,6 +193,7 @@ class TurnRecord:
 
         request_json = _stored_json(self.request, max_json_bytes, exclude_none=True)
         response_json = _stored_json(self.response, max_json_bytes, exclude_none=False)
+        who = self.principal
 
         return (
             self.request_id,
@@ -207,6 +220,8 @@ class TurnRecord:
             self.error,
             request_json,
             response_json,
+            who.key_id if who is not None else None,
+            who.team_id if who is not None else None,
         )
 
 
@@ -218,6 +233,7 @@ def connect(path: Path | str) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.executescript(SCHEMA_SQL)
+    migrate(conn)
     return conn
 
 
@@ -268,6 +284,18 @@ def open_target(location: Path | str) -> SqliteTranscript | Any:
     if is_postgres_url(location):
         return PostgresTranscript(str(location))
     return SqliteTranscript(location)
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Add the :data:`ADDED_COLUMNS` a transcript made before them lacks (adds only)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(turns)")}
+    for name, kind in ADDED_COLUMNS:
+        if name not in have:
+            try:
+                conn.execute(f"ALTER TABLE turns ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as err:  # another process added it meanwhile
+                if "duplicate column" not in str(err):
+                    raise
 
 
 def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:

@@ -37,7 +37,9 @@ CREATE TABLE IF NOT EXISTS turns (
     attempts        TEXT,
     error           TEXT,
     request         TEXT,
-    response        TEXT
+    response        TEXT,
+    key_id          TEXT,
+    team_id         TEXT
 );
 CREATE INDEX IF NOT EXISTS turns_ts ON turns (ts);
 """
@@ -66,9 +68,13 @@ class PostgresTranscript:
             psycopg.DataError,
             OverflowError,
         )
+        from gateway.transcript import ADDED_COLUMNS
+
         self.conn = psycopg.connect(url, connect_timeout=10)
         with self.conn.transaction():
             self.conn.execute(PG_SCHEMA_SQL)
+            for name, kind in ADDED_COLUMNS:  # a transcript made before them gets them
+                self.conn.execute(f"ALTER TABLE turns ADD COLUMN IF NOT EXISTS {name} {kind}".encode())
 
     def write(self, statements: list[tuple[str, list[Any]]]) -> None:
         """Run ``statements`` in one transaction (rolled back when one fails)."""

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from gateway.access.model import Principal
 from gateway.config import Deployment, GatewayConfig
 from gateway.deployments import DeploymentTable
 from gateway.errors import TurnstileError, UpstreamError
@@ -40,6 +41,7 @@ from gateway.transcript import TranscriptWriter
 from mcp_servers.clients import EVERYTHING, Visibility
 
 if TYPE_CHECKING:
+    from gateway.access.identity import Identity
     from mcp_servers.http_api import McpRuntime
     from routers.engine import RoutingEngine
 
@@ -66,6 +68,7 @@ class Gateway:
     routing: RoutingEngine | None = None  # health and routers, made with the Pipeline
     mcp: McpRuntime | None = None  # registry and endpoint, for the tool loop (server lifespan)
     metrics: Metrics = field(default_factory=Metrics)  # counted from the records (gateway.metrics)
+    identity: Identity | None = None  # virtual keys (access.auth not off; server lifespan)
 
 
 @dataclass
@@ -127,6 +130,7 @@ class Turn:
     wall: float = field(default_factory=time.time)
     session_id: str | None = None  # set by the server from x-turnstile-session / metadata / user
     # access layer
+    principal: Principal | None = None  # the caller's virtual key and team (None: anonymous)
     mcp_visibility: Visibility = EVERYTHING  # the caller's MCP tools (its key)
     # guards layer
     guard_outcome: str = "ok"

@@ -25,6 +25,11 @@ the same empty list). That includes the MCP SDK's own check of a ``tools/call``'
 handler sees the call and knows only the tool's name: the ``/mcp`` app puts the caller in
 :data:`CALLER` for it, and a hidden tool has no schema there (:func:`current_caller`).
 
+Virtual keys (``tsk-...``, :mod:`gateway.access`), when the gateway reads them, come first:
+a caller presenting one is judged by it alone (:data:`KeyAuth`, :func:`admit`), and its
+allowed MCP servers and tools replace this map; a caller presenting none falls back to
+``mcp.clients`` (unless the gateway requires virtual keys).
+
 The key only authenticates the caller to the gateway: upstream requests are made by the
 gateway's own ``Client`` per upstream, with the credentials of the upstream's config, and carry
 nothing from the caller's HTTP request.
@@ -33,7 +38,7 @@ nothing from the caller's HTTP request.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -113,6 +118,30 @@ def authenticate(config: McpConfig, read_env: EnvReader, headers: Any) -> Visibi
         if match is not None:
             return Visibility(match.name, tuple(match.tools))
     return None
+
+
+KeyAuth = Callable[[Any], Awaitable["Visibility | None"]]
+"""The gateway's virtual keys (:meth:`gateway.access.identity.Identity.mcp_visibility`):
+``await keys(headers)`` is the visibility of the caller's virtual key, None when it presents
+none and keys are optional; raises :class:`gateway.errors.AuthenticationRequired` for a key
+refused (unknown, revoked, expired, disabled) or missing where keys are required."""
+
+
+async def admit(
+    config: McpConfig, read_env: EnvReader, headers: Any, keys: KeyAuth | None
+) -> Visibility | None:
+    """The caller's visibility on ``/mcp``, ``/sse`` and ``/v1/mcp/tools``: its virtual key's
+    when ``keys`` judges it by one, else :func:`authenticate`'s; None: refused (401)."""
+    if keys is not None:
+        from gateway.errors import AuthenticationRequired
+
+        try:
+            found = await keys(headers)
+        except AuthenticationRequired:
+            return None
+        if found is not None:
+            return found
+    return authenticate(config, read_env, headers)
 
 
 def caller(config: McpConfig, read_env: EnvReader, headers: Any) -> Visibility:

@@ -46,7 +46,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from mcp_servers.admin_policy import AdminPolicyViolation
-from mcp_servers.clients import CALLER, STATE_KEY, authenticate
+from mcp_servers.clients import CALLER, STATE_KEY, KeyAuth, admit
 from mcp_servers.config import McpConfig, McpServerSpec
 from mcp_servers.endpoint import McpEndpoint
 from mcp_servers.legacy_sse import MESSAGES_PATH, LegacySse
@@ -65,6 +65,8 @@ class McpRuntime:
     session_manager: StreamableHTTPSessionManager
     read_env: EnvReader
     legacy_sse: LegacySse
+    keys: KeyAuth | None = None
+    """The gateway's virtual keys (:data:`mcp_servers.clients.KeyAuth`), judged before ``mcp.clients``."""
 
 
 @asynccontextmanager
@@ -75,6 +77,7 @@ async def open_mcp(
     read_env: EnvReader,
     host: str = "127.0.0.1",
     version: str = "0.1.0",
+    keys: KeyAuth | None = None,
 ) -> AsyncIterator[McpRuntime]:
     """Start the registry (upstreams connect in the background), the ``/mcp`` session
     manager and the legacy SSE transport; on exit end every SSE session and stop the others
@@ -94,12 +97,12 @@ async def open_mcp(
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
     manager = StreamableHTTPSessionManager(app=endpoint.server, security_settings=security)
-    legacy = LegacySse(endpoint.server, config, read_env, security)
+    legacy = LegacySse(endpoint.server, config, read_env, security, keys)
     await registry.start()
     try:
         async with manager.run():
             try:
-                yield McpRuntime(config, registry, endpoint, manager, read_env, legacy)
+                yield McpRuntime(config, registry, endpoint, manager, read_env, legacy, keys)
             finally:
                 legacy.close()
     finally:
@@ -115,7 +118,7 @@ class McpAsgi:
             response = _json({"error": {"message": "the MCP endpoint is not running"}}, 503)
             await response(scope, receive, send)
             return
-        visibility = authenticate(runtime.config, runtime.read_env, Headers(scope=scope))
+        visibility = await admit(runtime.config, runtime.read_env, Headers(scope=scope), runtime.keys)
         if visibility is None:
             await _unauthenticated()(scope, receive, send)
             return
@@ -297,7 +300,7 @@ async def model_tools(request: Request) -> Response:
     runtime: McpRuntime | None = getattr(request.app.state, "mcp", None)
     if runtime is None:
         return _error("the MCP registry is not running", 503, "unavailable")
-    visibility = authenticate(runtime.config, runtime.read_env, request.headers)
+    visibility = await admit(runtime.config, runtime.read_env, request.headers, runtime.keys)
     if visibility is None:
         return _unauthenticated()
     fmt = request.query_params.get("format", "openai")

@@ -54,7 +54,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from mcp_servers.clients import CALLER, STATE_KEY, Visibility, authenticate
+from mcp_servers.clients import CALLER, STATE_KEY, KeyAuth, Visibility, admit
 from mcp_servers.config import McpConfig
 from mcp_servers.upstream import EnvReader
 
@@ -194,10 +194,12 @@ class LegacySse:
         config: McpConfig,
         read_env: EnvReader,
         security: TransportSecuritySettings | None,
+        keys: KeyAuth | None = None,
     ) -> None:
         self.server = server
         self.config = config
         self.read_env = read_env
+        self.keys = keys
         self.transport = SseServerTransport(MESSAGES_PATH, security_settings=security)
         self._security = TransportSecurityMiddleware(security)
         self.sessions: dict[uuid.UUID, SseSession] = {}
@@ -208,7 +210,7 @@ class LegacySse:
         """``GET /sse``: checks (Host/Origin, key, session cap), then serves one session until
         its client disconnects, it idles out or the gateway shuts down."""
         refused = await self._security.validate_request(Request(scope, receive), is_post=False)
-        admitted = refused or self._admission(Headers(scope=scope))
+        admitted = refused or await self._admission(Headers(scope=scope))
         if isinstance(admitted, Response):
             await admitted(scope, receive, send)
             return
@@ -247,10 +249,10 @@ class LegacySse:
                 self.sessions.pop(key[0], None)
                 log.info("mcp_sse_session_closed", session=key[0].hex, client=session.visibility.client)
 
-    def _admission(self, headers: Headers) -> Visibility | Response:
+    async def _admission(self, headers: Headers) -> Visibility | Response:
         """The caller's visibility, or the refusal: 401 (no client's key, as on ``/mcp``), 503
         (shutting down, or ``max_sessions`` streams open)."""
-        visibility = authenticate(self.config, self.read_env, headers)
+        visibility = await admit(self.config, self.read_env, headers, self.keys)
         if visibility is None:
             response = json_error(
                 "this gateway's MCP endpoint needs a client API key (Authorization: Bearer <key>)",
@@ -299,7 +301,7 @@ class LegacySse:
             except ValueError:
                 refused = json_error(f"session_id {given[:64]!r} is not a session id", 400, "invalid_request")
             else:
-                visibility = authenticate(self.config, self.read_env, request.headers)
+                visibility = await admit(self.config, self.read_env, request.headers, self.keys)
                 if session is None or visibility is None or visibility.client != session.visibility.client:
                     session = None  # another client's session is answered as one that does not exist
                     refused = json_error(

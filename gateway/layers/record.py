@@ -114,6 +114,7 @@ class RecordLayer:
             error=error.message if error is not None else None,
             request=turn_part(turn.request),
             response=resp,
+            principal=turn.principal,
         )
         self.gw.metrics.turn(record, turn.first_byte_s)
         if transcript is None:
@@ -143,6 +144,7 @@ async def _record_steps(gw: Gateway, transcript: TranscriptWriter | None, turn: 
             withheld=[w.model_dump() for w in resp.withheld_tool_calls],
             request=step.request.model_dump(mode="json", exclude_none=True),
             response=resp.model_dump(mode="json"),
+            principal=turn.principal,
         )
         gw.metrics.turn(record)
         if transcript is not None:

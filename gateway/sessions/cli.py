@@ -37,7 +37,7 @@ def _url(url: str | None, config: Path | None) -> str:
     except ConfigError as err:
         _config_error(err.message)
         raise typer.Exit(2) from err
-    return cfg.sessions.url or str(settings.db_path or cfg.server.db_path)
+    return cfg.sessions.url or cfg.storage.url or str(settings.db_path or cfg.server.db_path)
 
 
 def _ts(t: float) -> str:
@@ -78,7 +78,7 @@ UrlOpt = Annotated[
     str | None,
     typer.Option(
         help="Store URL (postgresql://host:port/db, sqlite:///absolute/path or a file path). "
-        "Default: sessions.url of the config, else its server.db_path."
+        "Default: sessions.url of the config, else its storage.url, else its server.db_path."
     ),
 ]
 ConfigOpt = Annotated[Path | None, typer.Option(help="Configuration file to read the store URL from.")]

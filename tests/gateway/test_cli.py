@@ -180,11 +180,13 @@ def test_logs_without_a_transcript_says_so(tmp_path: Path) -> None:
     assert result.exit_code == 0 and "no transcript" in result.output
 
 
-def _demo_config(tmp_path: Path, **server: object) -> Path:
+def _demo_config(tmp_path: Path, auth: str | None = "optional", **server: object) -> Path:
+    """A demo config file; ``auth``: its ``access.auth`` (optional: clients need no key; None:
+    the default for the host, ``required`` off loopback)."""
     path = tmp_path / "gateway.yaml"
     lines = [f"  db_path: {tmp_path / 't.db'}", *(f"  {k}: {str(v).lower()}" for k, v in server.items())]
     path.write_text(
-        "server:\n" + "\n".join(lines) + "\n"
+        (f"access:\n  auth: {auth}\n" if auth is not None else "") + "server:\n" + "\n".join(lines) + "\n"
         "deployments:\n  - {name: demo, api: demo, model: turnstile-demo, price: {input: 0, output: 0}}\n"
     )
     return path
@@ -230,6 +232,17 @@ def test_serve_refuses_a_public_host_from_the_config_or_the_environment(
     in_env = runner.invoke(app, ["serve", "--config", str(_demo_config(tmp_path))])
     assert (in_config.exit_code, in_env.exit_code) == (2, 2) and calls == []
     assert "refusing to serve on 0.0.0.0" in in_config.stderr and "refusing to serve on ::" in in_env.stderr
+
+
+def test_serve_on_a_public_host_needs_no_permission_when_keys_are_required_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _fake_uvicorn(monkeypatch)
+    result = runner.invoke(
+        app, ["serve", "--config", str(_demo_config(tmp_path, auth=None)), "--host", "0.0.0.0"]
+    )
+    assert result.exit_code == 0, result.output
+    assert calls[0]["host"] == "0.0.0.0"
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])

@@ -23,14 +23,31 @@ def test_example_config_documents_a_valid_configuration() -> None:
 
 
 def test_example_config_documents_every_sessions_and_tool_loop_option_at_its_default() -> None:
-    from gateway.config import SessionsConfig, ToolLoopConfig
+    from gateway.config import AccessConfig, SessionsConfig, StorageConfig, ToolLoopConfig
 
     text = (ROOT / "config" / "example.yaml").read_text()
     cfg = load_config(ROOT / "config" / "example.yaml")
-    assert "\nsessions:" in text and "\ntool_loop:" in text
+    assert "\nsessions:" in text and "\ntool_loop:" in text and "\nstorage:" in text and "\naccess:" in text
     assert cfg.sessions == SessionsConfig() and cfg.tool_loop == ToolLoopConfig()
-    for name in [*SessionsConfig.model_fields, *ToolLoopConfig.model_fields]:
+    assert cfg.storage == StorageConfig() and cfg.access == AccessConfig()
+    fields = [*SessionsConfig.model_fields, *ToolLoopConfig.model_fields, *AccessConfig.model_fields]
+    for name in fields:
         assert f"\n  {name}:" in text, name
+
+
+def test_the_storage_url_defaults_to_the_transcript_file_and_sessions_follow_it() -> None:
+    from gateway.config import effective_auth, sessions_url, storage_url
+
+    plain = parse_config({"server": {"db_path": "x.db"}})
+    assert storage_url(plain) == sessions_url(plain) == "x.db"
+    shared = parse_config({"storage": {"url": "postgresql://db/t"}})
+    assert storage_url(shared) == sessions_url(shared) == "postgresql://db/t"
+    own = parse_config({"storage": {"url": "postgresql://db/t"}, "sessions": {"url": "s.db"}})
+    assert (storage_url(own), sessions_url(own)) == ("postgresql://db/t", "s.db")
+    assert (effective_auth(plain, True), effective_auth(plain, False)) == ("optional", "required")
+    assert effective_auth(parse_config({"access": {"auth": "off"}}), False) == "off"
+    with pytest.raises(ConfigError, match="cache_ttl_s"):
+        parse_config({"access": {"cache_ttl_s": 5}})
 
 
 def test_validation_error_names_file_key_and_expectation(tmp_path: Path) -> None:

@@ -23,10 +23,13 @@ from gateway.server import create_app
 DEMO = {"name": "demo", "api": "demo", "model": "turnstile-demo", "price": {"input": 0, "output": 0}}
 
 
-def _config(tmp_path: Path, **server: Any) -> GatewayConfig:
+def _config(tmp_path: Path, auth: str | None = "optional", **server: Any) -> GatewayConfig:
+    """A demo config; ``auth``: ``access.auth`` (optional: clients need no key, as before
+    virtual keys; None: the default for the host)."""
     return parse_config(
         {
             "server": {"db_path": str(tmp_path / "t.db"), **server},
+            "access": {"auth": auth} if auth is not None else {},
             "deployments": [DEMO],
             "models": [{"name": "default", "deployments": ["demo"]}],
         }
@@ -48,8 +51,10 @@ def test_every_interface_and_every_other_address_or_name_is_not_loopback(host: s
 
 
 def test_mcp_client_keys_do_not_count_as_client_authentication(tmp_path: Path) -> None:
-    cfg = parse_config({"mcp": {"clients": [{"name": "ci", "key_env": "CI_MCP_KEY"}]}})
-    assert not client_auth_configured(cfg)
+    cfg = parse_config(
+        {"access": {"auth": "optional"}, "mcp": {"clients": [{"name": "ci", "key_env": "CI_MCP_KEY"}]}}
+    )
+    assert not client_auth_configured(cfg, "0.0.0.0")
     with pytest.raises(AnonymousExposure):
         check_listen_address("0.0.0.0", cfg, Settings(allow_anonymous=False))
 
@@ -104,3 +109,25 @@ def test_a_request_on_a_loopback_address_or_to_an_allowed_gateway_is_served(
     base = "http://10.1.2.3:4000" if allowed else "http://127.0.0.1:4000"
     with TestClient(app, base_url=base) as client:
         assert client.get("/v1/models").status_code == 200
+
+
+def test_required_virtual_keys_count_as_client_authentication_and_are_the_default_off_loopback(
+    tmp_path: Path,
+) -> None:
+    """Off loopback, ``access.auth`` defaults to ``required``: serving needs no
+    ``--allow-anonymous``, and a turn without a key is a 401 in its dialect."""
+    default = _config(tmp_path, auth=None)
+    assert client_auth_configured(default, "0.0.0.0") and not client_auth_configured(default, "127.0.0.1")
+    assert check_listen_address("0.0.0.0", default, Settings(allow_anonymous=False)) is False
+    for auth in ("optional", "off"):
+        with pytest.raises(AnonymousExposure, match=r"access\.auth"):
+            check_listen_address("0.0.0.0", _config(tmp_path, auth=auth), Settings(allow_anonymous=False))
+    app = create_app(
+        config=_config(tmp_path, auth=None, host="0.0.0.0"), settings=Settings(allow_anonymous=False)
+    )
+    with TestClient(app, base_url="http://10.1.2.3:4000") as client:
+        refused = client.post("/v1/chat/completions", json={"model": "default", "messages": []})
+        listed = client.get("/v1/models")
+    assert refused.status_code == listed.status_code == 401
+    assert refused.json()["error"]["type"] == "invalid_request_error"
+    assert "tsk-" in refused.json()["error"]["message"]

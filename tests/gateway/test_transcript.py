@@ -305,3 +305,25 @@ async def test_a_row_that_arrives_after_close_is_logged_and_counted(tmp_path: Pa
         assert await writer.commit(_record(1)) is False
     assert writer.dropped == 2
     assert [e["request_id"] for e in logs if e["event"] == "transcript_row_dropped"] == ["r0", "r1"]
+
+
+def test_an_older_transcript_gets_the_key_and_team_columns_when_opened(tmp_path: Path) -> None:
+    """A file made before virtual keys: ``key_id`` and ``team_id`` are added (NULL in the old
+    rows), nothing else changes, and opening it again adds nothing."""
+    from gateway.transcript import COLUMNS, SCHEMA_SQL, connect
+
+    path = tmp_path / "old.db"
+    old = sqlite3.connect(path)
+    old.executescript(SCHEMA_SQL.replace(",\n    key_id          TEXT,\n    team_id         TEXT", ""))
+    old.execute(
+        "INSERT INTO turns (request_id, ts, client_dialect, stream, status) VALUES ('r', 1, 'x', 0, 200)"
+    )
+    old.commit()
+    old.close()
+    for _ in range(2):
+        conn = connect(path)
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(turns)")]
+        conn.close()
+        assert cols == list(COLUMNS)
+    row = sqlite3.connect(path).execute("SELECT request_id, key_id, team_id FROM turns").fetchone()
+    assert row == ("r", None, None)

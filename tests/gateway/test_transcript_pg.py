@@ -64,6 +64,7 @@ async def test_turns_written_to_postgres_are_read_back_newest_first(pg_url: str)
     await writer.close()
     assert [r["request_id"] for r in rows] == ["r5", "r4"]
     assert rows[0]["input_tokens"] == 3 and rows[0]["cost_usd"] == 0.25 and rows[0]["stream"] == 0
+    assert rows[0]["key_id"] is None and "team_id" in rows[0]
 
 
 async def test_two_writers_share_one_postgres_transcript(pg_url: str) -> None:
