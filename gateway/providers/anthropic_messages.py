@@ -129,11 +129,18 @@ def upstream_headers(request: Request, deployment: Deployment) -> dict[str, str]
     * ``anthropic-beta``: the union of the deployment's configured betas and the client's
       (``request.anthropic_betas``, already filtered by the config's allow/deny list), the
       deployment's first, each once; absent when both are empty.
+    * the client's headers the config forwards (``request.anthropic_headers``: Claude Code's
+      ``x-claude-code-session-id``, ``x-app``), under the deployment's own ``extra_headers``.
 
     Reference: https://docs.anthropic.com/en/api/versioning and
     https://docs.anthropic.com/en/api/beta-headers. Never raises."""
     configured_headers = deployment.quirks.extra_headers
-    if not configured_headers and not request.anthropic_betas and request.anthropic_version is None:
+    if (
+        not configured_headers
+        and not request.anthropic_betas
+        and request.anthropic_version is None
+        and not request.anthropic_headers
+    ):
         return {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
     extra = {k.lower(): v for k, v in configured_headers.items()}
     version = request.anthropic_version or extra.pop("anthropic-version", None) or ANTHROPIC_VERSION
@@ -145,6 +152,7 @@ def upstream_headers(request: Request, deployment: Deployment) -> dict[str, str]
         betas.extend(b for b in request.anthropic_betas if b not in betas)
         if betas:
             headers["anthropic-beta"] = ",".join(dict.fromkeys(betas))
+    headers.update(request.anthropic_headers)
     headers.update(extra)
     return headers
 

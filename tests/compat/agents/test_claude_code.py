@@ -28,6 +28,8 @@ from .claude_code_upstream import (
 )
 
 API = "anthropic_messages"
+CLAUDE_CODE_HEADERS = ("x-claude-code-session-id", "x-app")
+"""Claude Code's own headers the gateway forwards to an Anthropic upstream (``anthropic.forward``)."""
 
 
 def tools_of(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -45,6 +47,8 @@ def assert_carried(cc: ClaudeCodeRig) -> list[tuple[Any, Any]]:
     for sent, got in pairs:
         assert sent.model in MODELS and got.model == sent.model
         assert set(betas(sent)) <= set(betas(got)), (betas(sent), betas(got))
+        for header in CLAUDE_CODE_HEADERS:
+            assert got.headers.get(header) == sent.headers[header], header
         assert got.body.get("tools") == sent.body.get("tools")
         assert set(sent.body) <= set(got.body), set(sent.body) - set(got.body)
         for key in ("thinking", "output_config", "context_management", "tool_choice", "metadata", "stream"):
@@ -60,7 +64,8 @@ def assert_carried(cc: ClaudeCodeRig) -> list[tuple[Any, Any]]:
     client="claude-code",
     scenario="claude -p (plain prompt)",
     checks="the prompt, adaptive thinking, effort, context_management, the mid-conversation system "
-    "message and the anthropic-beta names reach the upstream as sent; the answer is printed",
+    "message with its per-turn output_config, the anthropic-beta names and the x-claude-code-session-id "
+    "and x-app headers reach the upstream as sent; the answer is printed",
     api=API,
 )
 def test_claude_code_plain_prompt_is_answered_through_the_gateway(

@@ -472,3 +472,10 @@ def test_a_messages_own_keys_go_back_on_it_as_sent() -> None:
         "tool_result",
         "text",
     ]
+
+
+def test_forwarded_client_headers_are_sent_under_the_deployments_own() -> None:
+    req = Request(model="m", messages=[], anthropic_headers={"x-app": "cli", "x-claude-code-session-id": "s"})
+    up, _ = anthropic_messages.build_request(req, dep(quirks={"extra_headers": {"x-app": "mine"}}), "k")
+    assert up.headers["x-claude-code-session-id"] == "s" and up.headers["x-app"] == "mine"
+    assert up.headers["anthropic-version"] == "2023-06-01" and up.headers["x-api-key"] == "k"
