@@ -41,6 +41,9 @@ TIMEOUT_S = 60
 CLIENT_KEY = "sk-ant-compat-client-0000"  # what Claude Code sends the gateway (no client auth on loopback)
 TOOL_SEARCH_BETA = "advanced-tool-use-2025-11-20"
 MODELS = REQUESTED["claude-code"]
+VIA_OPENAI = "claude-code-via-openai"
+"""A model name (``claude --model``) the gateway routes to an OpenAI Chat Completions upstream."""
+OPENAI_MODEL = "gpt-scripted"
 
 
 def install() -> Tools:
@@ -57,7 +60,8 @@ def command(tools: Tools, prompt: str, *extra: str) -> list[str]:
 
 def gateway_config(upstream_url: str, db_path: Path) -> dict[str, Any]:
     """One Anthropic Messages deployment per model name Claude Code requests, each sending
-    that model id to the scripted Claude."""
+    that model id to the scripted Claude; and :data:`VIA_OPENAI` to an OpenAI Chat Completions
+    deployment of the same stand-in."""
     return {
         "server": {"host": "127.0.0.1", "db_path": str(db_path)},
         "deployments": [
@@ -71,8 +75,20 @@ def gateway_config(upstream_url: str, db_path: Path) -> dict[str, Any]:
                 "price": {"input": 0, "output": 0},
             }
             for name in MODELS
+        ]
+        + [
+            {
+                "name": "scripted-openai",
+                "api": "openai_chat",
+                "model": OPENAI_MODEL,
+                "base_url": f"{upstream_url}/v1",
+                "api_key_env": UPSTREAM_KEY_ENV,
+                "context_window": 1_000_000,
+                "price": {"input": 0, "output": 0},
+            }
         ],
-        "models": [{"name": name, "deployments": [f"scripted-{name}"]} for name in MODELS],
+        "models": [{"name": name, "deployments": [f"scripted-{name}"]} for name in MODELS]
+        + [{"name": VIA_OPENAI, "deployments": ["scripted-openai"]}],
     }
 
 
@@ -113,13 +129,16 @@ def result_of(run: AgentRun) -> dict[str, Any]:
 
 class ClientTap:
     """A pass-through HTTP proxy on 127.0.0.1 between Claude Code and the gateway that keeps
-    every request Claude Code sent (:class:`standins.upstream.Received`, api ``client``) and
-    relays the gateway's answer unchanged, streamed as it arrives; so a test can compare what
-    the client sent with what reached the upstream."""
+    every request Claude Code sent (:class:`standins.upstream.Received`, api ``client``) and the
+    headers of the gateway's answer to it (:attr:`answers`), and relays the answer unchanged,
+    streamed as it arrives; so a test can compare what the client sent with what reached the
+    upstream."""
 
     def __init__(self, target: str) -> None:
         self.target = target
         self.received: list[Received] = []
+        self.answers: list[dict[str, str]] = []
+        """The gateway's response headers (lower-cased names), one per request received."""
         self.url = ""
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -168,6 +187,7 @@ class ClientTap:
         async with self._session.request(
             request.method, self.target + request.path_qs, data=raw, headers=forward
         ) as answer:
+            self.answers.append({k.lower(): v for k, v in answer.headers.items()})
             resp = web.StreamResponse(
                 status=answer.status,
                 headers={k: v for k, v in answer.headers.items() if k.lower() not in _HOP},
@@ -200,13 +220,13 @@ class ClaudeCodeRig:
         assert run.returncode == 0 and result.get("is_error") is False, f"{run.report()}\n{self.diagnosis()}"
         return run, result
 
-    def pairs(self) -> list[tuple[Received, Received]]:
+    def pairs(self, api: str = ANTHROPIC) -> list[tuple[Received, Received]]:
         """``(what Claude Code sent, what reached the upstream)`` per Messages request, in order
-        (asserts each client request went upstream once and nothing else did)."""
+        (asserts each client request went upstream once, to ``api``, and nothing else did)."""
         sent = [r for r in self.tap.received if r.path == "/v1/messages"]
-        got = self.upstream.requests(ANTHROPIC)
+        got = self.upstream.requests(api)
         assert len(sent) == len(got), f"{len(sent)} requests sent, {len(got)} upstream\n{self.diagnosis()}"
-        assert [r.api for r in self.upstream.received] == [ANTHROPIC] * len(got)
+        assert [r.api for r in self.upstream.received] == [api] * len(got)
         return list(zip(sent, got, strict=True))
 
     def diagnosis(self) -> str:

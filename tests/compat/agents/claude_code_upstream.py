@@ -22,6 +22,9 @@ The rule, applied to every ``POST /v1/messages`` the gateway sends:
 With thinking on (``thinking.type`` ``enabled``/``adaptive``) every answer starts with a signed
 ``thinking`` block (empty text when ``display`` is ``omitted``), as the API's tool-loop rule
 requires of the turn echoed back. Which rule answered each request is in :attr:`answered`.
+
+A Chat Completions request (Claude Code routed to an OpenAI upstream by the gateway) gets the
+plain scenario's answer, or a short text.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from typing import Any
 from aiohttp import web
 from standins.agent_upstream import MARKER, NOTE_FILE
 from standins.recordings import Exchange, json_exchange, stream_exchange
-from standins.upstream import ANTHROPIC, Received, UpstreamStandin, answering
+from standins.tool_answers import text_answer
+from standins.upstream import ANTHROPIC, OPENAI, Received, UpstreamStandin, answering
 
 from .claude_code_rules import violation
 
@@ -207,6 +211,9 @@ class ClaudeCodeUpstream(UpstreamStandin):
 
     def _answer(self, rec: Received) -> None:
         # Runs between reading the request and taking an answer, with no await in between.
+        if rec.api == OPENAI and isinstance(rec.body, dict):
+            self._answer_openai(rec)
+            return
         if rec.api != ANTHROPIC or not isinstance(rec.body, dict):
             return  # nothing queued: the stand-in's 418 names the request
         body = rec.body
@@ -226,6 +233,18 @@ class ClaudeCodeUpstream(UpstreamStandin):
                     blocks, stop=stop, stream=stream, model=model, usage=usage
                 ),
                 api=ANTHROPIC,
+            )
+        )
+
+    def _answer_openai(self, rec: Received) -> None:
+        """A Chat Completions request (Claude Code routed to an OpenAI upstream): the plain
+        scenario's answer, else a short text (no tool loop is scripted on this wire API)."""
+        plain = PROMPTS["plain"] in json.dumps(rec.body.get("messages"))
+        text = PLAIN_ANSWER if plain else "OK."
+        self.answered.append((rec.model, "final" if plain else "side", text))
+        self.script(
+            answering(
+                lambda api, _body, stream: text_answer(api, text, stream=stream), api=OPENAI, model=rec.model
             )
         )
 

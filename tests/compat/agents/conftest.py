@@ -87,5 +87,6 @@ def cc(cc_served: _Served, tmp_path: Path) -> ClaudeCodeRig:
     served.upstream.restart(workspace)
     served.trap.attempts.clear()
     served.tap.received.clear()
+    served.tap.answers.clear()
     run = E2E(served.gateway, served.upstream, served.trap, workspace, home, served.db_path)  # type: ignore[arg-type]
     return ClaudeCodeRig(run, served.tap, served.upstream)

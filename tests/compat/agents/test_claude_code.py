@@ -3,9 +3,11 @@ process to an Anthropic Messages upstream, the scripted Claude
 (:mod:`compat.agents.claude_code_upstream`), with its tool search on (``ENABLE_TOOL_SEARCH=true``).
 
 Each scenario compares what Claude Code sent (the tap in front of the gateway) with what reached
-the upstream: the ``anthropic-beta`` names, the tools (deferred ones with ``defer_loading``, the
-web search server tool) and the blocks of the conversation (``tool_reference`` results, the
-answered server tool blocks), and checks the final answer Claude Code printed.
+the upstream: the ``anthropic-beta`` names and Claude Code's own headers, the tools (deferred
+ones with ``defer_loading``, the web search server tool) and the blocks of the conversation
+(``tool_reference`` results, the answered server tool blocks), and checks the final answer
+Claude Code printed. One scenario routes Claude Code to an OpenAI Chat Completions upstream
+instead and checks what the gateway names as dropped.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pytest
 from e2e.npm_tools import Tools
 from standins.agent_upstream import MARKER
 
-from .claude_code_harness import MODELS, TOOL_SEARCH_BETA, ClaudeCodeRig, betas
+from .claude_code_harness import MODELS, OPENAI_MODEL, TOOL_SEARCH_BETA, VIA_OPENAI, ClaudeCodeRig, betas
 from .claude_code_upstream import (
     FOUND_TOOL,
     PLAIN_ANSWER,
@@ -161,4 +163,41 @@ def test_claude_code_web_search_server_tool_round_trips(cc: ClaudeCodeRig, claud
     web = [r for r in tool_results(pairs[-1][1].body) if SEARCH_MARKER in json.dumps(r)]
     assert web and SEARCH_URL in json.dumps(web[0]), cc.diagnosis()
     assert SEARCH_MARKER in result["result"]
+    cc.e2e.assert_offline()
+
+
+@pytest.mark.compat(
+    client="claude-code",
+    scenario="claude -p (plain prompt) to a non-Anthropic upstream",
+    checks="the prompt and the mid-conversation system message in place, every tool as a function; "
+    "the Anthropic-only fields (defer_loading, context_management, any per-turn output_config, the "
+    "betas, cache marks) dropped and named in x-turnstile-dropped; the answer is printed",
+    api="openai_chat",
+)
+def test_claude_code_plain_prompt_reaches_an_openai_upstream_with_the_anthropic_only_fields_named(
+    cc: ClaudeCodeRig, claude_code: Tools
+) -> None:
+    _run, result = cc.run(claude_code, PROMPTS["plain"], "--model", VIA_OPENAI)
+
+    assert result["result"] == PLAIN_ANSWER
+    ((sent, got),) = cc.pairs("openai_chat")
+    assert sent.model == VIA_OPENAI and got.model == OPENAI_MODEL
+    assert PROMPTS["plain"] in json.dumps(got.body["messages"])
+    assert [m["role"] for m in got.body["messages"]] == [
+        "system",
+        *[m["role"] for m in sent.body["messages"]],
+    ]
+    assert [t["function"]["name"] for t in got.body["tools"]] == [t["name"] for t in sent.body["tools"]]
+    (answer,) = [h for r, h in zip(cc.tap.received, cc.tap.answers, strict=True) if r.path == "/v1/messages"]
+    dropped = answer["x-turnstile-dropped"].split(",")
+    deferred = [i for i, t in enumerate(sent.body["tools"]) if t.get("defer_loading")]
+    assert deferred and {f"tools[{i}].defer_loading" for i in deferred} <= set(dropped), dropped
+    per_turn = {
+        f"messages[{i}].output_config" for i, m in enumerate(sent.body["messages"]) if "output_config" in m
+    }
+    serving = {k for k in ("context_management", "cache_control") if k in sent.body}
+    assert {"anthropic-beta", *serving, *per_turn} <= set(dropped), dropped
+    text = json.dumps(got.body)
+    assert "defer_loading" not in text and "output_config" not in text and "context_management" not in text
+    assert not set(CLAUDE_CODE_HEADERS) & set(got.headers)
     cc.e2e.assert_offline()
