@@ -13,6 +13,7 @@ instead and checks what the gateway names as dropped.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -39,11 +40,30 @@ def tools_of(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(t.get("name")): t for t in body.get("tools") or []}
 
 
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    """``content`` as the list of blocks it means: a string is one text block (none when empty),
+    a tool result's string content one text block, and a thinking signature without the
+    gateway's envelope (``tsig1.<provenance>.<signature>``: it signs what it hands out)."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    out = []
+    for block in content:
+        block = dict(block)
+        if block.get("type") == "tool_result" and "content" in block:
+            block["content"] = _blocks(block["content"])
+        if block.get("type") == "thinking":
+            block["signature"] = re.sub(r"^tsig1\.[^.]+\.", "", block["signature"])
+        out.append(block)
+    return out
+
+
 def assert_carried(cc: ClaudeCodeRig) -> list[tuple[Any, Any]]:
     """Every Messages request reached the upstream once, on a model Claude Code asked for, with
     every top-level field, its betas, tools, thinking, output_config, context_management and
-    metadata as sent, and its messages in place with their own keys (mid-conversation
-    ``system`` messages and their per-turn ``output_config`` included). Returns the pairs."""
+    metadata as sent, its system blocks and its messages in place with their blocks (cache
+    marks, tool results, ``tool_reference``, signed thinking: :func:`_blocks`) and their own
+    keys (mid-conversation ``system`` messages and their per-turn ``output_config``
+    included). Returns the pairs."""
     pairs = cc.pairs()
     assert pairs, f"Claude Code sent no Messages request\n{cc.diagnosis()}"
     for sent, got in pairs:
@@ -57,6 +77,10 @@ def assert_carried(cc: ClaudeCodeRig) -> list[tuple[Any, Any]]:
             assert got.body.get(key) == sent.body.get(key), key
         keys = [sorted(m) for m in sent.body["messages"]]
         assert [sorted(m) for m in got.body["messages"]] == keys
+        assert [_blocks(m["content"]) for m in got.body["messages"]] == [
+            _blocks(m["content"]) for m in sent.body["messages"]
+        ]
+        assert _blocks(got.body.get("system", [])) == _blocks(sent.body.get("system", []))
         own = [{k: v for k, v in m.items() if k != "content"} for m in sent.body["messages"]]
         assert [{k: v for k, v in m.items() if k != "content"} for m in got.body["messages"]] == own
     return pairs
