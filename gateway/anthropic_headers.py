@@ -16,6 +16,10 @@ beta names, the header may repeat) and https://docs.anthropic.com/en/api/version
   client sent is *dropped* for that target. ``anthropic-version`` is the version of the
   dialect the client speaks to the gateway (the Anthropic edge speaks it), not a field of the
   request: it is never reported.
+* **Other client headers named in** ``anthropic.forward`` (Claude Code's
+  ``x-claude-code-session-id`` and ``x-app`` by default) reach an Anthropic Messages deployment
+  as they came (:func:`forwarded`); another wire API has no use for them, and they are not
+  request fields, so nothing is reported there.
 * **Betas the gateway translates itself** (:data:`TRANSLATED_BETAS`) are neither forwarded
   nor dropped: their feature is carried in the internal schema and sent in each target's own
   form (e.g. the structured-outputs beta's top-level ``output_format`` becomes the response
@@ -34,7 +38,7 @@ from typing import Any
 
 from gateway.config import AnthropicHeaders, Deployment
 
-__all__ = ["TRANSLATED_BETAS", "Admitted", "Dropped", "admit", "client_betas"]
+__all__ = ["TRANSLATED_BETAS", "Admitted", "Dropped", "admit", "client_betas", "forwarded"]
 
 TRANSLATED_BETAS = frozenset({"structured-outputs-2025-11-13", "message-threads-2026-08-12"})
 """Betas whose feature the gateway carries itself (never forwarded as a header)."""
@@ -113,3 +117,17 @@ def admit(betas: list[str], version: str | None, dep: Deployment, policy: Anthro
         dropped.append(Dropped(BETA, denied, dep.name, "not admitted by the anthropic.betas allow/deny list"))
     sent_version = version if version is not None and version in policy.versions else None
     return Admitted(allowed, sent_version, tuple(dropped))
+
+
+def forwarded(headers: Mapping[str, str] | None, names: list[str]) -> dict[str, str]:
+    """The client's headers named in ``names`` (lower-case) that it sent, by lower-case name,
+    in ``names`` order. ``headers``: a case-insensitive mapping (starlette ``Headers``) or one
+    with lower-case keys. Never raises."""
+    if headers is None or not names:
+        return {}
+    out: dict[str, str] = {}
+    for name in names:
+        value = headers.get(name)
+        if value is not None:
+            out[name] = value
+    return out

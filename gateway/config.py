@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gateway.errors import ConfigError
@@ -450,16 +450,37 @@ class BetaList(BaseModel):
         return beta not in self.deny and (self.allow is None or beta in self.allow)
 
 
+FORWARD_RESERVED = frozenset(
+    {"x-api-key", "authorization", "anthropic-beta", "anthropic-version", "content-type", "accept", "host"}
+)
+"""Header names ``anthropic.forward`` may not list: credentials, the headers the gateway sets
+itself and the ones ``betas`` / ``versions`` govern."""
+
+
 class AnthropicHeaders(BaseModel):
     """What of a client's Anthropic headers reaches an ``anthropic_messages`` deployment
     (:mod:`gateway.anthropic_headers`): ``betas`` filters ``anthropic-beta`` values (betas the
     gateway translates itself are never forwarded), and a client's ``anthropic-version`` is
-    sent only when it is one of ``versions`` (else the deployment's own)."""
+    sent only when it is one of ``versions`` (else the deployment's own). ``forward`` names
+    other client headers sent on as they came (lower-cased names; by default Claude Code's
+    ``x-claude-code-session-id`` and ``x-app``); a deployment's own ``extra_headers`` win, and
+    toward another wire API none is sent. Raises ``ValueError`` for a name of
+    :data:`FORWARD_RESERVED`."""
 
     model_config = ConfigDict(extra="forbid")
 
     betas: BetaList = Field(default_factory=BetaList)
     versions: list[str] = Field(default_factory=lambda: ["2023-06-01"])
+    forward: list[str] = Field(default_factory=lambda: ["x-claude-code-session-id", "x-app"])
+
+    @field_validator("forward")
+    @classmethod
+    def _forwardable(cls, names: list[str]) -> list[str]:
+        lowered = [n.strip().lower() for n in names]
+        reserved = sorted(set(lowered) & FORWARD_RESERVED)
+        if reserved:
+            raise ValueError(f"anthropic.forward may not list {', '.join(reserved)} (set by the gateway)")
+        return list(dict.fromkeys(n for n in lowered if n))
 
 
 class RedisConfig(BaseModel):

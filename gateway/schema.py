@@ -362,6 +362,10 @@ class Request(BaseModel):
     anthropic_version: str | None = None
     """Passed through like :attr:`anthropic_betas`: the client's ``anthropic-version`` when the
     config allows it (else the deployment's own is sent)."""
+    anthropic_headers: dict[str, str] = Field(default_factory=dict)
+    """Passed through like :attr:`anthropic_betas`: the client's other headers that the config
+    forwards (``anthropic.forward``: Claude Code's ``x-claude-code-session-id``, ``x-app``), by
+    lower-case name."""
 
 
 # ---------------------------------------------------------------------------- response

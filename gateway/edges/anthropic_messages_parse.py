@@ -12,6 +12,11 @@ Reference: https://docs.anthropic.com/en/api/messages. Notes:
 * Empty text blocks are dropped (handed case C07).
 * ``role: "system"`` inside ``messages`` (mid-conversation system prompts, observed in
   pydantic-ai cassettes ``test_anthropic_mid_conversation_system/*``) -> :class:`SystemMessage`.
+* A message's keys besides ``role`` and ``content`` (Claude Code 2.1.332 sends
+  ``output_config: {"effort"}`` on its mid-conversation system message, the per-turn control
+  beta) go verbatim to an Anthropic upstream on that message
+  (``NativeFields.fields["message_fields"]``: message path -> keys); toward other wire APIs
+  ``output_config`` is dropped and named (``messages[i].output_config``), any other key refused.
 * ``output_config.effort`` -> ``ThinkingConfig.effort`` (``max``/``xhigh`` clamp to
   ``high``); ``output_config.format`` (json_schema), or the beta top-level ``output_format``
   (not both) -> ``ResponseFormat``.
@@ -239,13 +244,15 @@ class _State(BadIds):
     accepts (``(location, id, reason)``, refused after the messages are read:
     :mod:`gateway.edges.call_ids`)."""
 
-    __slots__ = ("names", "native", "serving")
+    __slots__ = ("message_fields", "names", "native", "serving")
 
     def __init__(self) -> None:
         super().__init__()
         self.names: dict[str, str] = {}
         self.native: list[str] = []
         self.serving: list[str] = []
+        self.message_fields: dict[str, JSONObj] = {}
+        """A message's own keys besides ``role`` and ``content``, by its path (:func:`_message_extras`)."""
         """Paths of text citations (:func:`_text`)."""
         """Paths of the blocks kept verbatim (:func:`_native_block`), named ``"<path> (<type>)"``."""
 
@@ -495,7 +502,7 @@ def _messages(data: JSONObj) -> tuple[list[JSONObj], _State]:
             if content is None:
                 raise missing(join(path, "content"))
             parts = _text_content(content, join(path, "content"))
-            if parts:
+            if parts or len(msg) > 2:
                 out.append({"role": "system", "content": parts, "src": path})
         else:
             role = req(msg, "role", str, path)  # raises when missing or not a string
@@ -503,9 +510,30 @@ def _messages(data: JSONObj) -> tuple[list[JSONObj], _State]:
                 f"{join(path, 'role')}: unknown role {role!r} (expected user or assistant)",
                 param=join(path, "role"),
             )
+        if len(msg) > 2:
+            _message_extras(msg, path, st)
     if st.bad_ids:
         raise refusal(st.bad_ids)
     return out, st
+
+
+_MESSAGE_KEYS = frozenset({"role", "content"})
+_MESSAGE_SERVING = frozenset({"output_config"})
+"""A message's own keys dropped (and named) toward another wire API: ``output_config`` on a
+mid-conversation system message (the per-turn control beta: that turn's ``effort``) sets how
+hard the model works from there on, a serving choice like the top-level effort, which other
+targets get as their own thinking setting."""
+
+
+def _message_extras(msg: JSONObj, path: str, st: _State) -> None:
+    """Keep a message's keys besides ``role`` and ``content`` (Claude Code's per-turn
+    ``output_config`` on a ``role: system`` message) for an Anthropic upstream, by the message's
+    path; name each for the other wire APIs (:data:`_MESSAGE_SERVING` dropped, others refused)."""
+    extra = {k: v for k, v in msg.items() if k not in _MESSAGE_KEYS}
+    if extra:
+        st.message_fields[path] = extra
+        for key in extra:
+            (st.serving if key in _MESSAGE_SERVING else st.native).append(f"{path}.{key}")
 
 
 def _tool_field(tool: Any, key: str) -> Any:
@@ -544,9 +572,10 @@ class _Extras:
     """Per-tool fields carried to an Anthropic upstream: tool name -> its extra keys, and
     their paths by class."""
 
-    __slots__ = ("paths", "server_tools", "serving", "tool_fields")
+    __slots__ = ("message_fields", "paths", "server_tools", "serving", "tool_fields")
 
     def __init__(self) -> None:
+        self.message_fields: dict[str, JSONObj] = {}
         self.tool_fields: dict[str, JSONObj] = {}
         self.server_tools: list[JSONObj] = []
         self.paths: list[str] = []
@@ -722,6 +751,8 @@ def _native(data: JSONObj, extra: set[str], extras: _Extras) -> JSONObj | None:
         fields["tool_fields"] = extras.tool_fields
     if extras.server_tools:
         fields["server_tools"] = extras.server_tools
+    if extras.message_fields:
+        fields["message_fields"] = extras.message_fields
     native["paths"] += extras.paths
     native["serving"] += extras.serving
     return native if fields or native["paths"] or native["serving"] else None
@@ -759,6 +790,7 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     extras = _Extras()
     extras.paths += st.native
     extras.serving += st.serving
+    extras.message_fields = st.message_fields
     if "tools" in data:
         out["tools"], has_mcp = _tools(data, extras)
     choice = get("tool_choice")

@@ -126,10 +126,11 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
     "max_tokens": Rule(CARRIED, "as sent", "the API's output limit"),
     "messages": Rule(
         CARRIED,
-        "in order; `role: system` messages stay in place; server tool calls and results "
+        "in order; `role: system` messages stay in place; a message's own keys besides `role` and "
+        "`content` (a system message's per-turn `output_config`) on it; server tool calls and results "
         "(`server_tool_use`, `*_tool_result`, `mcp_tool_use`) and `tool_reference` blocks as sent",
-        "OpenAI: `system` messages in place; Gemini: `systemInstruction`; server tool blocks and "
-        "`tool_reference` refused",
+        "OpenAI: `system` messages in place; Gemini: `systemInstruction`; `messages[i].output_config` "
+        "dropped; a message's other own keys, server tool blocks and `tool_reference` refused",
     ),
     "system": Rule(CARRIED, "as sent (`cache_control` kept)", "a leading system message"),
     "tools": Rule(

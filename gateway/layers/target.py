@@ -7,7 +7,8 @@ target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs k
 thinking turned off for a request that could not carry its signed thinking is noted as dropped:
 transcript row, ``x-turnstile-dropped: thinking``);
 the client's ``anthropic-beta`` / ``anthropic-version`` headers are admitted for an Anthropic
-deployment or dropped for any other (:mod:`gateway.anthropic_headers`); the client's same-wire
+deployment or dropped for any other, and the headers ``anthropic.forward`` names sent on to an
+Anthropic deployment only (:mod:`gateway.anthropic_headers`); the client's same-wire
 fields (``request.native``) reach a deployment of that wire API (less those it refuses for its
 model: :func:`gateway.providers.passthrough.split`), and toward any other are refused
 (answer-changing ones) or dropped (serving-only ones, and ``cache_control`` marks toward a
@@ -20,7 +21,7 @@ from __future__ import annotations
 import structlog
 
 from gateway import invariants
-from gateway.anthropic_headers import admit, client_betas
+from gateway.anthropic_headers import admit, client_betas, forwarded
 from gateway.config import Deployment
 from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
@@ -93,8 +94,10 @@ class TargetLayer:
     def client_headers(self, turn: Turn, request: Request, dep: Deployment) -> Request:
         """``request`` carrying the client's Anthropic headers that ``dep`` may get (none for
         a target of another wire API); what is dropped is noted on ``turn`` and logged."""
-        betas, version = client_betas(turn.headers_in, dep.api == "anthropic_messages")
-        if not betas and version is None:
+        to_anthropic = dep.api == "anthropic_messages"
+        betas, version = client_betas(turn.headers_in, to_anthropic)
+        sent_on = forwarded(turn.headers_in, self.anthropic.forward) if to_anthropic else {}
+        if not betas and version is None and not sent_on:
             return request
         admitted = admit(betas, version, dep, self.anthropic)
         for d in admitted.dropped:
@@ -107,9 +110,14 @@ class TargetLayer:
                 values=list(d.values),
                 reason=d.reason,
             )
-        if dep.api != "anthropic_messages":
+        if not to_anthropic:
             return request
-        return evolve(request, anthropic_betas=list(admitted.betas), anthropic_version=admitted.version)
+        return evolve(
+            request,
+            anthropic_betas=list(admitted.betas),
+            anthropic_version=admitted.version,
+            anthropic_headers=sent_on,
+        )
 
     @staticmethod
     def drop_serving(turn: Turn, native: NativeFields, dep: Deployment) -> None:

@@ -12,6 +12,8 @@ Decisions worth knowing
   [text blocks]}`` message, so the cached prefix before it is unchanged. The Messages API takes
   ``role: system`` in ``messages`` (``SystemMessageParam`` in ``MessageParam``, anthropic SDK
   2.14; recorded in pydantic-ai cassettes ``test_anthropic_mid_conversation_system/*``).
+  A message's own keys besides role and content (Claude Code's per-turn ``output_config`` on
+  a system message) go back on it as sent.
 * Consecutive messages of one role merge into one Anthropic message. In a user message the
   ``tool_result`` blocks come FIRST, then the user's text and images of that turn (Anthropic
   requires results to lead the turn; handed case C04).
@@ -127,11 +129,18 @@ def upstream_headers(request: Request, deployment: Deployment) -> dict[str, str]
     * ``anthropic-beta``: the union of the deployment's configured betas and the client's
       (``request.anthropic_betas``, already filtered by the config's allow/deny list), the
       deployment's first, each once; absent when both are empty.
+    * the client's headers the config forwards (``request.anthropic_headers``: Claude Code's
+      ``x-claude-code-session-id``, ``x-app``), under the deployment's own ``extra_headers``.
 
     Reference: https://docs.anthropic.com/en/api/versioning and
     https://docs.anthropic.com/en/api/beta-headers. Never raises."""
     configured_headers = deployment.quirks.extra_headers
-    if not configured_headers and not request.anthropic_betas and request.anthropic_version is None:
+    if (
+        not configured_headers
+        and not request.anthropic_betas
+        and request.anthropic_version is None
+        and not request.anthropic_headers
+    ):
         return {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
     extra = {k.lower(): v for k, v in configured_headers.items()}
     version = request.anthropic_version or extra.pop("anthropic-version", None) or ANTHROPIC_VERSION
@@ -143,6 +152,7 @@ def upstream_headers(request: Request, deployment: Deployment) -> dict[str, str]
         betas.extend(b for b in request.anthropic_betas if b not in betas)
         if betas:
             headers["anthropic-beta"] = ",".join(dict.fromkeys(betas))
+    headers.update(request.anthropic_headers)
     headers.update(extra)
     return headers
 
@@ -296,20 +306,35 @@ def _assistant_blocks(msg: AssistantMessage, names: NameMap) -> list[dict[str, A
     return out
 
 
+def _message_fields(request: Request) -> dict[str, dict[str, Any]]:
+    """An Anthropic client's own message keys (``NativeFields.fields["message_fields"]``:
+    ``messages[i]`` -> keys besides role and content), or {}."""
+    native = request.native
+    if native is None or native.api != API:
+        return {}
+    fields = native.fields.get("message_fields")
+    return fields if isinstance(fields, dict) else {}
+
+
 def _messages(
     request: Request, deployment: Deployment, names: NameMap
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(system blocks, messages)``: the system messages before the first other message make
     the top-level ``system``; a later one stays in place as a ``role: system`` message (module
-    docstring). Turns are ``[role, results, others]`` while merging."""
+    docstring). A message the client sent with keys of its own besides role and content
+    (``_message_fields``) gets them back, and stays in place even when it leads. Turns are
+    ``[role, results, others, own keys]`` while merging; messages with different own keys are
+    not merged."""
     system: list[dict[str, Any]] = []
-    turns: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]] = []
+    turns: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], dict[str, Any] | None]] = []
+    own_fields = _message_fields(request)
     for i, msg in enumerate(request.messages):
         results: list[dict[str, Any]] = []
         others: list[dict[str, Any]] = []
+        own = own_fields.get(msg.src.partition(".")[0]) if own_fields and msg.src else None
         if type(msg) is SystemMessage:
             blocks = [b for b in (_text_block(p) for p in msg.content) if b is not None]
-            if not turns:
+            if not turns and own is None:
                 system.extend(blocks)
                 continue
             role, others = "system", blocks
@@ -321,14 +346,16 @@ def _messages(
             role, others = "user", _media_blocks(msg, deployment, i, "the user message")
         else:
             continue
-        if not results and not others:
+        if not results and not others and own is None:
             continue
-        if turns and turns[-1][0] == role:
+        if turns and turns[-1][0] == role and turns[-1][3] == own:
             turns[-1][1].extend(results)
             turns[-1][2].extend(others)
         else:
-            turns.append((role, results, others))
-    return system, [{"role": role, "content": results + others} for role, results, others in turns]
+            turns.append((role, results, others, own))
+    return system, [
+        {"role": role, "content": results + others, **(own or {})} for role, results, others, own in turns
+    ]
 
 
 def _tool_choice(request: Request, names: NameMap) -> dict[str, Any] | None:
@@ -410,7 +437,7 @@ def merge_native(body: dict[str, Any], fields: dict[str, Any], names: NameMap) -
     ``tools`` as sent, any other top-level key (``cache_control``, ``service_tier``, ``speed``,
     ``context_management``, ``container``, ``mcp_servers``) set as sent."""
     for key, value in fields.items():
-        if key == "thinking":
+        if key == "thinking" or key == "message_fields":  # placed already (_thinking, _messages)
             continue
         if key == "output_config":
             body["output_config"] = {**body.get("output_config", {}), **value}

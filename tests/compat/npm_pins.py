@@ -7,4 +7,5 @@ from e2e.npm_tools import PINNED as AGENT_CLIS
 
 NPM_PINNED: dict[str, str] = {
     **AGENT_CLIS,
+    "@anthropic-ai/claude-code": "2.1.332",  # tests/compat/agents/test_claude_code.py (latest on 2026-12-04)
 }

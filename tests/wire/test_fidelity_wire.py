@@ -259,3 +259,37 @@ def test_cache_marks_on_blocks_reach_claude_and_are_named_when_dropped_elsewhere
     assert "cache_control" not in json.dumps(to_openai.body)
     (note,) = _dropped_notes(db_path, dropped.headers["x-turnstile-request-id"])
     assert note["field"] == "cache_control" and "system" in note["reason"]
+
+
+PER_TURN = [
+    {"role": "user", "content": "hello"},
+    {"role": "system", "content": "# Environment", "output_config": {"effort": "medium"}},
+]
+
+
+def test_a_system_messages_per_turn_output_config_reaches_claude_on_that_message(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    """Claude Code 2.1.332 (``per-turn-control-2026-07-01``) puts its effort on the
+    mid-conversation system message; it stays on that message."""
+    upstream.script(replay(text_answer("anthropic_messages", "hi", stream=False)))
+    raw = ant.messages.with_raw_response.create(model="an", max_tokens=64, messages=PER_TURN)  # type: ignore[arg-type]
+    assert "x-turnstile-dropped" not in raw.headers
+    (got,) = upstream.requests()
+    assert got.body["messages"][1] == {
+        "role": "system",
+        "content": [{"type": "text", "text": "# Environment"}],
+        "output_config": {"effort": "medium"},
+    }
+
+
+def test_a_system_messages_per_turn_output_config_toward_openai_is_dropped_and_named(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic, db_path: Path
+) -> None:
+    upstream.script(replay(text_answer("openai_chat", "hi", stream=False)))
+    raw = ant.messages.with_raw_response.create(model="oa", max_tokens=64, messages=PER_TURN)  # type: ignore[arg-type]
+    assert raw.headers["x-turnstile-dropped"] == "messages[1].output_config"
+    (got,) = upstream.requests()
+    assert "output_config" not in json.dumps(got.body)
+    notes = _dropped_notes(db_path, raw.headers["x-turnstile-request-id"])
+    assert [n["field"] for n in notes] == ["messages[1].output_config"]

@@ -567,3 +567,27 @@ def test_text_citations_are_kept_verbatim_and_named_serving() -> None:
     assert req.messages[3].content[0].citations == [cite]  # type: ignore[union-attr]
     assert req.native is not None
     assert req.native.serving == ["messages[3].content[0].citations", "tools[1].defer_loading"]
+
+
+def test_a_messages_own_keys_are_kept_for_an_anthropic_upstream_by_its_path() -> None:
+    """Claude Code 2.1.332 sends its per-turn effort on the mid-conversation system message
+    (``per-turn-control-2026-07-01``): kept by path, dropped (named) toward other wire APIs."""
+    req = parse(
+        {
+            "messages": [
+                {"role": "user", "content": "q"},
+                {"role": "system", "content": "# Environment", "output_config": {"effort": "medium"}},
+            ]
+        }
+    )
+    assert isinstance(req.messages[1], SystemMessage) and req.messages[1].src == "messages[1]"
+    assert req.native is not None and req.native.api == "anthropic_messages"
+    assert req.native.fields["message_fields"] == {"messages[1]": {"output_config": {"effort": "medium"}}}
+    assert req.native.serving == ["messages[1].output_config"] and req.native.paths == []
+
+
+def test_a_messages_unknown_own_key_is_refused_toward_other_apis_by_its_path() -> None:
+    req = parse({"messages": [{"role": "user", "content": "q", "future_key": 1}]})
+    assert req.native is not None
+    assert req.native.fields["message_fields"] == {"messages[0]": {"future_key": 1}}
+    assert req.native.paths == ["messages[0].future_key"]

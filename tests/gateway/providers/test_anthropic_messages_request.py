@@ -434,3 +434,48 @@ def test_server_tools_alone_are_sent_with_the_tool_choice() -> None:
     b = body_of(req)
     assert b["tools"] == [search]
     assert b["tool_choice"] == {"type": "tool", "name": "web_search"}
+
+
+def test_a_messages_own_keys_go_back_on_it_as_sent() -> None:
+    """A system message's per-turn ``output_config`` (Claude Code) is sent on that message; a
+    leading system message with own keys stays in place rather than joining ``system``."""
+    req = Request(
+        model="m",
+        messages=[
+            SystemMessage(content=[TextPart(text="lead")], src="messages[0]"),
+            UserMessage(content=[TextPart(text="q")], src="messages[1]"),
+            SystemMessage(content=[TextPart(text="env")], src="messages[2]"),
+            ToolResultMessage(tool_call_id="t1", content=[TextPart(text="r")], src="messages[3].content[0]"),
+            UserMessage(content=[TextPart(text="more")], src="messages[3]"),
+        ],
+        native=_native(
+            message_fields={
+                "messages[0]": {"x_key": True},
+                "messages[2]": {"output_config": {"effort": "medium"}},
+                "messages[3]": {"y_key": 1},
+            }
+        ),
+    )
+    b = body_of(req)
+    assert "system" not in b and "message_fields" not in b
+    assert b["messages"][0] == {
+        "role": "system",
+        "content": [{"type": "text", "text": "lead"}],
+        "x_key": True,
+    }
+    assert b["messages"][2] == {
+        "role": "system",
+        "content": [{"type": "text", "text": "env"}],
+        "output_config": {"effort": "medium"},
+    }
+    assert b["messages"][3]["y_key"] == 1 and [c["type"] for c in b["messages"][3]["content"]] == [
+        "tool_result",
+        "text",
+    ]
+
+
+def test_forwarded_client_headers_are_sent_under_the_deployments_own() -> None:
+    req = Request(model="m", messages=[], anthropic_headers={"x-app": "cli", "x-claude-code-session-id": "s"})
+    up, _ = anthropic_messages.build_request(req, dep(quirks={"extra_headers": {"x-app": "mine"}}), "k")
+    assert up.headers["x-claude-code-session-id"] == "s" and up.headers["x-app"] == "mine"
+    assert up.headers["anthropic-version"] == "2023-06-01" and up.headers["x-api-key"] == "k"

@@ -22,11 +22,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from e2e.harness import CLIENT_KEY, E2E, OUTSIDE_CODEX_CATALOG, require_edge
+from e2e.model_names import REQUESTED
+from e2e.npm_tools import Tools
 from standins.agent_upstream import MARKER
-
-from .harness import CLIENT_KEY, E2E, OUTSIDE_CODEX_CATALOG, require_edge
-from .model_names import REQUESTED
-from .npm_tools import Tools
 
 TIMEOUT_S = 120
 
@@ -62,10 +61,31 @@ def codex_home(home: Path, gateway_url: str) -> Path:
     return path
 
 
+def _row(scenario: str, tool: str) -> pytest.MarkDecorator:
+    return pytest.mark.compat(
+        client="codex",
+        scenario=scenario,
+        checks=f"the {tool} call's result (the note) goes back to the upstream; the final answer quotes it",
+        api="openai_chat",
+    )
+
+
 @pytest.mark.parametrize(
     ("model", "tool"),
-    [(None, "exec"), (OUTSIDE_CODEX_CATALOG, "exec_command")],
-    ids=["default-model-code-mode", "model-outside-its-catalog"],
+    [
+        pytest.param(
+            None,
+            "exec",
+            id="default-model-code-mode",
+            marks=_row("codex exec: tool loop (default model, code mode)", "exec"),
+        ),
+        pytest.param(
+            OUTSIDE_CODEX_CATALOG,
+            "exec_command",
+            id="model-outside-its-catalog",
+            marks=_row("codex exec: tool loop (model outside its catalog)", "exec_command"),
+        ),
+    ],
 )
 def test_codex_exec_completes_tool_loop(e2e: E2E, agent_tools: Tools, model: str | None, tool: str) -> None:
     require_edge(e2e.gateway.url, "openai_responses", "/v1/responses")
@@ -92,6 +112,7 @@ def test_codex_exec_completes_tool_loop(e2e: E2E, agent_tools: Tools, model: str
     assert run.returncode == 0, f"{run.report()}\n{e2e.diagnosis()}"
     assert MARKER in run.stdout, f"the final answer does not quote the note\n{run.report()}"
     call_row, result_row = e2e.assert_tool_round_trip(tool)
+    e2e.assert_result_reached_upstream()
     assert call_row["requested_model"] == (model or REQUESTED["codex"][0])
     assert result_row["stop"] == "stop"
     e2e.assert_offline()

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from e2e.harness import CLIENT_KEY, E2E, require_edge
+from e2e.model_names import REQUESTED
+from e2e.npm_tools import Tools
 from standins.agent_upstream import MARKER
-
-from .harness import CLIENT_KEY, E2E, require_edge
-from .model_names import REQUESTED
-from .npm_tools import Tools
 
 TIMEOUT_S = 120
 
@@ -36,6 +36,12 @@ def gemini_settings(home: Path) -> None:
     (home / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS, indent=2))
 
 
+@pytest.mark.compat(
+    client="gemini-cli",
+    scenario="gemini -p --yolo: read_file tool loop",
+    checks="the read_file call's result (the note) goes back to the upstream; the final answer quotes it",
+    api="openai_chat",
+)
 def test_gemini_cli_completes_tool_loop(e2e: E2E, agent_tools: Tools) -> None:
     probe_model = REQUESTED["gemini-cli"][0]
     require_edge(e2e.gateway.url, "gemini", f"/v1beta/models/{probe_model}:generateContent")
@@ -59,6 +65,7 @@ def test_gemini_cli_completes_tool_loop(e2e: E2E, agent_tools: Tools) -> None:
     assert run.returncode == 0, f"{run.report()}\n{e2e.diagnosis()}"
     assert MARKER in run.stdout, f"the final answer does not quote the note\n{run.report()}"
     call_row, result_row = e2e.assert_tool_round_trip("read_file")
+    e2e.assert_result_reached_upstream()
     assert call_row["requested_model"] in REQUESTED["gemini-cli"]
     assert result_row["stop"] == "stop"
     e2e.assert_offline()
