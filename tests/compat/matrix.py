@@ -51,8 +51,8 @@ HEADER = (
     "real client at its pinned version, driven unchanged through the gateway to protocol-faithful "
     "upstream stand-ins that enforce the real APIs' rules; *checks* is what the test asserts "
     "reached the upstream (not only that the client did not crash). Columns are the upstream wire "
-    "API the gateway translated to (`mcp`: the gateway's MCP endpoint). `pass` / `FAIL` / `skip`; "
-    "an empty cell is not run.\n\n"
+    "API the gateway translated to (`mcp`: the gateway's MCP endpoint). `pass` / `FAIL` / `skip` / "
+    "`xfail` (a known failure, marked strict in the test with its reason); an empty cell is not run.\n\n"
 )
 _ROW = re.compile(r"^\| (?!client \|)(?!-)(.+) \|$")
 
