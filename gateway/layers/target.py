@@ -11,8 +11,10 @@ deployment or dropped for any other (:mod:`gateway.anthropic_headers`); the clie
 fields (``request.native``) reach a deployment of that wire API (less those it refuses for its
 model: :func:`gateway.providers.passthrough.split`), and toward any other are refused
 (answer-changing ones) or dropped (serving-only ones, and ``cache_control`` marks toward a
-non-Anthropic target: :mod:`gateway.edges.fidelity`). What is
-dropped is noted on the turn: transcript row, ``x-turnstile-dropped`` header, one log line.
+non-Anthropic target: :mod:`gateway.edges.fidelity`); a limit of one tool call per turn
+(``parallel_tool_calls: false``, Anthropic ``disable_parallel_tool_use``) toward a wire API
+with no such setting (Gemini) is dropped. What is dropped is noted on the turn: transcript row,
+``x-turnstile-dropped`` header, one log line.
 """
 
 from __future__ import annotations
@@ -37,6 +39,16 @@ LEADING_THINKING_APIS = frozenset({"anthropic_messages"})
 does not start with thinking they signed (Anthropic, "Extended thinking" docs:
 https://docs.claude.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks)."""
 
+NO_PARALLEL_LIMIT_APIS = frozenset({"gemini"})
+"""Wire APIs with no setting that limits an answer to one tool call (Gemini's
+``functionCallingConfig`` has only ``mode`` and ``allowedFunctionNames``)."""
+PARALLEL_FIELD = {
+    "anthropic_messages": ("tool_choice.disable_parallel_tool_use", True),
+    "openai_chat": ("parallel_tool_calls", False),
+    "openai_responses": ("parallel_tool_calls", False),
+}
+"""Per client dialect: the field that asks for one tool call per turn, and its value asking it."""
+
 
 class TargetLayer:
     """Hands the layer below the request for ``turn.deployment``."""
@@ -59,6 +71,9 @@ class TargetLayer:
             where = cache_mark(request)
             if where is not None:
                 self.drop_cache_marks(turn, where, dep)
+        choice = request.tool_choice
+        if choice is not None and choice.parallel is False and dep.api in NO_PARALLEL_LIMIT_APIS:
+            note_parallel_limit(turn, dep)
         if request.max_output_tokens is None and dep.max_output_tokens is not None:
             request = request.model_copy(update={"max_output_tokens": dep.max_output_tokens})
         headers = turn.headers_in
@@ -148,6 +163,23 @@ class TargetLayer:
     async def stream(self, turn: Turn, request: Request) -> Batches:
         """The inner stream of the target's request."""
         return await self.inner.stream(turn, self.for_target(turn, request))
+
+
+def note_parallel_limit(turn: Turn, dep: Deployment) -> None:
+    """Note on ``turn`` (and log) that the client's limit of one tool call per turn does not
+    reach ``dep``, whose wire API has no such setting: the model may answer with several calls.
+    Named by the client's own field (:data:`PARALLEL_FIELD`)."""
+    field, value = PARALLEL_FIELD.get(turn.dialect, ("parallel_tool_calls", False))
+    turn.note_dropped(
+        {
+            "kind": "dropped",
+            "field": field,
+            "values": [value],
+            "deployment": dep.name,
+            "reason": f"the {dep.api} wire API has no setting that limits an answer to one tool call",
+        }
+    )
+    log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=[field])
 
 
 def note_passthrough(turn: Turn, request: Request, dep: Deployment) -> None:
