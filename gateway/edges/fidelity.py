@@ -71,7 +71,11 @@ OPENAI_CHAT: dict[str, Rule] = {
     ),
     "tools": Rule(CARRIED, "`function` tools (`custom` tools refused)", "each API's tool definitions"),
     "tool_choice": Rule(CARRIED, "as sent", "Anthropic `tool_choice`, Gemini `toolConfig`"),
-    "parallel_tool_calls": Rule(CARRIED, "as sent", "Anthropic `disable_parallel_tool_use`"),
+    "parallel_tool_calls": Rule(
+        CARRIED,
+        "as sent",
+        "Anthropic `disable_parallel_tool_use`; Gemini has no such setting: `false` is " + _DROPPED,
+    ),
     "functions": Rule(TRANSLATED, "legacy functions -> `tools`", "-> tools"),
     "function_call": Rule(TRANSLATED, "legacy -> `tool_choice`", "-> tool choice"),
     "max_completion_tokens": Rule(
@@ -138,7 +142,12 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         "`tool_search_tool_*`, ...) as sent",
         "function tools; `defer_loading` dropped, other per-tool extra keys and server tools refused",
     ),
-    "tool_choice": Rule(CARRIED, "as sent", "each API's tool choice"),
+    "tool_choice": Rule(
+        CARRIED,
+        "as sent",
+        "each API's tool choice; `disable_parallel_tool_use` -> OpenAI `parallel_tool_calls: false`, "
+        "Gemini has no such setting: " + _DROPPED,
+    ),
     "temperature": Rule(CARRIED, "as sent", "as sent"),
     "top_p": Rule(CARRIED, "as sent", "as sent"),
     "top_k": Rule(CARRIED, "as sent", "Gemini `topK`; not sent to OpenAI"),
