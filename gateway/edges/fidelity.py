@@ -69,7 +69,12 @@ OPENAI_CHAT: dict[str, Rule] = {
         "Anthropic: leading system messages -> `system`, later ones stay in place as `role: system`; "
         "Gemini: `systemInstruction`",
     ),
-    "tools": Rule(CARRIED, "`function` tools (`custom` tools refused)", "each API's tool definitions"),
+    "tools": Rule(
+        CARRIED,
+        "`function` tools (`custom` tools refused)",
+        "each API's tool definitions; `function.strict` to Anthropic on a model with structured outputs, "
+        "else (Gemini, older Claude) " + _DROPPED,
+    ),
     "tool_choice": Rule(CARRIED, "as sent", "Anthropic `tool_choice`, Gemini `toolConfig`"),
     "parallel_tool_calls": Rule(
         CARRIED,
@@ -140,7 +145,8 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         CARRIED,
         "custom tools, per-tool extra keys on the tool, server tools (`web_search_*`, "
         "`tool_search_tool_*`, ...) as sent",
-        "function tools; `defer_loading` dropped, other per-tool extra keys and server tools refused",
+        "function tools (`strict` where the API can enforce it, else dropped and named); "
+        "`defer_loading` dropped, other per-tool extra keys and server tools refused",
     ),
     "tool_choice": Rule(
         CARRIED,

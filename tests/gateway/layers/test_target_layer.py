@@ -9,7 +9,7 @@ import pytest
 from gateway.config import Deployment, GatewayConfig
 from gateway.errors import CapabilityError
 from gateway.layers.target import TargetLayer, check_capabilities
-from gateway.schema import NativeFields, Request, TextPart, ToolChoice, UserMessage
+from gateway.schema import NativeFields, Request, TextPart, ToolChoice, ToolDefinition, UserMessage
 from gateway.turn import Turn
 
 REQ = Request(
@@ -67,3 +67,31 @@ def test_a_one_call_limit_reaching_its_wire_api_is_not_dropped(api: str) -> None
     turn.deployment = Deployment(name="d", api=api, model="m")
     TargetLayer(_FakeGateway(), inner=None).for_target(turn, LIMITED)  # type: ignore[arg-type]
     assert turn.dropped == ()
+
+
+def _strict_request() -> Request:
+    tool = ToolDefinition(
+        name="get_weather",
+        parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        strict=True,
+    )
+    return Request(model="m", messages=[UserMessage(content=[TextPart(text="hi")])], tools=[tool])
+
+
+@pytest.mark.parametrize(
+    ("api", "model", "dialect", "dropped"),
+    [
+        ("gemini", "gemini-2.5-pro", "openai_chat", ["tools[0].function.strict"]),
+        ("anthropic_messages", "claude-sonnet-4-20250514", "openai_responses", ["tools[0].strict"]),
+        ("anthropic_messages", "claude-sonnet-4-5", "openai_chat", []),
+        ("openai_chat", "gpt-4o", "openai_chat", []),
+    ],
+)
+def test_a_strict_tool_an_upstream_cannot_enforce_is_named_as_dropped(
+    api: str, model: str, dialect: str, dropped: list[str]
+) -> None:
+    req = _strict_request()
+    turn = Turn(request_id="r", dialect=dialect, request=req)
+    turn.deployment = Deployment(name="d", api=api, model=model)
+    TargetLayer(_FakeGateway(), inner=None).for_target(turn, req)  # type: ignore[arg-type]
+    assert turn.dropped_fields() == dropped
