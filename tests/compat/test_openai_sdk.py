@@ -10,8 +10,8 @@ from typing import Any
 import openai
 import pytest
 from pydantic import BaseModel
-from standins.tool_answers import Call
-from standins.upstream import UpstreamStandin
+from standins.tool_answers import Call, tool_call_answer
+from standins.upstream import UpstreamStandin, answering
 
 from .conftest import MODEL_FOR, STRUCTURED_MODEL, STRUCTURED_UPSTREAM_MODEL
 from .scripts import call_tools, dump, only, say, tool_names, user_texts
@@ -280,3 +280,46 @@ def test_a_one_call_limit_reaches_the_upstream_or_is_named_as_dropped(
         assert rec.body["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
     else:
         assert rec.body["parallel_tool_calls"] is False
+
+
+class GetWeather(BaseModel):
+    city: str
+
+
+@pytest.mark.compat(
+    client="openai",
+    scenario="parse with strict pydantic_function_tool",
+    checks="strict: true and the closed schema reach the upstream (tools[].strict on OpenAI and "
+    "claude-sonnet-4-5); Gemini has no such setting: named in x-turnstile-dropped; "
+    "parsed_arguments come back",
+)
+@pytest.mark.parametrize("api", APIS)
+def test_a_strict_function_tool_reaches_the_upstream_or_is_named_as_dropped(
+    api: str, oai: openai.OpenAI, upstream: UpstreamStandin
+) -> None:
+    call = Call(call_id(api, 1), "GetWeather", '{"city": "Paris"}')
+    upstream.script(
+        answering(
+            lambda a, _body, stream: tool_call_answer(a, [call], stream=stream),
+            api=api,
+            model=STRUCTURED_UPSTREAM_MODEL[api],
+        )
+    )
+    raw = oai.chat.completions.with_raw_response.parse(
+        model=STRUCTURED_MODEL[api],
+        messages=[{"role": "user", "content": "Weather in Paris?"}],
+        tools=[openai.pydantic_function_tool(GetWeather)],
+    )
+    (tc,) = raw.parse().choices[0].message.tool_calls or []
+    assert tc.function.parsed_arguments == GetWeather(city="Paris")
+    (rec,) = only(upstream, api)
+    (tool,) = rec.body["tools"]
+    dropped = raw.headers.get("x-turnstile-dropped")
+    if api == "gemini":
+        assert dropped == "tools[0].function.strict", dump(rec)
+        return
+    assert dropped is None, dump(rec)
+    sent = tool.get("function", tool)
+    assert sent["strict"] is True, dump(rec)
+    schema = sent.get("parameters") or sent.get("input_schema")
+    assert schema["additionalProperties"] is False and schema["required"] == ["city"]
