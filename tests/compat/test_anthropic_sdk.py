@@ -236,7 +236,7 @@ def test_the_default_tool_runner_threads_and_the_upstream_gets_the_whole_history
     # what this SDK version sends: a threaded create, then a continue with only the tool result
     create, cont = (s["body"] for s in sent)
     assert create["thread"] == {"type": "create"}
-    assert "message-threads-" in sent[0]["beta"], sent[0]["beta"]
+    assert "message-threads-2026-08-12" in sent[0]["beta"].split(","), sent[0]["beta"]
     assert cont["thread"] == {"type": "continue", "previous_message_id": first.id}
     assert "system" not in cont and "tools" not in cont
     assert [b["type"] for m in cont["messages"] for b in m["content"]] == ["tool_result"]
