@@ -69,9 +69,18 @@ OPENAI_CHAT: dict[str, Rule] = {
         "Anthropic: leading system messages -> `system`, later ones stay in place as `role: system`; "
         "Gemini: `systemInstruction`",
     ),
-    "tools": Rule(CARRIED, "`function` tools (`custom` tools refused)", "each API's tool definitions"),
+    "tools": Rule(
+        CARRIED,
+        "`function` tools (`custom` tools refused)",
+        "each API's tool definitions; `function.strict` to Anthropic on a model with structured outputs, "
+        "else (Gemini, older Claude) " + _DROPPED,
+    ),
     "tool_choice": Rule(CARRIED, "as sent", "Anthropic `tool_choice`, Gemini `toolConfig`"),
-    "parallel_tool_calls": Rule(CARRIED, "as sent", "Anthropic `disable_parallel_tool_use`"),
+    "parallel_tool_calls": Rule(
+        CARRIED,
+        "as sent",
+        "Anthropic `disable_parallel_tool_use`; Gemini has no such setting: `false` is " + _DROPPED,
+    ),
     "functions": Rule(TRANSLATED, "legacy functions -> `tools`", "-> tools"),
     "function_call": Rule(TRANSLATED, "legacy -> `tool_choice`", "-> tool choice"),
     "max_completion_tokens": Rule(
@@ -137,9 +146,15 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         CARRIED,
         "custom tools, per-tool extra keys on the tool, server tools (`web_search_*`, "
         "`tool_search_tool_*`, ...) as sent",
-        "function tools; `defer_loading` dropped, other per-tool extra keys and server tools refused",
+        "function tools (`strict` where the API can enforce it, else dropped and named); "
+        "`defer_loading` dropped, other per-tool extra keys and server tools refused",
     ),
-    "tool_choice": Rule(CARRIED, "as sent", "each API's tool choice"),
+    "tool_choice": Rule(
+        CARRIED,
+        "as sent",
+        "each API's tool choice; `disable_parallel_tool_use` -> OpenAI `parallel_tool_calls: false`, "
+        "Gemini has no such setting: " + _DROPPED,
+    ),
     "temperature": Rule(CARRIED, "as sent", "as sent"),
     "top_p": Rule(CARRIED, "as sent", "as sent"),
     "top_k": Rule(CARRIED, "as sent", "Gemini `topK`; not sent to OpenAI"),

@@ -12,8 +12,11 @@ Anthropic deployment only (:mod:`gateway.anthropic_headers`); the client's same-
 fields (``request.native``) reach a deployment of that wire API (less those it refuses for its
 model: :func:`gateway.providers.passthrough.split`), and toward any other are refused
 (answer-changing ones) or dropped (serving-only ones, and ``cache_control`` marks toward a
-non-Anthropic target: :mod:`gateway.edges.fidelity`). What is
-dropped is noted on the turn: transcript row, ``x-turnstile-dropped`` header, one log line.
+non-Anthropic target: :mod:`gateway.edges.fidelity`); a limit of one tool call per turn
+(``parallel_tool_calls: false``, Anthropic ``disable_parallel_tool_use``) toward a wire API
+with no such setting (Gemini) is dropped, and so is a tool's ``strict: true`` toward an upstream
+that cannot enforce it (Gemini; a Claude model without structured outputs). What is dropped is
+noted on the turn: transcript row, ``x-turnstile-dropped`` header, one log line.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from gateway.errors import CapabilityError
 from gateway.layers.target_media import check_media
 from gateway.providers import passthrough
 from gateway.providers.anthropic_common import API as ANTHROPIC
+from gateway.providers.anthropic_output import strict_input_schema
 from gateway.schema import ImagePart, NativeFields, Request, Response, ToolResultMessage, UserMessage, evolve
 from gateway.turn import Batches, Gateway, Service, Turn
 
@@ -37,6 +41,22 @@ LEADING_THINKING_APIS = frozenset({"anthropic_messages"})
 """Wire APIs that refuse a tool-loop continuation with thinking on whose final assistant turn
 does not start with thinking they signed (Anthropic, "Extended thinking" docs:
 https://docs.claude.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks)."""
+
+NO_PARALLEL_LIMIT_APIS = frozenset({"gemini"})
+"""Wire APIs with no setting that limits an answer to one tool call (Gemini's
+``functionCallingConfig`` has only ``mode`` and ``allowedFunctionNames``)."""
+PARALLEL_FIELD = {
+    "anthropic_messages": ("tool_choice.disable_parallel_tool_use", True),
+    "openai_chat": ("parallel_tool_calls", False),
+    "openai_responses": ("parallel_tool_calls", False),
+}
+"""Per client dialect: the field that asks for one tool call per turn, and its value asking it."""
+NO_STRICT_CHECK_APIS = frozenset({"gemini", ANTHROPIC})
+"""Wire APIs where a tool's ``strict: true`` may not reach the upstream: Gemini has no such
+setting; Anthropic takes it only on models with structured outputs
+(:func:`gateway.providers.anthropic_output.strict_input_schema`)."""
+STRICT_FIELD = {"openai_chat": "tools[{i}].function.strict"}
+"""Per client dialect: where a tool's ``strict`` is (default ``tools[i].strict``)."""
 
 
 class TargetLayer:
@@ -60,6 +80,11 @@ class TargetLayer:
             where = cache_mark(request)
             if where is not None:
                 self.drop_cache_marks(turn, where, dep)
+        choice = request.tool_choice
+        if choice is not None and choice.parallel is False and dep.api in NO_PARALLEL_LIMIT_APIS:
+            note_parallel_limit(turn, dep)
+        if request.tools and dep.api in NO_STRICT_CHECK_APIS:
+            note_strict_tools(turn, request, dep)
         if request.max_output_tokens is None and dep.max_output_tokens is not None:
             request = request.model_copy(update={"max_output_tokens": dep.max_output_tokens})
         headers = turn.headers_in
@@ -156,6 +181,49 @@ class TargetLayer:
     async def stream(self, turn: Turn, request: Request) -> Batches:
         """The inner stream of the target's request."""
         return await self.inner.stream(turn, self.for_target(turn, request))
+
+
+def note_parallel_limit(turn: Turn, dep: Deployment) -> None:
+    """Note on ``turn`` (and log) that the client's limit of one tool call per turn does not
+    reach ``dep``, whose wire API has no such setting: the model may answer with several calls.
+    Named by the client's own field (:data:`PARALLEL_FIELD`)."""
+    field, value = PARALLEL_FIELD.get(turn.dialect, ("parallel_tool_calls", False))
+    turn.note_dropped(
+        {
+            "kind": "dropped",
+            "field": field,
+            "values": [value],
+            "deployment": dep.name,
+            "reason": f"the {dep.api} wire API has no setting that limits an answer to one tool call",
+        }
+    )
+    log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=[field])
+
+
+def note_strict_tools(turn: Turn, request: Request, dep: Deployment) -> None:
+    """Note on ``turn`` (and log) each tool whose ``strict: true`` does not reach ``dep``: a
+    Gemini deployment, or an Anthropic one whose model has no structured outputs (or cannot
+    state the tool's schema). Named by the client's own field (:data:`STRICT_FIELD`)."""
+    form = STRICT_FIELD.get(turn.dialect, "tools[{i}].strict")
+    fields = []
+    for i, tool in enumerate(request.tools):
+        if not tool.strict:
+            continue
+        if dep.api == ANTHROPIC and strict_input_schema(tool.parameters, dep) is not None:
+            continue
+        field = form.format(i=i)
+        fields.append(field)
+        turn.note_dropped(
+            {
+                "kind": "dropped",
+                "field": field,
+                "values": [True],
+                "deployment": dep.name,
+                "reason": f"model {dep.name!r} ({dep.api}) cannot enforce a strict tool schema",
+            }
+        )
+    if fields:
+        log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=fields)
 
 
 def note_passthrough(turn: Turn, request: Request, dep: Deployment) -> None:

@@ -45,7 +45,8 @@ Decisions worth knowing
   :data:`gateway.edges.fidelity.ANTHROPIC_MESSAGES`) are merged in last (:func:`merge_native`).
 * ``response_format`` (JSON schema or JSON object): ``output_config.format`` on a model with
   structured outputs, else a forced output tool whose call comes back as the answer's text
-  (:mod:`gateway.providers.anthropic_output`).
+  (:mod:`gateway.providers.anthropic_output`); a strict tool gets ``strict: true`` on such a
+  model (:func:`gateway.providers.anthropic_output.strict_input_schema`).
 * Headers: the client's ``anthropic-beta`` and ``anthropic-version`` (as the target layer
   admitted them) merged with the deployment's own (:func:`upstream_headers`).
 * Server-side blocks in answers (``server_tool_use``, ``*_tool_result``, ``mcp_tool_use``,
@@ -66,7 +67,7 @@ from gateway.errors import CapabilityError, UpstreamProtocolError
 from gateway.providers import media_wire, wire_common
 from gateway.providers.anthropic_common import API as API  # the wire API name (WireModule.API)
 from gateway.providers.anthropic_common import is_server_block, map_stop_reason, provenance
-from gateway.providers.anthropic_output import add_output, map_back_parts
+from gateway.providers.anthropic_output import add_output, map_back_parts, strict_input_schema
 from gateway.providers.anthropic_stream import AnthropicStreamParser
 from gateway.providers.naming import ANTHROPIC_ID, TOOL_NAME, NameMap
 from gateway.providers.wire import CallContext, StreamParser, UpstreamRequest
@@ -470,6 +471,10 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
             if t.description is not None:
                 tool["description"] = t.description
             tool["input_schema"] = t.parameters
+            if t.strict:
+                strict = strict_input_schema(t.parameters, deployment)
+                if strict is not None:
+                    tool["input_schema"], tool["strict"] = strict, True
             tools.append(_with_cache(tool, t.cache_control))
         body["tools"] = tools
         choice = _tool_choice(request, names)

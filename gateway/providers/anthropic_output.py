@@ -19,6 +19,9 @@ https://docs.anthropic.com/en/docs/build-with-claude/tool-use (``tool_choice``).
   answer), and a client's named choice is kept. With extended thinking on, Anthropic refuses a
   forced choice ("Thinking may not be enabled when tool_choice forces tool use"), so the choice
   is ``auto`` and the tool's description asks for it.
+* A client's strict tool (``strict: true``) on a model with the slot: ``strict: true`` on the
+  tool with its schema normalised the same way (:func:`strict_input_schema`); elsewhere the tool
+  goes without it.
 * ``json_object`` (any JSON object, no schema): Anthropic has no native form of it; it is
   emulated by the same output tool with ``input_schema: {"type": "object"}`` on every model
   (the tool's input is always a JSON object, which is exactly what ``json_object`` promises).
@@ -54,6 +57,21 @@ _DESCRIPTION = (
 def _native(deployment: Deployment) -> bool:
     mode = deployment.structured_output
     return mode == "native" if mode is not None else has_native_output(deployment.model)
+
+
+def strict_input_schema(parameters: dict[str, Any], deployment: Deployment) -> dict[str, Any] | None:
+    """The ``input_schema`` of a client's strict tool (OpenAI ``strict: true``, Anthropic
+    ``strict: true``: strict tool use, part of structured outputs on the same models) on
+    ``deployment``: ``parameters`` normalised as ``output_config.format`` schemas are
+    (:func:`gateway.providers.anthropic_schema.to_anthropic_schema`), sent with ``strict: true``;
+    None when the model has no structured outputs or the schema cannot be stated there (the tool
+    then goes without ``strict``, and the target layer names ``strict`` as dropped). Never raises."""
+    if not _native(deployment):
+        return None
+    try:
+        return to_anthropic_schema(parameters)
+    except SchemaNotExpressible:
+        return None
 
 
 def _tool_name(tools: list[dict[str, Any]], names: NameMap) -> str:

@@ -103,3 +103,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 "run `uv run pytest tests/compat --compat-matrix docs/compat.md` and commit it",
                 red=True,
             )
+
+
+# The model name structured-output scenarios send: Anthropic's native ``output_config.format``
+# slot is only on newer Claude models (``claude-sonnet-4-5``); ``an`` gets the forced output tool.
+STRUCTURED_MODEL = {**MODEL_FOR, "anthropic_messages": "claude-sonnet-4-5"}
+STRUCTURED_UPSTREAM_MODEL = {**UPSTREAM_MODEL, "anthropic_messages": "claude-sonnet-4-5"}

@@ -665,6 +665,9 @@ def test_codex_code_mode_recorded_turns_run_their_tool_loop_on_every_upstream_ap
         assert exec_tool["type"] == "custom" and exec_tool["format"]["syntax"] == "lark"
         assert sent["reasoning"]["context"] == "all_turns" and sent["text"] == {"verbosity": "low"}
         assert sent["prompt_cache_key"] and set(sent["client_metadata"]) >= {"session_id", "turn_id"}
+    elif api == "gemini":  # Codex's parallel_tool_calls: false has no Gemini setting
+        assert dropped == f"{CODEX_DROPPED},parallel_tool_calls"
+        assert "client_metadata" not in json.dumps(sent)
     else:
         assert dropped == CODEX_DROPPED
         assert "client_metadata" not in json.dumps(sent)

@@ -479,3 +479,29 @@ def test_forwarded_client_headers_are_sent_under_the_deployments_own() -> None:
     up, _ = anthropic_messages.build_request(req, dep(quirks={"extra_headers": {"x-app": "mine"}}), "k")
     assert up.headers["x-claude-code-session-id"] == "s" and up.headers["x-app"] == "mine"
     assert up.headers["anthropic-version"] == "2023-06-01" and up.headers["x-api-key"] == "k"
+
+
+STRICT_TOOL = ToolDefinition(
+    name="get_weather",
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string", "minLength": 2}},
+        "required": ["city"],
+    },
+    strict=True,
+)
+
+
+def test_a_strict_tool_reaches_a_claude_with_structured_outputs_with_its_schema_normalised() -> None:
+    req = Request(model="m", messages=[UserMessage(content=[TextPart(text="hi")])], tools=[STRICT_TOOL])
+    claude = Deployment(name="c", api="anthropic_messages", model="claude-sonnet-4-5")
+    (tool,) = body_of(req, claude)["tools"]
+    assert tool["strict"] is True
+    assert tool["input_schema"]["additionalProperties"] is False
+    assert "minLength" not in tool["input_schema"]["properties"]["city"]  # moved into the description
+
+
+def test_a_strict_tool_goes_without_strict_to_a_claude_without_structured_outputs() -> None:
+    req = Request(model="m", messages=[UserMessage(content=[TextPart(text="hi")])], tools=[STRICT_TOOL])
+    (tool,) = body_of(req)["tools"]
+    assert "strict" not in tool and tool["input_schema"] == STRICT_TOOL.parameters
