@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
+from mcp.shared.exceptions import MCPError
 
 from .mcp_gateway import (  # noqa: F401  (fixture)
     SERVER_ID,
@@ -74,3 +75,24 @@ async def test_sdk_client_call_reaches_the_upstream_with_its_arguments(
     assert result.meta is not None and result.meta["io.turnstile/origin"]["server"] == SERVER_ID
     received = [c for c in await mcp_gateway.upstream.received_calls() if c["target"] == target]
     assert received == [{"tool": "reset", "mode": "hard", "target": target}]
+
+
+@pytest.mark.parametrize(
+    "transport",
+    cases(
+        "tools/call outside the tool's schema",
+        "refused by the gateway, naming the field; the upstream received no call",
+    ),
+)
+async def test_sdk_client_call_outside_the_schema_never_reaches_the_upstream(
+    transport: str, mcp_gateway: McpCompatGateway
+) -> None:
+    target = f"sdk-{transport}-invalid"
+    async with _client(mcp_gateway, transport, "auto") as client:
+        try:
+            result = await client.call_tool(f"{SERVER_ID}__reset", {"mode": "medium", "target": target})
+            refusal = text_of(result) if result.is_error else f"not refused: {text_of(result)}"
+        except MCPError as err:
+            refusal = str(err)
+    assert "arguments.mode: 'medium' is not one of ['soft', 'hard']" in refusal
+    assert [c for c in await mcp_gateway.upstream.received_calls() if c["target"] == target] == []

@@ -170,6 +170,7 @@ def test_generate_text_reaches_each_upstream_with_the_prompt(
     say(upstream, api, "hello from upstream")
     out = _run(vercel_worker, "generate_text", provider, gateway_url, api)
     assert out["text"] == "hello from upstream" and out["finishReason"] == "stop"
+    assert (out["usage"]["inputTokens"], out["usage"]["outputTokens"]) == (20, 10)  # the upstream's
     (rec,) = only(upstream, api)
     assert user_texts(rec) == ["Say hello from Vercel."], dump(rec)
     assert rec.stream is False
@@ -190,6 +191,7 @@ def test_stream_text_streams_each_upstreams_answer(
     out = _run(vercel_worker, "stream_text", provider, gateway_url, api)
     assert out["text"] == "streamed hello from upstream" and out["chunks"]
     assert out["finishReason"] == "stop"
+    assert (out["usage"]["inputTokens"], out["usage"]["outputTokens"]) == (20, 10)  # the upstream's
     (rec,) = only(upstream, api)
     assert user_texts(rec) == ["Stream hello from Vercel."], dump(rec)
     assert rec.stream is True
@@ -198,17 +200,24 @@ def test_stream_text_streams_each_upstreams_answer(
 @pytest.mark.parametrize(
     "provider",
     cases(
-        "generateText tool loop (stopWhen)",
-        "round 1 declares the tool; round 2 carries the SDK-run tool's result for that call",
+        "tool loop (stopWhen)",
+        "generateText and streamText: round 1 declares the tool; round 2 carries the SDK-run "
+        "tool's result for that call",
     ),
 )
 @pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streamed", [False, True], ids=["generateText", "streamText"])
 def test_tool_loop_runs_through_the_gateway_with_the_tool_result_in_round_two(
-    api: str, provider: str, vercel_worker: VercelWorker, gateway_url: str, upstream: UpstreamStandin
+    api: str,
+    provider: str,
+    streamed: bool,
+    vercel_worker: VercelWorker,
+    gateway_url: str,
+    upstream: UpstreamStandin,
 ) -> None:
     call_tools(upstream, api, Call(CALL_IDS[api], "weather", json.dumps({"city": "Paris"})))
     say(upstream, api, "It is 21 degrees in Paris.")
-    out = _run(vercel_worker, "tool_loop", provider, gateway_url, api)
+    out = _run(vercel_worker, "stream_tool_loop" if streamed else "tool_loop", provider, gateway_url, api)
     assert out["toolCalls"] == [{"name": "weather", "input": {"city": "Paris"}}]
     assert out["toolResults"] == [WEATHER]
     assert out["text"] == "It is 21 degrees in Paris." and out["steps"] == 2
@@ -220,6 +229,7 @@ def test_tool_loop_runs_through_the_gateway_with_the_tool_result_in_round_two(
     want = {"name": "weather", "content": WEATHER} if provider == "google" else WEATHER
     assert tool_outputs(second) == [want], dump(second)
     assert user_texts(second) == ["What is the weather in Paris?"]
+    assert first.stream is second.stream is streamed
 
 
 @pytest.mark.parametrize(
@@ -275,3 +285,82 @@ def test_generate_object_in_json_tool_mode_forces_the_tool_on_each_upstream(
         assert forced is not None and forced[0] == "json", dump(rec)
         schema = forced[1]
     _assert_weather_schema(schema, rec)
+
+
+def system_texts(rec: Received) -> list[str]:
+    """The system prompt texts the request carries, whatever the wire API."""
+    body: dict[str, Any] = rec.body or {}
+    if rec.api == "gemini":
+        return [p.get("text", "") for p in (body.get("systemInstruction") or {}).get("parts") or []]
+    if rec.api == "anthropic_messages":
+        system = body.get("system")
+        return [system] if isinstance(system, str) else [b.get("text", "") for b in system or []]
+    out = [body["instructions"]] if rec.api == "openai_responses" and body.get("instructions") else []
+    items = body.get("input") if rec.api == "openai_responses" else body.get("messages")
+    for m in items if isinstance(items, list) else []:
+        if m.get("role") in ("system", "developer"):
+            c = m.get("content")
+            out += [c] if isinstance(c, str) else [p.get("text", "") for p in c or []]
+    return out
+
+
+def settings_of(rec: Received) -> dict[str, Any]:
+    """``{"temperature", "max_tokens", "stop"}`` as the request carries them (None: absent)."""
+    body: dict[str, Any] = rec.body or {}
+    if rec.api == "gemini":
+        gen = body.get("generationConfig") or {}
+        return {
+            "temperature": gen.get("temperature"),
+            "max_tokens": gen.get("maxOutputTokens"),
+            "stop": gen.get("stopSequences"),
+        }
+    if rec.api == "anthropic_messages":
+        stop = body.get("stop_sequences")
+        return {"temperature": body.get("temperature"), "max_tokens": body.get("max_tokens"), "stop": stop}
+    if rec.api == "openai_responses":
+        return {
+            "temperature": body.get("temperature"),
+            "max_tokens": body.get("max_output_tokens"),
+            "stop": body.get("stop"),
+        }
+    stop = body.get("stop")
+    return {
+        "temperature": body.get("temperature"),
+        "max_tokens": body.get("max_completion_tokens") or body.get("max_tokens"),
+        "stop": [stop] if isinstance(stop, str) else stop,
+    }
+
+
+@pytest.mark.parametrize(
+    "provider",
+    cases(
+        "generateText with system and settings",
+        "system, temperature, maxOutputTokens and stopSequences reach the upstream in its own "
+        "fields; stop sequences for a Responses upstream are refused (400 naming stop)",
+    ),
+)
+@pytest.mark.parametrize("api", APIS)
+def test_system_prompt_and_call_settings_reach_each_upstream(
+    api: str, provider: str, vercel_worker: VercelWorker, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    refused = api == "openai_responses" and provider != "openai.responses"
+    if not refused:
+        say(upstream, api, "hello")
+    out = vercel_worker.run("settings", provider, gateway_url, MODEL_FOR[api])
+    if refused:
+        # The Responses API has no stop sequences: refused by name, in the client's own dialect.
+        assert out["status"] == 400, out
+        assert out["error"].startswith("stop: ") and "Responses API" in out["error"], out
+        error = json.loads(out["body"])["error"]
+        assert error["message"] == out["error"]
+        assert {"openai.chat": "param", "anthropic": "type", "google": "status"}[provider] in error
+        assert upstream.received == []
+        return
+    assert "error" not in out, out
+    assert out["text"] == "hello" and out["dropped"] is None
+    (rec,) = only(upstream, api)
+    assert system_texts(rec) == ["You are terse."], dump(rec)
+    # The SDK's Responses model drops stopSequences itself (a warning; the API has none).
+    stop = None if provider == "openai.responses" else ["END"]
+    assert out["warnings"] == ([] if stop else ["stopSequences"])
+    assert settings_of(rec) == {"temperature": 0.25, "max_tokens": 77, "stop": stop}, dump(rec)

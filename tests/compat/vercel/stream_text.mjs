@@ -1,4 +1,4 @@
-// streamText: the text deltas as they arrive. Result {chunks, text, finishReason}; an error
+// streamText: the text deltas as they arrive. Result {chunks, text, finishReason, usage}; an error
 // event of the stream is thrown.
 import { streamText } from 'ai';
 
@@ -13,5 +13,5 @@ export default async function (model) {
   const chunks = [];
   for await (const delta of r.textStream) chunks.push(delta);
   if (errors.length) throw errors[0];
-  return { chunks, text: chunks.join(''), finishReason: await r.finishReason };
+  return { chunks, text: chunks.join(''), finishReason: await r.finishReason, usage: await r.usage };
 }
