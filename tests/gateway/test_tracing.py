@@ -11,6 +11,7 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 from opentelemetry.trace import SpanKind, StatusCode
 
 from gateway.config import Deployment, GatewayConfig, Settings, parse_config
@@ -41,30 +42,9 @@ CONFIG: dict[str, Any] = {
     "models": [{"name": "auto", "deployments": ["a", "b"]}],
 }
 USER = UserMessage(content=[TextPart(text="the secret prompt")])
-# Attribute names the GenAI and MCP conventions define (checked: every gen_ai.* / mcp.* name a
-# span carries is one of these).
-GEN_AI_NAMES = {
-    "gen_ai.operation.name",
-    "gen_ai.provider.name",
-    "gen_ai.request.model",
-    "gen_ai.request.stream",
-    "gen_ai.request.max_tokens",
-    "gen_ai.request.temperature",
-    "gen_ai.request.top_p",
-    "gen_ai.response.model",
-    "gen_ai.response.id",
-    "gen_ai.response.finish_reasons",
-    "gen_ai.usage.input_tokens",
-    "gen_ai.usage.output_tokens",
-    "gen_ai.usage.cache_read.input_tokens",
-    "gen_ai.usage.cache_creation.input_tokens",
-    "gen_ai.usage.reasoning.output_tokens",
-    "gen_ai.conversation.id",
-    "gen_ai.input.messages",
-    "gen_ai.output.messages",
-    "gen_ai.system_instructions",
-    "gen_ai.tool.name",
-}
+# Attribute names the GenAI conventions define, from the OpenTelemetry semantic-conventions
+# package (its incubating gen_ai registry): every gen_ai.* name a span carries must be one.
+GEN_AI_NAMES = {v for k, v in vars(gen_ai_attributes).items() if k.isupper() and isinstance(v, str)}
 
 
 def _answer(text: str = "ok", **usage: int) -> Response:

@@ -13,11 +13,18 @@ from mcp import Client
 from mcp_harness import McpGateway
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes, mcp_attributes
 from opentelemetry.trace import SpanKind, StatusCode
 
 from gateway.config import TracingConfig
 from gateway.tracing import Tracing
 
+CONVENTION_NAMES = {
+    v
+    for mod in (gen_ai_attributes, mcp_attributes)
+    for k, v in vars(mod).items()
+    if k.isupper() and isinstance(v, str)
+}
 INCOMING = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
@@ -54,6 +61,7 @@ async def test_a_tools_call_is_a_server_span_continuing_meta_with_a_client_child
         assert attrs["gen_ai.tool.name"] == tool
         assert attrs["gen_ai.operation.name"] == "execute_tool"
         assert "error.type" not in attrs
+        assert {n for n in attrs if n.startswith(("gen_ai.", "mcp."))} <= CONVENTION_NAMES
     # the upstream server got the forwarded call's context in params._meta (SEP-414)
     upstream_parent = received["traceparent"]
     ctx = client_span.context

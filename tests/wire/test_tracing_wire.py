@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -20,6 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from standins.serve_process import ServeProcess, clean_env, free_port
 from standins.tool_answers import text_answer
+from standins.topology import MATRIX
 from standins.upstream import UpstreamStandin, replay
 
 CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -140,3 +142,16 @@ def test_a_gateway_process_exports_turn_and_attempt_spans_over_otlp_and_sends_tr
     # the export carried the headers named by headers_env, which the config file never held
     assert all(h.get("x-collector-key") == EXPORT_SECRET for h in receiver.headers)
     assert EXPORT_SECRET not in (traced_gateway.config.read_text())
+
+
+def test_with_tracing_off_no_traceparent_goes_upstream(
+    upstream: UpstreamStandin, oai: openai.OpenAI, gateway_url: str
+) -> None:
+    upstream.script(replay(text_answer("openai_chat", "plain", stream=False), api="openai_chat"))
+    oai.chat.completions.create(
+        model=MATRIX["openai_chat"][0],
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"traceparent": CLIENT_PARENT},
+    )
+    (sent,) = upstream.requests(api="openai_chat")
+    assert "traceparent" not in sent.headers
