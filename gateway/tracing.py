@@ -7,6 +7,8 @@ over OTLP/HTTP in batches from a background thread.
 
 Spans, and who starts them:
 
+* **a request refused before it became a turn** (malformed body, over the size limit, a bad
+  session id): one SERVER span ``chat`` with its status and ``error.type``.
 * **the turn** (SERVER): started by the record layer (:meth:`Tracing.start_turn`, kept on
   the turn as ``turn.trace``), continuing the client's W3C ``traceparent`` header; named
   ``{gen_ai.operation.name} {gen_ai.request.model}`` (the model the client asked for); ended
@@ -183,6 +185,24 @@ class Tracing:
             f"chat {request.model}", context=extract(turn.headers_in), kind=SpanKind.SERVER, attributes=attrs
         )
         return TurnTrace(self, span, turn.session_id)
+
+    def refused(self, record: Any, error: Any) -> None:
+        """One SERVER span, ended at once, for a request refused before it became a turn
+        (``record``: its transcript row; ``error`` the ``TurnstileError``): ``chat`` with the
+        status and ``error.type``, no parent (its headers were not kept)."""
+        span = self.tracer.start_span(
+            "chat",
+            kind=SpanKind.SERVER,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "turnstile.request_id": record.request_id,
+                "turnstile.client_dialect": record.client_dialect,
+                "http.response.status_code": record.status,
+                "error.type": error.kind,
+            },
+        )
+        span.set_status(StatusCode.ERROR, error.message[:256])
+        span.end()
 
     def shutdown(self) -> None:
         """Export what is left and stop the exporter (bounded by ``export_timeout_s``)."""

@@ -176,6 +176,8 @@ async def record_refused(gw: Gateway, request_id: str, dialect: str, error: Turn
         error=error.message,
     )
     gw.metrics.turn(record)
+    if gw.tracing is not None:
+        gw.tracing.refused(record, error)
     if gw.transcript is not None:
         await gw.transcript.commit(record)
 

@@ -269,3 +269,15 @@ def test_provider_names_follow_the_conventions_registry() -> None:
     assert provider_name(Deployment(name="d", api="anthropic_messages", model="m")) == "anthropic"
     assert provider_name(dep("mistral")) == "mistral_ai"
     assert provider_name(dep("groq")) == "groq"
+
+
+async def test_a_request_refused_before_it_became_a_turn_is_one_error_span() -> None:
+    from gateway.errors import InvalidRequest
+
+    pipe, exporter = _pipeline(Scripted())
+    await pipe.record_refused("req-bad", "openai_chat", InvalidRequest("request body is not JSON"))
+    (span,) = exporter.get_finished_spans()
+    attrs = span.attributes or {}
+    assert span.kind == SpanKind.SERVER and span.name == "chat"
+    assert attrs["error.type"] == "invalid_request" and attrs["http.response.status_code"] == 400
+    assert attrs["turnstile.request_id"] == "req-bad" and span.status.status_code == StatusCode.ERROR
