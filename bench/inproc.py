@@ -9,6 +9,8 @@ not depend on how busy the machine is, so this is the load-independent measure o
 ``--profile`` writes a cProfile of the loop (read it with ``python -m pstats``); ``--opcodes``
 prints the bytecodes the event-loop thread executes per request, by module and function
 (:mod:`bench.opcodes`: deterministic, load-independent; ~30x slower, so use a small ``-n``).
+``--tracing`` turns OpenTelemetry tracing on, exporting over OTLP/HTTP to a local sink
+(:mod:`bench.otlp_sink`) in this process.
 """
 
 from __future__ import annotations
@@ -90,7 +92,13 @@ async def _drive(app: Any, path: str, body: bytes, n: int) -> int:
 
 
 async def _main(
-    cases: list[str], n: int, profile: Path | None, workdir: Path, floor: bool = False, opcodes: bool = False
+    cases: list[str],
+    n: int,
+    profile: Path | None,
+    workdir: Path,
+    floor: bool = False,
+    opcodes: bool = False,
+    tracing: bool = False,
 ) -> None:
     from gateway.config import load_config
     from gateway.server import create_app
@@ -113,6 +121,12 @@ async def _main(
             app: Any = bench.floor.app
         else:
             cfg = load_config(turnstile_config(f"http://127.0.0.1:{port}", 4000, workdir))
+            if tracing:
+                from bench.otlp_sink import OtlpSink
+
+                sink = OtlpSink()
+                traced = cfg.tracing.model_copy(update={"enabled": True, "otlp_endpoint": sink.url})
+                cfg = cfg.model_copy(update={"tracing": traced})
             app = create_app(cfg)
         bodies = request_bodies()
         async with app.router.lifespan_context(app):
@@ -166,6 +180,7 @@ def main() -> None:
     ap.add_argument("--profile", type=Path, help="write cProfile stats to PROFILE-<case>.prof")
     ap.add_argument("--floor", action="store_true", help="drive the bare pass-through floor instead")
     ap.add_argument("--opcodes", action="store_true", help="count executed bytecodes per module/function")
+    ap.add_argument("--tracing", action="store_true", help="tracing on, exported to a local OTLP sink")
     args = ap.parse_args()
     cases = args.case or list(request_bodies())
     workdir = Path(tempfile.mkdtemp(prefix="turnstile-inproc-"))
@@ -178,7 +193,7 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(_main(cases, args.n, args.profile, workdir, args.floor, args.opcodes))
+    asyncio.run(_main(cases, args.n, args.profile, workdir, args.floor, args.opcodes, args.tracing))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,26 @@ class Settings(BaseSettings):
     """TURNSTILE_ALLOW_ANONYMOUS: serve anonymous clients on a non-loopback address (see
     :mod:`gateway.exposure`); as ``--allow-anonymous`` and ``server.allow_anonymous``."""
 
+    def read_headers(self, name: str | None) -> dict[str, str]:
+        """The ``key=value,key=value`` pairs of environment variable ``name`` (export headers,
+        e.g. a collector's API key; values percent-decoded), ``{}`` when ``name`` is None or the
+        variable unset. Raises :class:`ConfigError` naming the variable (never its value) for a
+        pair without ``=``."""
+        from urllib.parse import unquote
+
+        raw = self.read_key(name) if name else None
+        out: dict[str, str] = {}
+        for pair in (raw or "").split(","):
+            if not pair.strip():
+                continue
+            key, eq, value = pair.partition("=")
+            if not eq or not key.strip():
+                raise ConfigError(
+                    f"environment variable {name} must hold key=value pairs separated by commas"
+                )
+            out[key.strip()] = unquote(value.strip())
+        return out
+
     def read_key(self, name: str) -> str | None:
         """The value of environment variable ``name`` (an API key), or None when unset/empty."""
         import os
@@ -543,6 +563,34 @@ class MetricsConfig(BaseModel):
     enabled: bool = True
 
 
+class TracingConfig(BaseModel):
+    """OpenTelemetry traces (:mod:`gateway.tracing`), exported over OTLP/HTTP; off unless
+    ``enabled``.
+
+    * ``otlp_endpoint``: the collector's traces URL (``http://host:4318/v1/traces``).
+    * ``service_name``: the ``service.name`` resource attribute.
+    * ``headers_env``: the name of an environment variable holding the export headers as
+      ``key=value`` pairs separated by commas (W3C baggage style, as
+      ``OTEL_EXPORTER_OTLP_HEADERS``); the headers themselves (a collector's API key) are never
+      in the file.
+    * ``capture_content``: record the internal-schema request and answer of each upstream
+      attempt as a ``gen_ai.client.inference.operation.details`` span event (prompt text in
+      spans: off by default).
+    * ``export_timeout_s``: the bound on one export (seconds); ``batch_delay_ms``: how long
+      finished spans wait to be sent in a batch (milliseconds).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    otlp_endpoint: str = "http://127.0.0.1:4318/v1/traces"
+    service_name: str = "turnstile"
+    headers_env: str | None = None
+    capture_content: bool = False
+    export_timeout_s: float = Field(default=10.0, gt=0)
+    batch_delay_ms: int = Field(default=1000, ge=1)
+
+
 class GatewayConfig(BaseModel):
     """The whole configuration file."""
 
@@ -563,6 +611,7 @@ class GatewayConfig(BaseModel):
     redis: RedisConfig = Field(default_factory=RedisConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    tracing: TracingConfig = Field(default_factory=TracingConfig)
 
     @model_validator(mode="after")
     def _check_references(self) -> GatewayConfig:

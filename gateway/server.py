@@ -821,12 +821,15 @@ def create_app(
     config_path: Path | None = None,
     settings: Settings | None = None,
     providers: dict[str, Any] | None = None,
+    span_processor: Any = None,
 ) -> Starlette:
     """Build the ASGI app.
 
     ``config`` (already validated) wins over ``config_path``; with neither, the embedded
-    ``config/default.yaml``. ``providers`` replaces the wire providers (tests). Raises
-    :class:`gateway.errors.ConfigError` for an invalid file.
+    ``config/default.yaml``. ``providers`` replaces the wire providers (tests);
+    ``span_processor`` (an OpenTelemetry ``SpanProcessor``, tests) turns tracing on with it
+    instead of the OTLP export. Raises :class:`gateway.errors.ConfigError` for an invalid
+    file, or export headers (``tracing.headers_env``) that cannot be read.
     """
     settings = settings or Settings()
     from gateway.logs import configure
@@ -846,6 +849,7 @@ def create_app(
         exposure.warn_anonymous(config.server.host)
     table = DeploymentTable.build(config, settings)
     open_turns = OpenTurns()  # shared by the front middleware and the lifespan's shutdown
+    trace_headers = settings.read_headers(config.tracing.headers_env) if config.tracing.enabled else {}
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -898,6 +902,11 @@ def create_app(
         )
         gw.mcp = app.state.mcp  # the server-side tool loop calls tools through it
         _watch_metrics(gw, app.state.mcp)
+        if config.tracing.enabled or span_processor is not None:
+            from gateway.tracing import Tracing
+
+            gw.tracing = Tracing(config.tracing, trace_headers, processor=span_processor)
+            app.state.mcp.endpoint.tracer = gw.tracing.mcp
         folding = asyncio.create_task(fold_periodically(gw.metrics)) if gw.metrics.multiprocess else None
         if gw.identity is not None:
             gw.identity.owner = _tool_owner(gw.mcp.registry)
@@ -941,6 +950,8 @@ def create_app(
             await gw.sessions.close()
             await app.state.access.close()
             await session.close()
+            if gw.tracing is not None:  # the spans still batched: exported (bounded), off the loop
+                await asyncio.to_thread(gw.tracing.shutdown)
 
     app = Starlette(
         routes=[

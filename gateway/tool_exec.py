@@ -120,16 +120,18 @@ def result_parts(result: Any) -> tuple[list[ResultPart], bool]:
     return parts, bool(result.is_error)
 
 
-def mcp_runner(endpoint: Any, *, confirm: Any = None, visibility: Any = None) -> CallRunner:
+def mcp_runner(
+    endpoint: Any, *, confirm: Any = None, visibility: Any = None, parent: Any = None
+) -> CallRunner:
     """A :data:`CallRunner` over the MCP registry through ``endpoint``
     (:meth:`mcp_servers.endpoint.McpEndpoint.call_for_loop`: visibility, argument check, trust
     tier, audit, output cap). ``confirm`` (``async (message) -> bool``) or None when nobody can
     be asked; ``visibility`` the caller's (:class:`mcp_servers.clients.Visibility`; None: every
-    tool)."""
+    tool); ``parent`` the turn's span (tracing on) the calls' spans are children of."""
 
     async def run(call: ToolCallPart) -> ToolResultMessage:
         result = await endpoint.call_for_loop(
-            call.name, dict(call.arguments), confirm=confirm, visibility=visibility
+            call.name, dict(call.arguments), confirm=confirm, visibility=visibility, parent=parent
         )
         parts, is_error = result_parts(result)
         return ToolResultMessage(tool_call_id=call.id, name=call.name, content=parts, is_error=is_error)

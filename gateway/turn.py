@@ -69,6 +69,7 @@ class Gateway:
     mcp: McpRuntime | None = None  # registry and endpoint, for the tool loop (server lifespan)
     metrics: Metrics = field(default_factory=Metrics)  # counted from the records (gateway.metrics)
     identity: Identity | None = None  # virtual keys (access.auth not off; server lifespan)
+    tracing: Any = None  # gateway.tracing.Tracing when tracing.enabled (server lifespan); None: off
 
 
 @dataclass
@@ -129,6 +130,7 @@ class Turn:
     first_byte_s: float | None = None  # a stream's first batch, seconds after ``started`` (record layer)
     wall: float = field(default_factory=time.time)
     session_id: str | None = None  # set by the server from x-turnstile-session / metadata / user
+    trace: Any = None  # gateway.tracing.TurnTrace: the turn's span (record layer); None: tracing off
     # access layer
     principal: Principal | None = None  # the caller's virtual key and team (None: anonymous)
     mcp_visibility: Visibility = EVERYTHING  # the caller's MCP tools (its key)

@@ -221,6 +221,9 @@ class McpEndpoint:
         # Counts tool calls and trust decisions (``tool_call(server, tool, outcome, seconds)``,
         # ``trust_decision(server, tier, outcome)``: gateway.metrics.Metrics), set by the server.
         self.observer: Any = None
+        # Spans of tool calls (``server_span``, ``client_span``, ``current``, ``end``:
+        # gateway.tracing.McpTracer), set by the server when tracing is on; None: off.
+        self.tracer: Any = None
         self.states = SealedStates(ttl_s=STATE_TTL_S)
         self.aggregate = Aggregator(registry, name=name, version=version, page_size=registry.config.page_size)
         self._listen_handler = ListenHandler(self.aggregate.bus)
@@ -304,6 +307,28 @@ class McpEndpoint:
     # ------------------------------------------------------------------ tools/call
 
     async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        tracer = self.tracer
+        if tracer is None:
+            return await self._handle_call(ctx, params)
+        request = ctx.request
+        headers = getattr(request, "headers", None)
+        session = headers.get("mcp-session-id") if headers is not None else None
+        span = tracer.server_span(params.name, params.meta, headers, session)
+        try:
+            with tracer.current(span):  # the forwarded call's CLIENT span is its child
+                result = await self._handle_call(ctx, params)
+        except MCPError as err:
+            tracer.end(span, None, str(err.error.code))
+            raise
+        except BaseException:
+            tracer.end(span, None, "_OTHER")
+            raise
+        tracer.end(span, result)
+        return result
+
+    async def _handle_call(
         self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult | InputRequiredResult:
         self.aggregate.track(ctx)
@@ -403,6 +428,7 @@ class McpEndpoint:
         confirm: Any = None,
         timeout_s: float | None = None,
         visibility: Visibility | None = None,
+        parent: Any = None,
     ) -> CallToolResult:
         """One call from the gateway's own tool loop (:mod:`gateway.tool_loop`), through the same
         visibility, argument check, trust decision, audit log, routing and output cap as
@@ -415,7 +441,8 @@ class McpEndpoint:
         ``is_error`` results.
 
         ``confirm`` is ``async (message: str) -> bool``, shown the confirmation text; it is asked
-        once per call, and its answer covers only that call.
+        once per call, and its answer covers only that call. ``parent``: the span (the turn's)
+        the call's span is a child of, when tracing is on.
         """
         visible = visibility or EVERYTHING
         t = self.registry.lookup(exposed)
@@ -445,7 +472,7 @@ class McpEndpoint:
                 )
         else:
             await self._audit(t, decision, "allowed", visible)
-        return await self.forward(t, arguments, timeout_s=timeout_s)
+        return await self.forward(t, arguments, timeout_s=timeout_s, parent=parent)
 
     async def _forward(
         self,
@@ -498,16 +525,30 @@ class McpEndpoint:
         progress: Any = None,
         timeout_s: float | None = None,
         channel: Channel | None = None,
+        parent: Any = None,
         **rounds: Any,
     ) -> Any:
         """Route an already-approved call to (server, original name); cap and stamp the result.
         Upstream faults become ``is_error`` results naming the server. ``channel`` and
         ``rounds`` (``pass_input_required``, ``input_responses``, ``request_state``) go to
         :meth:`mcp_servers.upstream.Upstream.call_tool`; an ``InputRequiredResult`` is
-        returned unchanged."""
+        returned unchanged. With tracing on, the call is a CLIENT span (child of ``parent``,
+        else of the current span), current while the upstream is called so that the ``mcp``
+        SDK puts its ``traceparent`` in the request's ``params._meta``."""
         spec = self.registry.spec(t.server)
         started = time.perf_counter()
-        result, final = await self._call_upstream(t, args, progress, timeout_s, channel, rounds)
+        tracer = self.tracer
+        if tracer is None:
+            result, final = await self._call_upstream(t, args, progress, timeout_s, channel, rounds)
+        else:
+            span = tracer.client_span(t.name, t.server, parent)
+            try:
+                with tracer.current(span):
+                    result, final = await self._call_upstream(t, args, progress, timeout_s, channel, rounds)
+            except BaseException:
+                tracer.end(span, None, "_OTHER")
+                raise
+            tracer.end(span, result)
         if self.observer is not None:
             outcome = (
                 "input_required"

@@ -9,6 +9,10 @@ first batch arrived (a failure before that is raised, so the route layer can fal
 after that every batch goes through the stream truncation guard (tool calls held until the
 stop reason is known), the final usage is priced, every event is kept, and failures end the
 stream with a ``StreamError`` event. How it ended goes in ``turn.outcome``.
+
+With tracing on (``turn.trace``) every provider call is one CLIENT span under the turn's span,
+named in the upstream request's ``traceparent`` header, ended when the answer is in (a
+stream's: when the stream ends) with the answer's usage and finish reason, or the error.
 """
 
 from __future__ import annotations
@@ -70,11 +74,21 @@ class AttemptLayer:
         assert dep is not None, "the route layer sets the deployment"
         t0 = time.perf_counter()
         provider = self.gw.providers[dep.api]
-        raw = await provider.complete(request, dep, self.gw.table.keys.get(dep.name))
+        span = turn.trace.attempt(turn, dep, request) if turn.trace is not None else None
+        try:
+            raw = await provider.complete(request, dep, self.gw.table.keys.get(dep.name))
+        except BaseException as exc:
+            if span is not None:
+                span.sent()
+                span.end(None, exc)
+            raise
         resp = invariants.check_truncation(raw, provider.output_budget(request, dep), deployment=dep.name)
         self.gw.signers.remember(resp)
         self.gw.thinking.remember(resp)
         usage = self.priced(resp.usage, dep, request, resp)
+        if span is not None:
+            span.sent()
+            span.end(evolve(resp, usage=usage))
         turn.attempts.append(
             {
                 "deployment": dep.name,
@@ -114,15 +128,27 @@ class AttemptLayer:
         dep = turn.deployment
         assert dep is not None, "the route layer sets the deployment"
         source = self.gw.providers[dep.api].stream_batches(request, dep, self.gw.table.keys.get(dep.name))
+        span = turn.trace.attempt(turn, dep, request) if turn.trace is not None else None
         try:
             first = await anext(source)
             while not first:
                 first = await anext(source)
         except StopAsyncIteration:
-            raise UpstreamError(
+            err = UpstreamError(
                 f"deployment {dep.name!r} closed the stream without data", deployment=dep.name
-            ) from None
-        return self._relay(turn, request, dep, first, source)
+            )
+            if span is not None:
+                span.sent()
+                span.end(None, err)
+            raise err from None
+        except BaseException as exc:
+            if span is not None:
+                span.sent()
+                span.end(None, exc)
+            raise
+        if span is not None:
+            span.sent()
+        return self._relay(turn, request, dep, first, source, span)
 
     async def _relay(
         self,
@@ -131,6 +157,7 @@ class AttemptLayer:
         dep: Deployment,
         first: list[StreamEvent],
         source: Any,
+        span: Any = None,
     ) -> Batches:
         """The client's stream of one upstream stream: each upstream batch through the
         truncation guard (tool calls held until the stop reason is known), the final usage
@@ -217,6 +244,8 @@ class AttemptLayer:
             elif isinstance(error, UpstreamTooLarge):
                 final = collect_partial(collected)  # what the client got before the cap (stored cut)
             turn.outcome = StreamOutcome(final, error, status)
+            if span is not None:  # gateway.tracing.AttemptSpan
+                span.end(final, error, status)
 
 
 def _log_withheld(turn: Turn, dep: Deployment, withheld: list[WithheldToolCall]) -> None:

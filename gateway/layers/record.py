@@ -7,6 +7,10 @@ the tool loop's steps (``turn.steps``) are written just before the turn's own. E
 mapped to the row's error: a :class:`TurnstileError` as it is, any other exception as an
 internal error (the server answers 500 and logs it), a cancellation before the answer began
 as :class:`TurnCutByShutdown`; each is re-raised.
+
+With tracing on (``gw.tracing``) the turn's span starts here, before any other layer runs
+(``turn.trace``: the inner layers parent their spans on it explicitly), and ends with the row
+(:mod:`gateway.tracing`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ class RecordLayer:
 
     async def complete(self, turn: Turn, request: Request) -> Response:
         """The inner answer, recorded (see the module docstring for the error mapping)."""
+        if self.gw.tracing is not None:
+            turn.trace = self.gw.tracing.start_turn(turn)
         response: Response | None = None
         error: TurnstileError | None = None
         try:
@@ -53,6 +59,8 @@ class RecordLayer:
     async def stream(self, turn: Turn, request: Request) -> Batches:
         """The inner stream; recorded once it ends however it ends (``turn.outcome``), or at
         once when it could not start."""
+        if self.gw.tracing is not None:
+            turn.trace = self.gw.tracing.start_turn(turn)
         try:
             batches = await self.inner.stream(turn, request)
             turn.first_byte_s = time.perf_counter() - turn.started
@@ -117,6 +125,8 @@ class RecordLayer:
             principal=turn.principal,
         )
         self.gw.metrics.turn(record, turn.first_byte_s)
+        if turn.trace is not None:
+            turn.trace.end(turn, record, error)
         if transcript is None:
             return
         committed = transcript.try_commit(record)
@@ -168,6 +178,8 @@ async def record_refused(gw: Gateway, request_id: str, dialect: str, error: Turn
         error=error.message,
     )
     gw.metrics.turn(record)
+    if gw.tracing is not None:
+        gw.tracing.refused(record, error)
     if gw.transcript is not None:
         await gw.transcript.commit(record)
 

@@ -44,7 +44,11 @@ class ToolLoopLayer:
         kwargs: dict[str, Any] = {
             "loop_tools": names,
             "client_tools": frozenset(t.name for t in request.tools) - names,
-            "runner": mcp_runner(self.gw.mcp.endpoint, visibility=turn.mcp_visibility),
+            "runner": mcp_runner(
+                self.gw.mcp.endpoint,
+                visibility=turn.mcp_visibility,
+                parent=turn.trace.span if turn.trace is not None else None,
+            ),
             "max_steps": cfg.max_steps,
             "timeout_s": cfg.call_timeout_s,
             "keepalive_s": cfg.keepalive_s,

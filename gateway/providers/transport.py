@@ -20,6 +20,7 @@ import asyncio
 import email.utils
 import time
 from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 
 import aiohttp
 
@@ -36,6 +37,12 @@ ERROR_BODY_BYTES = 64 * 1024
 
 LARGE_ANSWER_BYTES = 256 * 1024
 """Answers larger than this (bytes) call ``on_large``."""
+
+UPSTREAM_TRACEPARENT: ContextVar[str | None] = ContextVar("turnstile_upstream_traceparent", default=None)
+"""The W3C ``traceparent`` sent with the upstream request being opened (the span of the
+attempt: :mod:`gateway.tracing`), set by the attempt layer just before it calls the provider
+and cleared once the request is out; None (tracing off): no header. Every upstream HTTP request
+is opened by :func:`_open`, the one place that adds it."""
 
 
 def make_session(limit: int = 0) -> aiohttp.ClientSession:
@@ -101,15 +108,19 @@ def _headers_timeout(t: TimeoutConfig, deployment: str, stream: bool) -> Upstrea
 async def _open(
     session: aiohttp.ClientSession, up: UpstreamRequest, t: TimeoutConfig, deployment: str
 ) -> aiohttp.ClientResponse:
+    headers = up.headers
+    parent = UPSTREAM_TRACEPARENT.get()
+    if parent is not None:
+        headers = {**headers, "traceparent": parent}
     try:
         if not up.stream:  # connect and sock_read bound the wait for headers: no extra timer
             return await session.request(
-                up.method, up.url, data=up.body, headers=up.headers, timeout=_timeout(t, False)
+                up.method, up.url, data=up.body, headers=headers, timeout=_timeout(t, False)
             )
         # asyncio.timeout, not wait_for: no extra task per call (Python 3.11's wait_for makes one).
         async with asyncio.timeout(t.connect + t.first_byte):
             return await session.request(
-                up.method, up.url, data=up.body, headers=up.headers, timeout=_timeout(t, True)
+                up.method, up.url, data=up.body, headers=headers, timeout=_timeout(t, True)
             )
     except (TimeoutError, aiohttp.ServerTimeoutError) as err:
         raise _headers_timeout(t, deployment, up.stream) from err

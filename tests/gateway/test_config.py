@@ -50,6 +50,29 @@ def test_the_storage_url_defaults_to_the_transcript_file_and_sessions_follow_it(
         parse_config({"access": {"cache_ttl_s": 5}})
 
 
+def test_example_config_documents_every_tracing_option_at_its_default() -> None:
+    from gateway.config import TracingConfig
+
+    text = (ROOT / "config" / "example.yaml").read_text()
+    assert load_config(ROOT / "config" / "example.yaml").tracing == TracingConfig()
+    for name in TracingConfig.model_fields:
+        assert f"\n  {name}:" in text, name
+
+
+def test_tracing_export_headers_come_from_the_variable_the_config_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gateway.config import Settings
+
+    monkeypatch.setenv("TRACE_HEADERS_T", "x-api-key=s%3Dcret, tenant=acme")
+    assert Settings().read_headers("TRACE_HEADERS_T") == {"x-api-key": "s=cret", "tenant": "acme"}
+    assert Settings().read_headers(None) == {}
+    monkeypatch.setenv("TRACE_HEADERS_T", "no-equals-sign-here")
+    with pytest.raises(ConfigError) as err:
+        Settings().read_headers("TRACE_HEADERS_T")
+    assert "TRACE_HEADERS_T" in err.value.message and "no-equals" not in err.value.message
+
+
 def test_validation_error_names_file_key_and_expectation(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("deployments:\n  - name: x\n    api: carrier_pigeon\n    model: m\n")

@@ -108,7 +108,11 @@ class _Registry:
 
 
 class _Endpoint:
+    def __init__(self) -> None:
+        self.parents: list[Any] = []  # the span each tool-loop call was parented on (tracing)
+
     async def call_for_loop(self, name: str, args: dict[str, Any], **kw: Any) -> CallToolResult:
+        self.parents.append(kw.get("parent"))
         return CallToolResult(content=[TextContent(type="text", text="echoed")])
 
 
@@ -202,3 +206,40 @@ async def test_a_streamed_turn_with_a_session_a_tool_loop_and_a_fallback_runs_ea
     kinds = [e.message().role for e in await gw.sessions.path("s1") if e.type == "message"]
     assert kinds == ["user", "assistant", "tool", "assistant"]
     await gw.sessions.close()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_with_tracing_the_turn_is_one_span_over_every_attempt_of_every_step_and_its_tool_calls(
+    tmp_path: Path, stream: bool
+) -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    from gateway.tracing import Tracing
+
+    pipe, writer, gw = await _pipeline(tmp_path)
+    exporter = InMemorySpanExporter()
+    gw.tracing = Tracing(gw.config.tracing, processor=SimpleSpanProcessor(exporter))
+    if stream:
+        opened = await pipe.open_stream(_turn(stream=True))
+        _ = [ev async for ev in opened.events]
+    else:
+        await pipe.complete(_turn(stream=False))
+    await writer.close()
+    await gw.sessions.close()
+    spans = exporter.get_finished_spans()
+    (turn,) = [s for s in spans if s.kind == SpanKind.SERVER]
+    attempts = sorted((s for s in spans if s.kind == SpanKind.CLIENT), key=lambda s: s.start_time or 0)
+    # two model steps, each: primary fails (503), backup answers
+    assert [s.name for s in attempts] == ["chat p", "chat b", "chat p", "chat b"]
+    assert [(s.attributes or {}).get("error.type") for s in attempts] == ["503", None, "503", None]
+    assert all(s.parent is not None and s.parent.span_id == turn.context.span_id for s in attempts)
+    assert [(s.attributes or {})["gen_ai.response.finish_reasons"] for s in attempts[1::2]] == [
+        ("tool_use",),
+        ("stop",),
+    ]
+    assert (turn.attributes or {})["gen_ai.conversation.id"] == "s1"
+    assert [e.name for e in turn.events].count("turnstile.route") == 1  # decided once per turn
+    (parent,) = gw.mcp.endpoint.parents  # type: ignore[union-attr]
+    assert parent is not None and parent.get_span_context().span_id == turn.context.span_id

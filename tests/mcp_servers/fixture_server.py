@@ -12,7 +12,7 @@ Its tools cover the faults and edge cases the registry must handle:
 * ``echo`` (read-only, closed world);
 * ``hang`` (read-only): never returns; ``die`` (read-only): the process exits mid-call;
 * ``pid`` (read-only): the server's process id; ``headers`` (read-only): the HTTP headers the
-  server received with the call;
+  server received with the call; ``meta`` (read-only): the call's ``params._meta``;
 * ``weird.name/with.dots`` and a name over 64 characters (read-only);
 * ``untagged``: no annotations at all (must count as the worst case);
 * ``delete_file`` (destructive), ``write_note`` (writes, not destructive, closed world, takes a
@@ -145,6 +145,11 @@ def build(name: str, search_param: str, extra_resources: int = 0, routed: bool =
         """The HTTP headers of this call as the server received them (JSON; {} on stdio)."""
         got = ctx.headers or {}
         return json.dumps({k.lower(): v for k, v in got.items()})
+
+    @server.tool(annotations=READ_ONLY)
+    def meta(ctx: Context) -> str:
+        """The ``params._meta`` of this call as the server received it (JSON)."""
+        return json.dumps(ctx.request_context.meta or {}, default=str)
 
     @server.tool(annotations=READ_ONLY)
     def pid() -> str:
