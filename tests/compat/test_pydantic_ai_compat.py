@@ -1,0 +1,179 @@
+"""pydantic-ai (``pydantic-ai-slim``) through the gateway: an ``Agent`` on the OpenAI provider
+(``OpenAIChatModel`` and ``OpenAIResponsesModel`` against the gateway's ``/v1``) and on the
+Anthropic provider (``AnthropicModel`` against the gateway's root), each to every upstream API.
+
+Scenarios: a plain run, a function-tool loop (the tool's result reaches the upstream paired to
+its call), ``NativeOutput`` (the schema reaches the upstream's native slot, or the forced tool
+where the upstream model has none) and ``ToolOutput`` (the output tool reaches the upstream and
+its call comes back as the validated object).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from anthropic import AsyncAnthropic
+from openai import AsyncOpenAI
+from pydantic import BaseModel
+from pydantic_ai import Agent, NativeOutput, ToolOutput
+from pydantic_ai.models import Model
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+from pydantic_ai.profiles.anthropic import anthropic_model_profile
+from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.openai import OpenAIProvider
+from standins.tool_answers import Call
+from standins.upstream import UpstreamStandin
+
+from .conftest import MODEL_FOR
+from .framework_wire import (
+    answer_structured,
+    assert_paired,
+    call_schema_tool,
+    declared_tools,
+    schema_props,
+    schema_slot,
+)
+from .scripts import call_tools, only, say, tool_names, user_texts
+
+APIS = list(MODEL_FOR)
+# Where a JSON Schema for the answer lands on each upstream (the stand-in's Claude model,
+# claude-sonnet-4-20250514, has no native slot: the gateway forces its output tool there).
+NATIVE_SLOT = {
+    "openai_chat": "response_format",
+    "openai_responses": "text.format",
+    "anthropic_messages": "tool:json_output",
+    "gemini": "responseSchema",
+}
+
+
+class City(BaseModel):
+    """The structured answer the scenarios ask for."""
+
+    name: str
+    population: int
+
+
+def _chat(url: str, name: str) -> Model:
+    client = AsyncOpenAI(base_url=f"{url}/v1", api_key="sk-client-key", max_retries=0, timeout=15)
+    return OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client))
+
+
+def _responses(url: str, name: str) -> Model:
+    client = AsyncOpenAI(base_url=f"{url}/v1", api_key="sk-client-key", max_retries=0, timeout=15)
+    return OpenAIResponsesModel(name, provider=OpenAIProvider(openai_client=client))
+
+
+def _anthropic(url: str, name: str) -> Model:
+    client = AsyncAnthropic(base_url=url, api_key="sk-ant-client-key", max_retries=0, timeout=15)
+    # The gateway's model names are not Claude ids: the profile of a current Claude model
+    # (native structured output, as the gateway offers on every upstream) is given explicitly.
+    profile = anthropic_model_profile("claude-sonnet-4-5")
+    return AnthropicModel(name, provider=AnthropicProvider(anthropic_client=client), profile=profile)
+
+
+MODELS: dict[str, Callable[[str, str], Model]] = {
+    "OpenAIChatModel": _chat,
+    "OpenAIResponsesModel": _responses,
+    "AnthropicModel": _anthropic,
+}
+
+
+def _model(kind: str, url: str, api: str) -> Model:
+    return MODELS[kind](url, MODEL_FOR[api])
+
+
+def _marked(scenario: str, checks: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Parametrize over (model class, api), each case carrying the compat marker of its model
+    class (the matrix has one row per scenario and model class)."""
+
+    def wrap(fn: Callable[..., None]) -> Callable[..., None]:
+        cases = [
+            pytest.param(
+                kind,
+                api,
+                id=f"{kind}-{api}",
+                marks=pytest.mark.compat(
+                    client="pydantic-ai", scenario=f"{scenario} ({kind})", checks=checks
+                ),
+            )
+            for kind in MODELS
+            for api in APIS
+        ]
+        return pytest.mark.parametrize(("kind", "api"), cases)(fn)
+
+    return wrap
+
+
+@_marked("Agent.run", "the prompt reaches the upstream as the user text; the answer is the run's output")
+def test_agent_run_reaches_the_upstream_with_the_prompt(
+    kind: str, api: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    say(upstream, api, "Paris is the capital.")
+    agent = Agent(_model(kind, gateway_url, api), instructions="Be brief.")
+    result = agent.run_sync("What is the capital of France?")
+    assert result.output == "Paris is the capital."
+    (rec,) = only(upstream, api)
+    assert user_texts(rec) == ["What is the capital of France?"]
+
+
+@_marked(
+    "Agent function tool loop",
+    "the tool is declared upstream; its result reaches the upstream paired to the call's id",
+)
+def test_agent_tool_result_reaches_the_upstream_paired_to_its_call(
+    kind: str, api: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    call_tools(upstream, api, Call("call_weather_1", "get_weather", '{"city": "Paris"}'))
+    say(upstream, api, "It is sunny in Paris.")
+    agent = Agent(_model(kind, gateway_url, api))
+    seen: list[str] = []
+
+    @agent.tool_plain
+    def get_weather(city: str) -> str:
+        """The weather in ``city``."""
+        seen.append(city)
+        return f"sunny, 21C in {city}"
+
+    result = agent.run_sync("Weather in Paris?")
+    assert result.output == "It is sunny in Paris."
+    assert seen == ["Paris"]
+    first, second = only(upstream, api)
+    assert tool_names(first) == ["get_weather"]
+    assert_paired(second, "get_weather", "sunny, 21C in Paris")
+
+
+@_marked(
+    "NativeOutput",
+    "the output schema reaches the upstream's native slot (forced tool on a Claude model without "
+    "one); the validated object comes back",
+)
+def test_native_output_schema_reaches_the_native_slot(
+    kind: str, api: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    answer_structured(upstream, api)
+    agent = Agent(_model(kind, gateway_url, api), output_type=NativeOutput(City))
+    result = agent.run_sync("The biggest city of France?")
+    assert result.output == City(name="x", population=1)
+    (rec,) = only(upstream, api)
+    slot, schema = schema_slot(rec)
+    assert slot == NATIVE_SLOT[api]
+    assert schema_props(schema) == {"name", "population"}
+
+
+@_marked(
+    "ToolOutput",
+    "the output tool reaches the upstream with the schema as its parameters; its call comes back "
+    "as the validated object",
+)
+def test_tool_output_reaches_the_upstream_as_a_tool(
+    kind: str, api: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    call_schema_tool(upstream, api, "final_result")
+    agent = Agent(_model(kind, gateway_url, api), output_type=ToolOutput(City))
+    result = agent.run_sync("The biggest city of France?")
+    assert result.output == City(name="x", population=1)
+    (rec,) = only(upstream, api)
+    assert tool_names(rec) == ["final_result"]
+    assert schema_props(declared_tools(api, rec.body)["final_result"]) == {"name", "population"}
