@@ -238,3 +238,35 @@ def call_schema_tool(upstream: UpstreamStandin, api: str, name: str, *, call_id:
         return tool_call_answer(a, [Call(call_id, name, json.dumps(args))], stream=stream)
 
     upstream.script(answering(respond, api=api, model=UPSTREAM_MODEL[api]))
+
+
+def answer_value(upstream: UpstreamStandin, api: str, value: Any) -> None:
+    """Queue one answer of ``api`` holding ``value``: a call of the forced tool with ``value``
+    as its arguments when the request forces one, else ``value`` as JSON text (for a JSON mode
+    whose schema is only in the prompt)."""
+
+    def respond(a: str, body: Any, stream: bool) -> Exchange:
+        name = forced_tool(a, body)
+        if name is not None:
+            return tool_call_answer(a, [Call("call_value_1", name, json.dumps(value))], stream=stream)
+        return text_answer(a, json.dumps(value), stream=stream)
+
+    upstream.script(answering(respond, api=api, model=UPSTREAM_MODEL[api]))
+
+
+def system_texts(rec: Received) -> list[str]:
+    """The system / developer texts ``rec`` carries, whatever the wire API."""
+    body = rec.body or {}
+    out: list[str] = []
+    if rec.api == "gemini":
+        parts = (body.get("systemInstruction") or {}).get("parts") or []
+        return [p["text"] for p in parts if "text" in p]
+    if rec.api == "anthropic_messages" and body.get("system"):
+        out.append(_text_of(body["system"]))
+    if isinstance(body.get("instructions"), str):
+        out.append(body["instructions"])
+    items = body.get("input") if rec.api == "openai_responses" else body.get("messages")
+    for m in items if isinstance(items, list) else []:
+        if m.get("role") in ("system", "developer"):
+            out.append(_text_of(m.get("content")))
+    return out
