@@ -223,10 +223,16 @@ def _structured(api: str, body: Any, stream: bool) -> Exchange:
     return text_answer(api, "no schema was asked for", stream=stream)
 
 
-def answer_structured(upstream: UpstreamStandin, api: str) -> None:
-    """Queue one answer of ``api``: a minimal instance of the schema in the request's own slot
-    (native format as JSON text, or a call of the forced tool)."""
-    upstream.script(answering(_structured, api=api, model=UPSTREAM_MODEL[api]))
+NATIVE_CLAUDE = "claude-sonnet-4-5"
+"""A gateway deployment (and upstream model) of the Anthropic stand-in whose model has the native
+structured-output slot (``output_config.format``), unlike ``UPSTREAM_MODEL["anthropic_messages"]``."""
+
+
+def answer_structured(upstream: UpstreamStandin, api: str, *, model: str | None = None) -> None:
+    """Queue one answer of ``api`` (for upstream ``model``, default the matrix model of ``api``):
+    a minimal instance of the schema in the request's own slot (native format as JSON text, or
+    a call of the forced tool)."""
+    upstream.script(answering(_structured, api=api, model=model or UPSTREAM_MODEL[api]))
 
 
 def call_schema_tool(upstream: UpstreamStandin, api: str, name: str, *, call_id: str = "call_out_1") -> None:

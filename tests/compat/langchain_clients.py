@@ -16,6 +16,18 @@ def chat_openai(url: str, name: str) -> BaseChatModel:
     return ChatOpenAI(model=name, base_url=f"{url}/v1", api_key="sk-client-key", max_retries=0, timeout=15)
 
 
+def chat_openai_responses(url: str, name: str) -> BaseChatModel:
+    """``ChatOpenAI`` with ``use_responses_api=True`` on the gateway's ``/v1`` (Responses)."""
+    return ChatOpenAI(
+        model=name,
+        base_url=f"{url}/v1",
+        api_key="sk-client-key",
+        max_retries=0,
+        timeout=15,
+        use_responses_api=True,
+    )
+
+
 def chat_anthropic(url: str, name: str) -> BaseChatModel:
     """``ChatAnthropic`` on the gateway's root (Messages), no retries."""
     return ChatAnthropic(  # type: ignore[call-arg]
@@ -25,5 +37,6 @@ def chat_anthropic(url: str, name: str) -> BaseChatModel:
 
 CHATS: dict[str, tuple[str, Callable[[str, str], BaseChatModel]]] = {
     "ChatOpenAI": ("langchain-openai", chat_openai),
+    "ChatOpenAI(use_responses_api)": ("langchain-openai", chat_openai_responses),
     "ChatAnthropic": ("langchain-anthropic", chat_anthropic),
 }

@@ -1,8 +1,9 @@
 """LangChain chat models through the gateway: ``ChatOpenAI`` (``langchain-openai``, the
-gateway's ``/v1``) and ``ChatAnthropic`` (``langchain-anthropic``, the gateway's root), each to
-every upstream API: ``invoke``, ``stream``, a ``bind_tools`` round trip (the tool result goes
-back paired to the call) and ``with_structured_output`` (``json_schema`` and
-``function_calling``; ChatAnthropic's default is a forced tool)."""
+gateway's ``/v1``: Chat Completions, and Responses with ``use_responses_api``) and
+``ChatAnthropic`` (``langchain-anthropic``, the gateway's root), each to every upstream API:
+``invoke``, ``stream``, a ``bind_tools`` round trip (the tool result goes back paired to the
+call) and ``with_structured_output`` (``json_schema`` and ``function_calling``; ChatAnthropic's
+default is a forced tool)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from standins.tool_answers import Call
 from standins.upstream import UpstreamStandin
 
 from .conftest import MODEL_FOR
-from .framework_wire import answer_structured, assert_paired, schema_props, schema_slot
+from .framework_wire import NATIVE_CLAUDE, answer_structured, assert_paired, schema_props, schema_slot
 from .langchain_clients import CHATS
 from .scripts import call_tools, only, say, tool_names, user_texts
 
@@ -44,8 +45,11 @@ def get_weather(city: str) -> str:
     return f"sunny, 21C in {city}"
 
 
-def _cases(scenario: str, checks: str, kinds: tuple[str, ...] = tuple(CHATS)) -> pytest.MarkDecorator:
-    """Parametrize over (chat model class, api); each case carries its client's compat marker."""
+def _cases(
+    scenario: str, checks: str | dict[str, str], kinds: tuple[str, ...] = tuple(CHATS)
+) -> pytest.MarkDecorator:
+    """Parametrize over (chat model class, api); each case carries its client's compat marker
+    (``checks``: one text, or one per chat model class)."""
     return pytest.mark.parametrize(
         ("kind", "api"),
         [
@@ -126,6 +130,36 @@ def test_structured_output_json_schema_reaches_the_native_slot(
     assert schema_props(schema) == {"name", "population"}
 
 
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param(
+            kind,
+            marks=pytest.mark.compat(
+                client=CHATS[kind][0],
+                scenario=f"{kind}.with_structured_output(method=json_schema), Claude model with the "
+                "native slot",
+                checks="the schema reaches Claude's output_config.format; the validated object comes back",
+                api="anthropic_messages",
+            ),
+        )
+        for kind in CHATS
+    ],
+)
+def test_structured_output_json_schema_reaches_claudes_output_config(
+    kind: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    api = "anthropic_messages"
+    answer_structured(upstream, api, model=NATIVE_CLAUDE)
+    chat = CHATS[kind][1](gateway_url, NATIVE_CLAUDE).with_structured_output(City, method="json_schema")
+    assert chat.invoke("The biggest city of France?") == City(name="x", population=1)
+    (rec,) = only(upstream, api)
+    assert rec.model == NATIVE_CLAUDE
+    slot, schema = schema_slot(rec)
+    assert slot == "output_config.format"
+    assert schema_props(schema) == {"name", "population"}
+
+
 @_cases(
     "with_structured_output(method=function_calling)",
     "the schema reaches the upstream as the forced tool's parameters; its call comes back as the "
@@ -145,8 +179,15 @@ def test_structured_output_function_calling_forces_the_schema_tool(
 
 @_cases(
     "with_structured_output()",
-    "the client's default method: the schema reaches the upstream (native slot for ChatOpenAI, "
-    "forced tool for ChatAnthropic); the validated object comes back",
+    {
+        **dict.fromkeys(
+            ("ChatOpenAI", "ChatOpenAI(use_responses_api)"),
+            "the default method (json_schema): the schema reaches the upstream's native slot (forced "
+            "tool on a Claude model without one); the validated object comes back",
+        ),
+        "ChatAnthropic": "the default method (function_calling): the schema reaches the upstream as "
+        "the forced tool's parameters; the validated object comes back",
+    },
 )
 def test_structured_output_default_method_reaches_the_upstream(
     kind: str, api: str, gateway_url: str, upstream: UpstreamStandin
@@ -156,5 +197,5 @@ def test_structured_output_default_method_reaches_the_upstream(
     assert chat.invoke("The biggest city of France?") == City(name="x", population=1)
     (rec,) = only(upstream, api)
     slot, schema = schema_slot(rec)
-    assert slot == (NATIVE_SLOT[api] if kind == "ChatOpenAI" else FORCED)
+    assert slot == (FORCED if kind == "ChatAnthropic" else NATIVE_SLOT[api])
     assert schema_props(schema) == {"name", "population"}

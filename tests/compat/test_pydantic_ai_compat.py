@@ -28,6 +28,7 @@ from standins.upstream import UpstreamStandin
 
 from .conftest import MODEL_FOR
 from .framework_wire import (
+    NATIVE_CLAUDE,
     answer_structured,
     assert_paired,
     call_schema_tool,
@@ -159,6 +160,37 @@ def test_native_output_schema_reaches_the_native_slot(
     (rec,) = only(upstream, api)
     slot, schema = schema_slot(rec)
     assert slot == NATIVE_SLOT[api]
+    assert schema_props(schema) == {"name", "population"}
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param(
+            kind,
+            marks=pytest.mark.compat(
+                client="pydantic-ai",
+                scenario=f"NativeOutput, Claude model with the native slot ({kind})",
+                checks="the output schema reaches Claude's output_config.format; the validated object "
+                "comes back",
+                api="anthropic_messages",
+            ),
+        )
+        for kind in MODELS
+    ],
+)
+def test_native_output_schema_reaches_claudes_output_config(
+    kind: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    api = "anthropic_messages"
+    answer_structured(upstream, api, model=NATIVE_CLAUDE)
+    agent = Agent(MODELS[kind](gateway_url, NATIVE_CLAUDE), output_type=NativeOutput(City))
+    result = agent.run_sync("The biggest city of France?")
+    assert result.output == City(name="x", population=1)
+    (rec,) = only(upstream, api)
+    assert rec.model == NATIVE_CLAUDE
+    slot, schema = schema_slot(rec)
+    assert slot == "output_config.format"
     assert schema_props(schema) == {"name", "population"}
 
 
