@@ -114,6 +114,26 @@ def test_bind_tools_result_reaches_the_upstream_paired_to_its_call(
 
 
 @_cases(
+    "stream with bind_tools",
+    "the upstream is asked to stream with the tool declared; the streamed chunks add up to the "
+    "call with its id and arguments",
+)
+def test_streamed_tool_call_chunks_add_up_to_the_upstream_call(
+    kind: str, api: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    call_tools(upstream, api, Call("call_weather_1", "get_weather", '{"city": "Paris"}'))
+    chat = _chat(kind, gateway_url, api).bind_tools([get_weather])
+    total: Any = None
+    for chunk in chat.stream("Weather in Paris?"):
+        total = chunk if total is None else total + chunk
+    (call,) = total.tool_calls
+    assert (call["name"], call["args"]) == ("get_weather", {"city": "Paris"})
+    assert call["id"]
+    (rec,) = only(upstream, api)
+    assert rec.stream and tool_names(rec) == ["get_weather"]
+
+
+@_cases(
     "with_structured_output(method=json_schema)",
     "the schema reaches the upstream's native slot (forced tool on a Claude model without one); "
     "the validated object comes back",

@@ -146,6 +146,32 @@ def test_agent_tool_result_reaches_the_upstream_paired_to_its_call(
 
 
 @_marked(
+    "Agent.run_stream_sync, function tool loop",
+    "both model requests stream; the tool's result reaches the upstream paired to the call's id; "
+    "the streamed text is the final answer",
+)
+def test_streamed_tool_loop_pairs_the_result_and_streams_the_answer(
+    kind: str, api: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    call_tools(upstream, api, Call("call_weather_1", "get_weather", '{"city": "Paris"}'))
+    say(upstream, api, "It is sunny in Paris.")
+    agent = Agent(_model(kind, gateway_url, api))
+
+    @agent.tool_plain
+    def get_weather(city: str) -> str:
+        """The weather in ``city``."""
+        return f"sunny, 21C in {city}"
+
+    with agent.run_stream_sync("Weather in Paris?") as run:
+        text = "".join(run.stream_text(delta=True, debounce_by=None))
+    assert text == "It is sunny in Paris."
+    first, second = only(upstream, api)
+    assert first.stream and second.stream
+    assert tool_names(first) == ["get_weather"]
+    assert_paired(second, "get_weather", "sunny, 21C in Paris")
+
+
+@_marked(
     "NativeOutput",
     "the output schema reaches the upstream's native slot (forced tool on a Claude model without "
     "one); the validated object comes back",
