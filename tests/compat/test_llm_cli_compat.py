@@ -1,7 +1,8 @@
 """Simon Willison's ``llm`` CLI (0.36) through the gateway, configured as a user configures it:
 ``LLM_USER_PATH`` in a temporary directory holding ``extra-openai-models.yaml`` with the gateway
 as extra OpenAI models (``api_base`` the gateway's ``/v1``, ``supports_schema`` /
-``supports_tools``), one per upstream API.
+``supports_tools``), one per upstream API, on llm's Chat Completions class and on its Responses
+class (``responses: true``).
 
 Scenarios: a plain prompt, ``--schema`` structured output (the schema reaches the upstream's
 slot) and a tool (``--functions``: llm runs the Python function and sends its result back,
@@ -49,6 +50,8 @@ def get_weather(city: str) -> str:
     return "sunny, 21C in " + city
 """
 SCHEMA = "name, population int"
+# llm's OpenAI model classes: label -> (model id prefix, extra YAML lines).
+FLAVOURS = {"chat": ("gw", []), "responses": ("gwr", ["  responses: true"])}
 
 
 @pytest.fixture(scope="module")
@@ -59,18 +62,21 @@ def llm_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _user_path(tmp: Path, gateway_url: str) -> Path:
-    """``tmp/llm`` holding the gateway as extra OpenAI models ``gw-<name>``."""
+    """``tmp/llm`` holding the gateway as extra OpenAI models: ``gw-<name>`` (Chat Completions)
+    and ``gwr-<name>`` (``responses: true``, the Responses API)."""
     user = tmp / "llm"
     user.mkdir(exist_ok=True)
     lines = []
-    for name in MODEL_FOR.values():
-        lines += [
-            f"- model_id: gw-{name}",
-            f"  model_name: {name}",
-            f"  api_base: {gateway_url}/v1",
-            "  supports_schema: true",
-            "  supports_tools: true",
-        ]
+    for prefix, extra in FLAVOURS.values():
+        for name in MODEL_FOR.values():
+            lines += [
+                f"- model_id: {prefix}-{name}",
+                f"  model_name: {name}",
+                f"  api_base: {gateway_url}/v1",
+                "  supports_schema: true",
+                "  supports_tools: true",
+                *extra,
+            ]
     (user / "extra-openai-models.yaml").write_text("\n".join(lines) + "\n")
     return user
 
@@ -84,32 +90,47 @@ def _env(tmp: Path, gateway_url: str) -> dict[str, str]:
     }
 
 
-def _llm(tmp: Path, gateway_url: str, api: str, *args: str) -> str:
-    """``llm prompt -m gw-<name> --no-log ARGS`` through the CLI's entry point; its stdout."""
-    run = CliRunner().invoke(
-        cli, ["prompt", "-m", f"gw-{MODEL_FOR[api]}", "--no-log", *args], env=_env(tmp, gateway_url)
-    )
+def _llm(tmp: Path, gateway_url: str, flavour: str, api: str, *args: str) -> str:
+    """``llm prompt -m <prefix>-<name> --no-log ARGS`` through the CLI's entry point; its stdout."""
+    model = f"{FLAVOURS[flavour][0]}-{MODEL_FOR[api]}"
+    run = CliRunner().invoke(cli, ["prompt", "-m", model, "--no-log", *args], env=_env(tmp, gateway_url))
     assert run.exit_code == 0, f"llm exited {run.exit_code}: {run.output}\n{run.exception!r}"
     return run.output
 
 
 def _cases(scenario: str, checks: str) -> pytest.MarkDecorator:
+    """Parametrize over (llm model class, api), each case with the row of its model class."""
+    return pytest.mark.parametrize(
+        ("flavour", "api"),
+        [
+            pytest.param(
+                flavour,
+                api,
+                id=f"{flavour}-{api}",
+                marks=pytest.mark.compat(client="llm", scenario=f"{scenario} ({flavour})", checks=checks),
+            )
+            for flavour in FLAVOURS
+            for api in APIS
+        ],
+    )
+
+
+def _row(scenario: str, checks: str) -> pytest.MarkDecorator:
     return pytest.mark.compat(client="llm", scenario=scenario, checks=checks)
 
 
 @_cases("llm prompt", "the prompt reaches the upstream as the user text, streamed; the answer is printed")
-@pytest.mark.parametrize("api", APIS)
 def test_prompt_reaches_the_upstream_with_the_user_text(
-    api: str, llm_home: Path, gateway_url: str, upstream: UpstreamStandin
+    flavour: str, api: str, llm_home: Path, gateway_url: str, upstream: UpstreamStandin
 ) -> None:
     say(upstream, api, "Bonjour.")
-    assert _llm(llm_home, gateway_url, api, "Say hello in French.").strip() == "Bonjour."
+    assert _llm(llm_home, gateway_url, flavour, api, "Say hello in French.").strip() == "Bonjour."
     (rec,) = only(upstream, api)
     assert user_texts(rec) == ["Say hello in French."]
     assert rec.stream
 
 
-@_cases(
+@_row(
     "llm prompt (subprocess)",
     "the installed llm script, as a process: the prompt reaches the upstream; the answer is printed",
 )
@@ -148,12 +169,11 @@ def test_llm_process_reaches_the_upstream_with_the_user_text(
     "the schema reaches the upstream's native slot (forced tool on a Claude model without one); "
     "the printed JSON validates",
 )
-@pytest.mark.parametrize("api", APIS)
 def test_schema_reaches_the_upstream_slot(
-    api: str, llm_home: Path, gateway_url: str, upstream: UpstreamStandin
+    flavour: str, api: str, llm_home: Path, gateway_url: str, upstream: UpstreamStandin
 ) -> None:
     answer_structured(upstream, api)
-    out = _llm(llm_home, gateway_url, api, "--schema", SCHEMA, "The biggest city of France?")
+    out = _llm(llm_home, gateway_url, flavour, api, "--schema", SCHEMA, "The biggest city of France?")
     assert json.loads(out) == {"name": "x", "population": 1}
     (rec,) = only(upstream, api)
     slot, schema = schema_slot(rec)
@@ -166,20 +186,19 @@ def test_schema_reaches_the_upstream_slot(
     "the function is declared upstream as a tool; llm runs it and its result reaches the upstream "
     "paired to the call's id",
 )
-@pytest.mark.parametrize("api", APIS)
 def test_tool_result_reaches_the_upstream_paired_to_its_call(
-    api: str, llm_home: Path, gateway_url: str, upstream: UpstreamStandin
+    flavour: str, api: str, llm_home: Path, gateway_url: str, upstream: UpstreamStandin
 ) -> None:
     call_tools(upstream, api, Call("call_weather_1", "get_weather", '{"city": "Paris"}'))
     say(upstream, api, "It is sunny in Paris.")
-    out = _llm(llm_home, gateway_url, api, "--functions", FUNCTIONS, "Weather in Paris?")
+    out = _llm(llm_home, gateway_url, flavour, api, "--functions", FUNCTIONS, "Weather in Paris?")
     assert "It is sunny in Paris." in out
     first, second = only(upstream, api)
     assert tool_names(first) == ["get_weather"]
     assert_paired(second, "get_weather", "sunny, 21C in Paris")
 
 
-@_cases(
+@_row(
     "llm prompt (llm-anthropic)",
     "llm-anthropic's Claude model on ANTHROPIC_BASE_URL = the gateway: the prompt reaches the upstream",
 )
