@@ -35,6 +35,8 @@ from .framework_wire import (
     declared_tools,
     schema_props,
     schema_slot,
+    tool_calls,
+    tool_results,
 )
 from .scripts import call_tools, only, say, tool_names, user_texts
 
@@ -143,6 +145,36 @@ def test_agent_tool_result_reaches_the_upstream_paired_to_its_call(
     first, second = only(upstream, api)
     assert tool_names(first) == ["get_weather"]
     assert_paired(second, "get_weather", "sunny, 21C in Paris")
+
+
+@_marked(
+    "Agent parallel tool calls",
+    "two calls in one answer: both results reach the upstream, each paired to its call's id, in call order",
+)
+def test_parallel_tool_results_reach_the_upstream_paired_in_call_order(
+    kind: str, api: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    call_tools(
+        upstream,
+        api,
+        Call("call_weather_1", "get_weather", '{"city": "Paris"}'),
+        Call("call_weather_2", "get_weather", '{"city": "Oslo"}'),
+    )
+    say(upstream, api, "Sunny in Paris, snow in Oslo.")
+    agent = Agent(_model(kind, gateway_url, api))
+
+    @agent.tool_plain
+    def get_weather(city: str) -> str:
+        """The weather in ``city``."""
+        return {"Paris": "sunny", "Oslo": "snow"}[city] + f" in {city}"
+
+    assert agent.run_sync("Weather in Paris and Oslo?").output == "Sunny in Paris, snow in Oslo."
+    _, second = only(upstream, api)
+    calls = [(cid, args["city"]) for cid, name, args in tool_calls(second) if name == "get_weather"]
+    assert [city for _, city in calls] == ["Paris", "Oslo"]
+    results = tool_results(second)
+    assert [key for key, _ in results] == [cid for cid, _ in calls]
+    assert "sunny in Paris" in results[0][1] and "snow in Oslo" in results[1][1]
 
 
 @_marked(
