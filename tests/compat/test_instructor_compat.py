@@ -115,3 +115,44 @@ def test_mode_gets_the_validated_object_and_the_upstream_the_schema(
     slot, schema = schema_slot(rec)
     assert slot == NATIVE_SLOT[api]
     assert schema_props(schema) == {"name", "population"}
+
+
+@pytest.mark.parametrize(
+    ("scenario", "api"),
+    [
+        pytest.param(
+            scenario,
+            api,
+            id=f"{scenario}-{api}",
+            marks=pytest.mark.compat(
+                client="instructor",
+                scenario=f"{scenario}.create_partial",
+                checks="the upstream is asked to stream with the schema as the forced tool; the "
+                "partial objects end in the validated one",
+            ),
+        )
+        for scenario in ("from_openai(TOOLS)", "from_anthropic(TOOLS)")
+        for api in APIS
+    ],
+)
+def test_partial_stream_ends_in_the_validated_object(
+    scenario: str, api: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    kind, mode, _ = MODES[scenario]
+    answer_value(upstream, api, {"name": "Paris", "population": 2102650})
+    client = _client(kind, mode, gateway_url)
+    partials = list(
+        client.create_partial(
+            model=MODEL_FOR[api],
+            response_model=City,
+            messages=[{"role": "user", "content": "The biggest city of France?"}],
+            max_tokens=256,
+            max_retries=0,
+        )
+    )
+    assert partials[-1].model_dump() == {"name": "Paris", "population": 2102650}
+    (rec,) = only(upstream, api)
+    assert rec.stream
+    name = forced_tool(api, rec.body)  # instructor names the streamed model's tool PartialCity
+    assert name == "PartialCity"
+    assert schema_props(declared_tools(api, rec.body)[name]) == {"name", "population"}

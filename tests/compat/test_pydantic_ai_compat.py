@@ -109,7 +109,11 @@ def _marked(scenario: str, checks: str) -> Callable[[Callable[..., None]], Calla
     return wrap
 
 
-@_marked("Agent.run", "the prompt reaches the upstream as the user text; the answer is the run's output")
+@_marked(
+    "Agent.run",
+    "the prompt reaches the upstream as the user text; the answer is the run's output, with the "
+    "upstream's token usage",
+)
 def test_agent_run_reaches_the_upstream_with_the_prompt(
     kind: str, api: str, gateway_url: str, upstream: UpstreamStandin
 ) -> None:
@@ -117,6 +121,8 @@ def test_agent_run_reaches_the_upstream_with_the_prompt(
     agent = Agent(_model(kind, gateway_url, api), instructions="Be brief.")
     result = agent.run_sync("What is the capital of France?")
     assert result.output == "Paris is the capital."
+    usage = result.usage
+    assert (usage.input_tokens, usage.output_tokens) == (20, 10)  # the stand-in's usage, carried
     (rec,) = only(upstream, api)
     assert user_texts(rec) == ["What is the capital of France?"]
 
