@@ -136,6 +136,38 @@ def test_tool_result_reaches_the_upstream_paired_to_its_call(
 
 
 @_cases(
+    "stream with tools",
+    "the upstream is asked to stream with the tool declared; the deltas add up to the call with its "
+    "id and arguments",
+)
+def test_streamed_tool_call_deltas_add_up_to_the_upstream_call(
+    provider: str, api: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    call_tools(upstream, api, Call("call_weather_1", "get_weather", '{"city": "Paris"}'))
+    chunks = _completion(
+        provider,
+        api,
+        gateway_url,
+        messages=[{"role": "user", "content": "Weather in Paris?"}],
+        tools=[WEATHER],
+        max_tokens=64,
+        stream=True,
+    )
+    calls: dict[int, dict[str, str]] = {}
+    for chunk in chunks:
+        for delta in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+            call = calls.setdefault(delta.index, {"id": "", "name": "", "arguments": ""})
+            call["id"] = delta.id or call["id"]
+            call["name"] = delta.function.name or call["name"]
+            call["arguments"] += delta.function.arguments or ""
+    (call,) = calls.values()
+    assert call["id"] and call["name"] == "get_weather"
+    assert json.loads(call["arguments"]) == {"city": "Paris"}
+    (rec,) = only(upstream, api)
+    assert rec.stream and tool_names(rec) == ["get_weather"]
+
+
+@_cases(
     "response_format",
     "the JSON Schema reaches the upstream's native slot (forced tool where the model has none; "
     "litellm's own forced tool for anthropic/…); the answer's content validates",
