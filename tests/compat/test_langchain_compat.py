@@ -10,14 +10,21 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from pydantic import BaseModel
 from standins.tool_answers import Call
 from standins.upstream import UpstreamStandin
 
 from .conftest import MODEL_FOR
-from .framework_wire import NATIVE_CLAUDE, answer_structured, assert_paired, schema_props, schema_slot
+from .framework_wire import (
+    NATIVE_CLAUDE,
+    answer_structured,
+    assert_paired,
+    schema_props,
+    schema_slot,
+    system_texts,
+)
 from .langchain_clients import CHATS
 from .scripts import call_tools, only, say, tool_names, user_texts
 
@@ -69,15 +76,20 @@ def _chat(kind: str, url: str, api: str) -> Any:
     return CHATS[kind][1](url, MODEL_FOR[api])
 
 
-@_cases("invoke", "the message reaches the upstream as the user text; the answer's text comes back")
-def test_invoke_reaches_the_upstream_with_the_user_text(
+@_cases(
+    "invoke",
+    "the system message reaches the upstream's system slot and the message the user text; the "
+    "answer's text comes back",
+)
+def test_invoke_reaches_the_upstream_with_the_system_and_user_text(
     kind: str, api: str, gateway_url: str, upstream: UpstreamStandin
 ) -> None:
     say(upstream, api, "Bonjour.")
-    got = _chat(kind, gateway_url, api).invoke("Say hello in French.")
-    assert got.content == "Bonjour." or got.text == "Bonjour."
+    got = _chat(kind, gateway_url, api).invoke([SystemMessage("Be brief."), HumanMessage("Hello in French?")])
+    assert got.text == "Bonjour."
     (rec,) = only(upstream, api)
-    assert user_texts(rec) == ["Say hello in French."]
+    assert user_texts(rec) == ["Hello in French?"]
+    assert system_texts(rec) == ["Be brief."]
 
 
 @_cases("stream", "the upstream is asked to stream; the chunks add up to the answer's text")

@@ -10,6 +10,7 @@ its call comes back as the validated object).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -125,6 +126,24 @@ def test_agent_run_reaches_the_upstream_with_the_prompt(
     assert (usage.input_tokens, usage.output_tokens) == (20, 10)  # the stand-in's usage, carried
     (rec,) = only(upstream, api)
     assert user_texts(rec) == ["What is the capital of France?"]
+
+
+@_marked(
+    "Agent multi-turn (message_history)",
+    "the second run's request carries the first turn (user text, the answer) before the new user text",
+)
+def test_second_run_carries_the_first_turn(
+    kind: str, api: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    say(upstream, api, "Paris.")
+    say(upstream, api, "About 2.1 million.")
+    agent = Agent(_model(kind, gateway_url, api))
+    first = agent.run_sync("Capital of France?")
+    second = agent.run_sync("How many people live there?", message_history=first.all_messages())
+    assert second.output == "About 2.1 million."
+    _, rec = only(upstream, api)
+    assert user_texts(rec) == ["Capital of France?", "How many people live there?"]
+    assert "Paris." in json.dumps(rec.body)
 
 
 @_marked(
