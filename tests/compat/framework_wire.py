@@ -276,3 +276,15 @@ def system_texts(rec: Received) -> list[str]:
         if m.get("role") in ("system", "developer"):
             out.append(_text_of(m.get("content")))
     return out
+
+
+def sampling(rec: Received) -> tuple[Any, Any]:
+    """``(output token limit, temperature)`` as ``rec`` carries them, whatever the wire API."""
+    body = rec.body or {}
+    if rec.api == "gemini":
+        gen = body.get("generationConfig") or {}
+        return gen.get("maxOutputTokens"), gen.get("temperature")
+    if rec.api == "openai_responses":
+        return body.get("max_output_tokens"), body.get("temperature")
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    return limit, body.get("temperature")

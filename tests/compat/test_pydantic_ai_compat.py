@@ -34,6 +34,7 @@ from .framework_wire import (
     assert_paired,
     call_schema_tool,
     declared_tools,
+    sampling,
     schema_props,
     schema_slot,
     tool_calls,
@@ -126,6 +127,20 @@ def test_agent_run_reaches_the_upstream_with_the_prompt(
     assert (usage.input_tokens, usage.output_tokens) == (20, 10)  # the stand-in's usage, carried
     (rec,) = only(upstream, api)
     assert user_texts(rec) == ["What is the capital of France?"]
+
+
+@_marked(
+    "Agent model_settings (max_tokens, temperature)",
+    "max_tokens and temperature reach the upstream in its own slots",
+)
+def test_model_settings_reach_the_upstream_slots(
+    kind: str, api: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    say(upstream, api, "Paris.")
+    agent = Agent(_model(kind, gateway_url, api), model_settings={"max_tokens": 77, "temperature": 0.25})
+    assert agent.run_sync("Capital of France?").output == "Paris."
+    (rec,) = only(upstream, api)
+    assert sampling(rec) == (77, 0.25)
 
 
 @_marked(
