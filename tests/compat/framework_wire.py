@@ -288,3 +288,32 @@ def sampling(rec: Received) -> tuple[Any, Any]:
         return body.get("max_output_tokens"), body.get("temperature")
     limit = body.get("max_completion_tokens", body.get("max_tokens"))
     return limit, body.get("temperature")
+
+
+def images(rec: Received) -> list[tuple[str, str]]:
+    """The inline images the request's user turns carry: ``(media type, base64 data)``, whatever
+    the wire API (OpenAI data URLs, Anthropic base64 sources, Gemini ``inlineData``)."""
+    body = rec.body or {}
+    out: list[tuple[str, str]] = []
+
+    def data_url(url: str) -> None:
+        head, _, data = url.partition(",")
+        out.append((head.removeprefix("data:").removesuffix(";base64"), data))
+
+    if rec.api == "gemini":
+        for content in body.get("contents") or []:
+            for p in content.get("parts") or []:
+                if "inlineData" in p:
+                    out.append((p["inlineData"]["mimeType"], p["inlineData"]["data"]))
+        return out
+    items = body.get("input") if rec.api == "openai_responses" else body.get("messages")
+    for m in items if isinstance(items, list) else []:
+        content = m.get("content")
+        for p in content if isinstance(content, list) else []:
+            if p.get("type") == "image_url":
+                data_url(p["image_url"]["url"])
+            elif p.get("type") == "input_image":
+                data_url(p["image_url"])
+            elif p.get("type") == "image" and (p.get("source") or {}).get("type") == "base64":
+                out.append((p["source"]["media_type"], p["source"]["data"]))
+    return out

@@ -10,6 +10,7 @@ its call comes back as the validated object).
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 
@@ -17,7 +18,7 @@ import pytest
 from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 from pydantic import BaseModel
-from pydantic_ai import Agent, NativeOutput, ToolOutput
+from pydantic_ai import Agent, BinaryContent, NativeOutput, ToolOutput
 from pydantic_ai.models import Model
 from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
@@ -34,6 +35,7 @@ from .framework_wire import (
     assert_paired,
     call_schema_tool,
     declared_tools,
+    images,
     sampling,
     schema_props,
     schema_slot,
@@ -51,6 +53,12 @@ NATIVE_SLOT = {
     "anthropic_messages": "tool:json_output",
     "gemini": "responseSchema",
 }
+
+
+# A 1x1 PNG (a red dot).
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
 
 
 class City(BaseModel):
@@ -141,6 +149,22 @@ def test_model_settings_reach_the_upstream_slots(
     assert agent.run_sync("Capital of France?").output == "Paris."
     (rec,) = only(upstream, api)
     assert sampling(rec) == (77, 0.25)
+
+
+@_marked(
+    "Agent with an image (BinaryContent)",
+    "the PNG reaches the upstream inline in its own image shape, bytes unchanged, beside the text",
+)
+def test_binary_image_reaches_the_upstream_inline(
+    kind: str, api: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    say(upstream, api, "A red dot.")
+    agent = Agent(_model(kind, gateway_url, api))
+    prompt = ["What is in this image?", BinaryContent(data=PNG, media_type="image/png")]
+    assert agent.run_sync(prompt).output == "A red dot."
+    (rec,) = only(upstream, api)
+    assert images(rec) == [("image/png", base64.b64encode(PNG).decode())]
+    assert user_texts(rec) == ["What is in this image?"]
 
 
 @_marked(
