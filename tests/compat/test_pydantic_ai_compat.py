@@ -20,7 +20,7 @@ from openai import AsyncOpenAI
 from pydantic import BaseModel
 from pydantic_ai import Agent, BinaryContent, NativeOutput, ToolOutput
 from pydantic_ai.models import Model
-from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.anthropic import AnthropicModel, AnthropicModelSettings
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from pydantic_ai.profiles.anthropic import anthropic_model_profile
 from pydantic_ai.providers.anthropic import AnthropicProvider
@@ -165,6 +165,29 @@ def test_binary_image_reaches_the_upstream_inline(
     (rec,) = only(upstream, api)
     assert images(rec) == [("image/png", base64.b64encode(PNG).decode())]
     assert user_texts(rec) == ["What is in this image?"]
+
+
+@pytest.mark.compat(
+    client="pydantic-ai",
+    scenario="AnthropicModel prompt caching (anthropic_cache, anthropic_cache_instructions)",
+    checks="to Claude: the top-level cache_control and the system block's cache_control as sent; "
+    "elsewhere the turn is served and no cache_control reaches the upstream (no slot)",
+)
+@pytest.mark.parametrize("api", APIS)
+def test_anthropic_cache_settings_reach_claude_and_stop_elsewhere(
+    api: str, gateway_url: str, upstream: UpstreamStandin
+) -> None:
+    say(upstream, api, "Paris.")
+    settings = AnthropicModelSettings(anthropic_cache=True, anthropic_cache_instructions=True)
+    agent = Agent(_anthropic(gateway_url, MODEL_FOR[api]), instructions="Be brief.", model_settings=settings)
+    assert agent.run_sync("Capital of France?").output == "Paris."
+    (rec,) = only(upstream, api)
+    if api != "anthropic_messages":
+        assert "cache_control" not in json.dumps(rec.body)
+        return
+    sent = {"type": "ephemeral", "ttl": "5m"}  # what pydantic-ai sends for True
+    assert rec.body["cache_control"] == sent
+    assert rec.body["system"][-1]["cache_control"] == sent
 
 
 @_marked(
