@@ -271,10 +271,14 @@ class ToolChoice(BaseModel):
 
 
 class ResponseFormat(BaseModel):
-    """Structured output: ``text``, ``json_object`` or ``json_schema`` with ``schema``."""
+    """Structured output: ``text``, ``json_object`` or ``json_schema`` with ``schema``, its
+    ``name`` and ``description`` (what the answer is, for the model: OpenAI's
+    ``json_schema.description``; a target without that slot gets it as the root schema's
+    ``description`` when the schema has none)."""
 
     type: Literal["text", "json_object", "json_schema"] = "text"
     name: str | None = None
+    description: str | None = None
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     strict: bool | None = None
 

@@ -620,6 +620,7 @@ def _response_format(raw: JSONObj) -> JSONObj:
     return {
         "type": "json_schema",
         "name": opt(js, "name", str, spath),
+        "description": opt(js, "description", str, spath),
         "schema": opt(js, "schema", dict, spath),
         "strict": opt(js, "strict", bool, spath),
     }

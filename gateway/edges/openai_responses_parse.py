@@ -139,11 +139,10 @@ def _text_format(text: JSONObj, out: JSONObj, extra: JSONObj) -> None:
         if ftype in ("text", "json_object"):
             out["response_format"] = {"type": ftype}
         elif ftype == "json_schema":
-            if fmt.get("description") is not None:
-                raise unsupported("text.format.description", "a json_schema description (no upstream slot)")
             out["response_format"] = {
                 "type": "json_schema",
                 "name": req(fmt, "name", str, "text.format"),
+                "description": opt(fmt, "description", str, "text.format"),
                 "schema": req(fmt, "schema", dict, "text.format"),
                 "strict": opt(fmt, "strict", bool, "text.format"),
             }

@@ -22,6 +22,8 @@ https://docs.anthropic.com/en/docs/build-with-claude/tool-use (``tool_choice``).
 * A client's strict tool (``strict: true``) on a model with the slot: ``strict: true`` on the
   tool with its schema normalised the same way (:func:`strict_input_schema`); elsewhere the tool
   goes without it.
+* The format's ``description`` (no slot in either form) becomes the schema's root
+  ``description`` when the schema has none (:func:`gateway.providers.wire_common.described_schema`).
 * ``json_object`` (any JSON object, no schema): Anthropic has no native form of it; it is
   emulated by the same output tool with ``input_schema: {"type": "object"}`` on every model
   (the tool's input is always a JSON object, which is exactly what ``json_object`` promises).
@@ -93,7 +95,7 @@ def add_output(body: dict[str, Any], request: Request, deployment: Deployment, c
     fmt = request.response_format
     if fmt is None or fmt.type == "text":
         return
-    schema = fmt.schema_ if fmt.type == "json_schema" else None
+    schema = wire_common.described_schema(fmt) if fmt.type == "json_schema" else None
     if schema is not None and _native(deployment):
         try:
             native = to_anthropic_schema(schema)

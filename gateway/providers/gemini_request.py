@@ -40,7 +40,7 @@ from typing import Any
 
 from gateway.config import Deployment
 from gateway.errors import CapabilityError, InvalidRequest
-from gateway.providers import media_wire
+from gateway.providers import media_wire, wire_common
 from gateway.providers.gemini_common import SKIP_SIGNATURE_SENTINEL, is_gemini3, is_gemini_signed
 from gateway.providers.gemini_schema import function_declaration, to_gemini_schema
 from gateway.providers.naming import NameMap
@@ -277,8 +277,9 @@ def _generation_config(request: Request, deployment: Deployment) -> dict[str, An
     fmt = request.response_format
     if fmt is not None and fmt.type != "text":
         gen["responseMimeType"] = "application/json"
-        if fmt.type == "json_schema" and fmt.schema_:
-            gen["responseSchema"] = to_gemini_schema(fmt.schema_)
+        schema = wire_common.described_schema(fmt) if fmt.type == "json_schema" else None
+        if schema:
+            gen["responseSchema"] = to_gemini_schema(schema)
     thinking = _thinking_config(request, deployment)
     if thinking is not None:
         gen["thinkingConfig"] = thinking

@@ -349,6 +349,8 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
             body["response_format"] = {"type": "json_object"}
         else:
             js: dict[str, Any] = {"name": rf.name or "response", "schema": rf.schema_ or {}}
+            if rf.description is not None:
+                js["description"] = rf.description
             if rf.strict is not None:
                 js["strict"] = rf.strict
             body["response_format"] = {"type": "json_schema", "json_schema": js}

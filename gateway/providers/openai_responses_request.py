@@ -46,7 +46,7 @@ Decisions worth knowing
   https://platform.openai.com/docs/guides/function-calling#strict-mode.
 * ``tool_choice`` and ``parallel_tool_calls`` are sent only with tools.
 * Structured output: ``response_format`` becomes ``text.format`` (``json_object``, or
-  ``json_schema`` with ``name``, ``schema``, ``strict``).
+  ``json_schema`` with ``name``, ``description``, ``schema``, ``strict``).
 * ``thinking.effort`` becomes ``reasoning.effort``; a budget alone becomes an effort
   (< 4096 tokens ``low``, < 16384 ``medium``, else ``high``); with thinking on, ``reasoning.summary``
   is ``auto`` so the client sees the model's reasoning summary. Only for a reasoning model
@@ -344,6 +344,8 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
                 "name": rf.name or "response",
                 "schema": rf.schema_ or {},
             }
+            if rf.description is not None:
+                fmt["description"] = rf.description
             if rf.strict is not None:
                 fmt["strict"] = rf.strict
             body["text"] = {"format": fmt}

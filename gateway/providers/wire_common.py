@@ -12,9 +12,19 @@ import orjson
 from pydantic import ValidationError
 
 from gateway.errors import UpstreamProtocolError
-from gateway.schema import Response
+from gateway.schema import Response, ResponseFormat
 
 _DATA_URI = re.compile(r"^data:([^;,]+)?((?:;[^;,]+)*);base64,(.*)$", re.DOTALL)
+
+
+def described_schema(fmt: ResponseFormat) -> dict[str, Any] | None:
+    """``fmt``'s JSON Schema for a target with no slot for the format's ``description``: the
+    description becomes the root schema's own ``description`` when the schema has none (a copy;
+    ``fmt`` is unchanged). None when ``fmt`` has no schema."""
+    schema = fmt.schema_
+    if schema is None or fmt.description is None or "description" in schema:
+        return schema
+    return {**schema, "description": fmt.description}
 
 
 def loads_json(body: bytes | str, *, what: str, deployment: str | None = None) -> Any:

@@ -491,3 +491,9 @@ def test_invalid_requests_name_the_field_and_are_400(body: Any, param: str | Non
     assert needle in exc.value.message
     if param:
         assert param in exc.value.message
+
+
+def test_a_json_schema_response_format_description_is_carried() -> None:
+    js = {"name": "City", "description": "A city.", "schema": {"type": "object"}}
+    rf = parse({"model": "m", "messages": M, "response_format": {"type": "json_schema", "json_schema": js}})
+    assert (rf.response_format.name, rf.response_format.description) == ("City", "A city.")

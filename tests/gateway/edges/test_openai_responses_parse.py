@@ -249,11 +249,6 @@ def test_safety_identifier_is_the_user_when_no_user_is_given() -> None:
             "input[0].content[0].file_id",
             "file_id",
         ),
-        (
-            {"text": {"format": {"type": "json_schema", "name": "s", "schema": {}, "description": "d"}}},
-            "text.format.description",
-            "description",
-        ),
         ({"input": [{"role": "tool", "content": "x"}]}, "input[0].role", "role"),
         (
             {"tools": [{"type": "function", "name": "f"}, {"type": "custom", "name": "f"}]},
@@ -266,6 +261,12 @@ def test_what_cannot_be_carried_is_refused_by_name(body: dict[str, Any], param: 
     err = _refused(**body)
     assert err.param == param, err.message
     assert words in err.message
+
+
+def test_a_json_schema_format_description_is_carried() -> None:
+    fmt = {"type": "json_schema", "name": "City", "description": "A city.", "schema": {"type": "object"}}
+    rf = _parse(text={"format": fmt}).response_format
+    assert (rf.name, rf.description, rf.schema_) == ("City", "A city.", {"type": "object"})
 
 
 def test_background_false_and_previous_response_id_null_are_accepted() -> None:

@@ -313,3 +313,14 @@ def test_client_betas_merge_with_the_deployments_and_the_clients_version_wins() 
     assert up.headers["anthropic-version"] == "2023-01-01"
     assert up.headers["anthropic-beta"] == "conf-1,shared"
     assert "anthropic-beta" not in anthropic_messages.build_request(req(), dep(), "k")[0].headers
+
+
+def test_a_format_description_becomes_the_schema_root_description_in_either_slot() -> None:
+    fmt = ResponseFormat(type="json_schema", name="Order", description="The order.", schema=SCHEMA)
+    native, _ = built(req(fmt), dep())
+    assert native["output_config"]["format"]["schema"]["description"] == "The order."
+    forced, _ = built(req(fmt), dep("claude-sonnet-4-20250514"))
+    assert forced["tools"][-1]["input_schema"]["description"] == "The order."
+    own = fmt.model_copy(update={"schema_": {**SCHEMA, "description": "Schema's own."}})
+    kept, _ = built(req(own), dep())
+    assert kept["output_config"]["format"]["schema"]["description"] == "Schema's own."

@@ -614,3 +614,11 @@ def test_native_gemini_fields_are_laid_over_the_body() -> None:
     assert "functionDeclarations" in body["tools"][0]
     assert body["generationConfig"]["seed"] == 7
     assert body["generationConfig"]["temperature"] == 0.3
+
+
+def test_a_format_description_becomes_the_response_schema_description() -> None:
+    fmt = ResponseFormat(
+        type="json_schema", description="A city.", schema={"type": "object", "properties": {}}
+    )
+    gen = body_of(user_request(response_format=fmt))["generationConfig"]
+    assert gen["responseSchema"]["description"] == "A city."

@@ -374,3 +374,13 @@ def test_the_clients_own_reasoning_effort_is_sent_as_sent_unless_thinking_was_tu
 def test_fields_of_another_wire_api_are_not_merged() -> None:
     native = NativeFields(api="anthropic_messages", fields={"speed": "fast"}, serving=["speed"])
     assert "speed" not in body_of(_with_native(native))
+
+
+def test_a_response_format_description_goes_in_json_schema() -> None:
+    rf = ResponseFormat(type="json_schema", name="City", description="A city.", schema={"type": "object"})
+    body = body_of(Request(model="m", messages=[], response_format=rf))
+    assert body["response_format"]["json_schema"] == {
+        "name": "City",
+        "description": "A city.",
+        "schema": {"type": "object"},
+    }

@@ -425,3 +425,13 @@ def test_a_custom_tool_call_in_the_answer_maps_back_to_the_flattened_name() -> N
     resp = openai_responses.from_wire_response(answer, ctx)
     (call,) = resp.message.tool_calls
     assert (call.name, call.arguments, resp.stop_reason) == ("functions.exec", {"input": "x"}, "tool_use")
+
+
+def test_a_response_format_description_goes_in_text_format() -> None:
+    rf = ResponseFormat(type="json_schema", name="City", description="A city.", schema={"type": "object"})
+    assert _body(_req(_user("q"), response_format=rf))["text"]["format"] == {
+        "type": "json_schema",
+        "name": "City",
+        "description": "A city.",
+        "schema": {"type": "object"},
+    }
