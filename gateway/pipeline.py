@@ -12,6 +12,7 @@ from gateway.errors import TurnstileError
 from gateway.layers.access import AccessLayer
 from gateway.layers.attempt import AttemptLayer
 from gateway.layers.guards import GuardLayer
+from gateway.layers.limits import LimitsLayer
 from gateway.layers.record import RecordLayer, record_refused
 from gateway.layers.route import RouteLayer
 from gateway.layers.session import SessionLayer
@@ -22,8 +23,9 @@ from gateway.turn import Gateway, Service, StreamingTurn, Turn, TurnContext, Tur
 
 LAYERS = (
     RecordLayer,  # the transcript row of every turn, committed before the answer is released
-    AccessLayer,  # who is calling: MCP visibility (next: virtual keys, limits, budgets)
+    AccessLayer,  # who is calling: the virtual key, its models and MCP tools
     GuardLayer,  # deployments looked up, MCP tools offered, validation, pairing, ordering
+    LimitsLayer,  # the caller's budgets and rate limits: admitted once, settled when it ends
     SessionLayer,  # a bound session: the client's new messages before, the answer after
     ToolLoopLayer,  # the server-side MCP tool loop: the layers below once per model step
     RouteLayer,  # the routing decision, then one fallback loop over the deployments

@@ -287,6 +287,9 @@ def _error_response(edge: ModuleType, err: TurnstileError, rid: str) -> Response
     headers = {"x-turnstile-request-id": rid}
     if isinstance(err, UpstreamError) and err.deployment is not None:
         headers["x-turnstile-deployment"] = header_value(err.deployment)
+    extra = getattr(err, "headers", None)  # a limit's x-ratelimit-* / x-should-retry
+    if extra:
+        headers.update(extra)
     retry_after = getattr(err, "retry_after_s", None)
     if retry_after is not None:
         headers["retry-after"] = retry_after_value(retry_after)
@@ -857,8 +860,11 @@ def create_app(
 
         session = make_session()
         app.state.memory = MemoryReturn()
+        from gateway.ledger import ledger_spend, transcript_location
+        from gateway.limits.open import open_limits
+
         transcript = TranscriptWriter(
-            config.server.db_path,
+            transcript_location(config),
             maxsize=config.server.transcript_queue,
             commit_timeout_s=config.server.transcript_commit_timeout_s,
             max_json_bytes=config.server.transcript_max_json_bytes,
@@ -878,6 +884,7 @@ def create_app(
         from gateway.sessions.open import open_store
 
         gw.sessions = await open_store(sessions_url(config))
+        gw.limits = open_limits(config, spend=ledger_spend(transcript_location(config)))
         from gateway.access.identity import Identity
         from gateway.access.open import open_access_store
 
@@ -946,6 +953,7 @@ def create_app(
                 folding.cancel()
             gw.metrics.fold()
             await mcp_stack.aclose()
+            await gw.limits.aclose()
             await transcript.close()
             await gw.sessions.close()
             await app.state.access.close()

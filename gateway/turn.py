@@ -69,6 +69,7 @@ class Gateway:
     mcp: McpRuntime | None = None  # registry and endpoint, for the tool loop (server lifespan)
     metrics: Metrics = field(default_factory=Metrics)  # counted from the records (gateway.metrics)
     identity: Identity | None = None  # virtual keys (access.auth not off; server lifespan)
+    limits: Any = None  # gateway.limits.backend.Limits (server lifespan); None: no limits applied
     tracing: Any = None  # gateway.tracing.Tracing when tracing.enabled (server lifespan); None: off
 
 
@@ -151,6 +152,8 @@ class Turn:
     attempts: list[dict[str, Any]] = field(default_factory=list)
     # target layer
     dropped: tuple[dict[str, Any], ...] = ()  # client fields a target could not take (note_dropped)
+    # limits layer
+    limit_headers: dict[str, str] | None = None  # x-ratelimit-* of the caller's limits (admission)
     # the layer that produced a stream's events
     outcome: StreamOutcome | None = None
 
@@ -166,6 +169,8 @@ class Turn:
             fields = self.dropped_fields()
             if fields:
                 h["x-turnstile-dropped"] = header_list(fields)
+        if self.limit_headers:
+            h.update(self.limit_headers)
         return h
 
     def note_dropped(self, note: dict[str, Any]) -> None:

@@ -233,8 +233,16 @@ def error_body(
     return {"error": err}
 
 
+QUOTA_ERROR = ("insufficient_quota", "insufficient_quota")
+"""OpenAI's type and code for "out of credit" (HTTP 429), which its SDKs and clients do not retry:
+what a budget refusal (``error_code`` ``insufficient_quota``) is rendered as."""
+
+
 def render_error(err: TurnstileError) -> tuple[int, dict[str, Any]]:
-    """``(HTTP status, body)`` of an error in OpenAI's shape; the status is ``err.status``."""
+    """``(HTTP status, body)`` of an error in OpenAI's shape; the status is ``err.status``. A
+    budget refusal has OpenAI's ``insufficient_quota`` type and code."""
+    if getattr(err, "error_code", None) == "insufficient_quota":
+        return err.status, error_body("quota", err.message, err.param, err.details, {"quota": QUOTA_ERROR})
     return err.status, error_body(err.kind, err.message, err.param, err.details)
 
 

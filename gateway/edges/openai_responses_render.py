@@ -315,7 +315,10 @@ def error_body(kind: str, message: str, param: str | None = None, details: Any =
 
 
 def render_error(err: TurnstileError) -> tuple[int, dict[str, Any]]:
-    """``(HTTP status, body)`` of an error in OpenAI's shape; the status is ``err.status``."""
+    """``(HTTP status, body)`` of an error in OpenAI's shape; the status is ``err.status``
+    (a budget refusal as OpenAI's ``insufficient_quota``, as the Chat Completions edge does)."""
+    if getattr(err, "error_code", None) == "insufficient_quota":
+        return chat_render.render_error(err)
     return err.status, error_body(err.kind, err.message, err.param, err.details)
 
 
