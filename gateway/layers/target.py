@@ -11,7 +11,9 @@ deployment or dropped for any other (:mod:`gateway.anthropic_headers`); the clie
 fields (``request.native``) reach a deployment of that wire API (less those it refuses for its
 model: :func:`gateway.providers.passthrough.split`), and toward any other are refused
 (answer-changing ones) or dropped (serving-only ones, and ``cache_control`` marks toward a
-non-Anthropic target: :mod:`gateway.edges.fidelity`). What is
+non-Anthropic target: :mod:`gateway.edges.fidelity`); the schema's fields only some wire
+APIs have a slot for (message names, image detail, document names, seed, penalties) are
+dropped or refused by :mod:`gateway.layers.target_fields`. What is
 dropped is noted on the turn: transcript row, ``x-turnstile-dropped`` header, one log line.
 """
 
@@ -24,6 +26,7 @@ from gateway.anthropic_headers import admit, client_betas
 from gateway.config import Deployment
 from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
+from gateway.layers.target_fields import check_fields
 from gateway.layers.target_media import check_media
 from gateway.providers import passthrough
 from gateway.providers.anthropic_common import API as ANTHROPIC
@@ -52,6 +55,11 @@ class TargetLayer:
         dep = turn.deployment
         assert dep is not None, "the route layer sets the deployment"
         check_capabilities(request, dep)
+        for note in check_fields(request, dep):
+            turn.note_dropped(note)
+            log.info(
+                "fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=[note["field"]]
+            )
         native = request.native
         if native is not None and native.serving and native.api != dep.api:
             self.drop_serving(turn, native, dep)
