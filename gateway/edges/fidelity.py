@@ -211,8 +211,7 @@ NESTED: dict[str, Rule] = {
     ),
     "OpenAI Chat `role: developer`, Responses `role: developer` items": Rule(
         CARRIED,
-        "OpenAI Chat and Responses upstreams: `role: developer` in place (never hoisted into "
-        "`instructions`)",
+        "OpenAI Chat and Responses upstreams: `role: developer` in place (never hoisted into `instructions`)",
         "a system message (Anthropic, Gemini: the rules of `system` messages)",
     ),
     "mid-conversation `system` messages (every dialect that has them)": Rule(

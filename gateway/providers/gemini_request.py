@@ -242,9 +242,19 @@ def _contents(
     return system, contents.turns
 
 
+_NOTE_OPEN, _NOTE_CLOSE = "<system_note>\n", "\n</system_note>"
+
+
 def system_note(text: str) -> str:
     """A mid-conversation system message's text as a user turn's text part says it."""
-    return f"<system_note>\n{text}\n</system_note>"
+    return f"{_NOTE_OPEN}{text}{_NOTE_CLOSE}"
+
+
+def read_system_note(text: str) -> str | None:
+    """The system message text a :func:`system_note` part says, or None for any other text."""
+    if text.startswith(_NOTE_OPEN) and text.endswith(_NOTE_CLOSE):
+        return text[len(_NOTE_OPEN) : -len(_NOTE_CLOSE)]
+    return None
 
 
 def _thinking_config(request: Request, deployment: Deployment) -> dict[str, Any] | None:
