@@ -37,6 +37,7 @@ from gateway.schema import (
     ImagePart,
     Request,
     SystemMessage,
+    TextPart,
     ToolResultMessage,
     UserMessage,
 )
@@ -58,7 +59,9 @@ def check_fields(request: Request, dep: Deployment) -> list[dict[str, Any]]:
     attribute tests over the messages)."""
     api = dep.api
     notes: list[dict[str, Any]] = []
-    if api not in PENALTY_APIS:
+    if (request.presence_penalty is not None or request.frequency_penalty is not None) and (
+        api not in PENALTY_APIS
+    ):
         for field in ("presence_penalty", "frequency_penalty"):
             if getattr(request, field) is not None:
                 raise CapabilityError(
@@ -77,21 +80,29 @@ def check_fields(request: Request, dep: Deployment) -> list[dict[str, Any]]:
     found: dict[str, list[str]] = {}
     for i, msg in enumerate(request.messages):
         if type(msg) is ToolResultMessage:
-            if details:
+            if details and _has_media(msg):
                 _parts(msg, i, found, details=True, filenames=False)
             continue
         if names and msg.name is not None:  # type: ignore[union-attr]
             found.setdefault("name", []).append(f"{_where(msg, i)}.name")
-        if type(msg) is UserMessage and (details or filenames):
+        if type(msg) is UserMessage and (details or filenames) and _has_media(msg):
             _parts(msg, i, found, details=details, filenames=filenames)
-    whats = {
-        "name": "a participant name (OpenAI Chat message `name`)",
-        "detail": "an image detail level",
-        "filename": "a document's name (OpenAI `filename`, Anthropic `title`)",
-    }
     for field, where in found.items():
-        notes.append(_note(field, where[:_MAX_WHERE], dep, whats[field]))
+        notes.append(_note(field, where[:_MAX_WHERE], dep, _WHATS[field]))
     return notes
+
+
+_WHATS = {
+    "name": "a participant name (OpenAI Chat message `name`)",
+    "detail": "an image detail level",
+    "filename": "a document's name (OpenAI `filename`, Anthropic `title`)",
+}
+
+
+def _has_media(msg: UserMessage | ToolResultMessage) -> bool:
+    """False for the plain case: one text part (or none)."""
+    content = msg.content
+    return len(content) > 1 or (len(content) == 1 and type(content[0]) is not TextPart)
 
 
 def _where(msg: SystemMessage | UserMessage | AssistantMessage | ToolResultMessage, i: int) -> str:
