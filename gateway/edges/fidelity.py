@@ -363,7 +363,8 @@ so the cached prefix before them does not change; a Gemini upstream (no system r
 `contents`) gets a later one in place as a user text part `<system_note>...</system_note>`.
 `developer` messages reach both OpenAI APIs as `developer` and every other API as `system`.
 
-`seed` and the sampling penalties are in the schema: an OpenAI Chat and a Gemini upstream
+`seed` and the sampling penalties are in the schema (read from an OpenAI Chat client's fields
+and from a Gemini client's `generationConfig`): an OpenAI Chat and a Gemini upstream
 (`generationConfig.seed` / `presencePenalty` / `frequencyPenalty`) get them; toward any other
 the seed (best-effort determinism) is dropped and named, a penalty refused by name. Fields
 inside messages and parts have their own table below; the dropped ones are named once per

@@ -65,7 +65,8 @@ def check_fields(request: Request, dep: Deployment) -> list[dict[str, Any]]:
         for field in ("presence_penalty", "frequency_penalty"):
             if getattr(request, field) is not None:
                 raise CapabilityError(
-                    f"{field}: model {dep.name!r} is served by the {api} wire API, which has no sampling "
+                    f"{field} ({_GEMINI_NAMES[field]} for a Gemini client): model {dep.name!r} is "
+                    f"served by the {api} wire API, which has no sampling "
                     f"penalties (only {', '.join(sorted(PENALTY_APIS - {'demo'}))}); remove it or use "
                     "such a model",
                     param=field,
@@ -91,6 +92,11 @@ def check_fields(request: Request, dep: Deployment) -> list[dict[str, Any]]:
         notes.append(_note(field, where[:_MAX_WHERE], dep, _WHATS[field]))
     return notes
 
+
+_GEMINI_NAMES = {
+    "presence_penalty": "generationConfig.presencePenalty",
+    "frequency_penalty": "generationConfig.frequencyPenalty",
+}
 
 _WHATS = {
     "name": "a participant name (OpenAI Chat message `name`)",

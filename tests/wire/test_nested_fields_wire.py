@@ -17,6 +17,8 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from google import genai
+from google.genai import errors, types
 from standins.tool_answers import Call, text_answer, tool_call_answer
 from standins.upstream import UpstreamStandin, replay
 from standins.wirekit import transcript_row
@@ -247,6 +249,26 @@ def test_a_penalty_toward_an_api_without_one_is_refused_by_name(
         oai.chat.completions.create(model=target, messages=USER, **{field: 0.5})  # type: ignore[call-overload]
     assert exc.value.body["param"] == field  # type: ignore[index]
     assert field in exc.value.message and API_OF[target] in exc.value.message
+    assert upstream.requests() == []
+
+
+def test_a_gemini_clients_seed_and_penalty_reach_openai_chat(
+    upstream: UpstreamStandin, gem: genai.Client
+) -> None:
+    upstream.script(_answer("oa"))
+    config = types.GenerateContentConfig(seed=5, presence_penalty=0.25)
+    gem.models.generate_content(model="oa", contents="hello", config=config)
+    (got,) = upstream.requests()
+    assert (got.body["seed"], got.body["presence_penalty"]) == (5, 0.25)
+
+
+def test_a_gemini_clients_penalty_toward_claude_is_refused_by_name(
+    upstream: UpstreamStandin, gem: genai.Client
+) -> None:
+    config = types.GenerateContentConfig(frequency_penalty=0.5)
+    with pytest.raises(errors.ClientError) as info:
+        gem.models.generate_content(model="an", contents="hello", config=config)
+    assert info.value.code == 400 and "generationConfig.frequencyPenalty" in str(info.value.message)
     assert upstream.requests() == []
 
 
