@@ -55,12 +55,17 @@ class TextPart(BaseModel):
 
 
 class ImagePart(BaseModel):
-    """An image, either by URL or inline as base64 ``data`` with its ``media_type``."""
+    """An image, either by URL or inline as base64 ``data`` with its ``media_type``.
+    ``detail`` is OpenAI's image detail level (``low``, ``high``, ``original``; ``auto`` or
+    None ask for nothing), as sent: only the OpenAI adapters (Chat ``image_url.detail``,
+    Responses ``input_image.detail``) send it; toward any other wire API it is dropped and
+    named (:mod:`gateway.layers.target_fields`)."""
 
     type: Literal["image"] = "image"
     url: str | None = None
     data: str | None = None
     media_type: str | None = None
+    detail: str | None = None
     cache_control: dict[str, Any] | None = None
 
 
@@ -125,7 +130,11 @@ class ToolCallPart(BaseModel):
     (byte-exact, used when re-emitting). ``signature``/``provenance`` carry a provider's opaque
     signature attached to the call itself (Gemini ``thoughtSignature`` on ``functionCall``).
     ``src`` is the location in the client's request (e.g. ``messages[1].tool_calls[0]``),
-    used in error messages only.
+    used in error messages only. ``caller`` is Anthropic's ``tool_use.caller`` verbatim (a call
+    made by code the server ran: programmatic tool calling, ``{"type":
+    "code_execution_20250825", "tool_id": ...}``): sent only to an Anthropic upstream (an
+    Anthropic client's request naming one is refused toward any other wire API through
+    ``NativeFields.paths``) and rendered only to an Anthropic client.
     """
 
     type: Literal["tool_call"] = "tool_call"
@@ -135,6 +144,7 @@ class ToolCallPart(BaseModel):
     raw_arguments: str = "{}"
     signature: str | None = None
     provenance: Provenance | None = None
+    caller: dict[str, Any] | None = None
     src: str | None = Field(default=None, exclude=True)
 
 
@@ -176,26 +186,37 @@ AnyPart = (
 
 
 class SystemMessage(BaseModel):
-    """System instructions. Several may appear; adapters merge where the API has one slot."""
+    """System instructions. Several may appear, anywhere in the conversation: each adapter
+    keeps a mid-conversation one in place (its module says how). ``developer`` is True for an
+    OpenAI ``developer`` message: the OpenAI adapters send it as ``role: developer`` (reasoning
+    models weigh it differently from ``system``); every other adapter sends it as a system
+    message. ``name`` is the OpenAI Chat participant name (user, assistant and system
+    messages alike): sent only by the OpenAI Chat adapter, dropped and named elsewhere
+    (:mod:`gateway.layers.target_fields`)."""
 
     role: Literal["system"] = "system"
     content: list[TextPart]
+    developer: bool = False
+    name: str | None = None
     src: str | None = Field(default=None, exclude=True)
 
 
 class UserMessage(BaseModel):
-    """A user turn: text, images, documents and audio."""
+    """A user turn: text, images, documents and audio; ``name`` as on :class:`SystemMessage`."""
 
     role: Literal["user"] = "user"
     content: list[UserPart]
+    name: str | None = None
     src: str | None = Field(default=None, exclude=True)
 
 
 class AssistantMessage(BaseModel):
-    """A model turn: text, thinking and tool calls, in the order the model produced them."""
+    """A model turn: text, thinking and tool calls, in the order the model produced them;
+    ``name`` as on :class:`SystemMessage`."""
 
     role: Literal["assistant"] = "assistant"
     content: list[AssistantPart] = Field(default_factory=list)
+    name: str | None = None
     src: str | None = Field(default=None, exclude=True)
 
     @property
@@ -325,8 +346,11 @@ class Request(BaseModel):
     """One turn as the client asked for it, in the internal schema.
 
     ``model`` is the name the client used (an alias or a deployment); ``max_output_tokens``
-    is in tokens; ``metadata`` is free-form client metadata (never sent upstream unless the
-    API has a slot for it).
+    is in tokens; ``seed`` (best-effort determinism), ``presence_penalty`` and
+    ``frequency_penalty`` (OpenAI's range, -2.0 to 2.0; 0 is never set) reach the APIs that
+    have them (OpenAI Chat, Gemini ``generationConfig``): toward any other the seed is dropped
+    and named, a penalty refused (:mod:`gateway.layers.target_fields`); ``metadata`` is
+    free-form client metadata (never sent upstream unless the API has a slot for it).
     """
 
     model: str
@@ -337,6 +361,9 @@ class Request(BaseModel):
     temperature: float | None = None
     top_p: float | None = None
     top_k: int | None = None
+    seed: int | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
     stop: list[str] = Field(default_factory=list)
     response_format: ResponseFormat | None = None
     thinking: ThinkingConfig | None = None
@@ -375,7 +402,11 @@ class Request(BaseModel):
 # ---------------------------------------------------------------------------- response
 
 
-StopReason = Literal["stop", "length", "tool_use", "content_filter", "error", "aborted"]
+StopReason = Literal["stop", "length", "tool_use", "content_filter", "error", "aborted", "pause"]
+"""Why an answer ended. ``pause``: the upstream paused a long server-side tool loop (Anthropic
+``pause_turn``, server tools); the client sends the answer back as it is to let it continue.
+An Anthropic client sees ``pause_turn``; every other edge renders its plain end (such answers
+come only from requests an Anthropic client made, since only it can ask for server tools)."""
 
 
 class Usage(BaseModel):
@@ -450,7 +481,8 @@ class PartStart(BaseModel):
     """A content part begins at ``index``. For ``kind == "tool_call"`` the id and name are
     known; for ``thinking`` the provenance; ``signature`` may already be known. For ``native``
     (a :class:`NativePart`), ``data`` is the block's JSON as it started (``api`` its wire API)
-    and deltas carry its ``arguments`` (Anthropic ``input_json_delta``) fragments."""
+    and deltas carry its ``arguments`` (Anthropic ``input_json_delta``) fragments. ``caller``:
+    a tool call's :attr:`ToolCallPart.caller`."""
 
     type: Literal["part_start"] = "part_start"
     index: int
@@ -461,6 +493,7 @@ class PartStart(BaseModel):
     signature: str | None = None
     provenance: Provenance | None = None
     api: str | None = None
+    caller: dict[str, Any] | None = None
 
 
 class PartDelta(BaseModel):

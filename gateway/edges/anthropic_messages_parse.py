@@ -33,12 +33,14 @@ Reference: https://docs.anthropic.com/en/api/messages. Notes:
 * Server tools (a tool whose ``type`` is a dated Anthropic tool type: ``web_search_20250305``,
   ``tool_search_tool_regex_20251119``, ``code_execution_*``, ...), an assistant turn's server
   tool calls and results (``server_tool_use``, ``*_tool_result``, ``mcp_tool_use``,
-  ``mcp_tool_result``) and a tool result's ``tool_reference`` blocks (tool search) are the
-  client's own wire content: carried verbatim to an Anthropic upstream (server tools in
-  ``NativeFields.fields["server_tools"]``, blocks as :class:`gateway.schema.NativePart`), each
+  ``mcp_tool_result``), a tool result's ``tool_reference`` blocks (tool search) and
+  ``document`` blocks, and a ``tool_use`` block's ``caller`` (programmatic tool calling:
+  :attr:`gateway.schema.ToolCallPart.caller`) are the client's own wire content: carried
+  verbatim to an Anthropic upstream (server tools in ``NativeFields.fields["server_tools"]``,
+  blocks as :class:`gateway.schema.NativePart`, the caller on the tool call), each
   named in ``NativeFields.paths`` so that the request is refused toward any other wire API.
   Server tool calls are the server's own: they are not tool calls the client must answer.
-* Not supported yet, rejected naming the path: documents, search results, container uploads.
+* Not supported yet, rejected naming the path: search results, container uploads.
 
 How it works: one pass over the decoded body checks every field by hand (errors name the
 field, :mod:`gateway.edges._common`) and assembles plain dicts and lists in the shape of
@@ -299,8 +301,12 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
                 req(inner, "tool_name", str, bpath)
                 parts.append(_native_block(inner, kind, bpath, st))
                 continue
+            if kind == "document":  # verbatim to an Anthropic upstream; refused toward any other
+                req(inner, "source", dict, bpath)
+                parts.append(_native_block(inner, kind, bpath, st))
+                continue
             if kind != "text" and kind != "image":
-                raise _unknown_block(kind, bpath, "text, image or tool_reference")
+                raise _unknown_block(kind, bpath, "text, image, document or tool_reference")
             _add_media(parts, kind, inner, bpath, st)
     elif content is not None:
         raise wrong_type(path + ".content", "a string or an array of content blocks", content)
@@ -389,6 +395,9 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
             st.check_id(call_id, bpath + ".id")
         name = req(block, "name", str, bpath)
         st.names.setdefault(call_id, name)
+        caller = opt(block, "caller", dict, bpath)
+        if caller is not None:  # programmatic tool calling: carried to an Anthropic upstream only
+            st.native.append(f"{join(bpath, 'caller')} (tool_use caller)")
         return {
             "type": "tool_call",
             "id": call_id,
@@ -397,6 +406,7 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
             "raw_arguments": orjson.dumps(args).decode(),
             "signature": call_sig,
             "provenance": cprov,
+            "caller": caller,
             "src": bpath,
         }
     if kind in _SERVER_BLOCKS or kind.endswith("_tool_result"):
@@ -438,6 +448,7 @@ def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
                     and type(name) is str
                     and type(args) is dict
                     and ID_SEPARATOR not in call_id
+                    and "caller" not in raw
                 ):
                     if plain_call_id(call_id) is None:
                         st.check_id(call_id, f"{cpath}[{j}].id")

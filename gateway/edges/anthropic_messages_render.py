@@ -31,6 +31,7 @@ STOP_REASONS: dict[str, str] = {
     "length": "max_tokens",
     "tool_use": "tool_use",
     "content_filter": "refusal",
+    "pause": "pause_turn",
     # Anthropic has no stop reason for a failed or aborted generation. Such an ending is
     # rendered as end_turn *and* stated explicitly as "turnstile": {"stop_reason": ...}; the
     # pipeline normally turns a failed call into an error response or error event instead.
@@ -106,12 +107,15 @@ def render_block(part: Any) -> dict[str, Any]:
             return {"type": "text", "text": part.text, "citations": part.citations}
         return {"type": "text", "text": part.text}
     if type(part) is ToolCallPart:
-        return {
+        block = {
             "type": "tool_use",
             "id": client_tool_use_id(part.id, part.signature, part.provenance),
             "name": part.name,
             "input": part.arguments,
         }
+        if part.caller is not None:  # programmatic tool calling (only from an Anthropic upstream)
+            block["caller"] = part.caller
+        return block
     if type(part) is ThinkingPart:
         return {
             "type": "thinking",

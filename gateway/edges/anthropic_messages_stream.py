@@ -78,6 +78,7 @@ class _Part:
     data: str | None = None
     api: str | None = None
     cited: bool = False
+    caller: dict[str, Any] | None = None
 
 
 class StreamRenderer:
@@ -182,6 +183,8 @@ class StreamRenderer:
             "name": part.name or "",
             "input": {},
         }
+        if part.caller is not None:
+            block["caller"] = part.caller
         n = self._block_start(block, out)
         for frag in [f for f in part.fragments if f] or ["{}"]:
             self._block_delta(n, {"type": "input_json_delta", "partial_json": frag}, out)
@@ -253,6 +256,7 @@ class StreamRenderer:
             name=event.name,
             signature=event.signature,
             provenance=event.provenance,
+            caller=event.caller,
         )
         self.parts[event.index] = part
         if event.kind == "native":

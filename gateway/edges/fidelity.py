@@ -31,6 +31,7 @@ from typing import Any
 __all__ = [
     "ANTHROPIC_MESSAGES",
     "CLASSES",
+    "NESTED",
     "OPENAI_CHAT",
     "Rule",
     "markdown",
@@ -65,9 +66,11 @@ OPENAI_CHAT: dict[str, Rule] = {
     "model": Rule(CARRIED, "the deployment's model", "the deployment's model"),
     "messages": Rule(
         CARRIED,
-        "messages in order; `system`/`developer` stay in place as `system`",
+        "messages in order; `system` and `developer` stay in place with their role; nested fields: "
+        "the nested table",
         "Anthropic: leading system messages -> `system`, later ones stay in place as `role: system`; "
-        "Gemini: `systemInstruction`",
+        "Gemini: leading ones -> `systemInstruction`, later ones in place as a user system note; "
+        "`developer` is `system` there",
     ),
     "tools": Rule(
         CARRIED,
@@ -108,8 +111,16 @@ OPENAI_CHAT: dict[str, Rule] = {
     "top_logprobs": Rule(REFUSED, "refused above 0", "refused above 0"),
     "audio": Rule(REFUSED, "refused: audio output is not relayed", "refused"),
     "modalities": Rule(REFUSED, 'refused unless `["text"]`', 'refused unless `["text"]`'),
-    "frequency_penalty": Rule(PASSED, "as sent (0 asks for nothing)", _REFUSED_ELSEWHERE),
-    "presence_penalty": Rule(PASSED, "as sent (0 asks for nothing)", _REFUSED_ELSEWHERE),
+    "frequency_penalty": Rule(
+        CARRIED,
+        "as sent (0 asks for nothing)",
+        "Gemini `generationConfig.frequencyPenalty`; elsewhere " + _REFUSED_ELSEWHERE,
+    ),
+    "presence_penalty": Rule(
+        CARRIED,
+        "as sent (0 asks for nothing)",
+        "Gemini `generationConfig.presencePenalty`; elsewhere " + _REFUSED_ELSEWHERE,
+    ),
     "logit_bias": Rule(PASSED, "as sent (`{}` asks for nothing)", _REFUSED_ELSEWHERE),
     "verbosity": Rule(PASSED, "as sent", _REFUSED_ELSEWHERE),
     "web_search_options": Rule(
@@ -123,7 +134,11 @@ OPENAI_CHAT: dict[str, Rule] = {
     "prompt_cache_options": Rule(SERVING, "as sent", _DROPPED),
     "prompt_cache_retention": Rule(SERVING, "as sent", _DROPPED),
     "safety_identifier": Rule(SERVING, "as sent", _DROPPED),
-    "seed": Rule(SERVING, "as sent (best-effort determinism, no guarantee per OpenAI)", _DROPPED),
+    "seed": Rule(
+        CARRIED,
+        "as sent (best-effort determinism, no guarantee per OpenAI)",
+        "Gemini `generationConfig.seed`; elsewhere " + _DROPPED,
+    ),
     "prediction": Rule(SERVING, "as sent (a latency hint: the answer is the model's either way)", _DROPPED),
     "top_k": Rule(CARRIED, "not sent (no such field)", "as sent"),
 }
@@ -138,8 +153,9 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         "in order; `role: system` messages stay in place; a message's own keys besides `role` and "
         "`content` (a system message's per-turn `output_config`) on it; server tool calls and results "
         "(`server_tool_use`, `*_tool_result`, `mcp_tool_use`) and `tool_reference` blocks as sent",
-        "OpenAI: `system` messages in place; Gemini: `systemInstruction`; `messages[i].output_config` "
-        "dropped; a message's other own keys, server tool blocks and `tool_reference` refused",
+        "OpenAI: `system` messages in place; Gemini: leading ones -> `systemInstruction`, later ones "
+        "in place as a user system note; `messages[i].output_config` dropped; a message's other own "
+        "keys, server tool blocks and `tool_reference` refused",
     ),
     "system": Rule(CARRIED, "as sent (`cache_control` kept)", "a leading system message"),
     "tools": Rule(
@@ -203,6 +219,63 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
 }
 """Anthropic Messages request fields (https://docs.anthropic.com/en/api/messages;
 ``anthropic.types.message_create_params`` and the beta ``anthropic.types.beta.message_create_params``)."""
+
+NESTED: dict[str, Rule] = {
+    "OpenAI Chat `messages[].name` (user, assistant, system, developer)": Rule(
+        CARRIED,
+        "as sent (consecutive assistant messages of different names are not merged)",
+        "no other API has a participant name: " + _DROPPED + " (`name`); the text is not changed",
+    ),
+    "OpenAI Chat `role: developer`, Responses `role: developer` items": Rule(
+        CARRIED,
+        "OpenAI Chat and Responses upstreams: `role: developer` in place (never hoisted into `instructions`)",
+        "a system message (Anthropic, Gemini: the rules of `system` messages)",
+    ),
+    "mid-conversation `system` messages (every dialect that has them)": Rule(
+        CARRIED,
+        "in place",
+        "OpenAI Chat and Anthropic: in place as `role: system`; Responses: in place as a `system` "
+        "item; Gemini (no system role in `contents`): in place as a user text part "
+        "`<system_note>...</system_note>` (the leading ones are `systemInstruction`)",
+    ),
+    "OpenAI Chat `image_url.detail`, Responses `input_image.detail`": Rule(
+        CARRIED,
+        "as sent (`auto` asks for nothing)",
+        "the other OpenAI API: as sent; Anthropic, Gemini: " + _DROPPED + " (`detail`; Gemini's "
+        "per-part `mediaResolution` is Gemini 3 only and another scale, not a translation)",
+    ),
+    "OpenAI `file.filename` / `input_file.filename`, Anthropic `document.title`": Rule(
+        CARRIED,
+        "as sent",
+        "OpenAI `filename`, Anthropic `title`; Gemini (its `Blob` / `FileData` have no name): "
+        + _DROPPED
+        + " (`filename`)",
+    ),
+    "Responses `input_audio` parts": Rule(
+        REFUSED,
+        "400 naming the part: no input of the Responses API takes audio (the SDK type is unused)",
+        "the same (send audio through Chat Completions `input_audio`, carried to audio targets)",
+    ),
+    "Anthropic `tool_result.content[]` `document` blocks": Rule(
+        PASSED,
+        "as sent (`NativePart`)",
+        _REFUSED_ELSEWHERE + " (OpenAI Chat tool messages and Responses `function_call_output` "
+        "`input_file` parts are refused by name on every target)",
+    ),
+    "Anthropic `tool_use.caller` (programmatic tool calling)": Rule(
+        PASSED,
+        "as sent, and read back from the answer (whole and streamed) for the client",
+        _REFUSED_ELSEWHERE,
+    ),
+    "answer `stop_reason: pause_turn` (Anthropic server tools)": Rule(
+        CARRIED,
+        "an Anthropic client gets `pause_turn` (it sends the answer back to continue)",
+        "OpenAI Chat `stop`, Responses `completed`, Gemini `STOP`: only an Anthropic client can "
+        "ask for server tools, so another dialect never meets it",
+    ),
+}
+"""Fields inside messages and parts (and one answer value), across the dialects; which
+targets get the schema's nested fields: :mod:`gateway.layers.target_fields`."""
 
 _TABLES = {"openai_chat": OPENAI_CHAT, "anthropic_messages": ANTHROPIC_MESSAGES}
 _TITLES = {"openai_chat": "OpenAI Chat Completions", "anthropic_messages": "Anthropic Messages"}
@@ -282,8 +355,8 @@ exactly one class, and the class decides what each upstream wire API gets:
 {classes}
 
 *Serving* fields only steer how the upstream serves the turn (tier, speed, prompt-cache keys and
-automatic caching, storage, attribution, best-effort determinism) and do not change the
-answer's meaning; *passed-through* fields change the answer (sampling penalties, logit bias,
+automatic caching, storage, attribution) and do not change the answer's meaning;
+*passed-through* fields change the answer (logit bias,
 verbosity, web search, code containers, MCP connector), so toward an API that cannot carry them
 the request is refused rather than answered differently. A value that asks for nothing
 (`n: 1`, `logprobs: false`, `frequency_penalty: 0`, `logit_bias: {}`, `modalities: ["text"]`,
@@ -303,7 +376,16 @@ prompt prefixes by themselves.
 Mid-conversation system messages stay in place: an OpenAI Chat upstream gets them as `system`
 messages where they were; an Anthropic upstream gets the leading ones as the top-level `system`
 and later ones as `role: system` messages in place (the Messages API's `SystemMessageParam`),
-so the cached prefix before them does not change.
+so the cached prefix before them does not change; a Gemini upstream (no system role in
+`contents`) gets a later one in place as a user text part `<system_note>...</system_note>`.
+`developer` messages reach both OpenAI APIs as `developer` and every other API as `system`.
+
+`seed` and the sampling penalties are in the schema (read from an OpenAI Chat client's fields
+and from a Gemini client's `generationConfig`): an OpenAI Chat and a Gemini upstream
+(`generationConfig.seed` / `presencePenalty` / `frequencyPenalty`) get them; toward any other
+the seed (best-effort determinism) is dropped and named, a penalty refused by name. Fields
+inside messages and parts have their own table below; the dropped ones are named once per
+field (`name`, `detail`, `filename`), the transcript note listing where they were.
 
 This file is generated by `markdown()` of `gateway/edges/fidelity.py` (print it to this path);
 `tests/gateway/edges/test_fidelity.py` fails when a field of the official SDKs' request types
@@ -325,4 +407,12 @@ def markdown() -> str:
         for name in sorted(table):
             r = table[name]
             lines.append(f"| `{name}` | {r.cls} | {r.same} | {r.other} |")
+    lines += [
+        "",
+        "## Nested fields (all dialects)",
+        "",
+        "| field | class | to the client's own wire API | to other wire APIs |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {name} | {r.cls} | {r.same} | {r.other} |" for name, r in NESTED.items()]
     return "\n".join(lines) + "\n"

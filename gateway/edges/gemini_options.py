@@ -31,6 +31,9 @@ _TRANSLATED_GENERATION = frozenset(
         "responseSchema",
         "responseJsonSchema",
         "thinkingConfig",
+        "seed",
+        "presencePenalty",
+        "frequencyPenalty",
     }
 )
 _UNRELAYED_TOOLS = frozenset({"codeExecution", "computerUse", "fileSearch", "retrieval", "mcpServers"})
@@ -307,12 +310,15 @@ def generation(data: JSONObj, out: JSONObj, native: Native) -> None:
         ("topP", "top_p", float),
         ("topK", "top_k", int),
         ("maxOutputTokens", "max_output_tokens", int),
+        ("seed", "seed", int),
+        ("presencePenalty", "presence_penalty", float),
+        ("frequencyPenalty", "frequency_penalty", float),
     ):
         value = gen.get(key)
         if key == "topK" and type(value) is float and value.is_integer():  # the SDKs type topK as a float
             value = int(value)
         value = opt({key: value}, key, typ, path)
-        if value is not None:
+        if value is not None and (value or not key.endswith("Penalty")):  # a penalty of 0 asks for nothing
             out[field] = value
     if out.get("max_output_tokens") is not None and out["max_output_tokens"] < 1:
         raise InvalidRequest(

@@ -15,12 +15,14 @@ the google-genai SDKs and Gemini CLI send); any other key is refused naming it.
   ``Schema`` -> JSON Schema: :func:`json_schema_from_gemini`; ``parametersJsonSchema`` as is),
   ``toolConfig.functionCallingConfig``, ``generationConfig`` ``temperature`` / ``topP`` /
   ``topK`` / ``maxOutputTokens`` / ``stopSequences`` / ``candidateCount`` 1 /
-  ``responseMimeType`` / ``responseSchema`` / ``responseJsonSchema`` / ``thinkingConfig``;
+  ``responseMimeType`` / ``responseSchema`` / ``responseJsonSchema`` / ``thinkingConfig`` /
+  ``seed`` / ``presencePenalty`` / ``frequencyPenalty`` (which targets get the last three:
+  :mod:`gateway.layers.target_fields`);
 * carried to a Gemini upstream only (:class:`gateway.schema.NativeFields`; toward any other
   upstream the target layer refuses them by name): ``safetySettings``, ``labels``, built-in
   tools (``googleSearch``, ``urlContext``, ``googleMaps``, ...), ``toolConfig`` keys other
-  than ``functionCallingConfig`` and the other ``generationConfig`` keys (``seed``,
-  ``presencePenalty``, ``frequencyPenalty``, ``mediaResolution``, ...); the search tools' grounding
+  than ``functionCallingConfig`` and the other ``generationConfig`` keys
+  (``mediaResolution``, ...); the search tools' grounding
   metadata (``groundingMetadata``) is not relayed back yet, their answer text is;
 * refused: ``cachedContent`` (a cache lives in one upstream project), ``candidateCount`` > 1,
   output the gateway does not relay (``responseLogprobs``/``logprobs``, ``speechConfig``,

@@ -49,6 +49,7 @@ FINISH_REASONS: dict[str, str] = {
     "length": "MAX_TOKENS",
     "tool_use": "STOP",  # Gemini has no separate value: an answer with function calls stops with STOP
     "content_filter": "SAFETY",
+    "pause": "STOP",  # a paused server-tool loop (Anthropic pause_turn): Gemini has no such value
     # A failed or aborted generation: Gemini's value for "stopped for another reason"; the
     # internal stop reason is stated under "turnstile".
     "error": "OTHER",

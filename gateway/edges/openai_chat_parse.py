@@ -16,9 +16,12 @@ each observed in real client traffic (``../shared/corpus``):
   (multi-hop proxies, handed case C05) -> :class:`ToolCallPart` / :class:`ThinkingPart`,
   kept next to ``tool_calls`` (the guards collapse identical duplicates);
 * ``cache_control`` on messages, parts and tools (OpenRouter/Anthropic-compatible servers);
+* a message's ``name`` (user, assistant, system, developer), ``role: developer`` (a system
+  message marked ``developer``), ``image_url.detail``, ``seed`` and the penalties are read
+  into the schema; which targets get them: :mod:`gateway.layers.target_fields`;
 * every other top-level field is classed by :data:`gateway.edges.fidelity.OPENAI_CHAT`
   (``docs/fidelity.md``): serving-only ones (``service_tier``, ``store``, ``metadata``,
-  ``prompt_cache_key``, ``seed``, ``prediction``, ...) and answer-changing ones (penalties,
+  ``prompt_cache_key``, ``prediction``, ...) and answer-changing ones (
   ``logit_bias``, ``verbosity``, ``web_search_options``, vendor extensions) go to
   ``Request.native`` for an OpenAI Chat upstream; ``n`` > 1, ``logprobs``, ``top_logprobs``,
   ``audio`` and non-text ``modalities`` are refused by name.
@@ -99,7 +102,15 @@ _ARGUMENTS_LEVEL = 6
 """Levels above a tool call's parsed ``arguments``: body, messages, message, tool_calls, call,
 function."""
 
-_NUMBERS = (("temperature", float), ("top_p", float), ("top_k", int))
+_NUMBERS = (
+    ("temperature", float),
+    ("top_p", float),
+    ("top_k", int),
+    ("seed", int),
+    ("presence_penalty", float),
+    ("frequency_penalty", float),
+)
+_ZERO_ASKS_NOTHING = frozenset({"presence_penalty", "frequency_penalty"})
 _USER_PARTS = ("text", "image_url", "file", "input_audio")
 _RESULT_PARTS = ("text", "image_url")
 _TEXT_PARTS = ("text",)
@@ -115,24 +126,35 @@ def legacy_call_id(msg_index: int, name: str, arguments: str) -> str:
 
 def _image(obj: JSONObj, path: str) -> JSONObj:
     """An ``image_url`` part -> an image part dict (``url``, or base64 ``data`` and
-    ``media_type`` split from a data URI)."""
+    ``media_type`` split from a data URI; ``detail`` as sent)."""
     value = obj.get("image_url")
     ipath = join(path, "image_url")
     if value is None:
         raise missing(ipath)
+    detail = None
     if isinstance(value, str):
         url = value
     else:
-        url = req(as_obj(value, ipath), "url", str, ipath)
+        image = as_obj(value, ipath)
+        url = req(image, "url", str, ipath)
+        detail = opt(image, "detail", str, ipath)
+        if detail == "auto":
+            detail = None  # asks for nothing: OpenAI's default
         ipath = join(ipath, "url")
     cache = opt(obj, "cache_control", dict, path)
     if url.startswith("data:"):
         parsed = parse_data_uri(url)
         if parsed is None:
             raise InvalidRequest(f"{ipath}: data URI must be base64 encoded", param=ipath)
-        return {"type": "image", "data": parsed[1], "media_type": parsed[0], "cache_control": cache}
+        return {
+            "type": "image",
+            "data": parsed[1],
+            "media_type": parsed[0],
+            "detail": detail,
+            "cache_control": cache,
+        }
     if url.startswith(("http://", "https://")):
-        return {"type": "image", "url": url, "cache_control": cache}
+        return {"type": "image", "url": url, "detail": detail, "cache_control": cache}
     raise InvalidRequest(f"{ipath}: expected an http(s) URL or a base64 data URI", param=ipath)
 
 
@@ -414,6 +436,9 @@ def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
             raise wrong_type(join(path, "refusal"), "a string", refusal)
         if refusal and not raw_content:
             content.append({"type": "text", "text": refusal})
+    name = get("name")
+    if name is not None and type(name) is not str:
+        raise wrong_type(join(path, "name"), "a string", name)
     calls = get("tool_calls")
     if calls is not None:
         if type(calls) is not list:
@@ -424,23 +449,25 @@ def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
         if type(legacy) is not dict:
             raise wrong_type(join(path, "function_call"), "an object", legacy)
         fpath = join(path, "function_call")
-        name = req(legacy, "name", str, fpath)
+        fname = req(legacy, "name", str, fpath)
         raw = _raw_arguments(legacy, fpath)
-        call_id = legacy_call_id(i, name, raw)
+        call_id = legacy_call_id(i, fname, raw)
         arguments = parse_arguments(raw)
         check_embedded(arguments, raw, st.depth, 4, fpath + ".arguments")  # body, messages, message, call
         content.append(
             {
                 "type": "tool_call",
                 "id": call_id,
-                "name": name,
+                "name": fname,
                 "arguments": arguments,
                 "raw_arguments": raw,
                 "src": fpath,
             }
         )
-        st.names.setdefault(call_id, name)
-        st.legacy_pending.append((call_id, name))
+        st.names.setdefault(call_id, fname)
+        st.legacy_pending.append((call_id, fname))
+    if name is not None:
+        return {"role": "assistant", "content": content, "name": name, "src": path}
     return {"role": "assistant", "content": content, "src": path}
 
 
@@ -462,6 +489,14 @@ def _unwrap_sig(value: str | None, path: str) -> tuple[str | None, Any]:
         return unwrap_signature(value)
     except ValueError as exc:
         raise InvalidRequest(f"{path}: damaged Turnstile signature envelope ({exc})", param=path) from None
+
+
+def _name(msg: JSONObj, path: str) -> str | None:
+    """A message's participant ``name`` (a string or null)."""
+    name = msg.get("name")
+    if name is not None and type(name) is not str:
+        raise wrong_type(join(path, "name"), "a string", name)
+    return name
 
 
 def _message(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj | None:
@@ -502,6 +537,8 @@ def _message(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj | None:
         parts = [] if content is None else _parts(content, path + ".content", _USER_PARTS)
         if "cache_control" in msg:
             _message_cache(msg, parts, path)
+        if "name" in msg:
+            return {"role": "user", "content": parts, "name": _name(msg, path), "src": path}
         return {"role": "user", "content": parts, "src": path}
     if role == "system" or role == "developer":
         content = msg.get("content")
@@ -510,7 +547,14 @@ def _message(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj | None:
         parts = _parts(content, path + ".content", _TEXT_PARTS)
         if "cache_control" in msg:
             _message_cache(msg, parts, path)
-        return {"role": "system", "content": parts, "src": path} if parts else None
+        if not parts:
+            return None
+        out: JSONObj = {"role": "system", "content": parts, "src": path}
+        if role == "developer":
+            out["developer"] = True
+        if "name" in msg:
+            out["name"] = _name(msg, path)
+        return out
     if role == "function":
         name = req(msg, "name", str, path)
         content = msg.get("content")
@@ -655,6 +699,9 @@ _READ = frozenset(
         "temperature",
         "top_p",
         "top_k",
+        "seed",
+        "presence_penalty",
+        "frequency_penalty",
         "stop",
         "response_format",
         "reasoning_effort",
@@ -762,7 +809,9 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     for key, typ in _NUMBERS:
         value = get(key)
         if value is not None:
-            out[key] = value if type(value) is typ else check(value, typ, key)
+            value = value if type(value) is typ else check(value, typ, key)
+            if value or key not in _ZERO_ASKS_NOTHING:  # a penalty of 0 asks for nothing
+                out[key] = value
     if "stop" in data:
         out["stop"] = str_list(data, "stop", "")
     rf = get("response_format")

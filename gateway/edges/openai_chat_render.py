@@ -30,6 +30,9 @@ FINISH_REASONS: dict[str, str] = {
     "length": "length",
     "tool_use": "tool_calls",
     "content_filter": "content_filter",
+    # A paused server-tool loop (Anthropic pause_turn): OpenAI has no such value, and only an
+    # Anthropic client can ask for server tools; the nearest is the plain end.
+    "pause": "stop",
     # OpenAI has no value for a failed or aborted generation; OpenRouter normalises such
     # endings to "error" (https://openrouter.ai/docs/api-reference/overview, finish_reason).
     # The SDKs accept it, and it never passes a partial answer off as a clean "stop".

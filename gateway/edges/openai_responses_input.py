@@ -5,11 +5,14 @@ rules, each a decision written here:
 
 * ``input`` is a string (one user message) or a list of items. An item without ``type`` but
   with ``role`` is a message (the SDK's "easy input message").
-* Messages: ``user`` (``input_text``, ``input_image`` by ``image_url``), ``system`` and
-  ``developer`` (``input_text``; both become system messages, as Chat's ``developer`` does),
-  ``assistant`` (``output_text``, ``refusal``, and ``input_text`` as the SDK allows). An
-  ``input_image`` by ``file_id`` is refused by name (the schema has no slot for a stored
-  image); ``input_file`` is a document (:mod:`gateway.edges.openai_files`).
+* Messages: ``user`` (``input_text``, ``input_image`` by ``image_url`` with its ``detail``
+  as sent), ``system`` and ``developer`` (``input_text``; both become system messages, a
+  ``developer`` one marked so: the OpenAI adapters send it back as ``developer``, as for
+  Chat's), ``assistant`` (``output_text``, ``refusal``, and ``input_text`` as the SDK allows).
+  An ``input_image`` by ``file_id`` is refused by name (the schema has no slot for a stored
+  image); ``input_file`` is a document (:mod:`gateway.edges.openai_files`); an
+  ``input_audio`` part is refused by name (the SDK defines the type, but no input of the
+  Responses API takes it).
 * Assistant-side items that follow each other (``assistant`` messages, ``reasoning``,
   ``function_call``, ``custom_tool_call``) make ONE assistant message, in item order, so the
   pairing and ordering guards see the calls of one model turn together.
@@ -121,19 +124,18 @@ def _image(part: JSONObj, path: str) -> JSONObj:
     """An ``input_image`` part -> an image part dict."""
     if part.get("file_id") is not None:
         raise unsupported(join(path, "file_id"), "an input_image by file_id (this gateway stores no files)")
-    detail = part.get("detail")
-    if detail is not None and detail != "auto":
-        check(detail, str, join(path, "detail"))
-        raise unsupported(join(path, "detail"), f"image detail {detail!r} (no upstream slot; send auto)")
+    detail = opt(part, "detail", str, path)
+    if detail == "auto":
+        detail = None  # asks for nothing: OpenAI's default
     url = req(part, "image_url", str, path)
     upath = join(path, "image_url")
     if url.startswith("data:"):
         parsed = parse_data_uri(url)
         if parsed is None:
             raise InvalidRequest(f"{upath}: data URI must be base64 encoded", param=upath)
-        return {"type": "image", "data": parsed[1], "media_type": parsed[0]}
+        return {"type": "image", "data": parsed[1], "media_type": parsed[0], "detail": detail}
     if url.startswith(("http://", "https://")):
-        return {"type": "image", "url": url}
+        return {"type": "image", "url": url, "detail": detail}
     raise InvalidRequest(f"{upath}: expected an http(s) URL or a base64 data URI", param=upath)
 
 
@@ -147,6 +149,12 @@ def _user_part(part: JSONObj, path: str) -> JSONObj | None:
         out = file_fields(part, path, "file_url")
         out["src"] = path
         return out
+    if kind == "input_audio":
+        raise unsupported(
+            join(path, "type"),
+            "an input_audio part (the Responses API takes no audio input; send audio through "
+            "Chat Completions)",
+        )
     raise InvalidRequest(
         f"{join(path, 'type')}: unknown content part type {kind!r} here "
         "(expected input_text, input_image or input_file)",
@@ -367,7 +375,11 @@ def _message(item: JSONObj, path: str, role: Any) -> JSONObj | None:
         return {"role": "user", "content": _parts(content, cpath, "user"), "src": path}
     if role == "system" or role == "developer":
         parts = _parts(content, cpath, "system")
-        return {"role": "system", "content": parts, "src": path} if parts else None
+        if not parts:
+            return None
+        if role == "developer":
+            return {"role": "system", "content": parts, "developer": True, "src": path}
+        return {"role": "system", "content": parts, "src": path}
     rpath = join(path, "role")
     check(role, str, rpath)
     raise InvalidRequest(

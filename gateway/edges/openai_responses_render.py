@@ -64,7 +64,9 @@ def item_id(prefix: str, resp_id: str, n: int) -> str:
 
 
 def status_of(stop: StopReason) -> tuple[str, dict[str, Any] | None]:
-    """``(status, incomplete_details)`` for an internal stop reason."""
+    """``(status, incomplete_details)`` for an internal stop reason; ``pause`` (an Anthropic
+    server-tool loop paused, which only an Anthropic client can ask for) is ``completed``,
+    the Responses API having no paused status."""
     if stop == "length":
         return "incomplete", {"reason": "max_output_tokens"}
     if stop == "content_filter":

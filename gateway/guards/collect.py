@@ -72,6 +72,7 @@ class _Builder:
             raw_arguments=raw,
             signature=self._signature(),
             provenance=s.provenance,
+            caller=s.caller,
         )
 
 

@@ -15,7 +15,9 @@ model: :func:`gateway.providers.passthrough.split`), and toward any other are re
 non-Anthropic target: :mod:`gateway.edges.fidelity`); a limit of one tool call per turn
 (``parallel_tool_calls: false``, Anthropic ``disable_parallel_tool_use``) toward a wire API
 with no such setting (Gemini) is dropped, and so is a tool's ``strict: true`` toward an upstream
-that cannot enforce it (Gemini; a Claude model without structured outputs). What is dropped is
+that cannot enforce it (Gemini; a Claude model without structured outputs); the schema's fields
+only some wire APIs have a slot for (message names, image detail, document names, seed,
+penalties) are dropped or refused by :mod:`gateway.layers.target_fields`. What is dropped is
 noted on the turn: transcript row, ``x-turnstile-dropped`` header, one log line.
 """
 
@@ -28,6 +30,7 @@ from gateway.anthropic_headers import admit, client_betas, forwarded
 from gateway.config import Deployment
 from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
+from gateway.layers.target_fields import check_fields
 from gateway.layers.target_media import check_media
 from gateway.providers import passthrough
 from gateway.providers.anthropic_common import API as ANTHROPIC
@@ -73,6 +76,11 @@ class TargetLayer:
         dep = turn.deployment
         assert dep is not None, "the route layer sets the deployment"
         check_capabilities(request, dep)
+        for note in check_fields(request, dep):
+            turn.note_dropped(note)
+            log.info(
+                "fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=[note["field"]]
+            )
         native = request.native
         if native is not None and native.serving and native.api != dep.api:
             self.drop_serving(turn, native, dep)

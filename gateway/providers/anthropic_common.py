@@ -2,11 +2,11 @@
 (:mod:`gateway.providers.anthropic_messages`) and the stream parser
 (:mod:`gateway.providers.anthropic_stream`): the stop-reason table and thinking provenance.
 
-Stop reasons: ``end_turn``/``stop_sequence``/``pause_turn`` -> ``stop`` (``pause_turn`` means a
-server-tool loop paused; an Anthropic client that asked for server tools then sees
-``end_turn``: the schema has no stop reason for it yet, issue 14 item 4),
-``max_tokens``/``model_context_window_exceeded`` -> ``length``, ``tool_use`` -> ``tool_use``,
-``refusal`` -> ``content_filter``; anything else raises :class:`UnknownStopReason`.
+Stop reasons: ``end_turn``/``stop_sequence`` -> ``stop``, ``pause_turn`` -> ``pause`` (a
+long server-tool loop paused: the Anthropic edge renders ``pause_turn`` again, so the client
+sends the answer back to continue it), ``max_tokens``/``model_context_window_exceeded`` ->
+``length``, ``tool_use`` -> ``tool_use``, ``refusal`` -> ``content_filter``; anything else
+raises :class:`UnknownStopReason`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ API = "anthropic_messages"
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
-    "pause_turn": "stop",
+    "pause_turn": "pause",
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
     "tool_use": "tool_use",

@@ -52,7 +52,9 @@ Decisions worth knowing
 * Server-side blocks in answers (``server_tool_use``, ``*_tool_result``, ``mcp_tool_use``,
   ``compaction``…) have no internal representation and are skipped; Turnstile never asks for
   server tools.
-* Stop reasons (``map_stop_reason``) and thinking provenance: see
+* A tool call's ``caller`` (programmatic tool calling: the server's code made the call) is
+  sent on its ``tool_use`` block and read back from the answer's, verbatim.
+* Stop reasons (``map_stop_reason``; ``pause_turn`` is ``pause``) and thinking provenance: see
   :mod:`gateway.providers.anthropic_common`.
 """
 
@@ -289,14 +291,15 @@ def _assistant_blocks(msg: AssistantMessage, names: NameMap) -> list[dict[str, A
             if block is not None:
                 out.append(block)
         elif type(part) is ToolCallPart:
-            out.append(
-                {
-                    "type": "tool_use",
-                    "id": upstream_id(names, part.id),
-                    "name": upstream_name(names, part.name),
-                    "input": part.arguments,
-                }
-            )
+            block = {
+                "type": "tool_use",
+                "id": upstream_id(names, part.id),
+                "name": upstream_name(names, part.name),
+                "input": part.arguments,
+            }
+            if part.caller is not None:  # programmatic tool calling: the code that made the call
+                block["caller"] = part.caller
+            out.append(block)
         elif type(part) is ThinkingPart:
             if part.signature:
                 out.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
@@ -584,15 +587,17 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
         elif kind == "tool_use":
             args = block.get("input")
             args = args if isinstance(args, dict) else {}
-            parts.append(
-                {
-                    "type": "tool_call",
-                    "id": ctx.names.from_upstream_id(str(block.get("id") or "")),
-                    "name": ctx.names.from_upstream_name(str(block.get("name") or "")),
-                    "arguments": args,
-                    "raw_arguments": wire_common.dumps_arguments(args),
-                }
-            )
+            call = {
+                "type": "tool_call",
+                "id": ctx.names.from_upstream_id(str(block.get("id") or "")),
+                "name": ctx.names.from_upstream_name(str(block.get("name") or "")),
+                "arguments": args,
+                "raw_arguments": wire_common.dumps_arguments(args),
+            }
+            caller = block.get("caller")
+            if isinstance(caller, dict):
+                call["caller"] = caller
+            parts.append(call)
         elif isinstance(kind, str) and is_server_block(kind):
             parts.append({"type": "native", "api": API, "block": block})
     usage = obj.get("usage")

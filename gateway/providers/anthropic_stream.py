@@ -260,12 +260,14 @@ class AnthropicStreamParser:
             self.calls += 1
             block = _Block("tool_call", part=self._new_part(), start_input=cb.get("input"))
             self.blocks[index] = block
+            caller = cb.get("caller")
             out.append(
                 PartStart(
                     index=block.part or 0,
                     kind="tool_call",
                     id=self.ctx.names.from_upstream_id(str(cb.get("id") or "")),
                     name=self.ctx.names.from_upstream_name(str(cb.get("name") or "")),
+                    caller=caller if isinstance(caller, dict) else None,
                 )
             )
         elif isinstance(btype, str) and is_server_block(btype):

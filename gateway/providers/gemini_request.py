@@ -8,12 +8,17 @@ Shape (ai.google.dev/api/generate-content#request-body)::
      "toolConfig": {"functionCallingConfig": {"mode": "AUTO" | "ANY" | "NONE",
                                               "allowedFunctionNames": [...]}},
      "generationConfig": {"maxOutputTokens", "temperature", "topP", "topK", "stopSequences",
+                          "seed", "presencePenalty", "frequencyPenalty",
                           "responseMimeType", "responseSchema",
                           "thinkingConfig": {"thinkingBudget" | "thinkingLevel", "includeThoughts"}}}
 
 Decisions (each documented where it is made):
 
-* All system messages are joined into ``systemInstruction`` (Gemini has one slot).
+* The system messages before the first other message are joined into ``systemInstruction``
+  (Gemini has one slot, and no system role in ``contents``). A later one (a mid-conversation
+  system prompt) stays in place: a ``user`` turn's text part ``<system_note>\n{text}\n
+  </system_note>`` where it was (merged into a neighbouring user turn), so the prefix before
+  it is unchanged and its position tells the model when it was given.
 * Consecutive contents of the same role are merged into one turn.
 * Tool results are paired to their call by id only. Gemini pairs ``functionResponse`` to
   ``functionCall`` by *name* (and by ``id`` when present), so the name comes from the matching
@@ -210,7 +215,11 @@ def _contents(
             continue
         flush()
         if isinstance(msg, SystemMessage):
-            system.extend(p.text for p in msg.content if p.text)
+            texts = [p.text for p in msg.content if p.text]
+            if not contents.turns:
+                system.extend(texts)
+            elif texts:
+                contents.add("user", [{"text": system_note("\n\n".join(texts))}])
         elif isinstance(msg, UserMessage):
             parts: list[dict[str, Any]] = []
             for i, part in enumerate(msg.content):
@@ -231,6 +240,21 @@ def _contents(
             contents.add("model", _model_parts(msg, names, gemini3))
     flush()
     return system, contents.turns
+
+
+_NOTE_OPEN, _NOTE_CLOSE = "<system_note>\n", "\n</system_note>"
+
+
+def system_note(text: str) -> str:
+    """A mid-conversation system message's text as a user turn's text part says it."""
+    return f"{_NOTE_OPEN}{text}{_NOTE_CLOSE}"
+
+
+def read_system_note(text: str) -> str | None:
+    """The system message text a :func:`system_note` part says, or None for any other text."""
+    if text.startswith(_NOTE_OPEN) and text.endswith(_NOTE_CLOSE):
+        return text[len(_NOTE_OPEN) : -len(_NOTE_CLOSE)]
+    return None
 
 
 def _thinking_config(request: Request, deployment: Deployment) -> dict[str, Any] | None:
@@ -272,6 +296,12 @@ def _generation_config(request: Request, deployment: Deployment) -> dict[str, An
         gen["topP"] = request.top_p
     if request.top_k is not None:
         gen["topK"] = request.top_k
+    if request.seed is not None:
+        gen["seed"] = request.seed
+    if request.presence_penalty is not None:
+        gen["presencePenalty"] = request.presence_penalty
+    if request.frequency_penalty is not None:
+        gen["frequencyPenalty"] = request.frequency_penalty
     if request.stop:
         gen["stopSequences"] = list(request.stop)
     fmt = request.response_format

@@ -34,8 +34,13 @@ Decisions worth knowing
   when the deployment supports thinking (an OpenAI client's own ``xhigh`` and ``none`` are sent
   as it sent them, unless the thinking policy turned thinking off); a thinking budget alone is
   not sent.
+* ``seed``, ``presence_penalty`` and ``frequency_penalty`` are sent as they are. To an OpenAI
+  Chat upstream (not litellm, which reuses this body) a message's ``name``, a ``developer``
+  system message as ``role: developer`` and an image's ``detail`` are sent too; litellm gets
+  neither (the target layer names them dropped: :mod:`gateway.layers.target_fields`).
+  Consecutive assistant messages with different names are not merged.
 * An OpenAI Chat client's own fields the schema has no place for (``request.native`` of this
-  API: ``service_tier``, ``store``, ``metadata``, ``seed``, penalties, vendor extensions; the
+  API: ``service_tier``, ``store``, ``metadata``, vendor extensions; the
   table is :data:`gateway.edges.fidelity.OPENAI_CHAT`) are set in the body verbatim, last.
 """
 
@@ -165,7 +170,11 @@ def _image_url(part: ImagePart) -> str:
     return f"data:{part.media_type or 'image/png'};base64,{part.data or ''}"
 
 
-def _image_block(part: ImagePart) -> dict[str, Any]:
+def _image_block(part: ImagePart, own: bool = False) -> dict[str, Any]:
+    """An ``image_url`` part; ``own``: an OpenAI Chat upstream (not litellm), which gets the
+    image's ``detail`` too."""
+    if own and part.detail is not None:
+        return {"type": "image_url", "image_url": {"url": _image_url(part), "detail": part.detail}}
     return {"type": "image_url", "image_url": {"url": _image_url(part)}}
 
 
@@ -195,7 +204,7 @@ def _user_content(msg: UserMessage, deployment: Deployment, i: int) -> str | lis
                     f"(model {deployment.model}) cannot take",
                     param=where,
                 )
-            blocks.append(_image_block(part))
+            blocks.append(_image_block(part, deployment.api == API))
         elif type(part) is DocumentPart:
             blocks.append(media_wire.openai_chat_file(part, deployment))
         elif type(part) is AudioPart:
@@ -237,6 +246,7 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
     out: list[dict[str, Any]] = []
     image_followup: list[dict[str, Any]] = []
     inline_images = deployment.quirks.images_in_tool_results
+    own = deployment.api == API  # not litellm: names, developer role, image detail
     for i, msg in enumerate(request.messages):
         if image_followup and type(msg) is not ToolResultMessage:
             out.append({"role": "user", "content": image_followup})
@@ -245,7 +255,9 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
             item = _assistant_dict(msg, names)
             if item is None:
                 continue
-            if out and out[-1]["role"] == "assistant":
+            if own and msg.name is not None:
+                item["name"] = msg.name
+            if out and out[-1]["role"] == "assistant" and out[-1].get("name") == item.get("name"):
                 _merge_assistant(out[-1], item)
             else:
                 out.append(item)
@@ -253,8 +265,13 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
             out.append(_tool_message(msg, deployment, names, i, inline_images, image_followup))
         elif type(msg) is UserMessage:
             out.append({"role": "user", "content": _user_content(msg, deployment, i)})
+            if own and msg.name is not None:
+                out[-1]["name"] = msg.name
         elif type(msg) is SystemMessage:
-            out.append({"role": "system", "content": "\n\n".join(p.text for p in msg.content)})
+            role = "developer" if own and msg.developer else "system"
+            out.append({"role": role, "content": "\n\n".join(p.text for p in msg.content)})
+            if own and msg.name is not None:
+                out[-1]["name"] = msg.name
     if image_followup:
         out.append({"role": "user", "content": image_followup})
     return out
@@ -290,12 +307,12 @@ def _tool_message(
                 if p.text:
                     wire.append({"type": "text", "text": p.text})
             elif type(p) is ImagePart:
-                wire.append(_image_block(p))
+                wire.append(_image_block(p, deployment.api == API))
     else:
         wire = "\n".join(p.text for p in content if type(p) is TextPart)
         if images:
             image_followup.append({"type": "text", "text": f"Image output of tool call {call_id}:"})
-            image_followup.extend(_image_block(p) for p in images)
+            image_followup.extend(_image_block(p, deployment.api == API) for p in images)
     return {"role": "tool", "tool_call_id": call_id, "content": wire}
 
 
@@ -341,6 +358,12 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         body["temperature"] = request.temperature
     if request.top_p is not None:
         body["top_p"] = request.top_p
+    if request.seed is not None:
+        body["seed"] = request.seed
+    if request.presence_penalty is not None:
+        body["presence_penalty"] = request.presence_penalty
+    if request.frequency_penalty is not None:
+        body["frequency_penalty"] = request.frequency_penalty
     if request.stop:
         body["stop"] = list(request.stop)
     rf = request.response_format

@@ -10,9 +10,11 @@ Decisions worth knowing
   (https://platform.openai.com/docs/guides/reasoning#encrypted-reasoning-items).
   ``previous_response_id`` is never sent: the whole history goes in ``input``.
 * System messages before the first other message become ``instructions`` (joined by a blank
-  line); a later one stays in place as an input message of role ``system``.
+  line); a later one stays in place as an input message of role ``system``. A ``developer``
+  one (an OpenAI client's ``role: developer``) is an input message of role ``developer`` in
+  place, wherever it is (``instructions`` is the system prompt).
 * Input items, in the conversation's order: user messages (``input_text``, ``input_image`` with
-  ``detail: auto``), assistant turns split into ``message`` items (``output_text``),
+  the image's ``detail``, else ``auto``), assistant turns split into ``message`` items (``output_text``),
   ``reasoning`` items and ``function_call`` items exactly as the parts were ordered, and one
   ``function_call_output`` per tool result (``output`` a string, or a list of ``input_text`` /
   ``input_image`` when the result holds images).
@@ -96,7 +98,7 @@ _OWN_METADATA = ("_turnstile", "turnstile_")
 
 def _image(part: ImagePart) -> dict[str, Any]:
     url = part.url or f"data:{part.media_type or 'image/png'};base64,{part.data or ''}"
-    return {"type": "input_image", "image_url": url, "detail": "auto"}
+    return {"type": "input_image", "image_url": url, "detail": part.detail or "auto"}
 
 
 def _where(msg: Any, i: int) -> str:
@@ -219,7 +221,9 @@ def input_items(
         tm = type(msg)
         if tm is SystemMessage:
             text = "\n\n".join(p.text for p in msg.content)  # type: ignore[union-attr,misc]
-            if items:
+            if msg.developer:  # type: ignore[union-attr]
+                items.append({"role": "developer", "content": text})
+            elif items:
                 items.append({"role": "system", "content": text})
             else:
                 leading.append(text)

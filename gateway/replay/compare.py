@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from gateway.providers.gemini_request import read_system_note
 from gateway.schema import (
     AssistantMessage,
     AudioPart,
@@ -238,6 +239,11 @@ def diff(before: Request, after: Request, target: str) -> list[Difference]:
     ``before``. ``max_output_tokens`` unset before is not compared (targets that require it
     fill a default); thinking budgets are compared only when the target carries them."""
     a, b = project(before), project(after)
+    if target == "gemini":  # a mid-conversation system message travels in place as a user note
+        notes = [n for n in map(read_system_note, b["user_text"]) if n is not None]
+        if notes:
+            b["user_text"] = [t for t in b["user_text"] if read_system_note(t) is None]
+            b["system"] = "\n\n".join([b["system"], *notes] if b["system"] else notes)
     out: list[Difference] = []
     for facet, value in a.items():
         other = b.get(facet)

@@ -30,7 +30,7 @@ _OPENAI_STOP = {
 _ANTHROPIC_STOP = {
     "end_turn": "stop",
     "stop_sequence": "stop",
-    "pause_turn": "stop",
+    "pause_turn": "pause",
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
     "tool_use": "tool_use",

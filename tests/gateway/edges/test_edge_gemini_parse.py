@@ -324,19 +324,31 @@ def test_gemini_only_fields_are_carried_natively_with_their_paths() -> None:
             "contents": [USER],
             "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}],
             "tools": [{"googleSearch": {}}],
-            "generationConfig": {"seed": 7, "temperature": 1.0},
+            "generationConfig": {"mediaResolution": "MEDIA_RESOLUTION_LOW", "temperature": 1.0},
             "labels": {"team": "a"},
         }
     )
     assert req.native is not None and req.native.api == "gemini"
     assert req.native.fields == {
         "tools": [{"googleSearch": {}}],
-        "generationConfig": {"seed": 7},
+        "generationConfig": {"mediaResolution": "MEDIA_RESOLUTION_LOW"},
         "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}],
         "labels": {"team": "a"},
     }
-    assert req.native.paths == ["tools[0].googleSearch", "generationConfig.seed", "safetySettings", "labels"]
+    assert req.native.paths == [
+        "tools[0].googleSearch",
+        "generationConfig.mediaResolution",
+        "safetySettings",
+        "labels",
+    ]
     assert req.temperature == 1.0
+
+
+def test_seed_and_penalties_are_read_into_the_schema() -> None:
+    config = {"seed": 7, "presencePenalty": 0.5, "frequencyPenalty": 0}
+    req = parse({"contents": [USER], "generationConfig": config})
+    assert (req.seed, req.presence_penalty, req.frequency_penalty) == (7, 0.5, None)
+    assert req.native is None
 
 
 @pytest.mark.parametrize(

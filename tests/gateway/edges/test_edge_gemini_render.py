@@ -87,6 +87,7 @@ def test_finish_reasons() -> None:
         "content_filter": "SAFETY",
         "error": "OTHER",
         "aborted": "OTHER",
+        "pause": "STOP",
     }
 
 

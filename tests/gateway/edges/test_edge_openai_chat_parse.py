@@ -79,9 +79,10 @@ def test_messages_of_every_role_and_part_kind_parse_with_src() -> None:
         "AssistantMessage",
     ]
     assert [x.src for x in m] == [f"messages[{i}]" for i in range(7)]
+    assert [m[0].developer, m[1].developer] == [False, True]  # type: ignore[union-attr]
     assert m[2].content == [
         TextPart(text="look"),
-        ImagePart(url="https://x/y.png"),
+        ImagePart(url="https://x/y.png", detail="low"),
         ImagePart(data=PNG, media_type="image/png"),
     ]
     assistant = m[3]

@@ -79,10 +79,7 @@ OPENAI_VALUES: dict[str, Any] = {
     "prompt_cache_options": {"ttl": "1h"},
     "prompt_cache_retention": "24h",
     "safety_identifier": "sid",
-    "seed": 7,
     "prediction": {"type": "content", "content": "x"},
-    "frequency_penalty": 0.5,
-    "presence_penalty": -0.5,
     "logit_bias": {"50256": -100},
     "verbosity": "low",
     "web_search_options": {"search_context_size": "low"},
@@ -189,3 +186,39 @@ def test_anthropic_tool_keys_are_carried_on_the_tool_by_class() -> None:
     }
     assert native.serving == ["tools[0].defer_loading"]
     assert native.paths == ["tools[1].input_examples"]
+
+
+def test_seed_and_penalties_are_read_into_the_schema_not_passed_through() -> None:
+    req = _openai(seed=7, presence_penalty=0.5, frequency_penalty=0)
+    assert (req.seed, req.presence_penalty, req.frequency_penalty) == (7, 0.5, None)
+    assert req.native is None
+
+
+def test_openai_message_names_and_developer_are_read_into_the_schema() -> None:
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "developer", "content": "rules", "name": "ops"},
+            {"role": "user", "content": "hi", "name": "alice"},
+            {"role": "assistant", "content": "yo", "name": "bot"},
+        ],
+    }
+    dev, user, assistant = openai_chat_parse.parse_request(orjson.dumps(body)).messages
+    assert (dev.role, dev.developer, dev.name) == ("system", True, "ops")  # type: ignore[union-attr]
+    assert (user.name, assistant.name) == ("alice", "bot")  # type: ignore[union-attr]
+
+
+def test_an_anthropic_tool_use_caller_is_carried_and_named_for_the_refusal_elsewhere() -> None:
+    caller = {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}
+    messages = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}, "caller": caller}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+    ]
+    body = {"model": "m", "max_tokens": 10, "messages": messages}
+    req = anthropic_messages_parse.parse_request(orjson.dumps(body))
+    assert req.messages[1].content[0].caller == caller  # type: ignore[union-attr]
+    assert req.native is not None and req.native.paths == ["messages[1].content[0].caller (tool_use caller)"]

@@ -125,7 +125,7 @@ def test_C30_A_cache_write_tokens_are_not_input_tokens() -> None:
     [
         ("end_turn", "stop"),
         ("stop_sequence", "stop"),
-        ("pause_turn", "stop"),
+        ("pause_turn", "pause"),
         ("max_tokens", "length"),
         ("model_context_window_exceeded", "length"),
         ("tool_use", "tool_use"),

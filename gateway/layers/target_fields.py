@@ -1,0 +1,141 @@
+"""Which of the schema's fields that only some wire APIs have a slot for a deployment gets (part
+of the target layer; the classes of :mod:`gateway.edges.fidelity`, written out in
+``docs/fidelity.md``).
+
+=====================================  ==========================================  ============
+field (schema)                         sent by the adapters of                     elsewhere
+=====================================  ==========================================  ============
+message ``name`` (OpenAI Chat)         ``openai_chat``                             dropped
+image ``detail``                       ``openai_chat``, ``openai_responses``       dropped
+document ``filename`` (Anthropic       ``openai_chat``, ``openai_responses``,      dropped
+``title``)                             ``anthropic_messages``
+``seed``                               ``openai_chat``, ``gemini``                 dropped
+``presence_penalty``,                  ``openai_chat``, ``gemini``                 refused
+``frequency_penalty``
+=====================================  ==========================================  ============
+
+*Dropped* is named: one note per field on the turn (``x-turnstile-dropped: name``, the
+transcript row; ``values`` are the client locations, first ten), never silent. A participant
+name, an image's detail level and a document's title label what the model reads without
+changing it, and a seed only asks for best-effort determinism, so the turn is answered without
+them; a sampling penalty changes the answer, so toward an API without one the request is
+refused (HTTP 400 naming the field and the model). Gemini's per-part ``mediaResolution`` is
+not a translation of ``detail``: it exists for Gemini 3 models only, and its levels are token
+budgets of another scale. The keyless ``demo`` stand-in reads none of these and counts as
+taking them all (nothing is named for it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.config import Deployment
+from gateway.errors import CapabilityError
+from gateway.schema import (
+    AssistantMessage,
+    DocumentPart,
+    ImagePart,
+    Request,
+    SystemMessage,
+    TextPart,
+    ToolResultMessage,
+    UserMessage,
+)
+
+NAME_APIS = frozenset({"openai_chat", "demo"})
+DETAIL_APIS = frozenset({"openai_chat", "openai_responses", "demo"})
+FILENAME_APIS = frozenset({"openai_chat", "openai_responses", "anthropic_messages", "demo"})
+SEED_APIS = frozenset({"openai_chat", "gemini", "demo"})
+PENALTY_APIS = SEED_APIS
+
+_MAX_WHERE = 10
+"""Locations kept in one note (a long conversation names a participant in every message)."""
+
+
+def check_fields(request: Request, dep: Deployment) -> list[dict[str, Any]]:
+    """The ``dropped`` notes (:meth:`gateway.turn.Turn.note_dropped` shape) of ``request``'s
+    fields that ``dep``'s wire API has no slot for (the table above), after raising
+    :class:`CapabilityError` for a penalty it cannot take. Empty for most requests (one pass of
+    attribute tests over the messages)."""
+    api = dep.api
+    notes: list[dict[str, Any]] = []
+    if (request.presence_penalty is not None or request.frequency_penalty is not None) and (
+        api not in PENALTY_APIS
+    ):
+        for field in ("presence_penalty", "frequency_penalty"):
+            if getattr(request, field) is not None:
+                raise CapabilityError(
+                    f"{field} ({_GEMINI_NAMES[field]} for a Gemini client): model {dep.name!r} is "
+                    f"served by the {api} wire API, which has no sampling "
+                    f"penalties (only {', '.join(sorted(PENALTY_APIS - {'demo'}))}); remove it or use "
+                    "such a model",
+                    param=field,
+                )
+    if request.seed is not None and api not in SEED_APIS:
+        notes.append(_note("seed", [request.seed], dep, "a seed (best-effort determinism)"))
+    names = api not in NAME_APIS
+    details = api not in DETAIL_APIS
+    filenames = api not in FILENAME_APIS
+    if not (names or details or filenames):
+        return notes
+    found: dict[str, list[str]] = {}
+    for i, msg in enumerate(request.messages):
+        if type(msg) is ToolResultMessage:
+            if details and _has_media(msg):
+                _parts(msg, i, found, details=True, filenames=False)
+            continue
+        if names and msg.name is not None:  # type: ignore[union-attr]
+            found.setdefault("name", []).append(f"{_where(msg, i)}.name")
+        if type(msg) is UserMessage and (details or filenames) and _has_media(msg):
+            _parts(msg, i, found, details=details, filenames=filenames)
+    for field, where in found.items():
+        notes.append(_note(field, where[:_MAX_WHERE], dep, _WHATS[field]))
+    return notes
+
+
+_GEMINI_NAMES = {
+    "presence_penalty": "generationConfig.presencePenalty",
+    "frequency_penalty": "generationConfig.frequencyPenalty",
+}
+
+_WHATS = {
+    "name": "a participant name (OpenAI Chat message `name`)",
+    "detail": "an image detail level",
+    "filename": "a document's name (OpenAI `filename`, Anthropic `title`)",
+}
+
+
+def _has_media(msg: UserMessage | ToolResultMessage) -> bool:
+    """False for the plain case: one text part (or none)."""
+    content = msg.content
+    return len(content) > 1 or (len(content) == 1 and type(content[0]) is not TextPart)
+
+
+def _where(msg: SystemMessage | UserMessage | AssistantMessage | ToolResultMessage, i: int) -> str:
+    return msg.src or f"messages[{i}]"
+
+
+def _parts(
+    msg: UserMessage | ToolResultMessage,
+    i: int,
+    found: dict[str, list[str]],
+    *,
+    details: bool,
+    filenames: bool,
+) -> None:
+    for j, part in enumerate(msg.content):
+        tp = type(part)
+        if tp is ImagePart and details and part.detail not in (None, "auto"):  # type: ignore[union-attr]
+            found.setdefault("detail", []).append(f"{_where(msg, i)}.content[{j}]")
+        elif tp is DocumentPart and filenames and part.filename is not None:  # type: ignore[union-attr]
+            found.setdefault("filename", []).append(part.src or f"{_where(msg, i)}.content[{j}]")  # type: ignore[union-attr]
+
+
+def _note(field: str, values: list[Any], dep: Deployment, what: str) -> dict[str, Any]:
+    return {
+        "kind": "dropped",
+        "field": field,
+        "values": values,
+        "deployment": dep.name,
+        "reason": f"{what} has no slot in the {dep.api} wire API (model {dep.name!r})",
+    }
