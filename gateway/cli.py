@@ -171,11 +171,13 @@ def logs(
 
 
 from gateway.access.cli import keys_app as _keys_app  # noqa: E402
+from gateway.access.cli import spend as _spend  # noqa: E402
 from gateway.access.cli import teams_app as _teams_app  # noqa: E402
 from gateway.sessions.cli import app as _sessions_app  # noqa: E402
 
 app.add_typer(_keys_app, name="keys")
 app.add_typer(_teams_app, name="teams")
+app.command("spend")(_spend)
 
 app.add_typer(_sessions_app, name="sessions")
 

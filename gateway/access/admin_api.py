@@ -168,6 +168,34 @@ async def audit(request: Request, store: AccessStore) -> Response:
     return _json({"data": [e.model_dump(mode="json") for e in events]})
 
 
+def _epoch(request: Request, name: str) -> float | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise InvalidRequest(f"{name} must be epoch seconds (a number), got {raw!r}", param=name) from None
+
+
+async def spend(request: Request, store: AccessStore) -> Response:
+    """``GET /admin/spend?group_by=key|team|model|deployment&since=&until=`` (epoch seconds):
+    the spend ledger from the transcript (:func:`gateway.ledger.spend_report`)."""
+    import asyncio
+
+    from gateway.ledger import GROUP_COLUMNS, spend_report, transcript_location
+
+    group_by = request.query_params.get("group_by", "key")
+    if group_by not in GROUP_COLUMNS:
+        raise InvalidRequest(
+            f"group_by must be one of {', '.join(GROUP_COLUMNS)}, got {group_by!r}", param="group_by"
+        )
+    location = transcript_location(request.app.state.gateway.config)
+    since, until = _epoch(request, "since"), _epoch(request, "until")
+    rows = await asyncio.to_thread(spend_report, location, group_by, since, until)  # type: ignore[arg-type]
+    return _json({"group_by": group_by, "since": since, "until": until, "data": rows})
+
+
 async def _keys(request: Request, store: AccessStore) -> Response:
     return await (create_key if request.method == "POST" else list_keys)(request, store)
 
@@ -193,5 +221,6 @@ ROUTES: list[BaseRoute] = [
     Route("/admin/teams", _admin(_teams), methods=["GET", "POST"]),
     Route("/admin/teams/{team_id}", _admin(_team), methods=["GET", "PATCH", "DELETE"]),
     Route("/admin/audit", _admin(audit), methods=["GET"]),
+    Route("/admin/spend", _admin(spend), methods=["GET"]),
 ]
 """The admin routes, for :func:`gateway.server.create_app`."""

@@ -363,3 +363,47 @@ def teams_delete(team_id: str, config: ConfigOpt = None, as_json: JsonOpt = Fals
         _echo_json({"id": team.id, "deleted": True})
         return
     console.print(f"team {team.id} ({team.name}) deleted", markup=False, highlight=False)
+
+
+def spend(
+    group_by: Annotated[str, typer.Option("--group-by", help="key, team, model or deployment.")] = "key",
+    days: Annotated[
+        float | None, typer.Option(min=0, help="Only the last DAYS days (default: everything).")
+    ] = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Spend from the transcript (the ledger), grouped, dearest first: turns, errors, tokens, USD."""
+    from gateway.config import Settings, default_config_path, load_config
+    from gateway.errors import ConfigError
+    from gateway.ledger import GROUP_COLUMNS, spend_report, transcript_location
+
+    if group_by not in GROUP_COLUMNS:
+        raise _fail(f"--group-by must be one of {', '.join(GROUP_COLUMNS)}", 2)
+    settings = Settings()
+    try:
+        cfg = load_config(config or settings.config or default_config_path())
+    except ConfigError as err:
+        raise _fail(err.message, 2) from err
+    if settings.db_path is not None:
+        cfg.server.db_path = str(settings.db_path)
+    since = time.time() - days * 86400 if days is not None else None
+    rows = spend_report(transcript_location(cfg), group_by, since)  # type: ignore[arg-type]
+    if as_json:
+        for r in rows:
+            _echo_json(r)
+        return
+    table = Table(title=f"spend by {group_by}" + (f", last {days:g} days" if days is not None else ""))
+    for col in (group_by, "turns", "errors", "input", "output", "cache read", "USD"):
+        table.add_column(col, justify="left" if col == group_by else "right")
+    for r in rows:
+        table.add_row(
+            str(r["group"] if r["group"] is not None else "(none)"),
+            str(r["turns"]),
+            str(r["errors"]),
+            str(r["input_tokens"]),
+            str(r["output_tokens"]),
+            str(r["cache_read_tokens"]),
+            f"{r['cost_usd']:.6f}",
+        )
+    console.print(table)
