@@ -145,6 +145,7 @@ class ToolCallPart(BaseModel):
     signature: str | None = None
     provenance: Provenance | None = None
     caller: dict[str, Any] | None = None
+    cache_control: dict[str, Any] | None = None  # Anthropic's mark on a tool_use block, verbatim
     src: str | None = Field(default=None, exclude=True)
 
 

@@ -97,6 +97,8 @@ _UNSUPPORTED_BLOCKS = frozenset(
     }
 )
 _SERVER_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use", "mcp_tool_result"})
+_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "caller", "cache_control"})
+"""The keys of a ``tool_use`` block the gateway reads; any other is refused by name."""
 """Assistant blocks of the server's own tool calls and results (with every ``*_tool_result``
 type): carried verbatim (:class:`gateway.schema.NativePart`) to an Anthropic upstream."""
 _SERVER_TOOL_TYPE = re.compile(r"[a-z][a-z0-9_]*_\d{8}")
@@ -398,6 +400,12 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
         caller = opt(block, "caller", dict, bpath)
         if caller is not None:  # programmatic tool calling: carried to an Anthropic upstream only
             st.native.append(f"{join(bpath, 'caller')} (tool_use caller)")
+        unknown = sorted(set(block) - _TOOL_USE_KEYS)
+        if unknown:
+            field = join(bpath, unknown[0])
+            known = ", ".join(sorted(_TOOL_USE_KEYS))
+            message = f"{field}: unknown tool_use field {unknown[0]!r} (expected {known})"
+            raise InvalidRequest(message, param=field)
         return {
             "type": "tool_call",
             "id": call_id,
@@ -407,6 +415,7 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
             "signature": call_sig,
             "provenance": cprov,
             "caller": caller,
+            "cache_control": opt(block, "cache_control", dict, bpath),
             "src": bpath,
         }
     if kind in _SERVER_BLOCKS or kind.endswith("_tool_result"):
@@ -448,7 +457,7 @@ def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
                     and type(name) is str
                     and type(args) is dict
                     and ID_SEPARATOR not in call_id
-                    and "caller" not in raw
+                    and len(raw) == 4  # type, id, name, input: no caller, cache mark or unknown key
                 ):
                     if plain_call_id(call_id) is None:
                         st.check_id(call_id, f"{cpath}[{j}].id")

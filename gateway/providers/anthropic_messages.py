@@ -299,7 +299,7 @@ def _assistant_blocks(msg: AssistantMessage, names: NameMap) -> list[dict[str, A
             }
             if part.caller is not None:  # programmatic tool calling: the code that made the call
                 block["caller"] = part.caller
-            out.append(block)
+            out.append(_with_cache(block, part.cache_control))
         elif type(part) is ThinkingPart:
             if part.signature:
                 out.append({"type": "thinking", "thinking": part.text, "signature": part.signature})

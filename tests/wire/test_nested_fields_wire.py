@@ -379,6 +379,45 @@ def test_a_tool_use_caller_toward_another_api_is_refused_by_name(
     assert upstream.requests() == []
 
 
+MARK = {"type": "ephemeral"}
+MARKED = [
+    {"role": "user", "content": "Sum the sales."},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "fetch", "input": {}, "cache_control": MARK}
+        ],
+    },
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "[1, 2]"}]},
+]
+
+
+def test_a_tool_use_cache_mark_reaches_claude_as_sent_and_is_dropped_by_name_elsewhere(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    upstream.script(_answer("an"), _answer("oa"))
+    ant.messages.create(model="an", max_tokens=64, tools=[TOOL], messages=MARKED)  # type: ignore[arg-type,list-item]
+    raw = ant.messages.with_raw_response.create(model="oa", max_tokens=64, tools=[TOOL], messages=MARKED)  # type: ignore[arg-type,list-item]
+    claude, gpt = upstream.requests()
+    assert claude.body["messages"][1]["content"][0]["cache_control"] == MARK
+    assert "cache_control" not in json.dumps(gpt.body)
+    assert "cache_control" in raw.headers["x-turnstile-dropped"].split(",")
+
+
+def test_an_unknown_tool_use_field_is_refused_by_name(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    odd = [
+        MARKED[0],
+        {"role": "assistant", "content": [{**MARKED[1]["content"][0], "colour": "red"}]},
+        MARKED[2],
+    ]  # type: ignore[index]
+    with pytest.raises(anthropic.BadRequestError) as exc:
+        ant.messages.create(model="an", max_tokens=64, tools=[TOOL], messages=odd)  # type: ignore[arg-type]
+    assert "messages[1].content[0].colour" in exc.value.message
+    assert upstream.requests() == []
+
+
 def _with_caller(stream: bool) -> Any:
     ex = tool_call_answer("anthropic_messages", [Call("toolu_9", "fetch")], stream=stream)
     caller = json.dumps(CALLER).encode()
