@@ -56,6 +56,7 @@ from mcp.shared.subscriptions import (
 from mcp.types import (
     CONNECTION_CLOSED,
     INVALID_REQUEST,
+    METHOD_NOT_FOUND,
     CallToolResult,
     CreateMessageRequest,
     CreateMessageRequestParams,
@@ -517,7 +518,12 @@ class Upstream:
                     self._changed(event)
         except asyncio.CancelledError:
             raise
-        except Exception as err:  # no listen support, or the stream dropped: polling still runs
+        except MCPError as err:
+            if err.code == METHOD_NOT_FOUND:  # a server without subscriptions: polling covers it
+                log.debug("mcp_upstream_listen_unsupported", server=self.id)
+            else:
+                log.info("mcp_upstream_listen_ended", server=self.id, error=_describe(err))
+        except Exception as err:  # the stream dropped: polling still runs
             log.info("mcp_upstream_listen_ended", server=self.id, error=_describe(err))
         finally:
             if acked is not None:
