@@ -112,6 +112,13 @@ def serve(
 
     soft, hard = raise_fd_limit()  # every client connection, upstream call and store holds one
     structlog.get_logger("turnstile.cli").info("fd_limit", soft=soft, hard=hard)
+    if workers > 1 and not cfg.redis.url:
+        structlog.get_logger("turnstile.cli").warning(
+            "limits_per_worker",
+            workers=workers,
+            hint="without redis.url each worker counts budgets and rate limits on its own: "
+            "a key's limits are multiplied by the number of workers (docs/deploy.md)",
+        )
     uvicorn.run(
         "gateway.server:create_app",
         factory=True,

@@ -27,13 +27,13 @@ or the key's whole life (``total``)."""
 
 
 class Budget(BaseModel):
-    """A spend cap: at most ``usd`` (USD, > 0) per ``period``. ``hard``: turns that would
+    """A spend cap: at most ``usd`` (USD, from 10⁻⁶ to 10¹²) per ``period``. ``hard``: turns that would
     exceed it are refused (429); soft: it alerts (log and metric) and the turn goes on."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     period: Period
-    usd: float = Field(gt=0)
+    usd: float = Field(ge=1e-6, le=1e12)  # USD; counted in nano-dollars (gateway.limits.model)
     hard: bool = True
 
 

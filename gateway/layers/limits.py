@@ -65,7 +65,7 @@ def worst_case(turn: Turn, request: Request) -> float | None:
     if not candidates:
         return None
     worst = 0.0
-    input_tokens = count_tokens(request, candidates[0].model, wait=False)  # never blocks the loop
+    input_tokens = count_tokens(request, candidates[0].model, wait=False, bound=True)  # never blocks the loop
     for dep in candidates:
         budget = request.max_output_tokens or dep.max_output_tokens or DEFAULT_OUTPUT_BUDGET
         cost = worst_case_usd(input_tokens, budget, dep.price)

@@ -253,12 +253,14 @@ def _fallback_count(messages: list[dict[str, Any]], tools: list[dict[str, Any]])
     return len(orjson.dumps(messages)) // 4 + (len(orjson.dumps(tools)) // 4 if tools else 0)
 
 
-def count_tokens(request: Request, model: str, *, wait: bool = True) -> int:
+def count_tokens(request: Request, model: str, *, wait: bool = True, bound: bool = False) -> int:
     """An **estimate** of the input tokens of ``request`` for ``model`` (tokens).
 
     ``wait=False`` (the event loop): while litellm is not imported yet, its import is started
     in a thread (:func:`warm_tokenizer`) and this call answers the ``len(JSON text) // 4``
-    estimate at once, never blocking on the import.
+    estimate at once, never blocking on the import — or, with ``bound`` (a hard budget's worst
+    case), the JSON text's UTF-8 length, which no tokenizer exceeds (every token is at least
+    one byte; ``// 4`` undercounts CJK text and emoji three- to fourfold).
 
     Messages and tools are rendered as OpenAI-style chat dicts and counted with
     ``litellm.token_counter`` (tiktoken, or litellm's bundled Anthropic/DeepSeek tokenizers;
@@ -269,6 +271,8 @@ def count_tokens(request: Request, model: str, *, wait: bool = True) -> int:
     messages, tools = _render(request)
     if not wait and not _TOKENIZER["ready"]:
         warm_tokenizer()
+        if bound:
+            return len(orjson.dumps(messages)) + (len(orjson.dumps(tools)) if tools else 0)
         return _fallback_count(messages, tools)
     try:
         litellm = _litellm()

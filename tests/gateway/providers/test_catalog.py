@@ -137,3 +137,16 @@ def test_responses_deployments_use_the_same_catalog_as_chat_deployments() -> Non
     assert resolve_price(responses) == resolve_price(chat)
     assert resolve_price(responses).input is not None
     assert context_window(responses) == context_window(chat) is not None
+
+
+def test_a_bound_before_the_tokenizer_is_ready_is_never_below_the_real_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hard budget's worst case (``bound``) while litellm is not imported yet is the text's
+    UTF-8 length: above the tokenizer's count even for CJK text, which ``// 4`` undercounts."""
+    req = Request(model="m", messages=[UserMessage(content=[TextPart(text="\U00020000\U0002a6df" * 500)])])
+    real = catalog.count_tokens(req, "gpt-4o")
+    monkeypatch.setitem(catalog._TOKENIZER, "ready", False)
+    monkeypatch.setitem(catalog._TOKENIZER, "loading", True)  # no import thread started here
+    assert catalog.count_tokens(req, "gpt-4o", wait=False) < real
+    assert catalog.count_tokens(req, "gpt-4o", wait=False, bound=True) >= real
