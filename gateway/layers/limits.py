@@ -6,7 +6,8 @@ admission however many model steps the turn takes). For a turn whose caller hold
 (``turn.principal``) with limits:
 
 * **admit** (:meth:`gateway.limits.backend.Limits.admit`): the turn's worst-case cost — its
-  input estimate plus its output budget, at the dearest price among the deployments it may be
+  input estimate (a session-bound turn: the deployment's context window, which its rebuilt
+  history fits) plus its output budget, at the dearest price among the deployments it may be
   routed to (:func:`gateway.limits.cost.worst_case_usd`) — is reserved on every hard budget of
   the key and the team, one request counted in their requests/min, one concurrent slot taken;
   or the turn is refused with nothing taken: :class:`gateway.errors.BudgetExceeded` (429,
@@ -43,6 +44,9 @@ log = structlog.get_logger("turnstile.limits")
 
 DEFAULT_OUTPUT_BUDGET = 4096
 """Output tokens assumed for a turn that names no limit, on a deployment that names none."""
+SESSION_WINDOW = 200_000
+"""Input tokens a session-bound turn may send to a deployment whose ``context_window`` is not
+configured (its history is rebuilt below this layer, to fit the window)."""
 
 
 def scopes_of(turn: Turn) -> list[Scope]:
@@ -68,7 +72,12 @@ def worst_case(turn: Turn, request: Request) -> float | None:
     input_tokens = count_tokens(request, candidates[0].model, wait=False, bound=True)  # never blocks the loop
     for dep in candidates:
         budget = request.max_output_tokens or dep.max_output_tokens or DEFAULT_OUTPUT_BUDGET
-        cost = worst_case_usd(input_tokens, budget, dep.price)
+        sent = input_tokens
+        if turn.session_id:
+            # The session's history is added below (its view fits the deployment's window):
+            # only the window bounds what goes up.
+            sent = max(sent, (dep.context_window or SESSION_WINDOW) - budget)
+        cost = worst_case_usd(sent, budget, dep.price)
         if cost is None:
             return None
         worst = max(worst, cost)

@@ -160,3 +160,21 @@ def test_a_team_budget_bounds_every_key_of_the_team(limits_gw: dict[str, Any]) -
             refused += 1
     assert refused > 0
     assert 0 < _spent(url, "team", team_id) <= 150
+
+
+def test_a_session_bound_turn_reserves_its_deployments_window_so_history_cannot_overshoot(
+    limits_gw: dict[str, Any],
+) -> None:
+    """The session's history goes up below the limits layer: a session turn's worst case is the
+    whole window (200,000 tokens here, at 1 USD each), so a 3,000 USD budget refuses it."""
+    url = limits_gw["url"]
+    _, secret = _key(url, budgets=[{"period": "total", "usd": 3000, "hard": True}])
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key=secret, max_retries=0, timeout=20)
+    _ask(client)  # unbound: admitted
+    with pytest.raises(openai.RateLimitError):
+        client.chat.completions.create(
+            model="default",
+            max_tokens=5,
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"x-turnstile-session": "limits-session-1"},
+        )
