@@ -310,7 +310,13 @@ def test_generation_config_translated() -> None:
     assert req.response_format is not None and req.response_format.type == "json_schema"
     assert req.response_format.schema_ == {"type": "object", "properties": {"a": {"type": "string"}}}
     assert req.thinking is not None and req.thinking.budget_tokens == 2048
-    assert req.native is None
+    assert req.native is not None and req.native.paths == []  # nothing refused toward another API
+    assert req.native.fields == {  # a Gemini upstream gets the client's own forms
+        "generationConfig": {
+            "responseSchema": {"type": "OBJECT", "properties": {"a": {"type": "STRING"}}},
+            "thinkingConfig": {"thinkingBudget": 2048, "includeThoughts": True},
+        }
+    }
 
 
 def test_thinking_level_becomes_an_effort() -> None:
@@ -438,6 +444,6 @@ def test_streamed_thought_parts_are_one_thinking_part_ended_by_its_signature() -
     req = parse({"contents": [USER, model, USER]})
     assert req.messages[1].content == [
         ThinkingPart(text="ab", signature="S1", provenance=gemini.NATIVE),
-        ThinkingPart(text="c"),
+        ThinkingPart(text="c", provenance=gemini.NATIVE),  # unsigned: back to a Gemini upstream
         TextPart(text="answer"),
     ]
