@@ -33,13 +33,23 @@ the google-genai SDKs and Gemini CLI send); any other key is refused naming it.
   ``videoMetadata`` parts, ``functionDeclarations[].response`` schemas and ``behavior``,
   ``allowedFunctionNames`` naming some but not all of several functions under mode ``ANY``.
 
-``thinkingConfig``: ``thinkingBudget`` 0 turns thinking off, -1 is dynamic, N a budget;
-``thinkingLevel`` is an effort; ``includeThoughts`` asks for thinking and for its thought
-summaries in the answer: without ``includeThoughts: true`` (Gemini's default is false) the
-answer carries no thought text, only the thought signatures the client must send back
-(:class:`GeminiRequest`; https://ai.google.dev/gemini-api/docs/thinking#summaries).
-``toolConfig`` mode ``VALIDATED`` is ``auto`` with strict tool schemas (constrained calls are
-what strict means on the other APIs).
+**Same wire, as sent.** A Gemini upstream gets the client's own form of the fields the schema
+translates (:meth:`gateway.edges.gemini_options.Native.verbatim`; nothing is refused toward
+another wire API, which gets the translation below): ``thinkingConfig``, ``responseSchema``
+(with its ``propertyOrdering``) or ``responseJsonSchema`` (JSON Schema, in that slot),
+``functionCallingConfig.mode: VALIDATED``, a ``functionResponse.response`` object other than
+``{"output": text}`` / ``{"error": text}`` (:data:`gateway.providers.gemini_common.FUNCTION_RESPONSES`),
+and ``thought`` parts without a signature in model turns (provenance :data:`NATIVE`: kept for
+a Gemini upstream, the foreign-thinking policy elsewhere).
+
+``thinkingConfig`` toward the other APIs: ``thinkingBudget`` 0 turns thinking off, -1 is
+dynamic, N a budget; ``thinkingLevel`` is an effort; ``includeThoughts`` asks for thinking and
+for its thought summaries in the answer: without ``includeThoughts: true`` (Gemini's default is
+false) the answer carries no thought text, only the thought signatures the client must send
+back (:class:`GeminiRequest`; https://ai.google.dev/gemini-api/docs/thinking#summaries).
+``toolConfig`` mode ``VALIDATED`` is ``auto`` with strict tool schemas toward the other APIs
+(constrained calls are what strict means there). A ``functionResponse.response`` object is its
+JSON text there.
 
 **Pairing of ``functionResponse`` with ``functionCall``.** A ``functionResponse`` answers
 
