@@ -289,7 +289,7 @@ NESTED: dict[str, Rule] = {
     "Gemini `functionResponse.response`": Rule(
         TRANSLATED,
         "the object as sent",
-        "a tool result: the text of `{\"output\": text}` / `{\"error\": text}` (an error result), any "
+        'a tool result: the text of `{"output": text}` / `{"error": text}` (an error result), any '
         "other object its JSON",
     ),
     "Gemini `thought: true` parts in `model` turns": Rule(
