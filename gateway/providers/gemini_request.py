@@ -366,8 +366,21 @@ def build_body(request: Request, deployment: Deployment, names: NameMap) -> dict
         body["generationConfig"] = gen
     native = request.native
     if native is not None and native.api == "gemini":
-        merge_native(body, native.fields)
+        merge_native(body, _own_fields(request, native.fields))
     return body
+
+
+def _own_fields(request: Request, fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` (a Gemini client's own) less its ``thinkingConfig`` when the thinking guard
+    turned thinking off for this request (``ThinkingConfig.enabled`` False, repair
+    ``thinking_disabled``: :func:`gateway.guards.thinking.apply_thinking_policy`) and the client
+    had asked for it: the guard's choice stands over the client's form."""
+    gen: dict[str, Any] = fields.get("generationConfig") or {}
+    own = gen.get("thinkingConfig")
+    off = request.thinking is not None and not request.thinking.enabled
+    if type(own) is not dict or not off or own.get("thinkingBudget") == 0:
+        return fields
+    return {**fields, "generationConfig": {k: v for k, v in gen.items() if k != "thinkingConfig"}}
 
 
 _NESTED = ("generationConfig", "toolConfig")

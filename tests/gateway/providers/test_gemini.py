@@ -631,6 +631,17 @@ def test_a_clients_response_json_schema_replaces_the_translated_response_schema(
     assert gen["responseMimeType"] == "application/json"
 
 
+def test_a_clients_thinking_config_is_sent_unless_the_guard_turned_thinking_off() -> None:
+    from gateway.schema import NativeFields
+
+    own = {"thinkingLevel": "LOW", "includeThoughts": False}
+    native = NativeFields(api="gemini", fields={"generationConfig": {"thinkingConfig": own}})
+    asked = user_request().model_copy(update={"thinking": ThinkingConfig(effort="low"), "native": native})
+    assert body_of(asked)["generationConfig"]["thinkingConfig"] == own
+    off = asked.model_copy(update={"thinking": ThinkingConfig(enabled=False, effort="low")})
+    assert body_of(off)["generationConfig"]["thinkingConfig"] != own
+
+
 def test_a_clients_function_response_object_is_sent_for_its_result() -> None:
     from gateway.providers.gemini_common import FUNCTION_RESPONSES
     from gateway.schema import NativeFields
