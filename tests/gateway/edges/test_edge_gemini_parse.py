@@ -322,6 +322,44 @@ def test_generation_config_translated() -> None:
 def test_thinking_level_becomes_an_effort() -> None:
     req = parse({"contents": [USER], "generationConfig": {"thinkingConfig": {"thinkingLevel": "LOW"}}})
     assert req.thinking is not None and req.thinking.effort == "low"
+    assert req.native.fields == {"generationConfig": {"thinkingConfig": {"thinkingLevel": "LOW"}}}
+    assert req.native.paths == []
+
+
+def test_response_json_schema_is_kept_for_a_gemini_upstream_in_its_own_slot() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False}
+    gen = {"responseMimeType": "application/json", "responseJsonSchema": schema}
+    req = parse({"contents": [USER], "generationConfig": gen})
+    assert req.response_format.schema_ == schema
+    assert req.native.fields == {"generationConfig": {"responseJsonSchema": schema}}
+    assert req.native.paths == []
+
+
+def test_validated_mode_is_kept_for_a_gemini_upstream_and_strict_for_others() -> None:
+    tool = {"functionDeclarations": [{"name": "f", "parametersJsonSchema": {"type": "object"}}]}
+    req = parse(
+        {"contents": [USER], "tools": [tool], "toolConfig": {"functionCallingConfig": {"mode": "VALIDATED"}}}
+    )
+    assert req.tool_choice.mode == "auto" and [t.strict for t in req.tools] == [True]
+    assert req.native.fields == {"toolConfig": {"functionCallingConfig": {"mode": "VALIDATED"}}}
+    assert req.native.paths == []
+
+
+def test_a_function_response_object_is_kept_by_its_location_unless_it_is_the_text_form() -> None:
+    model = {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "f", "args": {}}}]}
+
+    def answered(response: dict[str, Any]) -> Any:
+        result = {
+            "role": "user",
+            "parts": [{"functionResponse": {"id": "c1", "name": "f", "response": response}}],
+        }
+        return parse({"contents": [USER, model, result]})
+
+    req = answered({"temp": 21})
+    assert req.messages[2].content == [TextPart(text='{"temp":21}')]
+    assert req.native.fields == {"functionResponses": {"contents[2].parts[0].functionResponse": {"temp": 21}}}
+    assert answered({"output": "21 C"}).native is None
+    assert answered({"error": "no city"}).native is None
 
 
 def test_gemini_only_fields_are_carried_natively_with_their_paths() -> None:
