@@ -212,3 +212,21 @@ def test_validated_mode_makes_the_tools_strict_toward_openai_chat(
 
     assert [t["function"].get("strict") for t in body["tools"]] == [True]
     assert body.get("tool_choice", "auto") == "auto"
+
+
+def test_a_streamed_turn_sends_the_clients_own_forms_too(upstream: UpstreamStandin, gateway_url: str) -> None:
+    name, _ = MATRIX["gemini"]
+    upstream.script(replay(text_answer("gemini", "hi", stream=True)))
+    cfg = {"thinkingLevel": "LOW", "includeThoughts": False}
+    req = {"contents": [USER], "generationConfig": {"thinkingConfig": cfg}}
+
+    resp = httpx.post(
+        f"{gateway_url}/v1beta/models/{name}:streamGenerateContent?alt=sse",
+        json=req,
+        headers={"x-goog-api-key": "gemini-client-key"},
+        timeout=15,
+    )
+
+    assert resp.status_code == 200, resp.text
+    assert "x-turnstile-dropped" not in resp.headers
+    assert upstream.requests()[0].body["generationConfig"]["thinkingConfig"] == cfg
