@@ -273,6 +273,36 @@ NESTED: dict[str, Rule] = {
         "OpenAI Chat `stop`, Responses `completed`, Gemini `STOP`: only an Anthropic client can "
         "ask for server tools, so another dialect never meets it",
     ),
+    "Gemini `generationConfig.thinkingConfig` (`thinkingLevel`, `thinkingBudget`, `includeThoughts`)": Rule(
+        TRANSLATED,
+        "as sent (`thinkingLevel: LOW` stays a level, `thinkingBudget: -1` and `includeThoughts: false` "
+        "are kept)",
+        "`thinkingLevel` an effort, `thinkingBudget` a budget (0 off, -1 dynamic: thinking on); without "
+        "`includeThoughts: true` the answer shows no thought text",
+    ),
+    "Gemini `generationConfig.responseJsonSchema`, `responseSchema`": Rule(
+        TRANSLATED,
+        "as sent, each in its own slot (`responseJsonSchema` with its JSON Schema constructs; "
+        "`responseSchema` with its `propertyOrdering`)",
+        "a JSON Schema response format (`propertyOrdering` the order of `properties`)",
+    ),
+    "Gemini `functionResponse.response`": Rule(
+        TRANSLATED,
+        "the object as sent",
+        'a tool result: the text of `{"output": text}` / `{"error": text}` (an error result), any '
+        "other object its JSON",
+    ),
+    "Gemini `thought: true` parts in `model` turns": Rule(
+        CARRIED,
+        "as sent (with their `thoughtSignature`, or without one)",
+        "thinking made by Gemini: the foreign-thinking policy (`guards.foreign_thinking`)",
+    ),
+    "Gemini `toolConfig.functionCallingConfig.mode: VALIDATED`": Rule(
+        TRANSLATED,
+        "as sent (nothing named dropped)",
+        "tool choice `auto` with every declared tool `strict` (Anthropic models without structured "
+        "outputs: `tools[i].strict` " + _DROPPED + ")",
+    ),
 }
 """Fields inside messages and parts (and one answer value), across the dialects; which
 targets get the schema's nested fields: :mod:`gateway.layers.target_fields`."""

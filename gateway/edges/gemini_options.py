@@ -115,7 +115,10 @@ def json_schema_from_gemini(schema: Any) -> Any:
 
 
 class Native:
-    """The fields carried only to a Gemini upstream, collected while parsing."""
+    """The fields carried only to a Gemini upstream, collected while parsing: ``paths`` are
+    fields with no place in the schema (refused toward another wire API); a key set by
+    :meth:`verbatim` is the client's own form of a field the schema also carries (another
+    wire API gets the schema's translation)."""
 
     def __init__(self) -> None:
         self.fields: dict[str, Any] = {}
@@ -131,9 +134,15 @@ class Native:
         self.fields.setdefault(key, {})[sub] = value
         self.paths.append(path)
 
+    def verbatim(self, key: str, sub: str, value: Any) -> None:
+        """Carry ``key.sub`` (``generationConfig.thinkingConfig``) as the client sent it to a
+        Gemini upstream, which gets it instead of the schema's translation; no path is
+        recorded: another wire API gets the translation, so nothing is refused there."""
+        self.fields.setdefault(key, {})[sub] = value
+
     def dump(self) -> JSONObj | None:
         """The :class:`gateway.schema.NativeFields` dict, or None when nothing is carried."""
-        return {"api": API, "fields": self.fields, "paths": self.paths} if self.paths else None
+        return {"api": API, "fields": self.fields, "paths": self.paths} if self.fields else None
 
 
 def _declaration(raw: Any, path: str) -> JSONObj:
@@ -220,7 +229,8 @@ def tools(data: JSONObj, native: Native, limits: InputLimits = DEFAULT_LIMITS) -
 
 def tool_choice(data: JSONObj, native: Native, declared: set[str]) -> tuple[JSONObj | None, bool]:
     """The tool choice of ``toolConfig`` (None when it sets none), and whether its mode is
-    ``VALIDATED`` (the tools are then made strict)."""
+    ``VALIDATED`` (the tools are then made strict for other wire APIs; a Gemini upstream gets
+    ``functionCallingConfig.mode: VALIDATED`` as sent, :meth:`Native.verbatim`)."""
     cfg = opt(data, "toolConfig", dict, "")
     if cfg is None:
         return None, False
@@ -257,6 +267,8 @@ def tool_choice(data: JSONObj, native: Native, declared: set[str]) -> tuple[JSON
         else:
             choice = {"mode": _MODES[mode]}
         validated = mode == "VALIDATED"
+        if validated:
+            native.verbatim("toolConfig", "functionCallingConfig", {"mode": "VALIDATED"})
     return choice, validated
 
 
@@ -352,8 +364,16 @@ def generation(data: JSONObj, out: JSONObj, native: Native) -> None:
         raise unsupported(join(path, "responseMimeType"), f"responseMimeType {mime!r}")
     if schema is not None:
         out["response_format"] = {"type": "json_schema", "schema": schema}
+        # A Gemini upstream gets the client's schema in the client's own slot, untouched
+        # (``responseJsonSchema``'s JSON Schema constructs, ``responseSchema.propertyOrdering``).
+        key = "responseSchema" if gschema is not None else "responseJsonSchema"
+        native.verbatim("generationConfig", key, gschema if gschema is not None else schema)
     elif mime == "application/json":
         out["response_format"] = {"type": "json_object"}
     thinking = opt(gen, "thinkingConfig", dict, path)
     if thinking is not None:
-        out["thinking"] = _thinking(camel(thinking))
+        thinking = camel(thinking)
+        out["thinking"] = _thinking(thinking)
+        # A Gemini upstream gets the client's thinkingConfig as sent (``thinkingLevel``,
+        # ``includeThoughts: false``, ``thinkingBudget: -1``), not the gateway's rebuild of it.
+        native.verbatim("generationConfig", "thinkingConfig", thinking)

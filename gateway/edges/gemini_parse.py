@@ -33,13 +33,23 @@ the google-genai SDKs and Gemini CLI send); any other key is refused naming it.
   ``videoMetadata`` parts, ``functionDeclarations[].response`` schemas and ``behavior``,
   ``allowedFunctionNames`` naming some but not all of several functions under mode ``ANY``.
 
-``thinkingConfig``: ``thinkingBudget`` 0 turns thinking off, -1 is dynamic, N a budget;
-``thinkingLevel`` is an effort; ``includeThoughts`` asks for thinking and for its thought
-summaries in the answer: without ``includeThoughts: true`` (Gemini's default is false) the
-answer carries no thought text, only the thought signatures the client must send back
-(:class:`GeminiRequest`; https://ai.google.dev/gemini-api/docs/thinking#summaries).
-``toolConfig`` mode ``VALIDATED`` is ``auto`` with strict tool schemas (constrained calls are
-what strict means on the other APIs).
+**Same wire, as sent.** A Gemini upstream gets the client's own form of the fields the schema
+translates (:meth:`gateway.edges.gemini_options.Native.verbatim`; nothing is refused toward
+another wire API, which gets the translation below): ``thinkingConfig``, ``responseSchema``
+(with its ``propertyOrdering``) or ``responseJsonSchema`` (JSON Schema, in that slot),
+``functionCallingConfig.mode: VALIDATED``, a ``functionResponse.response`` object other than
+``{"output": text}`` / ``{"error": text}`` (:data:`gateway.providers.gemini_common.FUNCTION_RESPONSES`),
+and ``thought`` parts without a signature in model turns (provenance :data:`NATIVE`: kept for
+a Gemini upstream, the foreign-thinking policy elsewhere).
+
+``thinkingConfig`` toward the other APIs: ``thinkingBudget`` 0 turns thinking off, -1 is
+dynamic, N a budget; ``thinkingLevel`` is an effort; ``includeThoughts`` asks for thinking and
+for its thought summaries in the answer: without ``includeThoughts: true`` (Gemini's default is
+false) the answer carries no thought text, only the thought signatures the client must send
+back (:class:`GeminiRequest`; https://ai.google.dev/gemini-api/docs/thinking#summaries).
+``toolConfig`` mode ``VALIDATED`` is ``auto`` with strict tool schemas toward the other APIs
+(constrained calls are what strict means there). A ``functionResponse.response`` object is its
+JSON text there.
 
 **Pairing of ``functionResponse`` with ``functionCall``.** A ``functionResponse`` answers
 
@@ -105,7 +115,7 @@ from gateway.edges.gemini_options import (
 )
 from gateway.edges.signatures import unwrap_b64_signature
 from gateway.errors import InvalidRequest
-from gateway.providers.gemini_common import API, model_path
+from gateway.providers.gemini_common import API, FUNCTION_RESPONSES, model_path
 from gateway.schema import Provenance, Request
 
 NATIVE = Provenance(api=API, provider="google", model="")
@@ -170,13 +180,14 @@ class _State(BadIds):
     the calls of the latest model turn (``(name, internal id, given id)`` in order), and the
     tool-call ids no upstream accepts (:mod:`gateway.edges.call_ids`)."""
 
-    __slots__ = ("given", "last_calls", "last_index")
+    __slots__ = ("given", "last_calls", "last_index", "responses")
 
     def __init__(self, given: set[str]) -> None:
         super().__init__()
         self.given = given
         self.last_calls: list[tuple[str, str]] = []
         self.last_index = -2
+        self.responses: dict[str, JSONObj] = {}  # src -> functionResponse.response (FUNCTION_RESPONSES)
 
 
 def _given_ids(contents: list[Any]) -> set[str]:
@@ -338,8 +349,8 @@ def _model_part(part: JSONObj, i: int, j: int, path: str, st: _State, out: list[
                 last["signature"], last["provenance"] = signed[0], signed[1]
         elif signed:
             out.append({"type": "thinking", "text": text, "signature": signed[0], "provenance": signed[1]})
-        elif text:
-            out.append({"type": "thinking", "text": text})
+        elif text:  # unsigned thought text: a Gemini upstream gets it back, others per policy
+            out.append({"type": "thinking", "text": text, "provenance": NATIVE})
         return
     if text:
         out.append({"type": "text", "text": text})
@@ -422,7 +433,10 @@ def _results(responses: list[tuple[str, JSONObj]], i: int, st: _State) -> list[J
             st.check_id(cid, join(path, "id"))
         if fr.get("willContinue"):
             raise unsupported(join(path, "willContinue"), "a functionResponse that continues (willContinue)")
-        text, is_error = _response_content(as_obj(req(fr, "response", dict, path), join(path, "response")))
+        response = as_obj(req(fr, "response", dict, path), join(path, "response"))
+        text, is_error = _response_content(response)
+        if response != {"error" if is_error else "output": text}:
+            st.responses[path] = response  # a Gemini upstream gets this object, not the text
         content: list[JSONObj] = [{"type": "text", "text": text}] if text else []
         for n, raw_part in enumerate(opt(fr, "parts", list, path) or ()):
             rpath = join(join(path, "parts"), n)
@@ -536,6 +550,8 @@ def parse_request(
         for tool in out.get("tools", ()):
             tool["strict"] = True
     generation(data, out, native)
+    if st.responses:
+        native.fields[FUNCTION_RESPONSES] = st.responses
     for key in ("safetySettings", "labels"):
         value = data.get(key)
         if value is not None:

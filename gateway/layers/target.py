@@ -208,10 +208,23 @@ def note_parallel_limit(turn: Turn, dep: Deployment) -> None:
     log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=[field])
 
 
+def validated_mode(request: Request, dep: Deployment) -> bool:
+    """Whether ``dep`` is a Gemini upstream getting a Gemini client's
+    ``toolConfig.functionCallingConfig.mode: VALIDATED`` as sent (the edge made its tools
+    strict for the other wire APIs: :func:`gateway.edges.gemini_options.tool_choice`)."""
+    native = request.native
+    if native is None or native.api != dep.api or dep.api != "gemini":
+        return False
+    fcc = (native.fields.get("toolConfig") or {}).get("functionCallingConfig") or {}
+    return type(fcc) is dict and fcc.get("mode") == "VALIDATED"
+
+
 def note_strict_tools(turn: Turn, request: Request, dep: Deployment) -> None:
     """Note on ``turn`` (and log) each tool whose ``strict: true`` does not reach ``dep``: a
     Gemini deployment, or an Anthropic one whose model has no structured outputs (or cannot
     state the tool's schema). Named by the client's own field (:data:`STRICT_FIELD`)."""
+    if validated_mode(request, dep):
+        return  # a Gemini client's mode VALIDATED (what its strict tools stand for) reaches Gemini
     form = STRICT_FIELD.get(turn.dialect, "tools[{i}].strict")
     fields = []
     for i, tool in enumerate(request.tools):

@@ -27,13 +27,17 @@ Decisions (each documented where it is made):
   preceding model turn, whatever order the client sent them in; images in results follow the
   ``functionResponse`` parts as ``inlineData``/``fileData`` parts of the same turn.
 * ``functionResponse.response`` is ``{"output": text}`` or, for an error result,
-  ``{"error": text}`` (the keys Google's ``FunctionResponse.response`` documents).
+  ``{"error": text}`` (the keys Google's ``FunctionResponse.response`` documents); a Gemini
+  client's own ``response`` object, when it was another (``{"temp": 21}``), is sent as it was
+  (:data:`gateway.providers.gemini_common.FUNCTION_RESPONSES`).
 * ``cache_control`` markers are not sent: Gemini caches implicitly or via ``cachedContents``.
 * ``ToolChoice.parallel`` has no Gemini equivalent and is not sent; ``request.user`` and
   ``metadata`` have no slot either.
 * ``request.native`` of the ``gemini`` API (a Gemini client's ``safetySettings``, built-in
-  tools, ``generationConfig`` keys without a schema field, ...) is laid over the body as the
-  client sent it: :func:`merge_native`.
+  tools, ``generationConfig`` keys without a schema field, and its own form of fields the
+  schema also carries: ``thinkingConfig``, ``responseSchema`` / ``responseJsonSchema``,
+  ``functionCallingConfig.mode: VALIDATED``) is laid over the body as the client sent it:
+  :func:`merge_native`.
 """
 
 from __future__ import annotations
@@ -46,7 +50,12 @@ from typing import Any
 from gateway.config import Deployment
 from gateway.errors import CapabilityError, InvalidRequest
 from gateway.providers import media_wire, wire_common
-from gateway.providers.gemini_common import SKIP_SIGNATURE_SENTINEL, is_gemini3, is_gemini_signed
+from gateway.providers.gemini_common import (
+    FUNCTION_RESPONSES,
+    SKIP_SIGNATURE_SENTINEL,
+    is_gemini3,
+    is_gemini_signed,
+)
 from gateway.providers.gemini_schema import function_declaration, to_gemini_schema
 from gateway.providers.naming import NameMap
 from gateway.schema import (
@@ -165,7 +174,10 @@ def _result_parts(
     call_order: list[str],
     call_names: dict[str, str],
     names: NameMap,
+    own: dict[str, Any],
 ) -> list[dict[str, Any]]:
+    """The parts of one user turn answering the calls ``call_order``; ``own`` maps a result's
+    ``src`` to the ``response`` object a Gemini client sent for it (sent instead of the text)."""
     position = {cid: i for i, cid in enumerate(call_order)}
     ordered = sorted(
         enumerate(results), key=lambda item: (position.get(item[1].tool_call_id, len(position)), item[0])
@@ -181,7 +193,10 @@ def _result_parts(
             )
         text = "".join(p.text for p in res.content if isinstance(p, TextPart))
         media.extend(image_part(p, res.src) for p in res.content if isinstance(p, ImagePart))
-        body = {"error": text} if res.is_error else {"output": text}
+        if res.src is not None and res.src in own:
+            body = own[res.src]
+        else:
+            body = {"error": text} if res.is_error else {"output": text}
         responses.append(
             {
                 "functionResponse": {
@@ -203,10 +218,14 @@ def _contents(
     call_order: list[str] = []
     pending: list[ToolResultMessage] = []
     gemini3 = is_gemini3(deployment.model)
+    native = request.native
+    own: dict[str, Any] = {}
+    if native is not None and native.api == "gemini":
+        own = native.fields.get(FUNCTION_RESPONSES) or {}
 
     def flush() -> None:
         if pending:
-            contents.add("user", _result_parts(pending, call_order, call_names, names))
+            contents.add("user", _result_parts(pending, call_order, call_names, names, own))
             pending.clear()
 
     for msg in request.messages:
@@ -347,19 +366,42 @@ def build_body(request: Request, deployment: Deployment, names: NameMap) -> dict
         body["generationConfig"] = gen
     native = request.native
     if native is not None and native.api == "gemini":
-        merge_native(body, native.fields)
+        merge_native(body, _own_fields(request, native.fields))
     return body
 
 
+def _own_fields(request: Request, fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` (a Gemini client's own) less its ``thinkingConfig`` when the thinking guard
+    turned thinking off for this request (``ThinkingConfig.enabled`` False, repair
+    ``thinking_disabled``: :func:`gateway.guards.thinking.apply_thinking_policy`) and the client
+    had asked for it: the guard's choice stands over the client's form."""
+    gen: dict[str, Any] = fields.get("generationConfig") or {}
+    own = gen.get("thinkingConfig")
+    off = request.thinking is not None and not request.thinking.enabled
+    if type(own) is not dict or not off or own.get("thinkingBudget") == 0:
+        return fields
+    return {**fields, "generationConfig": {k: v for k, v in gen.items() if k != "thinkingConfig"}}
+
+
 _NESTED = ("generationConfig", "toolConfig")
+_ONE_OF = {"responseSchema": "responseJsonSchema", "responseJsonSchema": "responseSchema"}
+"""``generationConfig`` keys Gemini takes one of: the client's replaces the translated other."""
 
 
 def merge_native(body: dict[str, Any], fields: dict[str, Any]) -> None:
     """Lay a Gemini client's own fields (``NativeFields.fields``) over ``body``: ``tools``
-    entries are appended, ``generationConfig`` / ``toolConfig`` keys added to those objects,
-    any other top-level key (``safetySettings``, ``labels``) set."""
+    entries are appended, ``generationConfig`` / ``toolConfig`` keys added to those objects
+    (replacing the translated ones: the client's ``thinkingConfig``, its ``responseJsonSchema``
+    instead of the translated ``responseSchema``), any other top-level key (``safetySettings``,
+    ``labels``) set; :data:`FUNCTION_RESPONSES` is not a body field (read by
+    :func:`_result_parts`)."""
     for key, value in fields.items():
-        if key == "tools":
+        if key == FUNCTION_RESPONSES:
+            continue
+        if key == "generationConfig":
+            gen = body.get(key, {})
+            body[key] = {**{k: v for k, v in gen.items() if _ONE_OF.get(k) not in value}, **value}
+        elif key == "tools":
             body["tools"] = [*body.get("tools", ()), *value]
         elif key in _NESTED:
             body[key] = {**body.get(key, {}), **value}

@@ -160,6 +160,22 @@ def request_violations(body: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def one_of_violation(body: dict[str, Any]) -> str | None:
+    """The message of Gemini's 400 for ``generationConfig`` fields it takes one of, or None:
+    ``responseSchema`` with ``responseJsonSchema`` (the API reference of ``responseJsonSchema``:
+    "If this is set, responseSchema must be omitted"), ``thinkingConfig.thinkingBudget`` with
+    ``thinkingLevel`` (the thinking guide: not both in one request). Wording ours."""
+    gen = body.get("generationConfig")
+    if not isinstance(gen, dict):
+        return None
+    if "responseSchema" in gen and "responseJsonSchema" in gen:
+        return "generation_config: response_schema and response_json_schema cannot both be set"
+    thinking = gen.get("thinkingConfig")
+    if isinstance(thinking, dict) and "thinkingBudget" in thinking and "thinkingLevel" in thinking:
+        return "generation_config.thinking_config: thinking_budget and thinking_level cannot both be set"
+    return None
+
+
 def error_body(violations: list[tuple[str, str]]) -> dict[str, Any]:
     """Gemini's HTTP 400 body for ``violations`` (see the module docstring)."""
     return {

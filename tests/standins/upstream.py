@@ -49,7 +49,7 @@ from aiohttp import web
 from .anthropic_thinking_rule import Signatures
 from .anthropic_thinking_rule import violation as thinking_violation
 from .gemini_schema_rule import error_body as schema_error_body
-from .gemini_schema_rule import request_violations
+from .gemini_schema_rule import one_of_violation, request_violations
 from .gemini_signature_rule import violation as gemini_signature_violation
 from .media_rule import media_violation
 from .recordings import Exchange, split_sse
@@ -480,6 +480,9 @@ class UpstreamStandin:
             violations = request_violations(body)
             if violations:  # Gemini refuses unknown Schema members at any depth (gemini_schema_rule)
                 return web.json_response(schema_error_body(violations), status=400)
+            one_of = one_of_violation(body)
+            if one_of is not None:  # fields Gemini takes one of (gemini_schema_rule)
+                return self._fail(rec.api, 400, one_of)
             unsigned = gemini_signature_violation(rec.model, body)
             if unsigned is not None:  # Gemini 3's thought signatures (gemini_signature_rule)
                 return self._fail(rec.api, 400, unsigned)

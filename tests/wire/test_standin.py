@@ -120,3 +120,24 @@ def test_enforces_gemini_3_thought_signatures_on_the_current_turn(upstream: Upst
     sentinel = {**call, "thoughtSignature": "skip_thought_signature_validator"}
     assert post("gemini-3-pro-preview", sentinel).status_code == 418, "accepted (then unscripted)"
     assert post("gemini-2.5-flash", call).status_code == 418, "older models are not checked"
+
+
+def test_refuses_gemini_generation_config_fields_it_takes_one_of(upstream: UpstreamStandin) -> None:
+    def post(gen: dict[str, object]) -> httpx.Response:
+        body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "generationConfig": gen}
+        return httpx.post(
+            f"{upstream.url}/v1beta/models/gemini-2.5-flash:generateContent",
+            json=body,
+            headers={"x-goog-api-key": "k"},
+        )
+
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    both = post(
+        {"responseMimeType": "application/json", "responseSchema": schema, "responseJsonSchema": schema}
+    )
+    assert both.status_code == 400 and "response_json_schema" in both.json()["error"]["message"]
+    thinking = post({"thinkingConfig": {"thinkingBudget": 512, "thinkingLevel": "LOW"}})
+    assert thinking.status_code == 400 and "thinking_level" in thinking.json()["error"]["message"]
+    json_schema = {**schema, "additionalProperties": False, "$defs": {}}
+    one = post({"responseMimeType": "application/json", "responseJsonSchema": json_schema})
+    assert one.status_code == 418, "responseJsonSchema takes JSON Schema (accepted, then unscripted)"

@@ -4,7 +4,8 @@ Used by ``turnstile replay`` to check what :func:`gateway.providers.gemini_reque
 sent means (the OpenAI and Anthropic bodies are read back by the client edges, which parse
 the same formats). The inverse of the decisions documented in
 :mod:`gateway.providers.gemini_request`: ``systemInstruction`` -> one system message;
-``functionResponse`` -> a tool result (``response.error`` -> ``is_error``); a
+``functionResponse`` -> a tool result (``response.error`` -> ``is_error``; a Gemini client's
+own ``response`` object -> its JSON text, as the Gemini edge reads it); a
 ``thoughtSignature`` on a text part -> an empty signed thinking part after the text;
 ``inlineData``/``fileData`` -> images (in a turn with function responses they belong to the
 results before them and are attached to the last result, as the builder moved them).
@@ -46,6 +47,17 @@ def _image(p: dict[str, Any]) -> ImagePart:
     return ImagePart(url=f.get("fileUri"), media_type=f.get("mimeType"))
 
 
+def _response_text(resp: dict[str, Any]) -> tuple[str, bool]:
+    """``functionResponse.response`` -> ``(text, is_error)``: ``{"output": s}`` / ``{"error": s}``
+    -> ``s`` (a non-string value its JSON), any other object its JSON (the Gemini edge's
+    reading, ``gateway.edges.gemini_parse._response_content``)."""
+    if len(resp) == 1:
+        key, value = next(iter(resp.items()))
+        if key in ("output", "error"):
+            return (value if type(value) is str else orjson.dumps(value).decode()), key == "error"
+    return orjson.dumps(resp).decode(), False
+
+
 def _user(parts: list[dict[str, Any]], names: NameMap) -> list[Message]:
     out: list[Message] = []
     content: list[UserPart] = []
@@ -53,9 +65,7 @@ def _user(parts: list[dict[str, Any]], names: NameMap) -> list[Message]:
     for p in parts:
         if "functionResponse" in p:
             fr = p["functionResponse"]
-            resp = fr.get("response") or {}
-            is_error = "error" in resp and "output" not in resp
-            text = resp.get("error") if is_error else resp.get("output")
+            text, is_error = _response_text(fr.get("response") or {})
             results.append(
                 ToolResultMessage(
                     tool_call_id=str(fr.get("id") or ""),
@@ -133,7 +143,12 @@ def read_request(body: bytes, names: NameMap, dep: Deployment) -> Request:
     choice = None
     fcc = (obj.get("toolConfig") or {}).get("functionCallingConfig")
     if fcc:
-        mode = {"AUTO": "auto", "NONE": "none", "ANY": "required"}[fcc.get("mode", "AUTO")]
+        # VALIDATED: a Gemini client's own mode, sent as is (auto with strict tools)
+        mode = {"AUTO": "auto", "NONE": "none", "ANY": "required", "VALIDATED": "auto"}[
+            fcc.get("mode", "AUTO")
+        ]
+        if fcc.get("mode") == "VALIDATED":
+            tools = [t.model_copy(update={"strict": True}) for t in tools]
         allowed = fcc.get("allowedFunctionNames") or []
         choice = ToolChoice(
             mode="tool" if allowed else mode,  # type: ignore[arg-type]
@@ -142,17 +157,23 @@ def read_request(body: bytes, names: NameMap, dep: Deployment) -> Request:
     gen = obj.get("generationConfig") or {}
     fmt = None
     if gen.get("responseMimeType") == "application/json":
+        schema = gen.get("responseJsonSchema") or gen.get("responseSchema")
         fmt = ResponseFormat(
-            type="json_schema" if gen.get("responseSchema") else "json_object",
-            schema=gen.get("responseSchema"),
+            type="json_schema" if schema else "json_object",
+            schema=schema,
         )
     thinking = None
     tc = gen.get("thinkingConfig")
-    if tc is not None:
-        if tc.get("thinkingBudget") == 0:
+    if tc is not None:  # as the Gemini edge reads it (a client's own thinkingConfig is sent as is)
+        budget, level = tc.get("thinkingBudget"), tc.get("thinkingLevel")
+        if budget == 0:
             thinking = ThinkingConfig(enabled=False)
-        else:
-            thinking = ThinkingConfig(budget_tokens=tc.get("thinkingBudget"), effort=tc.get("thinkingLevel"))
+        elif level:
+            thinking = ThinkingConfig(effort=str(level).lower())  # type: ignore[arg-type]
+        elif budget is not None and budget > 0:
+            thinking = ThinkingConfig(budget_tokens=budget)
+        elif budget == -1 or tc.get("includeThoughts"):
+            thinking = ThinkingConfig()
     return Request(
         model=dep.model,
         messages=messages,

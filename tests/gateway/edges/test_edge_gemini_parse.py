@@ -310,12 +310,56 @@ def test_generation_config_translated() -> None:
     assert req.response_format is not None and req.response_format.type == "json_schema"
     assert req.response_format.schema_ == {"type": "object", "properties": {"a": {"type": "string"}}}
     assert req.thinking is not None and req.thinking.budget_tokens == 2048
-    assert req.native is None
+    assert req.native is not None and req.native.paths == []  # nothing refused toward another API
+    assert req.native.fields == {  # a Gemini upstream gets the client's own forms
+        "generationConfig": {
+            "responseSchema": {"type": "OBJECT", "properties": {"a": {"type": "STRING"}}},
+            "thinkingConfig": {"thinkingBudget": 2048, "includeThoughts": True},
+        }
+    }
 
 
 def test_thinking_level_becomes_an_effort() -> None:
     req = parse({"contents": [USER], "generationConfig": {"thinkingConfig": {"thinkingLevel": "LOW"}}})
     assert req.thinking is not None and req.thinking.effort == "low"
+    assert req.native.fields == {"generationConfig": {"thinkingConfig": {"thinkingLevel": "LOW"}}}
+    assert req.native.paths == []
+
+
+def test_response_json_schema_is_kept_for_a_gemini_upstream_in_its_own_slot() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False}
+    gen = {"responseMimeType": "application/json", "responseJsonSchema": schema}
+    req = parse({"contents": [USER], "generationConfig": gen})
+    assert req.response_format.schema_ == schema
+    assert req.native.fields == {"generationConfig": {"responseJsonSchema": schema}}
+    assert req.native.paths == []
+
+
+def test_validated_mode_is_kept_for_a_gemini_upstream_and_strict_for_others() -> None:
+    tool = {"functionDeclarations": [{"name": "f", "parametersJsonSchema": {"type": "object"}}]}
+    req = parse(
+        {"contents": [USER], "tools": [tool], "toolConfig": {"functionCallingConfig": {"mode": "VALIDATED"}}}
+    )
+    assert req.tool_choice.mode == "auto" and [t.strict for t in req.tools] == [True]
+    assert req.native.fields == {"toolConfig": {"functionCallingConfig": {"mode": "VALIDATED"}}}
+    assert req.native.paths == []
+
+
+def test_a_function_response_object_is_kept_by_its_location_unless_it_is_the_text_form() -> None:
+    model = {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "f", "args": {}}}]}
+
+    def answered(response: dict[str, Any]) -> Any:
+        result = {
+            "role": "user",
+            "parts": [{"functionResponse": {"id": "c1", "name": "f", "response": response}}],
+        }
+        return parse({"contents": [USER, model, result]})
+
+    req = answered({"temp": 21})
+    assert req.messages[2].content == [TextPart(text='{"temp":21}')]
+    assert req.native.fields == {"functionResponses": {"contents[2].parts[0].functionResponse": {"temp": 21}}}
+    assert answered({"output": "21 C"}).native is None
+    assert answered({"error": "no city"}).native is None
 
 
 def test_gemini_only_fields_are_carried_natively_with_their_paths() -> None:
@@ -438,6 +482,6 @@ def test_streamed_thought_parts_are_one_thinking_part_ended_by_its_signature() -
     req = parse({"contents": [USER, model, USER]})
     assert req.messages[1].content == [
         ThinkingPart(text="ab", signature="S1", provenance=gemini.NATIVE),
-        ThinkingPart(text="c"),
+        ThinkingPart(text="c", provenance=gemini.NATIVE),  # unsigned: back to a Gemini upstream
         TextPart(text="answer"),
     ]

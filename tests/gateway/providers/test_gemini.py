@@ -616,6 +616,52 @@ def test_native_gemini_fields_are_laid_over_the_body() -> None:
     assert body["generationConfig"]["temperature"] == 0.3
 
 
+def test_a_clients_response_json_schema_replaces_the_translated_response_schema() -> None:
+    from gateway.schema import NativeFields
+
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False}
+    req = user_request(response_format=ResponseFormat(type="json_schema", schema=schema)).model_copy(
+        update={
+            "native": NativeFields(api="gemini", fields={"generationConfig": {"responseJsonSchema": schema}})
+        }
+    )
+    gen = body_of(req)["generationConfig"]
+    assert gen["responseJsonSchema"] == schema
+    assert "responseSchema" not in gen
+    assert gen["responseMimeType"] == "application/json"
+
+
+def test_a_clients_thinking_config_is_sent_unless_the_guard_turned_thinking_off() -> None:
+    from gateway.schema import NativeFields
+
+    own = {"thinkingLevel": "LOW", "includeThoughts": False}
+    native = NativeFields(api="gemini", fields={"generationConfig": {"thinkingConfig": own}})
+    asked = user_request().model_copy(update={"thinking": ThinkingConfig(effort="low"), "native": native})
+    assert body_of(asked)["generationConfig"]["thinkingConfig"] == own
+    off = asked.model_copy(update={"thinking": ThinkingConfig(enabled=False, effort="low")})
+    assert body_of(off)["generationConfig"]["thinkingConfig"] != own
+
+
+def test_a_clients_function_response_object_is_sent_for_its_result() -> None:
+    from gateway.providers.gemini_common import FUNCTION_RESPONSES
+    from gateway.schema import NativeFields
+
+    src = "contents[2].parts[0].functionResponse"
+    req = Request(
+        model="m",
+        messages=[
+            UserMessage(content=[TextPart(text="weather?")]),
+            AssistantMessage(content=[ToolCallPart(id="c1", name="weather", arguments={})]),
+            ToolResultMessage(tool_call_id="c1", content=[TextPart(text='{"temp":21}')], src=src),
+        ],
+        native=NativeFields(api="gemini", fields={FUNCTION_RESPONSES: {src: {"temp": 21}}}),
+    )
+    body = body_of(req)
+    parts = [p["functionResponse"] for c in body["contents"] for p in c["parts"] if "functionResponse" in p]
+    assert [p["response"] for p in parts] == [{"temp": 21}]
+    assert FUNCTION_RESPONSES not in body
+
+
 def test_a_format_description_becomes_the_response_schema_description() -> None:
     fmt = ResponseFormat(
         type="json_schema", description="A city.", schema={"type": "object", "properties": {}}
