@@ -78,6 +78,20 @@ from gateway.edges._common import (
     validate_request,
     wrong_type,
 )
+from gateway.edges.anthropic_messages_blocks import (
+    METADATA_KEYS,
+    REDACTED_KEYS,
+    THINKING_KEYS,
+    TOOL_RESULT_KEYS,
+    TOOL_USE_KEYS,
+    check_thinking,
+    check_tool_choice,
+    document_part,
+    image_part,
+    only_keys,
+    text_part,
+    toolset_name,
+)
 from gateway.edges.anthropic_messages_thread import parse_thread, threaded
 from gateway.edges.call_ids import BadIds, plain_call_id, refusal
 from gateway.edges.fidelity import ANTHROPIC_MESSAGES, native_fields
@@ -97,8 +111,6 @@ _UNSUPPORTED_BLOCKS = frozenset(
     }
 )
 _SERVER_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use", "mcp_tool_result"})
-_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "caller", "cache_control"})
-"""The keys of a ``tool_use`` block the gateway reads; any other is refused by name."""
 """Assistant blocks of the server's own tool calls and results (with every ``*_tool_result``
 type): carried verbatim (:class:`gateway.schema.NativePart`) to an Anthropic upstream."""
 _SERVER_TOOL_TYPE = re.compile(r"[a-z][a-z0-9_]*_\d{8}")
@@ -145,77 +157,6 @@ def _unknown_block(kind: str, path: str, allowed: str) -> InvalidRequest:
     )
 
 
-def _text(block: JSONObj, path: str, serving: list[str] | None = None) -> JSONObj | None:
-    """A ``text`` block -> a text part dict; None when empty (dropped, handed case C07). Its
-    ``citations`` are kept verbatim, their path added to ``serving`` (dropped and named toward
-    another wire API)."""
-    text = req(block, "text", str, path)
-    if not text:
-        return None
-    cache = block.get("cache_control")
-    citations = block.get("citations")
-    if cache is None and citations is None:
-        return {"type": "text", "text": text}
-    if cache is not None and type(cache) is not dict:
-        raise wrong_type(join(path, "cache_control"), "an object", cache)
-    part: JSONObj = {"type": "text", "text": text, "cache_control": cache}
-    if citations is not None:
-        part["citations"] = check(citations, list, join(path, "citations"))
-        if serving is not None:
-            serving.append(join(path, "citations"))
-    return part
-
-
-def _image(block: JSONObj, path: str) -> JSONObj:
-    """An ``image`` block (base64 or URL source) -> an image part dict."""
-    spath = join(path, "source")
-    source = as_obj(req(block, "source", dict, path), spath)
-    stype = req(source, "type", str, spath)
-    cache = opt(block, "cache_control", dict, path)
-    if stype == "base64":
-        return {
-            "type": "image",
-            "data": req(source, "data", str, spath),
-            "media_type": req(source, "media_type", str, spath),
-            "cache_control": cache,
-        }
-    if stype == "url":
-        return {"type": "image", "url": req(source, "url", str, spath), "cache_control": cache}
-    raise unsupported(join(spath, "type"), f"image source type {stype!r}")
-
-
-def _document(block: JSONObj, path: str) -> JSONObj:
-    """A ``document`` block (base64 / URL / text / file source; ``title``, ``context``,
-    ``citations``, ``cache_control``) -> a document part dict (``src`` = ``path``).
-    Source: https://docs.anthropic.com/en/docs/build-with-claude/pdf-support"""
-    spath = join(path, "source")
-    source = as_obj(req(block, "source", dict, path), spath)
-    stype = req(source, "type", str, spath)
-    out: JSONObj = {
-        "type": "document",
-        "filename": opt(block, "title", str, path),
-        "context": opt(block, "context", str, path),
-        "citations": opt(block, "citations", dict, path),
-        "cache_control": opt(block, "cache_control", dict, path),
-        "src": path,
-    }
-    if stype == "base64":
-        out["data"] = req(source, "data", str, spath)
-        out["media_type"] = req(source, "media_type", str, spath)
-    elif stype == "url":
-        out["url"] = req(source, "url", str, spath)
-        out["media_type"] = "application/pdf"
-    elif stype == "text":
-        out["text"] = req(source, "data", str, spath)
-        out["media_type"] = opt(source, "media_type", str, spath) or "text/plain"
-    elif stype == "file":
-        out["file_id"] = req(source, "file_id", str, spath)
-        out["file_api"] = "anthropic"
-    else:
-        raise unsupported(join(spath, "type"), f"document source type {stype!r}")
-    return out
-
-
 def _unwrap(value: str, path: str) -> tuple[str, Provenance]:
     try:
         sig, prov = unwrap_signature(value)
@@ -237,7 +178,7 @@ def _text_content(content: Any, path: str) -> list[JSONObj]:
         kind = req(block, "type", str, bpath)
         if kind != "text":
             raise _unknown_block(kind, bpath, "text")
-        part = _text(block, bpath)
+        part = text_part(block, bpath)
         if part is not None:
             out.append(part)
     return out
@@ -285,12 +226,7 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
     elif type(content) is list:
         cpath = path + ".content"
         for k, raw in enumerate(content):
-            if (
-                type(raw) is dict
-                and raw.get("type") == "text"
-                and "cache_control" not in raw
-                and "citations" not in raw
-            ):
+            if type(raw) is dict and raw.get("type") == "text" and len(raw) == 2:
                 text = raw.get("text")
                 if type(text) is str:  # the common case, checked inline
                     if text:
@@ -318,8 +254,11 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
     cache = block.get("cache_control")
     if cache is not None and type(cache) is not dict:
         check(cache, dict, join(path, "cache_control"))  # raises
+    if not block.keys() <= TOOL_RESULT_KEYS:
+        only_keys(block, TOOL_RESULT_KEYS, path, "tool_result")
     return {
         "role": "tool",
+        "toolset_name": toolset_name(block, path, st.serving) if "toolset_name" in block else None,
         "tool_call_id": call_id,
         "content": parts,
         "is_error": bool(is_error),
@@ -332,9 +271,9 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
 def _add_media(parts: list[JSONObj], kind: str, block: JSONObj, path: str, st: _State) -> None:
     """Append the ``text`` (dropped when empty) or ``image`` block at ``path`` to ``parts``."""
     if kind == "image":
-        parts.append(_image(block, path))
+        parts.append(image_part(block, path, st.serving))
         return
-    part = _text(block, path, st.serving)
+    part = text_part(block, path, st.serving)
     if part is not None:
         parts.append(part)
 
@@ -366,7 +305,7 @@ def _user(msg: JSONObj, path: str, st: _State, out: list[JSONObj]) -> None:
         elif kind == "text" or kind == "image":
             _add_media(parts, kind, raw, bpath, st)
         elif kind == "document":
-            parts.append(_document(raw, bpath))
+            parts.append(document_part(raw, bpath))
         else:
             kind = req(raw, "type", str, bpath)
             raise _unknown_block(kind, bpath, "text, image, document or tool_result")
@@ -378,8 +317,9 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
     """One block of an assistant ``content`` list -> a part dict (None for empty text)."""
     kind = req(block, "type", str, bpath)
     if kind == "text":
-        return _text(block, bpath, st.serving)
+        return text_part(block, bpath, st.serving)
     if kind == "thinking":
+        only_keys(block, THINKING_KEYS, bpath, "thinking block")
         text = req(block, "thinking", str, bpath)
         raw_sig = opt(block, "signature", str, bpath)
         if raw_sig:
@@ -387,6 +327,7 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
             return {"type": "thinking", "text": text, "signature": sig, "provenance": prov}
         return {"type": "thinking", "text": text}
     if kind == "redacted_thinking":
+        only_keys(block, REDACTED_KEYS, bpath, "redacted_thinking block")
         data, prov = _unwrap(req(block, "data", str, bpath), join(bpath, "data"))
         return {"type": "redacted_thinking", "data": data, "provenance": prov}
     if kind == "tool_use":
@@ -400,12 +341,7 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
         caller = opt(block, "caller", dict, bpath)
         if caller is not None:  # programmatic tool calling: carried to an Anthropic upstream only
             st.native.append(f"{join(bpath, 'caller')} (tool_use caller)")
-        unknown = sorted(set(block) - _TOOL_USE_KEYS)
-        if unknown:
-            field = join(bpath, unknown[0])
-            known = ", ".join(sorted(_TOOL_USE_KEYS))
-            message = f"{field}: unknown tool_use field {unknown[0]!r} (expected {known})"
-            raise InvalidRequest(message, param=field)
+        only_keys(block, TOOL_USE_KEYS, bpath, "tool_use")
         return {
             "type": "tool_call",
             "id": call_id,
@@ -416,6 +352,7 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
             "provenance": cprov,
             "caller": caller,
             "cache_control": opt(block, "cache_control", dict, bpath),
+            "toolset_name": toolset_name(block, bpath, st.serving),
             "src": bpath,
         }
     if kind in _SERVER_BLOCKS or kind.endswith("_tool_result"):
@@ -444,7 +381,7 @@ def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
             kind = raw.get("type")
             if kind == "text":
                 text = raw.get("text")
-                if type(text) is str and "cache_control" not in raw and "citations" not in raw:
+                if type(text) is str and len(raw) == 2:  # type, text: no mark, citations or unknown key
                     if text:
                         parts.append({"type": "text", "text": text})
                     continue
@@ -476,7 +413,7 @@ def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
             elif kind == "thinking":
                 text = raw.get("thinking")
                 sig = raw.get("signature")
-                if type(text) is str and type(sig) is str:
+                if type(text) is str and type(sig) is str and len(raw) == 3:
                     if not sig:
                         parts.append({"type": "thinking", "text": text})
                         continue
@@ -658,6 +595,7 @@ def _tool_choice(raw: JSONObj) -> JSONObj:
         raise InvalidRequest(
             f"{path}.type: expected auto, any, tool or none, got {ctype!r}", param=join(path, "type")
         )
+    check_tool_choice(raw, ctype)
     disable = opt(raw, "disable_parallel_tool_use", bool, path)
     return {
         "mode": _CHOICE_MODES[ctype],
@@ -666,11 +604,15 @@ def _tool_choice(raw: JSONObj) -> JSONObj:
     }
 
 
-def _thinking(data: JSONObj, out_cfg: JSONObj) -> JSONObj | None:
+def _thinking(data: JSONObj, out_cfg: JSONObj, serving: list[str]) -> JSONObj | None:
+    """The thinking config dict of ``thinking`` and ``output_config.effort``; the paths of
+    ``thinking`` keys only an Anthropic upstream gets go to ``serving``
+    (:func:`gateway.edges.anthropic_messages_blocks.check_thinking`)."""
     cfg: JSONObj | None = None
     raw = opt(data, "thinking", dict, "")
     if raw is not None:
         ttype = req(raw, "type", str, "thinking")
+        check_thinking(raw, ttype, serving)
         if ttype == "enabled":
             cfg = {"enabled": True, "budget_tokens": req(raw, "budget_tokens", int, "thinking")}
         elif ttype == "disabled":
@@ -833,11 +775,13 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     if out_cfg or "output_format" in data:
         out["response_format"] = _response_format(data, out_cfg)
     if out_cfg or "thinking" in data:
-        out["thinking"] = _thinking(data, out_cfg or {})
+        out["thinking"] = _thinking(data, out_cfg or {}, extras.serving)
     stream = get("stream")
     if stream is not None:
         out["stream"] = stream if type(stream) is bool else check(stream, bool, "stream")
     if metadata:
+        if not metadata.keys() <= METADATA_KEYS:
+            only_keys(metadata, METADATA_KEYS, "metadata", "metadata")
         out["user"] = opt(metadata, "user_id", str, "metadata")
         out["metadata"] = metadata
     if has_mcp:

@@ -1,0 +1,193 @@
+"""Keys on Anthropic content blocks and nested objects through the gateway (issue 14 findings
+1, 3, 14; ``gateway/edges/anthropic_messages_blocks.py``), driven by the official SDK and
+asserted on what reached the upstream stand-in: the keys the SDK's types define reach Claude
+as sent (image ``transformations``, ``toolset_name`` on ``tool_use`` and ``tool_result``,
+``thinking.display``) and toward another wire API are dropped and named in
+``x-turnstile-dropped``; any other key is refused by name with nothing sent upstream."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+from standins.tool_answers import text_answer
+from standins.upstream import UpstreamStandin, replay
+from standins.wirekit import transcript_row
+
+API_OF = {"an": "anthropic_messages", "oa": "openai_chat", "rs": "openai_responses", "ge": "gemini"}
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
+TOOL = {"name": "fetch", "description": "Fetch a file.", "input_schema": {"type": "object", "properties": {}}}
+OVERSIZED = {"oversized_image": "error"}
+CONVERSATION: list[dict[str, Any]] = [
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Sum the sales in this chart."},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": PNG},
+                "transformations": OVERSIZED,
+            },
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "fetch", "input": {}, "toolset_name": "files"}
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "[1, 2]", "toolset_name": "files"}
+        ],
+    },
+]
+SDK_KEYS = [
+    "messages[0].content[1].transformations",
+    "messages[1].content[0].toolset_name",
+    "messages[2].content[0].toolset_name",
+]
+
+
+def _answer(target: str) -> Any:
+    return replay(text_answer(API_OF[target], "ok", stream=False))
+
+
+def test_sdk_block_keys_reach_claude_as_sent_with_nothing_named(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    upstream.script(_answer("an"))
+    raw = ant.messages.with_raw_response.create(
+        model="an",
+        max_tokens=64,
+        tools=[TOOL],
+        messages=CONVERSATION,  # type: ignore[arg-type]
+    )
+    assert "x-turnstile-dropped" not in raw.headers or not set(SDK_KEYS) & set(
+        raw.headers["x-turnstile-dropped"].split(",")
+    )
+    (got,) = upstream.requests()
+    image = got.body["messages"][0]["content"][1]
+    assert image["transformations"] == OVERSIZED and image["source"]["data"] == PNG
+    assert got.body["messages"][1]["content"][0]["toolset_name"] == "files"
+    assert got.body["messages"][2]["content"][0]["toolset_name"] == "files"
+
+
+@pytest.mark.parametrize("target", ["oa", "rs", "ge"])
+def test_sdk_block_keys_toward_another_api_are_dropped_and_named(
+    target: str, upstream: UpstreamStandin, ant: anthropic.Anthropic, db_path: Path
+) -> None:
+    upstream.script(_answer(target))
+    raw = ant.messages.with_raw_response.create(
+        model=target,
+        max_tokens=64,
+        tools=[TOOL],
+        messages=CONVERSATION,  # type: ignore[arg-type]
+    )
+    assert set(SDK_KEYS) <= set(raw.headers["x-turnstile-dropped"].split(","))
+    (got,) = upstream.requests()
+    sent = json.dumps(got.body)
+    assert "oversized_image" not in sent and "toolset_name" not in sent and "files" not in sent
+    assert PNG in sent  # the image itself is carried
+    row = transcript_row(db_path, raw.headers["x-turnstile-request-id"])
+    fields = {n["field"] for n in json.loads(row["repairs"]) if n.get("kind") == "dropped"}
+    assert set(SDK_KEYS) <= fields
+
+
+def test_thinking_display_reaches_claude_and_is_dropped_and_named_elsewhere(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    thinking = {"type": "enabled", "budget_tokens": 1024, "display": "omitted"}
+    upstream.script(_answer("an"), _answer("oa"))
+    prompt = [{"role": "user", "content": "hello"}]
+    ant.messages.create(model="an", max_tokens=2048, thinking=thinking, messages=prompt)  # type: ignore[arg-type]
+    raw = ant.messages.with_raw_response.create(
+        model="oa",
+        max_tokens=2048,
+        thinking=thinking,
+        messages=prompt,  # type: ignore[arg-type]
+    )
+    claude, gpt = upstream.requests()
+    assert claude.body["thinking"] == thinking
+    assert "omitted" not in json.dumps(gpt.body)
+    assert "thinking.display" in raw.headers["x-turnstile-dropped"].split(",")
+
+
+def _with(path: list[Any], key: str, base: dict[str, Any]) -> dict[str, Any]:
+    """``base`` (deep-copied) with ``key: "odd"`` set on the object at ``path``."""
+    body = copy.deepcopy(base)
+    obj: Any = body
+    for step in path:
+        obj = obj[step]
+    obj[key] = "odd"
+    return body
+
+
+BASE: dict[str, Any] = {
+    "system": [{"type": "text", "text": "Be brief."}],
+    "messages": CONVERSATION,
+    "tool_choice": {"type": "auto"},
+    "metadata": {"user_id": "u-1"},
+    "thinking": {"type": "enabled", "budget_tokens": 1024},
+    "tools": [TOOL],
+}
+UNKNOWN = [
+    (["system", 0], "system[0].colour"),
+    (["messages", 0, "content", 0], "messages[0].content[0].colour"),
+    (["messages", 0, "content", 1], "messages[0].content[1].colour"),
+    (["messages", 0, "content", 1, "source"], "messages[0].content[1].source.colour"),
+    (["messages", 2, "content", 0], "messages[2].content[0].colour"),
+    (["tool_choice"], "tool_choice.colour"),
+    (["metadata"], "metadata.colour"),
+    (["thinking"], "thinking.colour"),
+]
+
+
+@pytest.mark.parametrize(("path", "named"), UNKNOWN, ids=[n for _, n in UNKNOWN])
+def test_an_unknown_key_on_a_block_or_nested_object_is_refused_by_name(
+    path: list[Any], named: str, upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    body = _with(path, "colour", BASE)
+    with pytest.raises(anthropic.BadRequestError) as exc:
+        ant.messages.create(model="an", max_tokens=2048, **body)
+    assert named in exc.value.message
+    assert upstream.requests() == []
+
+
+def test_an_unknown_key_on_a_thinking_block_or_a_tool_result_text_is_refused_by_name(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    turns = [
+        {"role": "user", "content": "Sum the sales."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "hm", "signature": "sig", "colour": "red"},
+                {"type": "tool_use", "id": "toolu_1", "name": "fetch", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": [{"type": "text", "text": "[1]", "colour": "red"}],
+                }
+            ],
+        },
+    ]
+    with pytest.raises(anthropic.BadRequestError) as exc:
+        ant.messages.create(model="an", max_tokens=64, tools=[TOOL], messages=turns)  # type: ignore[arg-type]
+    assert "messages[1].content[0].colour" in exc.value.message
+    turns[1]["content"][0].pop("colour")  # type: ignore[index,union-attr]
+    with pytest.raises(anthropic.BadRequestError) as exc:
+        ant.messages.create(model="an", max_tokens=64, tools=[TOOL], messages=turns)  # type: ignore[arg-type]
+    assert "messages[2].content[0].content[0].colour" in exc.value.message
+    assert upstream.requests() == []
