@@ -191,3 +191,27 @@ def test_an_unknown_key_on_a_thinking_block_or_a_tool_result_text_is_refused_by_
         ant.messages.create(model="an", max_tokens=64, tools=[TOOL], messages=turns)  # type: ignore[arg-type]
     assert "messages[2].content[0].content[0].colour" in exc.value.message
     assert upstream.requests() == []
+
+
+@pytest.mark.parametrize("target", ["an", "ge", "oa", "rs"])
+def test_top_k_reaches_claude_and_gemini_and_is_dropped_and_named_toward_openai(
+    target: str, upstream: UpstreamStandin, ant: anthropic.Anthropic, db_path: Path
+) -> None:
+    upstream.script(_answer(target))
+    raw = ant.messages.with_raw_response.create(
+        model=target,
+        max_tokens=64,
+        messages=[{"role": "user", "content": "hello"}],
+        extra_body={"top_k": 5},  # no longer an SDK 2.17 parameter; the API and the gateway read it
+    )
+    (got,) = upstream.requests()
+    dropped = raw.headers.get("x-turnstile-dropped", "").split(",")
+    if target == "an":
+        assert got.body["top_k"] == 5 and "top_k" not in dropped
+    elif target == "ge":
+        assert got.body["generationConfig"]["topK"] == 5 and "top_k" not in dropped
+    else:
+        assert "top_k" not in json.dumps(got.body) and "top_k" in dropped
+        row = transcript_row(db_path, raw.headers["x-turnstile-request-id"])
+        notes = [n for n in json.loads(row["repairs"]) if n.get("field") == "top_k"]
+        assert [n["values"] for n in notes] == [[5]]
