@@ -789,6 +789,8 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     if b'"cache_control"' in body:
         out["cache_marks"] = True
     extra = data.keys() - _READ
+    if count_tokens and extra:
+        _count_tokens_extra(data, extra)
     if extra or extras.tool_fields or extras.paths or extras.serving or out.get("thinking"):
         native = _native(data, extra, extras)
         if native is not None:
@@ -802,6 +804,21 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
             )
         return threaded(validate_request(out, _FIELD_NAMES), parse_thread(thread))
     return validate_request(out, _FIELD_NAMES)
+
+
+def _count_tokens_extra(data: JSONObj, extra: set[str]) -> None:
+    """Refuse a ``count_tokens`` body's top-level field that no Messages field table lists (a
+    vendor extension): on ``/v1/messages`` it would be passed through to an Anthropic upstream,
+    but the gateway counts tokens itself, so no upstream would get it (the Anthropic API refuses
+    it too). Listed fields (``max_tokens``, ``service_tier``, ...) are accepted, as clients send
+    their Messages body as it is; they do not change the count."""
+    unknown = sorted(k for k in extra if k not in ANTHROPIC_MESSAGES and data[k] is not None)
+    if unknown:
+        raise InvalidRequest(
+            f"{unknown[0]}: unknown count_tokens field (the gateway counts the tokens itself; no "
+            "upstream would get it)",
+            param=unknown[0],
+        )
 
 
 def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
@@ -821,6 +838,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
 
 def parse_count_tokens(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     """Parse a ``POST /v1/messages/count_tokens`` body: like :func:`parse_request` but
-    ``max_tokens`` is optional. Raises :class:`gateway.errors.InvalidRequest` (and
+    ``max_tokens`` is optional and a top-level field no Messages field table lists is refused
+    by name (:func:`_count_tokens_extra`). Raises :class:`gateway.errors.InvalidRequest` (and
     :class:`gateway.errors.PayloadTooLarge`) as it does."""
     return _parse(body, limits, count_tokens=True)

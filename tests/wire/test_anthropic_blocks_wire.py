@@ -215,3 +215,19 @@ def test_top_k_reaches_claude_and_gemini_and_is_dropped_and_named_toward_openai(
         row = transcript_row(db_path, raw.headers["x-turnstile-request-id"])
         notes = [n for n in json.loads(row["repairs"]) if n.get("field") == "top_k"]
         assert [n["values"] for n in notes] == [[5]]
+
+
+def test_count_tokens_refuses_an_unknown_field_and_a_nested_unknown_key_by_name(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    prompt = [{"role": "user", "content": "hello"}]
+    counted = ant.messages.count_tokens(model="an", messages=prompt, extra_body={"max_tokens": 64})  # type: ignore[arg-type]
+    assert counted.input_tokens > 0  # a Messages field (max_tokens) is accepted: it changes no count
+    with pytest.raises(anthropic.BadRequestError) as exc:
+        ant.messages.count_tokens(model="an", messages=prompt, extra_body={"colour": "red"})  # type: ignore[arg-type]
+    assert "colour: unknown count_tokens field" in exc.value.message
+    odd = [{"role": "user", "content": [{"type": "text", "text": "hello", "colour": "red"}]}]
+    with pytest.raises(anthropic.BadRequestError) as exc:
+        ant.messages.count_tokens(model="an", messages=odd)  # type: ignore[arg-type]
+    assert "messages[0].content[0].colour" in exc.value.message
+    assert upstream.requests() == []
