@@ -28,11 +28,20 @@ TOOL_RESULT_KEYS = frozenset({"type", "tool_use_id", "content", "is_error", "cac
 THINKING_KEYS = frozenset({"type", "thinking", "signature"})
 REDACTED_KEYS = frozenset({"type", "data"})
 METADATA_KEYS = frozenset({"user_id"})
-"""The keys of each block (and of ``metadata``) in the SDK's types."""
+OUTPUT_CONFIG_KEYS = frozenset({"effort", "format", "task_budget"})
+FORMAT_KEYS = frozenset({"type", "schema"})
+"""The keys of each block (and of ``metadata``, ``output_config`` and its ``format``) in the
+SDK's types."""
 
 _SOURCE_KEYS = {
     "base64": frozenset({"type", "media_type", "data"}),
     "url": frozenset({"type", "url"}),
+}
+_DOCUMENT_SOURCE_KEYS = {
+    "base64": frozenset({"type", "media_type", "data"}),
+    "text": frozenset({"type", "media_type", "data"}),
+    "url": frozenset({"type", "url"}),
+    "file": frozenset({"type", "file_id"}),
 }
 _CHOICE_KEYS = {
     "auto": frozenset({"type", "disable_parallel_tool_use"}),
@@ -124,6 +133,9 @@ def document_part(block: JSONObj, path: str) -> JSONObj:
     stype = req(source, "type", str, spath)
     if len(block) > 2:
         only_keys(block, DOCUMENT_KEYS, path, "document block")
+    known = _DOCUMENT_SOURCE_KEYS.get(stype)
+    if known is not None and not source.keys() <= known:
+        only_keys(source, known, spath, f"{stype} document source")
     out: JSONObj = {
         "type": "document",
         "filename": opt(block, "title", str, path),

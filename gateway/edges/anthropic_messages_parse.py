@@ -79,7 +79,9 @@ from gateway.edges._common import (
     wrong_type,
 )
 from gateway.edges.anthropic_messages_blocks import (
+    FORMAT_KEYS,
     METADATA_KEYS,
+    OUTPUT_CONFIG_KEYS,
     REDACTED_KEYS,
     THINKING_KEYS,
     TOOL_RESULT_KEYS,
@@ -655,6 +657,8 @@ def _response_format(data: JSONObj, out_cfg: JSONObj | None) -> JSONObj | None:
     if fmt is None:
         return None
     ftype = req(fmt, "type", str, path)
+    if not fmt.keys() <= FORMAT_KEYS:
+        only_keys(fmt, FORMAT_KEYS, path, "output format")
     if ftype != "json_schema":
         raise unsupported(join(path, "type"), f"output format {ftype!r}")
     return {"type": "json_schema", "schema": req(fmt, "schema", dict, path)}
@@ -707,8 +711,10 @@ def _native(data: JSONObj, extra: set[str], extras: _Extras) -> JSONObj | None:
     if thinking is not None:
         fields["thinking"] = thinking
     out_cfg = data.get("output_config")
-    if type(out_cfg) is dict and out_cfg.get("effort") is not None:
-        fields["output_config"] = {"effort": out_cfg["effort"]}
+    if type(out_cfg) is dict:
+        own = {k: out_cfg[k] for k in ("effort", "task_budget") if out_cfg.get(k) is not None}
+        if own:
+            fields["output_config"] = own
     if extras.tool_fields:
         fields["tool_fields"] = extras.tool_fields
     if extras.server_tools:
@@ -772,6 +778,11 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     out_cfg = get("output_config")
     if out_cfg is not None and type(out_cfg) is not dict:
         check(out_cfg, dict, "output_config")  # raises
+    if out_cfg:
+        if not out_cfg.keys() <= OUTPUT_CONFIG_KEYS:
+            only_keys(out_cfg, OUTPUT_CONFIG_KEYS, "output_config", "output_config")
+        if out_cfg.get("task_budget") is not None:  # the beta task budget: to Claude only
+            extras.serving.append("output_config.task_budget")
     if out_cfg or "output_format" in data:
         out["response_format"] = _response_format(data, out_cfg)
     if out_cfg or "thinking" in data:

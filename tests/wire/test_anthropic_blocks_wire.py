@@ -136,7 +136,12 @@ BASE: dict[str, Any] = {
     "metadata": {"user_id": "u-1"},
     "thinking": {"type": "enabled", "budget_tokens": 1024},
     "tools": [TOOL],
+    "output_config": {"effort": "high", "format": {"type": "json_schema", "schema": {"type": "object"}}},
 }
+BASE["messages"] = copy.deepcopy(CONVERSATION)
+BASE["messages"][0]["content"].append(
+    {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "Q3: 12"}}
+)
 UNKNOWN = [
     (["system", 0], "system[0].colour"),
     (["messages", 0, "content", 0], "messages[0].content[0].colour"),
@@ -146,6 +151,10 @@ UNKNOWN = [
     (["tool_choice"], "tool_choice.colour"),
     (["metadata"], "metadata.colour"),
     (["thinking"], "thinking.colour"),
+    (["output_config"], "output_config.colour"),
+    (["output_config", "format"], "output_config.format.colour"),
+    (["messages", 0, "content", 2], "messages[0].content[2].colour"),
+    (["messages", 0, "content", 2, "source"], "messages[0].content[2].source.colour"),
 ]
 
 
@@ -231,3 +240,18 @@ def test_count_tokens_refuses_an_unknown_field_and_a_nested_unknown_key_by_name(
         ant.messages.count_tokens(model="an", messages=odd)  # type: ignore[arg-type]
     assert "messages[0].content[0].colour" in exc.value.message
     assert upstream.requests() == []
+
+
+def test_a_task_budget_reaches_claude_in_output_config_and_is_dropped_and_named_elsewhere(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    budget = {"type": "tokens", "total": 20000}
+    prompt = [{"role": "user", "content": "hello"}]
+    upstream.script(_answer("an"), _answer("oa"))
+    extra = {"output_config": {"effort": "low", "task_budget": budget}}
+    ant.messages.create(model="an", max_tokens=64, messages=prompt, extra_body=extra)  # type: ignore[arg-type]
+    raw = ant.messages.with_raw_response.create(model="oa", max_tokens=64, messages=prompt, extra_body=extra)  # type: ignore[arg-type]
+    claude, gpt = upstream.requests()
+    assert claude.body["output_config"] == {"effort": "low", "task_budget": budget}
+    assert "20000" not in json.dumps(gpt.body)
+    assert "output_config.task_budget" in raw.headers["x-turnstile-dropped"].split(",")
