@@ -41,6 +41,15 @@ Reference: https://docs.anthropic.com/en/api/messages. Notes:
   named in ``NativeFields.paths`` so that the request is refused toward any other wire API.
   Server tool calls are the server's own: they are not tool calls the client must answer.
 * Not supported yet, rejected naming the path: search results, container uploads.
+* Every key of a block and of a nested object is checked
+  (:mod:`gateway.edges.anthropic_messages_blocks`): the SDK-typed keys the schema has no
+  common field for reach an Anthropic upstream as sent and are dropped and named toward another
+  wire API (image ``transformations``, ``tool_use`` / ``tool_result`` ``toolset_name``,
+  ``thinking.display`` / ``block_binding``, ``output_config.task_budget``); any other key of a
+  text / system / image / document / thinking / ``tool_use`` / ``tool_result`` block, an image
+  or document ``source``, ``tool_choice``, ``metadata``, ``thinking``, ``output_config`` or its
+  ``format`` is refused by name. ``count_tokens`` also refuses a top-level field no Messages
+  field table lists (nothing upstream would get it).
 
 How it works: one pass over the decoded body checks every field by hand (errors name the
 field, :mod:`gateway.edges._common`) and assembles plain dicts and lists in the shape of

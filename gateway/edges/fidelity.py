@@ -198,8 +198,10 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
     ),
     "output_config": Rule(
         CARRIED,
-        "`format` (structured output) and `effort` as sent",
-        "format: native structured output or a forced tool; effort: `reasoning_effort` / `thinkingConfig`",
+        "`format` (structured output), `effort` and the beta `task_budget` as sent (any other key "
+        "refused by name)",
+        "format: native structured output or a forced tool; effort: `reasoning_effort` / `thinkingConfig`; "
+        "`output_config.task_budget`: " + _DROPPED,
     ),
     "output_format": Rule(TRANSLATED, "beta form -> `output_config.format`", "structured output"),
     "cache_control": Rule(
