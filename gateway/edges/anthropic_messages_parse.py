@@ -88,21 +88,19 @@ from gateway.edges._common import (
     wrong_type,
 )
 from gateway.edges.anthropic_messages_blocks import (
-    FORMAT_KEYS,
     METADATA_KEYS,
     OUTPUT_CONFIG_KEYS,
     REDACTED_KEYS,
     THINKING_KEYS,
     TOOL_RESULT_KEYS,
     TOOL_USE_KEYS,
-    check_thinking,
-    check_tool_choice,
     document_part,
     image_part,
     only_keys,
     text_part,
     toolset_name,
 )
+from gateway.edges.anthropic_messages_options import response_format, temperature, thinking, tool_choice
 from gateway.edges.anthropic_messages_thread import parse_thread, threaded
 from gateway.edges.call_ids import BadIds, plain_call_id, refusal
 from gateway.edges.fidelity import ANTHROPIC_MESSAGES, native_fields
@@ -126,15 +124,6 @@ _SERVER_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use", "mcp_tool_result"
 type): carried verbatim (:class:`gateway.schema.NativePart`) to an Anthropic upstream."""
 _SERVER_TOOL_TYPE = re.compile(r"[a-z][a-z0-9_]*_\d{8}")
 """A server tool's ``type``: a name and its version date (``web_search_20250305``)."""
-_EFFORTS = {
-    "minimal": "minimal",
-    "low": "low",
-    "medium": "medium",
-    "high": "high",
-    "xhigh": "high",
-    "max": "high",
-}
-
 _FIELD_NAMES = {
     "max_output_tokens": "max_tokens",
     "stop": "stop_sequences",
@@ -588,91 +577,6 @@ def _tools(data: JSONObj, extras: _Extras) -> tuple[list[JSONObj], bool]:
 
 
 _NUMBERS = (("top_p", float), ("top_k", int))
-_CHOICE_MODES = {"auto": "auto", "any": "required", "tool": "tool", "none": "none"}
-
-
-def _temperature(data: JSONObj) -> float | None:
-    """``temperature``: Anthropic takes 0–1 (docs.anthropic.com, Messages API), not OpenAI's 0–2."""
-    value = opt(data, "temperature", float, "")
-    if value is not None and not 0.0 <= value <= 1.0:
-        raise InvalidRequest(f"temperature must be between 0 and 1, got {value:g}", param="temperature")
-    return value
-
-
-def _tool_choice(raw: JSONObj) -> JSONObj:
-    path = "tool_choice"
-    ctype = req(raw, "type", str, path)
-    if ctype not in _CHOICE_MODES:
-        raise InvalidRequest(
-            f"{path}.type: expected auto, any, tool or none, got {ctype!r}", param=join(path, "type")
-        )
-    check_tool_choice(raw, ctype)
-    disable = opt(raw, "disable_parallel_tool_use", bool, path)
-    return {
-        "mode": _CHOICE_MODES[ctype],
-        "name": req(raw, "name", str, path) if ctype == "tool" else None,
-        "parallel": None if disable is None else not disable,
-    }
-
-
-def _thinking(data: JSONObj, out_cfg: JSONObj, serving: list[str]) -> JSONObj | None:
-    """The thinking config dict of ``thinking`` and ``output_config.effort``; the paths of
-    ``thinking`` keys only an Anthropic upstream gets go to ``serving``
-    (:func:`gateway.edges.anthropic_messages_blocks.check_thinking`)."""
-    cfg: JSONObj | None = None
-    raw = opt(data, "thinking", dict, "")
-    if raw is not None:
-        ttype = req(raw, "type", str, "thinking")
-        check_thinking(raw, ttype, serving)
-        if ttype == "enabled":
-            cfg = {"enabled": True, "budget_tokens": req(raw, "budget_tokens", int, "thinking")}
-        elif ttype == "disabled":
-            cfg = {"enabled": False}
-        elif ttype == "adaptive" or ttype == "between_tools":  # sent verbatim to Claude (_native)
-            cfg = {"enabled": True}
-        else:
-            raise InvalidRequest(
-                f"thinking.type: expected enabled, disabled, adaptive or between_tools, got {ttype!r}",
-                param="thinking.type",
-            )
-    effort = opt(out_cfg, "effort", str, "output_config")
-    if effort is not None:
-        if effort not in _EFFORTS:
-            raise InvalidRequest(
-                f"output_config.effort: expected low, medium, high, xhigh or max, got {effort!r}",
-                param="output_config.effort",
-            )
-        cfg = cfg or {}
-        cfg["effort"] = _EFFORTS[effort]
-    return cfg
-
-
-def _response_format(data: JSONObj, out_cfg: JSONObj | None) -> JSONObj | None:
-    """``output_config.format`` (GA) or the beta top-level ``output_format`` (structured
-    outputs beta ``structured-outputs-2025-11-13``; the SDK calls it deprecated) -> a
-    response-format dict; both at once is refused, as the SDK refuses it ("Both output_format
-    and output_config.format were provided")."""
-    fmt = opt(out_cfg, "format", dict, "output_config") if out_cfg else None
-    path = "output_config.format"
-    beta = data.get("output_format")
-    if beta is not None:
-        if fmt is not None:
-            raise InvalidRequest(
-                "output_format: give either output_format or output_config.format, not both "
-                "(output_format is the deprecated beta form)",
-                param="output_format",
-            )
-        fmt, path = check(beta, dict, "output_format"), "output_format"
-    if fmt is None:
-        return None
-    ftype = req(fmt, "type", str, path)
-    if not fmt.keys() <= FORMAT_KEYS:
-        only_keys(fmt, FORMAT_KEYS, path, "output format")
-    if ftype != "json_schema":
-        raise unsupported(join(path, "type"), f"output format {ftype!r}")
-    return {"type": "json_schema", "schema": req(fmt, "schema", dict, path)}
-
-
 _READ = frozenset(
     {
         "model",
@@ -772,12 +676,12 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
         out["tools"], has_mcp = _tools(data, extras)
     choice = get("tool_choice")
     if choice is not None:
-        out["tool_choice"] = _tool_choice(
+        out["tool_choice"] = tool_choice(
             choice if type(choice) is dict else check(choice, dict, "tool_choice")
         )
     out["max_output_tokens"] = max_tokens
     if "temperature" in data:
-        out["temperature"] = _temperature(data)
+        out["temperature"] = temperature(data)
     for key, typ in _NUMBERS:
         value = get(key)
         if value is not None:
@@ -793,9 +697,9 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
         if out_cfg.get("task_budget") is not None:  # the beta task budget: to Claude only
             extras.serving.append("output_config.task_budget")
     if out_cfg or "output_format" in data:
-        out["response_format"] = _response_format(data, out_cfg)
+        out["response_format"] = response_format(data, out_cfg)
     if out_cfg or "thinking" in data:
-        out["thinking"] = _thinking(data, out_cfg or {}, extras.serving)
+        out["thinking"] = thinking(data, out_cfg or {}, extras.serving)
     stream = get("stream")
     if stream is not None:
         out["stream"] = stream if type(stream) is bool else check(stream, bool, "stream")
