@@ -112,3 +112,36 @@ def test_count_tokens_refuses_an_unlisted_top_level_field_and_takes_a_listed_one
     with pytest.raises(InvalidRequest) as exc:
         anthropic_messages.parse_count_tokens(orjson.dumps({**body, "repetition_penalty": 1.1}))
     assert exc.value.param == "repetition_penalty"
+
+
+def _sdk_keys(*params: Any) -> frozenset[str]:
+    return frozenset(k for p in params for k in p.__required_keys__ | p.__optional_keys__)
+
+
+def test_the_key_sets_are_the_sdk_types_keys() -> None:
+    """An SDK upgrade that adds a key fails here, so the new key gets a class (carried or
+    refused) instead of being refused unnoticed."""
+    from anthropic.types import (
+        DocumentBlockParam,
+        ImageBlockParam,
+        MetadataParam,
+        OutputConfigParam,
+        RedactedThinkingBlockParam,
+        TextBlockParam,
+        ThinkingBlockParam,
+        ToolResultBlockParam,
+        ToolUseBlockParam,
+    )
+    from anthropic.types import beta as b
+
+    from gateway.edges import anthropic_messages_blocks as blocks
+
+    assert _sdk_keys(TextBlockParam, b.BetaTextBlockParam) == blocks.TEXT_KEYS
+    assert _sdk_keys(ImageBlockParam, b.BetaImageBlockParam) == blocks.IMAGE_KEYS
+    assert _sdk_keys(DocumentBlockParam) == blocks.DOCUMENT_KEYS
+    assert _sdk_keys(ToolUseBlockParam, b.BetaToolUseBlockParam) == blocks.TOOL_USE_KEYS
+    assert _sdk_keys(ToolResultBlockParam, b.BetaToolResultBlockParam) == blocks.TOOL_RESULT_KEYS
+    assert _sdk_keys(ThinkingBlockParam, b.BetaThinkingBlockParam) == blocks.THINKING_KEYS
+    assert _sdk_keys(RedactedThinkingBlockParam, b.BetaRedactedThinkingBlockParam) == blocks.REDACTED_KEYS
+    assert _sdk_keys(MetadataParam, b.BetaMetadataParam) == blocks.METADATA_KEYS
+    assert _sdk_keys(OutputConfigParam, b.BetaOutputConfigParam) == blocks.OUTPUT_CONFIG_KEYS
