@@ -488,7 +488,8 @@ class PartStart(BaseModel):
     known; for ``thinking`` the provenance; ``signature`` may already be known. For ``native``
     (a :class:`NativePart`), ``data`` is the block's JSON as it started (``api`` its wire API)
     and deltas carry its ``arguments`` (Anthropic ``input_json_delta``) fragments. ``caller``:
-    a tool call's :attr:`ToolCallPart.caller`."""
+    a tool call's :attr:`ToolCallPart.caller`; ``toolset_name`` its
+    :attr:`ToolCallPart.toolset_name`."""
 
     type: Literal["part_start"] = "part_start"
     index: int
@@ -500,6 +501,7 @@ class PartStart(BaseModel):
     provenance: Provenance | None = None
     api: str | None = None
     caller: dict[str, Any] | None = None
+    toolset_name: str | None = None
 
 
 class PartDelta(BaseModel):

@@ -286,7 +286,7 @@ NESTED: dict[str, Rule] = {
     "Anthropic image `transformations`, `toolset_name` on `tool_use` and `tool_result`": Rule(
         SERVING,
         "as sent (on the part: `ImagePart.transformations`, `ToolCallPart.toolset_name`, "
-        "`ToolResultMessage.toolset_name`)",
+        "`ToolResultMessage.toolset_name`); an answer's `tool_use.toolset_name` read back for the client",
         _DROPPED + " (`messages[i].content[j].transformations`, `...toolset_name`)",
     ),
     "Anthropic block and nested-object keys the SDK types do not define (text, system, image, "

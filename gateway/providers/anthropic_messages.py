@@ -604,6 +604,9 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
             caller = block.get("caller")
             if isinstance(caller, dict):
                 call["caller"] = caller
+            toolset = block.get("toolset_name")
+            if isinstance(toolset, str):
+                call["toolset_name"] = toolset
             parts.append(call)
         elif isinstance(kind, str) and is_server_block(kind):
             parts.append({"type": "native", "api": API, "block": block})

@@ -10,12 +10,13 @@ from __future__ import annotations
 import base64
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
-from standins.tool_answers import text_answer
+from standins.tool_answers import Call, text_answer, tool_call_answer
 from standins.upstream import UpstreamStandin, replay
 from standins.wirekit import transcript_row
 
@@ -255,3 +256,21 @@ def test_a_task_budget_reaches_claude_in_output_config_and_is_dropped_and_named_
     assert claude.body["output_config"] == {"effort": "low", "task_budget": budget}
     assert "20000" not in json.dumps(gpt.body)
     assert "output_config.task_budget" in raw.headers["x-turnstile-dropped"].split(",")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_answers_tool_use_toolset_name_reaches_the_anthropic_client(
+    stream: bool, upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    ex = tool_call_answer("anthropic_messages", [Call("toolu_9", "fetch")], stream=stream)
+    body = ex.body.replace(b'"input": {}}', b'"input": {}, "toolset_name": "files"}')
+    assert body != ex.body
+    upstream.script(replay(replace(ex, body=body)))
+    prompt = [{"role": "user", "content": "hello"}]
+    if stream:
+        with ant.messages.stream(model="an", max_tokens=64, tools=[TOOL], messages=prompt) as s:  # type: ignore[arg-type,list-item]
+            message = s.get_final_message()
+    else:
+        message = ant.messages.create(model="an", max_tokens=64, tools=[TOOL], messages=prompt)  # type: ignore[arg-type,list-item]
+    (call,) = [b for b in message.content if b.type == "tool_use"]
+    assert call.to_dict()["toolset_name"] == "files"
