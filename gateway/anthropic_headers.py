@@ -9,13 +9,20 @@ beta names, the header may repeat) and https://docs.anthropic.com/en/api/version
   merged by the adapter with the deployment's own configured betas; and the client's
   ``anthropic-version`` when it is one of ``anthropic.versions`` (default ``2023-06-01``, the
   version the adapter is written for), else the deployment's own. A denied beta is *dropped*.
-  A version not listed is not reported as dropped: the version governs the client's wire to the
-  gateway, which the edge speaks (the Anthropic SDK 2.14 sends ``2026-10-21``); the upstream call
-  is the gateway's own, built by an adapter that reads the listed versions' answers.
+  A version not listed but one the gateway's Anthropic edge speaks (:data:`EDGE_VERSIONS`: the
+  Anthropic SDK 2.14–2.17 sends ``2026-10-21``) is replaced without a report: the version
+  governs the client's wire to the gateway, which the edge speaks, and the upstream call is the
+  gateway's own, built by an adapter that reads the listed versions' answers.
 * **Any other wire API**: a beta means nothing there, so none is forwarded; every beta the
   client sent is *dropped* for that target. ``anthropic-version`` is the version of the
-  dialect the client speaks to the gateway (the Anthropic edge speaks it), not a field of the
-  request: it is never reported.
+  dialect the client speaks to the gateway, not a field of the request: a version the edge
+  speaks is not reported.
+* **A version the edge does not speak** (not in :data:`EDGE_VERSIONS` nor admitted by
+  ``anthropic.versions``: ``2099-01-01``) is *dropped* toward every target, named
+  (``x-turnstile-dropped: anthropic-version``, the transcript note with the client's value): the
+  client may expect behaviour of that version that neither the edge nor the upstream call
+  (sent with the deployment's own version) gives it. It is not refused: an SDK newer than the
+  gateway keeps working, told what it got.
 * **Other client headers named in** ``anthropic.forward`` (Claude Code's
   ``x-claude-code-session-id`` and ``x-app`` by default) reach an Anthropic Messages deployment
   as they came (:func:`forwarded`); another wire API has no use for them, and they are not
@@ -38,7 +45,11 @@ from typing import Any
 
 from gateway.config import AnthropicHeaders, Deployment
 
-__all__ = ["TRANSLATED_BETAS", "Admitted", "Dropped", "admit", "client_betas", "forwarded"]
+__all__ = ["EDGE_VERSIONS", "TRANSLATED_BETAS", "Admitted", "Dropped", "admit", "client_betas", "forwarded"]
+
+EDGE_VERSIONS = frozenset({"2023-01-01", "2023-06-01", "2026-10-21"})
+"""``anthropic-version`` values whose requests and answers the Anthropic edge reads and writes
+(the published versions, and the one the pinned Anthropic SDK sends)."""
 
 TRANSLATED_BETAS = frozenset({"structured-outputs-2025-11-13", "message-threads-2026-08-12"})
 """Betas whose feature the gateway carries itself (never forwarded as a header)."""
@@ -105,13 +116,19 @@ def admit(betas: list[str], version: str | None, dep: Deployment, policy: Anthro
     """The rule of the module docstring for the client's ``betas`` and ``version`` toward
     ``dep``. Never raises."""
     wanted = [b for b in betas if b not in TRANSLATED_BETAS]
-    if dep.api != "anthropic_messages":
-        if not wanted:
-            return Admitted()
-        reason = f"anthropic-beta has no meaning for the {dep.api} wire API"
-        return Admitted(dropped=(Dropped(BETA, tuple(wanted), dep.name, reason),))
-    allowed = tuple(b for b in wanted if policy.betas.admits(b))
     dropped: list[Dropped] = []
+    if version is not None and version not in EDGE_VERSIONS and version not in policy.versions:
+        reason = (
+            f"anthropic-version {version} is not one the gateway speaks ({', '.join(sorted(EDGE_VERSIONS))}) "
+            "nor admitted by anthropic.versions; answered as those versions answer"
+        )
+        dropped.append(Dropped(VERSION, (version,), dep.name, reason))
+    if dep.api != "anthropic_messages":
+        if wanted:
+            reason = f"anthropic-beta has no meaning for the {dep.api} wire API"
+            dropped.append(Dropped(BETA, tuple(wanted), dep.name, reason))
+        return Admitted(dropped=tuple(dropped))
+    allowed = tuple(b for b in wanted if policy.betas.admits(b))
     if len(allowed) < len(wanted):
         denied = tuple(b for b in wanted if b not in allowed)
         dropped.append(Dropped(BETA, denied, dep.name, "not admitted by the anthropic.betas allow/deny list"))

@@ -481,7 +481,8 @@ class AnthropicHeaders(BaseModel):
     """What of a client's Anthropic headers reaches an ``anthropic_messages`` deployment
     (:mod:`gateway.anthropic_headers`): ``betas`` filters ``anthropic-beta`` values (betas the
     gateway translates itself are never forwarded), and a client's ``anthropic-version`` is
-    sent only when it is one of ``versions`` (else the deployment's own). ``forward`` names
+    sent only when it is one of ``versions`` (else the deployment's own; one the edge does not
+    speak either is named: :data:`gateway.anthropic_headers.EDGE_VERSIONS`). ``forward`` names
     other client headers sent on as they came (lower-cased names; by default Claude Code's
     ``x-claude-code-session-id`` and ``x-app``); a deployment's own ``extra_headers`` win, and
     toward another wire API none is sent. Raises ``ValueError`` for a name of

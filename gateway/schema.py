@@ -59,7 +59,9 @@ class ImagePart(BaseModel):
     ``detail`` is OpenAI's image detail level (``low``, ``high``, ``original``; ``auto`` or
     None ask for nothing), as sent: only the OpenAI adapters (Chat ``image_url.detail``,
     Responses ``input_image.detail``) send it; toward any other wire API it is dropped and
-    named (:mod:`gateway.layers.target_fields`)."""
+    named (:mod:`gateway.layers.target_fields`). ``transformations`` is an Anthropic client's
+    own (``{"oversized_image": "error"}``), sent verbatim to an Anthropic upstream only (toward
+    another wire API dropped and named: ``NativeFields.serving``)."""
 
     type: Literal["image"] = "image"
     url: str | None = None
@@ -67,6 +69,7 @@ class ImagePart(BaseModel):
     media_type: str | None = None
     detail: str | None = None
     cache_control: dict[str, Any] | None = None
+    transformations: dict[str, Any] | None = None  # Anthropic's image transformations, verbatim
 
 
 class DocumentPart(BaseModel):
@@ -146,6 +149,7 @@ class ToolCallPart(BaseModel):
     provenance: Provenance | None = None
     caller: dict[str, Any] | None = None
     cache_control: dict[str, Any] | None = None  # Anthropic's mark on a tool_use block, verbatim
+    toolset_name: str | None = None  # Anthropic's tool_use toolset_name, verbatim
     src: str | None = Field(default=None, exclude=True)
 
 
@@ -244,6 +248,7 @@ class ToolResultMessage(BaseModel):
     is_error: bool = False
     name: str | None = None
     cache_control: dict[str, Any] | None = None
+    toolset_name: str | None = None  # Anthropic's tool_result toolset_name, verbatim
     src: str | None = Field(default=None, exclude=True)
 
 
@@ -483,7 +488,8 @@ class PartStart(BaseModel):
     known; for ``thinking`` the provenance; ``signature`` may already be known. For ``native``
     (a :class:`NativePart`), ``data`` is the block's JSON as it started (``api`` its wire API)
     and deltas carry its ``arguments`` (Anthropic ``input_json_delta``) fragments. ``caller``:
-    a tool call's :attr:`ToolCallPart.caller`."""
+    a tool call's :attr:`ToolCallPart.caller`; ``toolset_name`` its
+    :attr:`ToolCallPart.toolset_name`."""
 
     type: Literal["part_start"] = "part_start"
     index: int
@@ -495,6 +501,7 @@ class PartStart(BaseModel):
     provenance: Provenance | None = None
     api: str | None = None
     caller: dict[str, Any] | None = None
+    toolset_name: str | None = None
 
 
 class PartDelta(BaseModel):

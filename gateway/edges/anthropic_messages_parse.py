@@ -41,6 +41,15 @@ Reference: https://docs.anthropic.com/en/api/messages. Notes:
   named in ``NativeFields.paths`` so that the request is refused toward any other wire API.
   Server tool calls are the server's own: they are not tool calls the client must answer.
 * Not supported yet, rejected naming the path: search results, container uploads.
+* Every key of a block and of a nested object is checked
+  (:mod:`gateway.edges.anthropic_messages_blocks`): the SDK-typed keys the schema has no
+  common field for reach an Anthropic upstream as sent and are dropped and named toward another
+  wire API (image ``transformations``, ``tool_use`` / ``tool_result`` ``toolset_name``,
+  ``thinking.display`` / ``block_binding``, ``output_config.task_budget``); any other key of a
+  text / system / image / document / thinking / ``tool_use`` / ``tool_result`` block, an image
+  or document ``source``, ``tool_choice``, ``metadata``, ``thinking``, ``output_config`` or its
+  ``format`` is refused by name. ``count_tokens`` also refuses a top-level field no Messages
+  field table lists (nothing upstream would get it).
 
 How it works: one pass over the decoded body checks every field by hand (errors name the
 field, :mod:`gateway.edges._common`) and assembles plain dicts and lists in the shape of
@@ -78,6 +87,20 @@ from gateway.edges._common import (
     validate_request,
     wrong_type,
 )
+from gateway.edges.anthropic_messages_blocks import (
+    METADATA_KEYS,
+    OUTPUT_CONFIG_KEYS,
+    REDACTED_KEYS,
+    THINKING_KEYS,
+    TOOL_RESULT_KEYS,
+    TOOL_USE_KEYS,
+    document_part,
+    image_part,
+    only_keys,
+    text_part,
+    toolset_name,
+)
+from gateway.edges.anthropic_messages_options import response_format, temperature, thinking, tool_choice
 from gateway.edges.anthropic_messages_thread import parse_thread, threaded
 from gateway.edges.call_ids import BadIds, plain_call_id, refusal
 from gateway.edges.fidelity import ANTHROPIC_MESSAGES, native_fields
@@ -97,21 +120,10 @@ _UNSUPPORTED_BLOCKS = frozenset(
     }
 )
 _SERVER_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use", "mcp_tool_result"})
-_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "caller", "cache_control"})
-"""The keys of a ``tool_use`` block the gateway reads; any other is refused by name."""
 """Assistant blocks of the server's own tool calls and results (with every ``*_tool_result``
 type): carried verbatim (:class:`gateway.schema.NativePart`) to an Anthropic upstream."""
 _SERVER_TOOL_TYPE = re.compile(r"[a-z][a-z0-9_]*_\d{8}")
 """A server tool's ``type``: a name and its version date (``web_search_20250305``)."""
-_EFFORTS = {
-    "minimal": "minimal",
-    "low": "low",
-    "medium": "medium",
-    "high": "high",
-    "xhigh": "high",
-    "max": "high",
-}
-
 _FIELD_NAMES = {
     "max_output_tokens": "max_tokens",
     "stop": "stop_sequences",
@@ -145,77 +157,6 @@ def _unknown_block(kind: str, path: str, allowed: str) -> InvalidRequest:
     )
 
 
-def _text(block: JSONObj, path: str, serving: list[str] | None = None) -> JSONObj | None:
-    """A ``text`` block -> a text part dict; None when empty (dropped, handed case C07). Its
-    ``citations`` are kept verbatim, their path added to ``serving`` (dropped and named toward
-    another wire API)."""
-    text = req(block, "text", str, path)
-    if not text:
-        return None
-    cache = block.get("cache_control")
-    citations = block.get("citations")
-    if cache is None and citations is None:
-        return {"type": "text", "text": text}
-    if cache is not None and type(cache) is not dict:
-        raise wrong_type(join(path, "cache_control"), "an object", cache)
-    part: JSONObj = {"type": "text", "text": text, "cache_control": cache}
-    if citations is not None:
-        part["citations"] = check(citations, list, join(path, "citations"))
-        if serving is not None:
-            serving.append(join(path, "citations"))
-    return part
-
-
-def _image(block: JSONObj, path: str) -> JSONObj:
-    """An ``image`` block (base64 or URL source) -> an image part dict."""
-    spath = join(path, "source")
-    source = as_obj(req(block, "source", dict, path), spath)
-    stype = req(source, "type", str, spath)
-    cache = opt(block, "cache_control", dict, path)
-    if stype == "base64":
-        return {
-            "type": "image",
-            "data": req(source, "data", str, spath),
-            "media_type": req(source, "media_type", str, spath),
-            "cache_control": cache,
-        }
-    if stype == "url":
-        return {"type": "image", "url": req(source, "url", str, spath), "cache_control": cache}
-    raise unsupported(join(spath, "type"), f"image source type {stype!r}")
-
-
-def _document(block: JSONObj, path: str) -> JSONObj:
-    """A ``document`` block (base64 / URL / text / file source; ``title``, ``context``,
-    ``citations``, ``cache_control``) -> a document part dict (``src`` = ``path``).
-    Source: https://docs.anthropic.com/en/docs/build-with-claude/pdf-support"""
-    spath = join(path, "source")
-    source = as_obj(req(block, "source", dict, path), spath)
-    stype = req(source, "type", str, spath)
-    out: JSONObj = {
-        "type": "document",
-        "filename": opt(block, "title", str, path),
-        "context": opt(block, "context", str, path),
-        "citations": opt(block, "citations", dict, path),
-        "cache_control": opt(block, "cache_control", dict, path),
-        "src": path,
-    }
-    if stype == "base64":
-        out["data"] = req(source, "data", str, spath)
-        out["media_type"] = req(source, "media_type", str, spath)
-    elif stype == "url":
-        out["url"] = req(source, "url", str, spath)
-        out["media_type"] = "application/pdf"
-    elif stype == "text":
-        out["text"] = req(source, "data", str, spath)
-        out["media_type"] = opt(source, "media_type", str, spath) or "text/plain"
-    elif stype == "file":
-        out["file_id"] = req(source, "file_id", str, spath)
-        out["file_api"] = "anthropic"
-    else:
-        raise unsupported(join(spath, "type"), f"document source type {stype!r}")
-    return out
-
-
 def _unwrap(value: str, path: str) -> tuple[str, Provenance]:
     try:
         sig, prov = unwrap_signature(value)
@@ -237,7 +178,7 @@ def _text_content(content: Any, path: str) -> list[JSONObj]:
         kind = req(block, "type", str, bpath)
         if kind != "text":
             raise _unknown_block(kind, bpath, "text")
-        part = _text(block, bpath)
+        part = text_part(block, bpath)
         if part is not None:
             out.append(part)
     return out
@@ -285,12 +226,7 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
     elif type(content) is list:
         cpath = path + ".content"
         for k, raw in enumerate(content):
-            if (
-                type(raw) is dict
-                and raw.get("type") == "text"
-                and "cache_control" not in raw
-                and "citations" not in raw
-            ):
+            if type(raw) is dict and raw.get("type") == "text" and len(raw) == 2:
                 text = raw.get("text")
                 if type(text) is str:  # the common case, checked inline
                     if text:
@@ -318,8 +254,11 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
     cache = block.get("cache_control")
     if cache is not None and type(cache) is not dict:
         check(cache, dict, join(path, "cache_control"))  # raises
+    if not block.keys() <= TOOL_RESULT_KEYS:
+        only_keys(block, TOOL_RESULT_KEYS, path, "tool_result")
     return {
         "role": "tool",
+        "toolset_name": toolset_name(block, path, st.serving) if "toolset_name" in block else None,
         "tool_call_id": call_id,
         "content": parts,
         "is_error": bool(is_error),
@@ -332,9 +271,9 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
 def _add_media(parts: list[JSONObj], kind: str, block: JSONObj, path: str, st: _State) -> None:
     """Append the ``text`` (dropped when empty) or ``image`` block at ``path`` to ``parts``."""
     if kind == "image":
-        parts.append(_image(block, path))
+        parts.append(image_part(block, path, st.serving))
         return
-    part = _text(block, path, st.serving)
+    part = text_part(block, path, st.serving)
     if part is not None:
         parts.append(part)
 
@@ -366,7 +305,7 @@ def _user(msg: JSONObj, path: str, st: _State, out: list[JSONObj]) -> None:
         elif kind == "text" or kind == "image":
             _add_media(parts, kind, raw, bpath, st)
         elif kind == "document":
-            parts.append(_document(raw, bpath))
+            parts.append(document_part(raw, bpath))
         else:
             kind = req(raw, "type", str, bpath)
             raise _unknown_block(kind, bpath, "text, image, document or tool_result")
@@ -378,8 +317,9 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
     """One block of an assistant ``content`` list -> a part dict (None for empty text)."""
     kind = req(block, "type", str, bpath)
     if kind == "text":
-        return _text(block, bpath, st.serving)
+        return text_part(block, bpath, st.serving)
     if kind == "thinking":
+        only_keys(block, THINKING_KEYS, bpath, "thinking block")
         text = req(block, "thinking", str, bpath)
         raw_sig = opt(block, "signature", str, bpath)
         if raw_sig:
@@ -387,6 +327,7 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
             return {"type": "thinking", "text": text, "signature": sig, "provenance": prov}
         return {"type": "thinking", "text": text}
     if kind == "redacted_thinking":
+        only_keys(block, REDACTED_KEYS, bpath, "redacted_thinking block")
         data, prov = _unwrap(req(block, "data", str, bpath), join(bpath, "data"))
         return {"type": "redacted_thinking", "data": data, "provenance": prov}
     if kind == "tool_use":
@@ -400,12 +341,7 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
         caller = opt(block, "caller", dict, bpath)
         if caller is not None:  # programmatic tool calling: carried to an Anthropic upstream only
             st.native.append(f"{join(bpath, 'caller')} (tool_use caller)")
-        unknown = sorted(set(block) - _TOOL_USE_KEYS)
-        if unknown:
-            field = join(bpath, unknown[0])
-            known = ", ".join(sorted(_TOOL_USE_KEYS))
-            message = f"{field}: unknown tool_use field {unknown[0]!r} (expected {known})"
-            raise InvalidRequest(message, param=field)
+        only_keys(block, TOOL_USE_KEYS, bpath, "tool_use")
         return {
             "type": "tool_call",
             "id": call_id,
@@ -416,6 +352,7 @@ def _assistant_block(block: JSONObj, bpath: str, st: _State) -> JSONObj | None:
             "provenance": cprov,
             "caller": caller,
             "cache_control": opt(block, "cache_control", dict, bpath),
+            "toolset_name": toolset_name(block, bpath, st.serving),
             "src": bpath,
         }
     if kind in _SERVER_BLOCKS or kind.endswith("_tool_result"):
@@ -444,7 +381,7 @@ def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
             kind = raw.get("type")
             if kind == "text":
                 text = raw.get("text")
-                if type(text) is str and "cache_control" not in raw and "citations" not in raw:
+                if type(text) is str and len(raw) == 2:  # type, text: no mark, citations or unknown key
                     if text:
                         parts.append({"type": "text", "text": text})
                     continue
@@ -476,7 +413,7 @@ def _assistant(msg: JSONObj, path: str, st: _State) -> JSONObj:
             elif kind == "thinking":
                 text = raw.get("thinking")
                 sig = raw.get("signature")
-                if type(text) is str and type(sig) is str:
+                if type(text) is str and type(sig) is str and len(raw) == 3:
                     if not sig:
                         parts.append({"type": "thinking", "text": text})
                         continue
@@ -640,84 +577,6 @@ def _tools(data: JSONObj, extras: _Extras) -> tuple[list[JSONObj], bool]:
 
 
 _NUMBERS = (("top_p", float), ("top_k", int))
-_CHOICE_MODES = {"auto": "auto", "any": "required", "tool": "tool", "none": "none"}
-
-
-def _temperature(data: JSONObj) -> float | None:
-    """``temperature``: Anthropic takes 0–1 (docs.anthropic.com, Messages API), not OpenAI's 0–2."""
-    value = opt(data, "temperature", float, "")
-    if value is not None and not 0.0 <= value <= 1.0:
-        raise InvalidRequest(f"temperature must be between 0 and 1, got {value:g}", param="temperature")
-    return value
-
-
-def _tool_choice(raw: JSONObj) -> JSONObj:
-    path = "tool_choice"
-    ctype = req(raw, "type", str, path)
-    if ctype not in _CHOICE_MODES:
-        raise InvalidRequest(
-            f"{path}.type: expected auto, any, tool or none, got {ctype!r}", param=join(path, "type")
-        )
-    disable = opt(raw, "disable_parallel_tool_use", bool, path)
-    return {
-        "mode": _CHOICE_MODES[ctype],
-        "name": req(raw, "name", str, path) if ctype == "tool" else None,
-        "parallel": None if disable is None else not disable,
-    }
-
-
-def _thinking(data: JSONObj, out_cfg: JSONObj) -> JSONObj | None:
-    cfg: JSONObj | None = None
-    raw = opt(data, "thinking", dict, "")
-    if raw is not None:
-        ttype = req(raw, "type", str, "thinking")
-        if ttype == "enabled":
-            cfg = {"enabled": True, "budget_tokens": req(raw, "budget_tokens", int, "thinking")}
-        elif ttype == "disabled":
-            cfg = {"enabled": False}
-        elif ttype == "adaptive" or ttype == "between_tools":  # sent verbatim to Claude (_native)
-            cfg = {"enabled": True}
-        else:
-            raise InvalidRequest(
-                f"thinking.type: expected enabled, disabled, adaptive or between_tools, got {ttype!r}",
-                param="thinking.type",
-            )
-    effort = opt(out_cfg, "effort", str, "output_config")
-    if effort is not None:
-        if effort not in _EFFORTS:
-            raise InvalidRequest(
-                f"output_config.effort: expected low, medium, high, xhigh or max, got {effort!r}",
-                param="output_config.effort",
-            )
-        cfg = cfg or {}
-        cfg["effort"] = _EFFORTS[effort]
-    return cfg
-
-
-def _response_format(data: JSONObj, out_cfg: JSONObj | None) -> JSONObj | None:
-    """``output_config.format`` (GA) or the beta top-level ``output_format`` (structured
-    outputs beta ``structured-outputs-2025-11-13``; the SDK calls it deprecated) -> a
-    response-format dict; both at once is refused, as the SDK refuses it ("Both output_format
-    and output_config.format were provided")."""
-    fmt = opt(out_cfg, "format", dict, "output_config") if out_cfg else None
-    path = "output_config.format"
-    beta = data.get("output_format")
-    if beta is not None:
-        if fmt is not None:
-            raise InvalidRequest(
-                "output_format: give either output_format or output_config.format, not both "
-                "(output_format is the deprecated beta form)",
-                param="output_format",
-            )
-        fmt, path = check(beta, dict, "output_format"), "output_format"
-    if fmt is None:
-        return None
-    ftype = req(fmt, "type", str, path)
-    if ftype != "json_schema":
-        raise unsupported(join(path, "type"), f"output format {ftype!r}")
-    return {"type": "json_schema", "schema": req(fmt, "schema", dict, path)}
-
-
 _READ = frozenset(
     {
         "model",
@@ -765,8 +624,10 @@ def _native(data: JSONObj, extra: set[str], extras: _Extras) -> JSONObj | None:
     if thinking is not None:
         fields["thinking"] = thinking
     out_cfg = data.get("output_config")
-    if type(out_cfg) is dict and out_cfg.get("effort") is not None:
-        fields["output_config"] = {"effort": out_cfg["effort"]}
+    if type(out_cfg) is dict:
+        own = {k: out_cfg[k] for k in ("effort", "task_budget") if out_cfg.get(k) is not None}
+        if own:
+            fields["output_config"] = own
     if extras.tool_fields:
         fields["tool_fields"] = extras.tool_fields
     if extras.server_tools:
@@ -815,12 +676,12 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
         out["tools"], has_mcp = _tools(data, extras)
     choice = get("tool_choice")
     if choice is not None:
-        out["tool_choice"] = _tool_choice(
+        out["tool_choice"] = tool_choice(
             choice if type(choice) is dict else check(choice, dict, "tool_choice")
         )
     out["max_output_tokens"] = max_tokens
     if "temperature" in data:
-        out["temperature"] = _temperature(data)
+        out["temperature"] = temperature(data)
     for key, typ in _NUMBERS:
         value = get(key)
         if value is not None:
@@ -830,14 +691,21 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     out_cfg = get("output_config")
     if out_cfg is not None and type(out_cfg) is not dict:
         check(out_cfg, dict, "output_config")  # raises
+    if out_cfg:
+        if not out_cfg.keys() <= OUTPUT_CONFIG_KEYS:
+            only_keys(out_cfg, OUTPUT_CONFIG_KEYS, "output_config", "output_config")
+        if out_cfg.get("task_budget") is not None:  # the beta task budget: to Claude only
+            extras.serving.append("output_config.task_budget")
     if out_cfg or "output_format" in data:
-        out["response_format"] = _response_format(data, out_cfg)
+        out["response_format"] = response_format(data, out_cfg)
     if out_cfg or "thinking" in data:
-        out["thinking"] = _thinking(data, out_cfg or {})
+        out["thinking"] = thinking(data, out_cfg or {}, extras.serving)
     stream = get("stream")
     if stream is not None:
         out["stream"] = stream if type(stream) is bool else check(stream, bool, "stream")
     if metadata:
+        if not metadata.keys() <= METADATA_KEYS:
+            only_keys(metadata, METADATA_KEYS, "metadata", "metadata")
         out["user"] = opt(metadata, "user_id", str, "metadata")
         out["metadata"] = metadata
     if has_mcp:
@@ -845,6 +713,8 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     if b'"cache_control"' in body:
         out["cache_marks"] = True
     extra = data.keys() - _READ
+    if count_tokens and extra:
+        _count_tokens_extra(data, extra)
     if extra or extras.tool_fields or extras.paths or extras.serving or out.get("thinking"):
         native = _native(data, extra, extras)
         if native is not None:
@@ -858,6 +728,21 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
             )
         return threaded(validate_request(out, _FIELD_NAMES), parse_thread(thread))
     return validate_request(out, _FIELD_NAMES)
+
+
+def _count_tokens_extra(data: JSONObj, extra: set[str]) -> None:
+    """Refuse a ``count_tokens`` body's top-level field that no Messages field table lists (a
+    vendor extension): on ``/v1/messages`` it would be passed through to an Anthropic upstream,
+    but the gateway counts tokens itself, so no upstream would get it (the Anthropic API refuses
+    it too). Listed fields (``max_tokens``, ``service_tier``, ...) are accepted, as clients send
+    their Messages body as it is; they do not change the count."""
+    unknown = sorted(k for k in extra if k not in ANTHROPIC_MESSAGES and data[k] is not None)
+    if unknown:
+        raise InvalidRequest(
+            f"{unknown[0]}: unknown count_tokens field (the gateway counts the tokens itself; no "
+            "upstream would get it)",
+            param=unknown[0],
+        )
 
 
 def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
@@ -877,6 +762,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
 
 def parse_count_tokens(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     """Parse a ``POST /v1/messages/count_tokens`` body: like :func:`parse_request` but
-    ``max_tokens`` is optional. Raises :class:`gateway.errors.InvalidRequest` (and
+    ``max_tokens`` is optional and a top-level field no Messages field table lists is refused
+    by name (:func:`_count_tokens_extra`). Raises :class:`gateway.errors.InvalidRequest` (and
     :class:`gateway.errors.PayloadTooLarge`) as it does."""
     return _parse(body, limits, count_tokens=True)

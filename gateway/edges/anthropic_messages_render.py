@@ -115,6 +115,8 @@ def render_block(part: Any) -> dict[str, Any]:
         }
         if part.caller is not None:  # programmatic tool calling (only from an Anthropic upstream)
             block["caller"] = part.caller
+        if part.toolset_name is not None:  # the toolset of the call (only from an Anthropic upstream)
+            block["toolset_name"] = part.toolset_name
         return block
     if type(part) is ThinkingPart:
         return {

@@ -79,6 +79,7 @@ class _Part:
     api: str | None = None
     cited: bool = False
     caller: dict[str, Any] | None = None
+    toolset_name: str | None = None
 
 
 class StreamRenderer:
@@ -185,6 +186,8 @@ class StreamRenderer:
         }
         if part.caller is not None:
             block["caller"] = part.caller
+        if part.toolset_name is not None:
+            block["toolset_name"] = part.toolset_name
         n = self._block_start(block, out)
         for frag in [f for f in part.fragments if f] or ["{}"]:
             self._block_delta(n, {"type": "input_json_delta", "partial_json": frag}, out)
@@ -257,6 +260,7 @@ class StreamRenderer:
             signature=event.signature,
             provenance=event.provenance,
             caller=event.caller,
+            toolset_name=event.toolset_name,
         )
         self.parts[event.index] = part
         if event.kind == "native":

@@ -140,7 +140,11 @@ OPENAI_CHAT: dict[str, Rule] = {
         "Gemini `generationConfig.seed`; elsewhere " + _DROPPED,
     ),
     "prediction": Rule(SERVING, "as sent (a latency hint: the answer is the model's either way)", _DROPPED),
-    "top_k": Rule(CARRIED, "not sent (no such field)", "as sent"),
+    "top_k": Rule(
+        CARRIED,
+        "no such field: " + _DROPPED + " (`top_k`)",
+        "Anthropic `top_k`, Gemini `topK`; Responses (no such field): " + _DROPPED,
+    ),
 }
 """OpenAI Chat Completions request fields (https://platform.openai.com/docs/api-reference/chat/create;
 ``openai.types.chat.completion_create_params``), plus the ``top_k`` extension."""
@@ -167,25 +171,37 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
     ),
     "tool_choice": Rule(
         CARRIED,
-        "as sent",
+        "as sent (a key its `type` does not have refused by name)",
         "each API's tool choice; `disable_parallel_tool_use` -> OpenAI `parallel_tool_calls: false`, "
         "Gemini has no such setting: " + _DROPPED,
     ),
     "temperature": Rule(CARRIED, "as sent", "as sent"),
     "top_p": Rule(CARRIED, "as sent", "as sent"),
-    "top_k": Rule(CARRIED, "as sent", "Gemini `topK`; not sent to OpenAI"),
+    "top_k": Rule(
+        CARRIED,
+        "as sent",
+        "Gemini `topK`; OpenAI Chat and Responses (no such field): " + _DROPPED + " (`top_k`)",
+    ),
     "stop_sequences": Rule(CARRIED, "as sent", "`stop`"),
     "stream": Rule(CARRIED, "as sent", "each API's streaming"),
-    "metadata": Rule(TRANSLATED, "`user_id` as sent", "`user_id` -> OpenAI `user`"),
+    "metadata": Rule(
+        TRANSLATED,
+        "`user_id` as sent (any other key refused by name)",
+        "`user_id` -> OpenAI `user`",
+    ),
     "thinking": Rule(
         CARRIED,
-        "as sent (`adaptive`, `between_tools`, `display`, `budget_tokens` verbatim)",
-        "OpenAI `reasoning_effort`, Gemini `thinkingConfig`",
+        "as sent (`adaptive`, `between_tools`, `display`, `block_binding`, `budget_tokens` verbatim; "
+        "a key the SDK types do not define refused by name)",
+        "OpenAI `reasoning_effort`, Gemini `thinkingConfig`; `thinking.display` and "
+        "`thinking.block_binding`: " + _DROPPED,
     ),
     "output_config": Rule(
         CARRIED,
-        "`format` (structured output) and `effort` as sent",
-        "format: native structured output or a forced tool; effort: `reasoning_effort` / `thinkingConfig`",
+        "`format` (structured output), `effort` and the beta `task_budget` as sent (any other key "
+        "refused by name)",
+        "format: native structured output or a forced tool; effort: `reasoning_effort` / `thinkingConfig`; "
+        "`output_config.task_budget`: " + _DROPPED,
     ),
     "output_format": Rule(TRANSLATED, "beta form -> `output_config.format`", "structured output"),
     "cache_control": Rule(
@@ -266,6 +282,18 @@ NESTED: dict[str, Rule] = {
         PASSED,
         "as sent, and read back from the answer (whole and streamed) for the client",
         _REFUSED_ELSEWHERE,
+    ),
+    "Anthropic image `transformations`, `toolset_name` on `tool_use` and `tool_result`": Rule(
+        SERVING,
+        "as sent (on the part: `ImagePart.transformations`, `ToolCallPart.toolset_name`, "
+        "`ToolResultMessage.toolset_name`); an answer's `tool_use.toolset_name` read back for the client",
+        _DROPPED + " (`messages[i].content[j].transformations`, `...toolset_name`)",
+    ),
+    "Anthropic block and nested-object keys the SDK types do not define (text, system, image, "
+    "image `source`, document, thinking, `tool_use`, `tool_result` blocks)": Rule(
+        REFUSED,
+        "400 naming the key (`messages[0].content[1].source.colour`), as the Anthropic API refuses it",
+        "the same",
     ),
     "answer `stop_reason: pause_turn` (Anthropic server tools)": Rule(
         CARRIED,

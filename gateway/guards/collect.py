@@ -73,6 +73,7 @@ class _Builder:
             signature=self._signature(),
             provenance=s.provenance,
             caller=s.caller,
+            toolset_name=s.toolset_name,
         )
 
 

@@ -7,7 +7,8 @@ target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs k
 thinking turned off for a request that could not carry its signed thinking is noted as dropped:
 transcript row, ``x-turnstile-dropped: thinking``);
 the client's ``anthropic-beta`` / ``anthropic-version`` headers are admitted for an Anthropic
-deployment or dropped for any other, and the headers ``anthropic.forward`` names sent on to an
+deployment or dropped for any other (a version the Anthropic edge does not speak is named
+toward every target), and the headers ``anthropic.forward`` names sent on to an
 Anthropic deployment only (:mod:`gateway.anthropic_headers`); the client's same-wire
 fields (``request.native``) reach a deployment of that wire API (less those it refuses for its
 model: :func:`gateway.providers.passthrough.split`), and toward any other are refused
@@ -26,7 +27,7 @@ from __future__ import annotations
 import structlog
 
 from gateway import invariants
-from gateway.anthropic_headers import admit, client_betas, forwarded
+from gateway.anthropic_headers import EDGE_VERSIONS, admit, client_betas, forwarded
 from gateway.config import Deployment
 from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
@@ -128,9 +129,9 @@ class TargetLayer:
         """``request`` carrying the client's Anthropic headers that ``dep`` may get (none for
         a target of another wire API); what is dropped is noted on ``turn`` and logged."""
         to_anthropic = dep.api == "anthropic_messages"
-        betas, version = client_betas(turn.headers_in, to_anthropic)
+        betas, version = client_betas(turn.headers_in, True)  # any target: an unknown version is named
         sent_on = forwarded(turn.headers_in, self.anthropic.forward) if to_anthropic else {}
-        if not betas and version is None and not sent_on:
+        if not betas and not sent_on and (version is None or (not to_anthropic and version in EDGE_VERSIONS)):
             return request
         admitted = admit(betas, version, dep, self.anthropic)
         for d in admitted.dropped:

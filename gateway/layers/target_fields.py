@@ -10,6 +10,7 @@ image ``detail``                       ``openai_chat``, ``openai_responses``    
 document ``filename`` (Anthropic       ``openai_chat``, ``openai_responses``,      dropped
 ``title``)                             ``anthropic_messages``
 ``seed``                               ``openai_chat``, ``gemini``                 dropped
+``top_k`` (Gemini ``topK``)            ``anthropic_messages``, ``gemini``          dropped
 ``presence_penalty``,                  ``openai_chat``, ``gemini``                 refused
 ``frequency_penalty``
 =====================================  ==========================================  ============
@@ -18,7 +19,9 @@ document ``filename`` (Anthropic       ``openai_chat``, ``openai_responses``,   
 transcript row; ``values`` are the client locations, first ten), never silent. A participant
 name, an image's detail level and a document's title label what the model reads without
 changing it, and a seed only asks for best-effort determinism, so the turn is answered without
-them; a sampling penalty changes the answer, so toward an API without one the request is
+them; ``top_k`` (Anthropic's and Gemini's sampling cutoff, an OpenAI Chat client's extension)
+has no field in either OpenAI API, whose ``top_p`` still applies, so it is dropped and named
+too; a sampling penalty changes the answer, so toward an API without one the request is
 refused (HTTP 400 naming the field and the model). Gemini's per-part ``mediaResolution`` is
 not a translation of ``detail``: it exists for Gemini 3 models only, and its levels are token
 budgets of another scale. The keyless ``demo`` stand-in reads none of these and counts as
@@ -46,6 +49,7 @@ NAME_APIS = frozenset({"openai_chat", "demo"})
 DETAIL_APIS = frozenset({"openai_chat", "openai_responses", "demo"})
 FILENAME_APIS = frozenset({"openai_chat", "openai_responses", "anthropic_messages", "demo"})
 SEED_APIS = frozenset({"openai_chat", "gemini", "demo"})
+TOP_K_APIS = frozenset({"anthropic_messages", "gemini", "demo"})
 PENALTY_APIS = SEED_APIS
 
 _MAX_WHERE = 10
@@ -73,6 +77,8 @@ def check_fields(request: Request, dep: Deployment) -> list[dict[str, Any]]:
                 )
     if request.seed is not None and api not in SEED_APIS:
         notes.append(_note("seed", [request.seed], dep, "a seed (best-effort determinism)"))
+    if request.top_k is not None and api not in TOP_K_APIS:
+        notes.append(_note("top_k", [request.top_k], dep, "top_k sampling"))
     names = api not in NAME_APIS
     details = api not in DETAIL_APIS
     filenames = api not in FILENAME_APIS

@@ -232,7 +232,10 @@ def image_block(part: ImagePart) -> dict[str, Any]:
             source = {"type": "base64", "media_type": split[0], "data": split[1]}
         else:
             source = {"type": "url", "url": url}
-    return _with_cache({"type": "image", "source": source}, part.cache_control)
+    block: dict[str, Any] = {"type": "image", "source": source}
+    if part.transformations is not None:  # an Anthropic client's own, verbatim
+        block["transformations"] = part.transformations
+    return _with_cache(block, part.cache_control)
 
 
 def _check_image(deployment: Deployment, where: str, what: str) -> None:
@@ -280,6 +283,8 @@ def _tool_result_block(
         out["content"] = content
     if msg.is_error:
         out["is_error"] = True
+    if msg.toolset_name is not None:
+        out["toolset_name"] = msg.toolset_name
     return _with_cache(out, msg.cache_control)
 
 
@@ -299,6 +304,8 @@ def _assistant_blocks(msg: AssistantMessage, names: NameMap) -> list[dict[str, A
             }
             if part.caller is not None:  # programmatic tool calling: the code that made the call
                 block["caller"] = part.caller
+            if part.toolset_name is not None:
+                block["toolset_name"] = part.toolset_name
             out.append(_with_cache(block, part.cache_control))
         elif type(part) is ThinkingPart:
             if part.signature:
@@ -597,6 +604,9 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
             caller = block.get("caller")
             if isinstance(caller, dict):
                 call["caller"] = caller
+            toolset = block.get("toolset_name")
+            if isinstance(toolset, str):
+                call["toolset_name"] = toolset
             parts.append(call)
         elif isinstance(kind, str) and is_server_block(kind):
             parts.append({"type": "native", "api": API, "block": block})

@@ -261,6 +261,7 @@ class AnthropicStreamParser:
             block = _Block("tool_call", part=self._new_part(), start_input=cb.get("input"))
             self.blocks[index] = block
             caller = cb.get("caller")
+            toolset = cb.get("toolset_name")
             out.append(
                 PartStart(
                     index=block.part or 0,
@@ -268,6 +269,7 @@ class AnthropicStreamParser:
                     id=self.ctx.names.from_upstream_id(str(cb.get("id") or "")),
                     name=self.ctx.names.from_upstream_name(str(cb.get("name") or "")),
                     caller=caller if isinstance(caller, dict) else None,
+                    toolset_name=toolset if isinstance(toolset, str) else None,
                 )
             )
         elif isinstance(btype, str) and is_server_block(btype):

@@ -90,3 +90,11 @@ def test_the_forwarded_headers_are_claude_codes_by_default_and_read_case_insensi
 def test_forward_may_not_name_credentials_or_the_headers_the_gateway_sets(name: str) -> None:
     with pytest.raises(ValidationError, match=name.lower()):
         AnthropicHeaders(forward=[name])
+
+
+@pytest.mark.parametrize("dep", [AN, OA], ids=["anthropic", "other"])
+def test_a_version_the_edge_does_not_speak_is_dropped_and_named_toward_any_target(dep: Deployment) -> None:
+    got = admit([], "2099-01-01", dep, AnthropicHeaders())
+    assert got.version is None
+    assert [(d.field, d.values) for d in got.dropped] == [("anthropic-version", ("2099-01-01",))]
+    assert admit([], "2099-01-01", dep, AnthropicHeaders(versions=["2099-01-01"])).dropped == ()

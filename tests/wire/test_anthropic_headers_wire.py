@@ -154,3 +154,25 @@ def test_claude_codes_session_and_app_headers_reach_an_anthropic_upstream_only(
     to_claude, to_openai = upstream.requests()
     assert {k: to_claude.headers.get(k) for k in CLAUDE_CODE_HEADERS} == CLAUDE_CODE_HEADERS
     assert not set(CLAUDE_CODE_HEADERS) & set(to_openai.headers)
+
+
+@pytest.mark.parametrize("target", ["an", "oa"])
+def test_a_version_the_gateway_does_not_speak_is_replaced_and_named(
+    target: str, upstream: UpstreamStandin, ant: anthropic.Anthropic, db_path: Path
+) -> None:
+    api = {"an": "anthropic_messages", "oa": "openai_chat"}[target]
+    upstream.script(replay(text_answer(api, "hi", stream=False)))
+    raw = _create(ant, target, **{"anthropic-version": "2099-01-01"})
+    assert raw.http_response.status_code == 200
+    assert raw.headers["x-turnstile-dropped"] == "anthropic-version"
+    (got,) = upstream.requests()
+    assert "2099-01-01" not in json.dumps(got.headers)
+    if target == "an":
+        assert got.headers["anthropic-version"] == "2023-06-01"  # the deployment's own
+    row = transcript_row(db_path, raw.headers["x-turnstile-request-id"])
+    (note,) = [n for n in json.loads(row["repairs"]) if n.get("kind") == "dropped"]
+    assert (note["field"], note["values"], note["deployment"]) == (
+        "anthropic-version",
+        ["2099-01-01"],
+        target,
+    )

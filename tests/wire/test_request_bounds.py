@@ -42,6 +42,8 @@ def _with(dialect: str, field: str, value: Any) -> dict[str, Any]:
     body = _base(dialect)
     if field == "metadata":
         body["metadata"] = value
+    elif field == "system[0].cache_control":
+        body["system"] = [{"type": "text", "text": "s", "cache_control": value}]
     elif field == "tools[0].function.parameters":
         body["tools"] = [{"type": "function", "function": {"name": "f", "parameters": value}}]
     elif field == "tools[0].input_schema":
@@ -142,11 +144,11 @@ def test_json_nested_up_to_the_limit_is_served(
 ) -> None:
     ex = recordings.common("openai_chat", "simple", False)[0]
     upstream.script(replay(ex, api="openai_chat"))
-    resp = _post(
-        gateway_url,
-        endpoint,
-        _with("anthropic" if endpoint == "count_tokens" else endpoint, "metadata", _deep(63)),
-    )
+    # Anthropic metadata holds only user_id (any other key is refused by name): a free-form
+    # object of that dialect instead, three levels down (64 in all, as metadata's 63 + 1)
+    dialect = "anthropic" if endpoint == "count_tokens" else endpoint
+    field, value = ("metadata", _deep(63)) if dialect == "openai" else ("system[0].cache_control", _deep(61))
+    resp = _post(gateway_url, endpoint, _with(dialect, field, value))
     assert resp.status_code == 200, resp.text
 
 

@@ -85,7 +85,12 @@ FIELDS: list[tuple[str, str, int, Callable[[Any], dict[str, Any]]]] = [
             messages=[{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": v}]}]
         ),
     ),
-    ("anthropic", "metadata", 1, lambda v: _an(metadata=v)),
+    (
+        "anthropic",
+        "system[0].cache_control",
+        3,
+        lambda v: _an(system=[{"type": "text", "text": "s", "cache_control": v}]),
+    ),
     (
         "anthropic",
         "tools[0].input_schema",

@@ -171,7 +171,8 @@ def test_anthropic_thinking_and_effort_are_kept_verbatim_beside_the_schema_form(
         "thinking": {"type": "adaptive", "display": "omitted"},
         "output_config": {"effort": "max"},
     }
-    assert req.native.paths == [] and req.native.serving == []
+    assert req.native.paths == []
+    assert req.native.serving == ["thinking.display"]  # no other wire API has it: dropped and named there
     assert req.thinking is not None and req.thinking.enabled and req.thinking.effort == "high"
 
 

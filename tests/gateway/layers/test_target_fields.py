@@ -97,6 +97,13 @@ def test_a_plain_request_names_nothing(api: str) -> None:
     assert check_fields(plain, dep(api)) == []
 
 
+@pytest.mark.parametrize("api", ALL_APIS)
+def test_top_k_is_named_toward_an_api_without_it(api: str) -> None:
+    plain = Request(model="m", messages=[UserMessage(content=[TextPart(text="hi")])], top_k=5)
+    expected = {} if api in ("anthropic_messages", "gemini", "demo") else {"top_k": [5]}
+    assert _fields(check_fields(plain, dep(api))) == expected
+
+
 @pytest.mark.parametrize("api", ["anthropic_messages", "openai_responses", "litellm"])
 @pytest.mark.parametrize("field", ["presence_penalty", "frequency_penalty"])
 def test_a_penalty_toward_an_api_without_one_is_refused_by_name(field: str, api: str) -> None:
