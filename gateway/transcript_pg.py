@@ -45,6 +45,9 @@ CREATE INDEX IF NOT EXISTS turns_ts ON turns (ts);
 """
 
 
+SCHEMA_LOCK = 0x7475726E73  # "turns": the advisory lock held while the table is created or migrated
+
+
 def is_postgres_url(location: object) -> bool:
     """True when a transcript location names PostgreSQL (``postgresql://`` / ``postgres://``)."""
     return isinstance(location, str) and location.lower().startswith(("postgresql://", "postgres://"))
@@ -72,6 +75,9 @@ class PostgresTranscript:
 
         self.conn = psycopg.connect(url, connect_timeout=10)
         with self.conn.transaction():
+            # Instances starting together on a fresh database: CREATE TABLE IF NOT EXISTS is not
+            # safe under concurrency (a duplicate pg_type row), so one creates at a time.
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             self.conn.execute(PG_SCHEMA_SQL)
             for name, kind in ADDED_COLUMNS:  # a transcript made before them gets them
                 self.conn.execute(f"ALTER TABLE turns ADD COLUMN IF NOT EXISTS {name} {kind}".encode())
