@@ -69,6 +69,7 @@ from gateway.edges._common import (
     validate_request,
     wrong_type,
 )
+from gateway.edges._keys import check_keys
 from gateway.edges.call_ids import BadIds, plain_call_id, refusal
 from gateway.edges.fidelity import OPENAI_CHAT, native_fields
 from gateway.edges.openai_files import chat_audio, chat_file
@@ -84,7 +85,6 @@ _FIELD_NAMES = {"max_output_tokens": "max_tokens", "thinking": "reasoning_effort
 
 _FREE_FORM: tuple[FieldPattern, ...] = (
     ("metadata",),
-    ("stream_options",),
     ("tools", "*", "function", "parameters"),
     ("tools", "*", "function", "cache_control"),
     ("tools", "*", "cache_control"),
@@ -116,6 +116,73 @@ _RESULT_PARTS = ("text", "image_url")
 _TEXT_PARTS = ("text",)
 _ASSISTANT_PARTS = ("text", "refusal")
 
+_CACHE = "cache_control"  # tolerated on messages, parts and tools (module docstring)
+_BREAKPOINT = "prompt_cache_breakpoint"
+_PART_KEYS = {
+    "text": frozenset({"type", "text", _CACHE, _BREAKPOINT}),
+    "refusal": frozenset({"type", "refusal", _CACHE}),
+    "image_url": frozenset({"type", "image_url", _CACHE, _BREAKPOINT}),
+    "file": frozenset({"type", "file", _CACHE, _BREAKPOINT}),
+    "input_audio": frozenset({"type", "input_audio", _CACHE, _BREAKPOINT}),
+    "tool_use": frozenset({"type", "id", "name", "input", _CACHE}),
+    "thinking": frozenset({"type", "thinking", "signature", _CACHE}),
+    "redacted_thinking": frozenset({"type", "data", _CACHE}),
+}
+"""Keys of each content part type: the SDK's (``ChatCompletionContentPart*Param``) and the
+tolerated extensions; any other is refused by name (:mod:`gateway.edges._keys`)."""
+_IMAGE_URL_KEYS = frozenset({"url", "detail"})
+_FILE_KEYS = frozenset({"file_data", "file_id", "filename"})
+_AUDIO_KEYS = frozenset({"data", "format"})
+_MESSAGE_KEYS = {
+    "user": frozenset({"role", "content", "name", _CACHE}),
+    "system": frozenset({"role", "content", "name", _CACHE}),
+    "developer": frozenset({"role", "content", "name", _CACHE}),
+    "tool": frozenset({"role", "content", "tool_call_id", "name", _CACHE}),
+    "function": frozenset({"role", "content", "name"}),
+    "assistant": frozenset(
+        {
+            "role",
+            "content",
+            "name",
+            "refusal",
+            "tool_calls",
+            "function_call",
+            "audio",
+            "reasoning_content",
+            "reasoning",
+            "reasoning_details",
+            "thinking_blocks",
+            _CACHE,
+        }
+    ),
+}
+"""Keys of a message of each role (``ChatCompletion*MessageParam`` and the tolerated
+extensions of the module docstring)."""
+_TOOL_KEYS = frozenset({"type", "function", _CACHE})
+_TOOL_SERVING = frozenset({"defer_loading", "eager_input_streaming"})
+"""Keys of a tool entry besides the SDK's that only steer serving (OpenRouter's Anthropic
+forms: tool search, input streaming): carried to an OpenAI Chat upstream on that tool and
+dropped and named toward another wire API; any other key of a tool entry is carried the same
+way and refused toward another wire API (``NativeFields.fields["tool_fields"]``)."""
+_FUNCTION_KEYS = frozenset({"name", "description", "parameters", "strict", _CACHE})
+_LEGACY_FUNCTION_KEYS = frozenset({"name", "description", "parameters"})
+_CALL_KEYS = frozenset({"id", "type", "function", "index", _CACHE})
+"""``index``: the stream position a client's SDK leaves on a call it merged from a streamed
+answer (the openai SDK's ``ChatCompletionStreamState``); it carries nothing."""
+_CALL_FUNCTION_KEYS = frozenset({"name", "arguments"})
+_CHOICE_KEYS = frozenset({"type", "function"})
+_CHOICE_FUNCTION_KEYS = frozenset({"name"})
+_FORMAT_KEYS = frozenset({"type", "json_schema"})
+_JSON_SCHEMA_KEYS = frozenset({"name", "description", "schema", "strict"})
+_STREAM_OPTIONS_KEYS = frozenset({"include_usage", "include_obfuscation"})
+_MESSAGE_SERVING = frozenset({"audio", "annotations"})
+"""A message's keys the schema has no place for are carried to an OpenAI Chat upstream on that
+message (``NativeFields.fields["message_fields"]``); toward another wire API these are dropped
+and named: an assistant message's ``audio`` (``{"id"}``: a reference to an earlier audio
+answer stored at OpenAI) and ``annotations`` (an answer's URL citations sent back as they
+came: ``ChatCompletionMessage.annotations``); any other (a vendor extension such as Mistral's ``prefix: true``) is
+refused by name there."""
+
 
 def legacy_call_id(msg_index: int, name: str, arguments: str) -> str:
     """Deterministic id for a legacy ``function_call`` (which has none):
@@ -136,6 +203,7 @@ def _image(obj: JSONObj, path: str) -> JSONObj:
         url = value
     else:
         image = as_obj(value, ipath)
+        check_keys(image, _IMAGE_URL_KEYS, ipath)
         url = req(image, "url", str, ipath)
         detail = opt(image, "detail", str, ipath)
         if detail == "auto":
@@ -172,6 +240,7 @@ def _part(part: JSONObj, ppath: str, allowed: tuple[str, ...]) -> JSONObj | None
             f"{', '.join(allowed)})",
             param=join(ppath, "type"),
         )
+    check_keys(part, _PART_KEYS[kind], ppath)
     if kind == "text" or kind == "refusal":
         text = req(part, kind, str, ppath)
         if not text:
@@ -183,8 +252,14 @@ def _part(part: JSONObj, ppath: str, allowed: tuple[str, ...]) -> JSONObj | None
             raise wrong_type(join(ppath, "cache_control"), "an object", cache)
         return {"type": "text", "text": text, "cache_control": cache}
     if kind == "file":
+        inner = part.get("file")
+        if type(inner) is dict:
+            check_keys(inner, _FILE_KEYS, join(ppath, "file"))
         return chat_file(part, ppath)
     if kind == "input_audio":
+        inner = part.get("input_audio")
+        if type(inner) is dict:
+            check_keys(inner, _AUDIO_KEYS, join(ppath, "input_audio"))
         return chat_audio(part, ppath)
     return _image(part, ppath)
 
@@ -197,7 +272,7 @@ def _parts(content: Any, path: str, allowed: tuple[str, ...]) -> list[JSONObj]:
         raise wrong_type(path, "a string or an array of content parts", content)
     out: list[JSONObj] = []
     for i, raw in enumerate(content):
-        if type(raw) is dict and raw.get("type") == "text" and "cache_control" not in raw:
+        if type(raw) is dict and len(raw) == 2 and raw.get("type") == "text":
             text = raw.get("text")
             if type(text) is str:  # the common case, checked inline
                 if text:
@@ -241,10 +316,23 @@ class _State(BadIds):
     (``(location, id, reason)``, refused after the messages are read:
     :mod:`gateway.edges.call_ids`)."""
 
-    __slots__ = ("depth", "legacy_pending", "names", "short")
+    __slots__ = (
+        "depth",
+        "legacy_pending",
+        "message_fields",
+        "names",
+        "native",
+        "serving",
+        "short",
+        "tool_fields",
+    )
 
     def __init__(self, depth: int) -> None:
         super().__init__()
+        self.message_fields: dict[str, JSONObj] = {}  # message path -> its SDK keys kept verbatim
+        self.serving: list[str] = []  # their paths, dropped and named toward another wire API
+        self.native: list[str] = []  # their paths, refused toward another wire API
+        self.tool_fields: dict[str, JSONObj] = {}  # tool name -> its entry's own keys
         self.names: dict[str, str] = {}
         self.legacy_pending: list[tuple[str, str]] = []
         self.depth = depth
@@ -277,6 +365,8 @@ def _assistant_block(part: JSONObj, ppath: str, st: _State) -> JSONObj | None:
     """One part of an assistant ``content`` list: Anthropic-style ``tool_use``, ``thinking``
     and ``redacted_thinking`` blocks (handed case C05) besides text and refusal parts."""
     kind = req(part, "type", str, ppath)
+    if kind in ("tool_use", "thinking", "redacted_thinking"):
+        check_keys(part, _PART_KEYS[kind], ppath)
     if kind == "tool_use":
         raw_input = part.get("input")
         if raw_input is None:
@@ -298,6 +388,7 @@ def _tool_calls(calls: list[Any], path: str, st: _State, content: list[JSONObj])
         tpath = f"{path}.tool_calls[{j}]"
         if type(raw) is not dict:
             raise wrong_type(tpath, "an object", raw)
+        check_keys(raw, _CALL_KEYS, tpath)
         ctype = raw.get("type")
         if ctype is not None and ctype != "function":
             if type(ctype) is not str:
@@ -306,6 +397,7 @@ def _tool_calls(calls: list[Any], path: str, st: _State, content: list[JSONObj])
         fn = raw.get("function")
         if type(fn) is not dict:
             invalid(raw, "function", dict, tpath)
+        check_keys(fn, _CALL_FUNCTION_KEYS, tpath + ".function")
         call_id = raw.get("id")
         if type(call_id) is not str:
             invalid(raw, "id", str, tpath)
@@ -316,6 +408,9 @@ def _tool_calls(calls: list[Any], path: str, st: _State, content: list[JSONObj])
         if type(arguments) is not str:
             arguments = _raw_arguments(fn, tpath + ".function")
         content.append(_tool_call(call_id, name, arguments, tpath, st))
+        cache = raw.get("cache_control")
+        if cache is not None:
+            content[-1]["cache_control"] = check(cache, dict, join(tpath, "cache_control"))
         if len(arguments) > st.short:
             where = tpath + ".function.arguments"
             check_embedded(content[-1]["arguments"], arguments, st.depth, _ARGUMENTS_LEVEL, where)
@@ -400,6 +495,11 @@ def _thinking_blocks(value: Any, path: str) -> list[JSONObj]:
 def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
     content: list[JSONObj] = []
     get = msg.get
+    audio = get("audio")
+    if audio is not None:
+        check(audio, dict, join(path, "audio"))
+        st.message_fields.setdefault(path, {})["audio"] = audio
+        st.serving.append(join(path, "audio"))
     details = get("reasoning_details")
     if details is not None:
         content.extend(_reasoning_details(details, join(path, "reasoning_details")))
@@ -491,6 +591,16 @@ def _unwrap_sig(value: str | None, path: str) -> tuple[str | None, Any]:
         raise InvalidRequest(f"{path}: damaged Turnstile signature envelope ({exc})", param=path) from None
 
 
+def _message_extras(msg: JSONObj, known: frozenset[str], path: str, st: _State) -> None:
+    """Keep a message's keys outside ``known`` (non-null) for an OpenAI Chat upstream, by the
+    message's path, and name them for the other wire APIs (refused: :data:`_MESSAGE_SERVING`)."""
+    extra = {k: v for k, v in msg.items() if k not in known and v is not None}
+    if extra:
+        st.message_fields.setdefault(path, {}).update(extra)
+        for k in extra:
+            (st.serving if k in _MESSAGE_SERVING else st.native).append(join(path, k))
+
+
 def _name(msg: JSONObj, path: str) -> str | None:
     """A message's participant ``name`` (a string or null)."""
     name = msg.get("name")
@@ -503,6 +613,9 @@ def _message(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj | None:
     """One message (already checked to be an object) -> its message dict; None for a system
     message left without text."""
     role = msg.get("role")
+    known = _MESSAGE_KEYS.get(role) if type(role) is str else None
+    if known is not None and not msg.keys() <= known:
+        _message_extras(msg, known, path, st)
     if role == "assistant":
         return _assistant(msg, i, path, st)
     if role == "tool":
@@ -595,7 +708,7 @@ _TOOL_SITES = tool_sites(
 """Where tool definitions are, for :func:`gateway.edges._bounds.check_tools`."""
 
 
-def _tools(body: JSONObj) -> tuple[list[JSONObj], bool]:
+def _tools(body: JSONObj, st: _State) -> tuple[list[JSONObj], bool]:
     """Tool definition dicts of ``tools`` and legacy ``functions``, and whether ``tools`` has
     an ``mcp`` entry (read by :func:`gateway.edges._common.mcp_server_entries`)."""
     out: list[JSONObj] = []
@@ -611,11 +724,27 @@ def _tools(body: JSONObj) -> tuple[list[JSONObj], bool]:
             raise unsupported(join(path, "type"), f"tool type {ttype!r}")
         fpath = path + ".function"
         fn = as_obj(req(tool, "function", dict, path), fpath)
+        check_keys(fn, _FUNCTION_KEYS, fpath)
         out.append(_tool_def(fn, fpath, opt(tool, "cache_control", dict, path)))
+        if not tool.keys() <= _TOOL_KEYS:
+            _tool_extras(tool, out[-1]["name"], path, st)
     for i, raw in enumerate(opt(body, "functions", list, "") or ()):
         path = f"functions[{i}]"
-        out.append(_tool_def(as_obj(raw, path), path, None))
+        fn = as_obj(raw, path)
+        check_keys(fn, _LEGACY_FUNCTION_KEYS, path)
+        out.append(_tool_def(fn, path, None))
     return out, has_mcp
+
+
+def _tool_extras(tool: JSONObj, name: str, path: str, st: _State) -> None:
+    """Keep a tool entry's keys besides the SDK's (non-null) for an OpenAI Chat upstream, by the
+    tool's name, and name them for the other wire APIs (:data:`_TOOL_SERVING` dropped, any other
+    refused)."""
+    extra = {k: v for k, v in tool.items() if k not in _TOOL_KEYS and v is not None}
+    if extra:
+        st.tool_fields[name] = extra
+        for k in extra:
+            (st.serving if k in _TOOL_SERVING else st.native).append(join(path, k))
 
 
 def _tool_def(fn: JSONObj, path: str, cache: dict[str, Any] | None) -> JSONObj:
@@ -647,13 +776,16 @@ def _tool_choice(body: JSONObj) -> JSONObj | None:
     ctype = req(obj, "type", str, path)
     if ctype != "function":
         raise unsupported(join(path, "type"), f"tool_choice type {ctype!r}")
+    check_keys(obj, _CHOICE_KEYS, path)
     fpath = join(path, "function")
     fn = as_obj(req(obj, "function", dict, path), fpath)
+    check_keys(fn, _CHOICE_FUNCTION_KEYS, fpath)
     return {"mode": "tool", "name": req(fn, "name", str, fpath), "parallel": parallel}
 
 
 def _response_format(raw: JSONObj) -> JSONObj:
     path = "response_format"
+    check_keys(raw, _FORMAT_KEYS, path)
     rtype = req(raw, "type", str, path)
     if rtype in ("text", "json_object"):
         return {"type": rtype}
@@ -661,6 +793,7 @@ def _response_format(raw: JSONObj) -> JSONObj:
         raise InvalidRequest(f"{path}.type: unknown response format {rtype!r}", param=join(path, "type"))
     spath = join(path, "json_schema")
     js = as_obj(req(raw, "json_schema", dict, path), spath)
+    check_keys(js, _JSON_SCHEMA_KEYS, spath)
     return {
         "type": "json_schema",
         "name": opt(js, "name", str, spath),
@@ -794,14 +927,16 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     # Optional fields, checked in a fixed order (the first error wins); absent ones are left
     # to the schema's defaults.
     stream_options = get("stream_options")
-    if stream_options is not None and type(stream_options) is not dict:
-        check(stream_options, dict, "stream_options")  # raises
+    if stream_options is not None:
+        if type(stream_options) is not dict:
+            check(stream_options, dict, "stream_options")  # raises
+        check_keys(stream_options, _STREAM_OPTIONS_KEYS, "stream_options")
     metadata = get("metadata")
     if metadata is not None:
         out["metadata"] = metadata if type(metadata) is dict else check(metadata, dict, "metadata")
     has_mcp = False
     if "tools" in data or "functions" in data:
-        out["tools"], has_mcp = _tools(data)
+        out["tools"], has_mcp = _tools(data, st)
     if "tool_choice" in data or "function_call" in data or "parallel_tool_calls" in data:
         out["tool_choice"] = _tool_choice(data)
     if "max_completion_tokens" in data or "max_tokens" in data:
@@ -836,8 +971,16 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     if b'"cache_control"' in body:
         out["cache_marks"] = True
     extra = data.keys() - _READ
-    if extra or effort in _VERBATIM_EFFORTS:
+    if extra or effort in _VERBATIM_EFFORTS or st.message_fields or st.tool_fields:
         native = _native(data, extra)
+        if st.message_fields or st.tool_fields:
+            native = native or {"api": API, "fields": {}, "paths": [], "serving": []}
+            if st.message_fields:
+                native["fields"]["message_fields"] = st.message_fields
+            if st.tool_fields:
+                native["fields"]["tool_fields"] = st.tool_fields
+            native["serving"] += st.serving
+            native["paths"] += st.native
         if native is not None:
             out["native"] = native
     return validate_request(out, _FIELD_NAMES)

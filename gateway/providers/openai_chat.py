@@ -242,22 +242,44 @@ def _merge_assistant(prev: dict[str, Any], new: dict[str, Any]) -> None:
         prev.setdefault("tool_calls", []).extend(new["tool_calls"])
 
 
+def _message_fields(request: Request) -> dict[str, dict[str, Any]]:
+    """An OpenAI Chat client's own message keys (``NativeFields.fields["message_fields"]``:
+    ``messages[i]`` -> keys the schema has no place for, an assistant's ``audio``), or {}."""
+    native = request.native
+    if native is None or native.api != API:
+        return {}
+    fields = native.fields.get("message_fields")
+    return fields if isinstance(fields, dict) else {}
+
+
 def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     image_followup: list[dict[str, Any]] = []
     inline_images = deployment.quirks.images_in_tool_results
     own = deployment.api == API  # not litellm: names, developer role, image detail
+    own_fields = _message_fields(request) if own else {}
     for i, msg in enumerate(request.messages):
         if image_followup and type(msg) is not ToolResultMessage:
             out.append({"role": "user", "content": image_followup})
             image_followup = []
         if type(msg) is AssistantMessage:
             item = _assistant_dict(msg, names)
+            extra = own_fields.get(msg.src) if own_fields and msg.src else None
             if item is None:
-                continue
+                if not extra:
+                    continue
+                item = {"role": "assistant"}  # only the client's own keys (an audio reference)
             if own and msg.name is not None:
                 item["name"] = msg.name
-            if out and out[-1]["role"] == "assistant" and out[-1].get("name") == item.get("name"):
+            if extra:
+                item.update(extra)  # the client's own keys on this message (audio): never merged
+                out.append(item)
+            elif (
+                out
+                and out[-1]["role"] == "assistant"
+                and out[-1].get("name") == item.get("name")
+                and not out[-1].get("audio")
+            ):
                 _merge_assistant(out[-1], item)
             else:
                 out.append(item)
@@ -393,7 +415,13 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         if deployment.quirks.stream_usage:
             body["stream_options"] = {"include_usage": True}
     if own:  # not for litellm, which reuses this function
-        body.update((k, v) for k, v in own.items() if k != "reasoning_effort")
+        for key, value in own.items():
+            if key == "tool_fields":  # tool name -> the client's own keys on that tool entry
+                by_name = {upstream_name(names, n): f for n, f in value.items()}
+                for tool in body.get("tools", ()):
+                    tool.update(by_name.get(tool["function"]["name"], ()))
+            elif key != "reasoning_effort" and key != "message_fields":  # placed already
+                body[key] = value
     return body
 
 

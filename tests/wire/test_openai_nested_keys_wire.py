@@ -1,0 +1,195 @@
+"""Object keys inside an OpenAI Chat or Responses request (issue 14, findings 4-7, 13, 15),
+driven by the official SDK and asserted on what reached the upstream stand-in: a key the
+parser does not read never vanishes. Keys of a message or a tool entry reach an upstream of
+the client's own wire API on that message or tool, and toward another wire API are dropped and
+named (serving-only ones) or refused by name; any other unknown key (on a content part, a tool
+call, ``tool_choice``, ...) is refused by name with nothing sent upstream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import pytest
+from standins.tool_answers import text_answer
+from standins.upstream import UpstreamStandin, replay
+
+API_OF = {"an": "anthropic_messages", "oa": "openai_chat", "rs": "openai_responses", "ge": "gemini"}
+FN = {"name": "f", "description": "F.", "parameters": {"type": "object", "properties": {}}}
+CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+def _answer(target: str) -> Any:
+    return replay(text_answer(API_OF[target], "ok", stream=False))
+
+
+def _user(part: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": [part]}]
+
+
+def _with_call(call: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "ok"},
+    ]
+
+
+# (the path the 400 must name, the create() keyword arguments that put an unknown key there)
+CHAT_UNKNOWN: list[tuple[str, dict[str, Any]]] = [
+    ("messages[0].content[0].colour", {"messages": _user({"type": "text", "text": "hi", "colour": "red"})}),
+    (
+        "messages[0].content[0].image_url.colour",
+        {
+            "messages": _user(
+                {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "colour": "red"}}
+            )
+        },
+    ),
+    ("messages[1].tool_calls[0].colour", {"messages": _with_call({**CALL, "colour": "red"})}),
+    (
+        "messages[1].tool_calls[0].function.colour",
+        {"messages": _with_call({**CALL, "function": {"name": "f", "arguments": "{}", "colour": "red"}})},
+    ),
+    (
+        "tools[0].function.colour",
+        {
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"type": "function", "function": {**FN, "colour": 1}}],
+        },
+    ),
+    (
+        "tool_choice.colour",
+        {
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"type": "function", "function": FN}],
+            "tool_choice": {"type": "function", "function": {"name": "f"}, "colour": 1},
+        },
+    ),
+    (
+        "response_format.json_schema.colour",
+        {
+            "messages": [{"role": "user", "content": "hi"}],
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "x", "schema": {}, "colour": 1},
+            },
+        },
+    ),
+    (
+        "stream_options.colour",
+        {"messages": [{"role": "user", "content": "hi"}], "stream": True, "stream_options": {"colour": 1}},
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "kwargs"), CHAT_UNKNOWN, ids=[p for p, _ in CHAT_UNKNOWN])
+@pytest.mark.parametrize("target", ["oa", "an"])
+def test_an_unknown_nested_chat_key_is_refused_by_name_on_every_target(
+    target: str, path: str, kwargs: dict[str, Any], upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    with pytest.raises(openai.BadRequestError) as exc:
+        oai.chat.completions.create(model=target, **kwargs)
+    assert exc.value.body["param"] == path  # type: ignore[index]
+    assert path in exc.value.message
+    assert upstream.requests() == []
+
+
+AUDIO_TURN = [
+    {"role": "user", "content": "Say hi."},
+    {"role": "assistant", "audio": {"id": "audio_abc"}},
+    {"role": "user", "content": "Again."},
+]
+
+
+def test_an_assistant_audio_reference_reaches_openai_chat_on_its_message(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("oa"))
+    raw = oai.chat.completions.with_raw_response.create(model="oa", messages=AUDIO_TURN)  # type: ignore[arg-type]
+    assert "x-turnstile-dropped" not in raw.headers
+    (got,) = upstream.requests()
+    assert got.body["messages"][1] == {"role": "assistant", "audio": {"id": "audio_abc"}}
+
+
+@pytest.mark.parametrize("target", ["an", "rs", "ge"])
+def test_an_assistant_audio_reference_toward_another_api_is_dropped_and_named(
+    target: str, upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer(target))
+    raw = oai.chat.completions.with_raw_response.create(model=target, messages=AUDIO_TURN)  # type: ignore[arg-type]
+    assert raw.headers["x-turnstile-dropped"] == "messages[1].audio"
+    (got,) = upstream.requests()
+    assert "audio_abc" not in str(got.body)
+
+
+PREFIX_TURN = [
+    {"role": "user", "content": "Write a haiku."},
+    {"role": "assistant", "content": "Autumn", "prefix": True},
+]
+
+
+def test_a_vendor_key_on_a_message_reaches_openai_chat_on_that_message(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("oa"))
+    oai.chat.completions.create(model="oa", messages=PREFIX_TURN)  # type: ignore[arg-type]
+    (got,) = upstream.requests()
+    assert got.body["messages"][1] == {"role": "assistant", "content": "Autumn", "prefix": True}
+
+
+@pytest.mark.parametrize("target", ["an", "rs", "ge"])
+def test_a_vendor_key_on_a_message_toward_another_api_is_refused_by_name(
+    target: str, upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    with pytest.raises(openai.BadRequestError) as exc:
+        oai.chat.completions.create(model=target, messages=PREFIX_TURN)  # type: ignore[arg-type]
+    assert exc.value.body["param"] == "messages[1].prefix"  # type: ignore[index]
+    assert upstream.requests() == []
+
+
+TOOL_EXTRAS = [{"type": "function", "function": FN, "eager_input_streaming": True, "x_rank": 2}]
+
+
+def test_a_tool_entrys_own_keys_reach_openai_chat_on_that_tool(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("oa"))
+    oai.chat.completions.create(model="oa", messages=[{"role": "user", "content": "hi"}], tools=TOOL_EXTRAS)  # type: ignore[list-item]
+    (got,) = upstream.requests()
+    (tool,) = got.body["tools"]
+    assert (tool["eager_input_streaming"], tool["x_rank"], tool["function"]["name"]) == (True, 2, "f")
+
+
+def test_a_tool_entrys_own_keys_toward_another_api_are_refused_or_dropped_by_name(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    with pytest.raises(openai.BadRequestError) as exc:
+        oai.chat.completions.create(
+            model="an", messages=[{"role": "user", "content": "hi"}], tools=TOOL_EXTRAS
+        )  # type: ignore[list-item]
+    assert exc.value.body["param"] == "tools[0].x_rank"  # type: ignore[index]
+    assert upstream.requests() == []
+    upstream.script(_answer("an"))
+    serving_only = [{"type": "function", "function": FN, "eager_input_streaming": True}]
+    raw = oai.chat.completions.with_raw_response.create(
+        model="an",
+        messages=[{"role": "user", "content": "hi"}],
+        tools=serving_only,  # type: ignore[arg-type]
+    )
+    assert raw.headers["x-turnstile-dropped"] == "tools[0].eager_input_streaming"
+    (got,) = upstream.requests()
+    assert "eager_input_streaming" not in got.body["tools"][0]
+
+
+def test_a_tool_calls_cache_mark_reaches_claude_on_its_tool_use_block(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("an"))
+    oai.chat.completions.create(
+        model="an",
+        messages=_with_call({**CALL, "cache_control": {"type": "ephemeral"}}),  # type: ignore[arg-type]
+    )
+    (got,) = upstream.requests()
+    (block,) = [b for m in got.body["messages"] for b in m["content"] if b["type"] == "tool_use"]
+    assert block["cache_control"] == {"type": "ephemeral"}
