@@ -180,8 +180,8 @@ _MESSAGE_SERVING = frozenset({"audio", "annotations"})
 message (``NativeFields.fields["message_fields"]``); toward another wire API these are dropped
 and named: an assistant message's ``audio`` (``{"id"}``: a reference to an earlier audio
 answer stored at OpenAI) and ``annotations`` (an answer's URL citations sent back as they
-came: ``ChatCompletionMessage.annotations``); any other (a vendor extension such as Mistral's ``prefix: true``) is
-refused by name there."""
+came: ``ChatCompletionMessage.annotations``); any other (a vendor extension such as Mistral's
+``prefix: true``) is refused by name there."""
 
 
 def legacy_call_id(msg_index: int, name: str, arguments: str) -> str:
