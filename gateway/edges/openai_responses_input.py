@@ -58,6 +58,7 @@ from gateway.edges._common import (
     unsupported,
     wrong_type,
 )
+from gateway.edges._keys import check_keys
 from gateway.edges.call_ids import BadIds, plain_call_id
 from gateway.edges.openai_files import file_fields
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
@@ -100,6 +101,38 @@ _HOSTED_ITEMS = (
     "tool_search_output",
     "compaction",
 )
+
+
+_BREAKPOINT = "prompt_cache_breakpoint"
+_PART_KEYS = {
+    "input_text": frozenset({"type", "text", _BREAKPOINT}),
+    "input_image": frozenset({"type", "image_url", "file_id", "detail", _BREAKPOINT}),
+    "input_file": frozenset({"type", "file_data", "file_id", "file_url", "filename", "detail", _BREAKPOINT}),
+    "output_text": frozenset({"type", "text", "annotations", "logprobs"}),
+    "refusal": frozenset({"type", "refusal"}),
+}
+"""Keys of each content part type (the SDK's ``Response*Param`` types); any other is refused by
+name (:mod:`gateway.edges._keys`)."""
+_ITEM_KEYS = {
+    "message": frozenset({"type", "role", "content", "id", "status", "phase"}),
+    "function_call": frozenset(
+        {"type", "id", "call_id", "name", "arguments", "namespace", "status", "async", "caller"}
+    ),
+    "custom_tool_call": frozenset(
+        {"type", "id", "call_id", "name", "input", "namespace", "status", "async", "caller"}
+    ),
+    "function_call_output": frozenset(
+        {"type", "id", "call_id", "output", "status", "name", "namespace", "caller"}
+    ),
+    "custom_tool_call_output": frozenset(
+        {"type", "id", "call_id", "output", "namespace", "status", "caller"}
+    ),
+    "reasoning": frozenset({"type", "id", "summary", "content", "encrypted_content", "status"}),
+}
+"""Keys of each input item type this edge reads (the SDK's ``ResponseInputItemParam``
+members, and ``status`` on custom tool items as the answer's output items carry it: Codex CLI
+sends them back so); any other is refused by name."""
+_SUMMARY_KEYS = frozenset({"type", "text"})
 
 
 class InputState(BadIds):
@@ -174,6 +207,10 @@ def _parts(content: Any, path: str, role: str) -> list[JSONObj]:
         if type(raw) is not dict:
             raise wrong_type(ppath, "an object", raw)
         kind = raw.get("type")
+        if len(raw) != 2 or "text" not in raw:
+            known = _PART_KEYS.get(kind) if type(kind) is str else None
+            if known is not None:
+                check_keys(raw, known, ppath)
         if role == "user":
             part = _user_part(raw, ppath)
         elif kind == "input_text" or (role == "assistant" and kind == "output_text"):
@@ -243,6 +280,7 @@ def _reasoning(item: JSONObj, path: str) -> JSONObj | None:
             ppath = join(join(path, key), i)
             if type(raw) is not dict:
                 raise wrong_type(ppath, "an object", raw)
+            check_keys(raw, _SUMMARY_KEYS, ppath)
             ptype = req(raw, "type", str, ppath)
             if ptype != kind:
                 raise InvalidRequest(
@@ -306,6 +344,9 @@ def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
             kind = "message"
         if type(kind) is not str:
             kind = req(item, "type", str, path)  # raises
+        known = _ITEM_KEYS.get(kind)
+        if known is not None:
+            check_keys(item, known, path)
         role = item.get("role") if kind == "message" else None
         if kind in _ASSISTANT_ITEMS or role == "assistant":
             if assistant is None:

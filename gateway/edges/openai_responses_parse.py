@@ -371,8 +371,11 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
                 )
     if stream:
         out["include_usage"] = True  # response.completed always carries the usage
-    if extra:
-        out["native"] = {"api": API, "fields": extra, "serving": serving_names(extra)}
+    if extra or tools.tool_fields:
+        serving = serving_names(extra) + tools.serving
+        if tools.tool_fields:
+            extra["tool_fields"] = tools.tool_fields
+        out["native"] = {"api": API, "fields": extra, "serving": serving}
     echo["raw"] = {k: data.get(k) for k in ("tools", "tool_choice", "text", "reasoning", "truncation")}
     echo["service_tier"] = data.get("service_tier")
     echo["parallel_tool_calls"] = data.get("parallel_tool_calls")

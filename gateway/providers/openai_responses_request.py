@@ -365,17 +365,24 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         body["metadata"] = metadata
     if request.stream:
         body["stream"] = True
-    _merge_passthrough(body, request, deployment)
+    _merge_passthrough(body, request, deployment, names)
     return body
 
 
-def _merge_passthrough(body: dict[str, Any], request: Request, deployment: Deployment) -> None:
+def _merge_passthrough(
+    body: dict[str, Any], request: Request, deployment: Deployment, names: NameMap
+) -> None:
     """The client's passed-through Responses fields (:mod:`gateway.providers.passthrough`) into
     ``body``: top-level ones verbatim, ``text`` and ``reasoning`` merged into the objects the
-    schema's own fields made (the client's value wins)."""
+    schema's own fields made (the client's value wins), ``tool_fields`` set on the tool of that
+    name."""
     sent = passthrough.split(request, deployment)[0]
     for key, value in sent.items():
-        if key in ("text", "reasoning") and isinstance(value, dict):
+        if key == "tool_fields":  # tool name -> the client's own keys on that tool (defer_loading)
+            by_name = {upstream_name(names, n): f for n, f in value.items()}
+            for tool in body.get("tools", ()):
+                tool.update(by_name.get(tool.get("name"), ()))
+        elif key in ("text", "reasoning") and isinstance(value, dict):
             body[key] = {**body.get(key, {}), **value}
         else:
             body[key] = value

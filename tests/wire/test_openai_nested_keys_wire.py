@@ -193,3 +193,84 @@ def test_a_tool_calls_cache_mark_reaches_claude_on_its_tool_use_block(
     (got,) = upstream.requests()
     (block,) = [b for m in got.body["messages"] for b in m["content"] if b["type"] == "tool_use"]
     assert block["cache_control"] == {"type": "ephemeral"}
+
+
+# ---------------------------------------------------------------------------- Responses
+
+RS_FN = {
+    "type": "function",
+    "name": "f",
+    "description": "F.",
+    "parameters": {"type": "object", "properties": {}},
+}
+RS_CALL = {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"}
+RS_UNKNOWN: list[tuple[str, dict[str, Any]]] = [
+    ("input[0].colour", {"input": [{"role": "user", "content": "hi", "colour": 1}]}),
+    (
+        "input[0].content[0].colour",
+        {"input": [{"role": "user", "content": [{"type": "input_text", "text": "hi", "colour": 1}]}]},
+    ),
+    (
+        "input[1].colour",
+        {"input": [{"role": "user", "content": "hi"}, {**RS_CALL, "colour": 1}]},
+    ),
+    (
+        "input[2].colour",
+        {
+            "input": [
+                {"role": "user", "content": "hi"},
+                RS_CALL,
+                {"type": "function_call_output", "call_id": "call_1", "output": "ok", "colour": 1},
+            ]
+        },
+    ),
+    ("tools[0].colour", {"input": "hi", "tools": [{**RS_FN, "colour": 1}]}),
+]
+
+
+@pytest.mark.parametrize(("path", "kwargs"), RS_UNKNOWN, ids=[p for p, _ in RS_UNKNOWN])
+@pytest.mark.parametrize("target", ["rs", "oa"])
+def test_an_unknown_nested_responses_key_is_refused_by_name_on_every_target(
+    target: str, path: str, kwargs: dict[str, Any], upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    with pytest.raises(openai.BadRequestError) as exc:
+        oai.responses.create(model=target, **kwargs)
+    assert exc.value.body["param"] == path  # type: ignore[index]
+    assert upstream.requests() == []
+
+
+RS_TOOL_OWN = {
+    **RS_FN,
+    "defer_loading": True,
+    "output_schema": {"type": "object"},
+    "allowed_callers": ["direct"],
+}
+
+
+def test_a_responses_tools_own_keys_reach_a_responses_upstream_on_that_tool(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("rs"))
+    raw = oai.responses.with_raw_response.create(model="rs", input="hi", tools=[RS_TOOL_OWN])  # type: ignore[list-item]
+    assert "x-turnstile-dropped" not in raw.headers
+    (got,) = upstream.requests()
+    (tool,) = got.body["tools"]
+    assert {k: tool[k] for k in ("name", "defer_loading", "output_schema", "allowed_callers")} == {
+        "name": "f",
+        "defer_loading": True,
+        "output_schema": {"type": "object"},
+        "allowed_callers": ["direct"],
+    }
+
+
+@pytest.mark.parametrize("target", ["oa", "an", "ge"])
+def test_a_responses_tools_own_keys_toward_another_api_are_dropped_and_named(
+    target: str, upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer(target))
+    raw = oai.responses.with_raw_response.create(model=target, input="hi", tools=[RS_TOOL_OWN])  # type: ignore[list-item]
+    assert raw.headers["x-turnstile-dropped"] == (
+        "tools[0].defer_loading,tools[0].output_schema,tools[0].allowed_callers"
+    )
+    (got,) = upstream.requests()
+    assert "defer_loading" not in str(got.body) and "allowed_callers" not in str(got.body)
