@@ -97,7 +97,8 @@ OPENAI_CHAT: dict[str, Rule] = {
     "reasoning_effort": Rule(
         CARRIED,
         "as sent (`none` and `xhigh` verbatim)",
-        "Anthropic thinking budget (`xhigh` as `high`), Gemini `thinkingConfig`",
+        "Responses `reasoning.effort` (`none` and `xhigh` verbatim), Anthropic thinking budget "
+        "(`xhigh` as `high`), Gemini `thinkingConfig`",
     ),
     "stream": Rule(CARRIED, "as sent", "each API's streaming"),
     "stream_options": Rule(
@@ -105,7 +106,9 @@ OPENAI_CHAT: dict[str, Rule] = {
         "`include_usage` (`include_obfuscation` has no effect: the gateway writes the client's stream)",
         "usage is always read",
     ),
-    "user": Rule(CARRIED, "as sent", "Anthropic `metadata.user_id`"),
+    "user": Rule(
+        CARRIED, "as sent", "Responses `user`, Anthropic `metadata.user_id`; Gemini (no slot): " + _DROPPED
+    ),
     "n": Rule(REFUSED, "refused above 1 (`n: 1` accepted)", "refused above 1"),
     "logprobs": Rule(REFUSED, "refused when true: answers carry no log probabilities", "refused when true"),
     "top_logprobs": Rule(REFUSED, "refused above 0", "refused above 0"),
@@ -129,7 +132,11 @@ OPENAI_CHAT: dict[str, Rule] = {
     "moderation": Rule(PASSED, "as sent", _REFUSED_ELSEWHERE),
     "service_tier": Rule(SERVING, "as sent", _DROPPED),
     "store": Rule(SERVING, "as sent", _DROPPED),
-    "metadata": Rule(SERVING, "as sent (also read for the session id)", _DROPPED),
+    "metadata": Rule(
+        CARRIED,
+        "as sent (also read for the session id)",
+        "Responses `metadata` (string values, at most 16); Anthropic, Gemini: " + _DROPPED,
+    ),
     "prompt_cache_key": Rule(SERVING, "as sent", _DROPPED),
     "prompt_cache_options": Rule(SERVING, "as sent", _DROPPED),
     "prompt_cache_retention": Rule(SERVING, "as sent", _DROPPED),

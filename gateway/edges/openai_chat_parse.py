@@ -840,6 +840,7 @@ _READ = frozenset(
         "reasoning_effort",
         "stream",
         "user",
+        "metadata",
     }
 )
 """Top-level fields :func:`parse_request` reads itself; every other one is classed by
@@ -971,10 +972,12 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     if b'"cache_control"' in body:
         out["cache_marks"] = True
     extra = data.keys() - _READ
-    if extra or effort in _VERBATIM_EFFORTS or st.message_fields or st.tool_fields:
+    if extra or effort in _VERBATIM_EFFORTS or st.message_fields or st.tool_fields or metadata:
         native = _native(data, extra)
-        if st.message_fields or st.tool_fields:
+        if st.message_fields or st.tool_fields or metadata:
             native = native or {"api": API, "fields": {}, "paths": [], "serving": []}
+            if metadata:  # verbatim for OpenAI Chat; elsewhere the schema's (target_fields)
+                native["fields"]["metadata"] = metadata
             if st.message_fields:
                 native["fields"]["message_fields"] = st.message_fields
             if st.tool_fields:

@@ -173,6 +173,8 @@ def _reasoning(reasoning: JSONObj, out: JSONObj, extra: JSONObj) -> None:
                 param="reasoning.effort",
             )
     carried: JSONObj = {}
+    if effort == "none" or effort == "xhigh":
+        carried["effort"] = effort  # verbatim for a Responses upstream (the schema: off / high)
     for key in ("context", "mode"):
         value = opt(reasoning, key, str, "reasoning")
         if value is not None:
@@ -372,7 +374,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
     if stream:
         out["include_usage"] = True  # response.completed always carries the usage
     if extra or tools.tool_fields:
-        serving = serving_names(extra) + tools.serving
+        serving = [n for n in serving_names(extra) if n != "reasoning.effort"] + tools.serving
         if tools.tool_fields:
             extra["tool_fields"] = tools.tool_fields
         out["native"] = {"api": API, "fields": extra, "serving": serving}

@@ -258,6 +258,17 @@ def _effort(request: Request) -> str | None:
     return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
 
 
+def _chat_effort(request: Request) -> str | None:
+    """An OpenAI Chat client's ``reasoning_effort`` of ``none`` or ``xhigh`` as sent (kept in its
+    ``request.native``: the schema reads them as thinking off and ``high``); the Responses API's
+    ``reasoning.effort`` takes both values (``openai.types.shared.ReasoningEffort``)."""
+    native = request.native
+    if native is None or native.api != "openai_chat":
+        return None
+    value = native.fields.get("reasoning_effort")
+    return value if isinstance(value, str) else None
+
+
 def _metadata(request: Request) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in request.metadata.items():
@@ -355,8 +366,11 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
             body["text"] = {"format": fmt}
     if is_reasoning_model(deployment):
         effort = _effort(request)
+        verbatim = _chat_effort(request)
         if effort is not None:
-            body["reasoning"] = {"effort": effort, "summary": "auto"}
+            body["reasoning"] = {"effort": verbatim if verbatim == "xhigh" else effort, "summary": "auto"}
+        elif verbatim == "none" and request.thinking is not None and not request.thinking.enabled:
+            body["reasoning"] = {"effort": "none"}  # the API's own value: reasoning off
         body["include"] = ["reasoning.encrypted_content"]
     if request.user:
         body["user"] = request.user
