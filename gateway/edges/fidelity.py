@@ -274,6 +274,37 @@ NESTED: dict[str, Rule] = {
         "as sent, and read back from the answer (whole and streamed) for the client",
         _REFUSED_ELSEWHERE,
     ),
+    "OpenAI Chat and Responses: a key the SDK types do not define on a content part, image_url, "
+    "tool call, tool function, `tool_choice`, `response_format.json_schema`, `stream_options`, "
+    "Responses input item or function/custom tool": Rule(
+        REFUSED,
+        "400 naming the path (`messages[1].content[0].colour`); a null value asks for nothing",
+        "the same",
+    ),
+    "OpenAI Chat: a message's keys besides the SDK's and the read extensions (Mistral `prefix`), "
+    "a `tools[]` entry's keys besides `type`, `function`, `cache_control`": Rule(
+        PASSED,
+        "as sent on that message / tool (`message_fields`, `tool_fields`)",
+        _REFUSED_ELSEWHERE + "; a tool's `defer_loading` / `eager_input_streaming` " + _DROPPED,
+    ),
+    "OpenAI Chat assistant `audio` (`{id}`) and `annotations`": Rule(
+        SERVING, "as sent on that message", _DROPPED + " (`messages[i].audio`)"
+    ),
+    "OpenAI Chat `prompt_cache_breakpoint` on user and system parts; Responses "
+    "`prompt_cache_breakpoint` on user parts and `input_file.detail`": Rule(
+        SERVING,
+        "as sent on that part (`own_keys`); on assistant and tool-result parts (and Responses "
+        "system parts, tool outputs) not yet carried",
+        _DROPPED + " (the part's path)",
+    ),
+    "Responses function and custom tool `defer_loading`, `output_schema`, `allowed_callers`, `async`": Rule(
+        SERVING, "as sent on that tool (`tool_fields`)", _DROPPED + " (`tools[i].defer_loading`, ...)"
+    ),
+    "OpenAI Chat `tool_calls[].cache_control`": Rule(
+        CARRIED,
+        "not sent (OpenAI has no cache marks)",
+        "Anthropic: on the `tool_use` block; else " + _DROPPED,
+    ),
     "answer `stop_reason: pause_turn` (Anthropic server tools)": Rule(
         CARRIED,
         "an Anthropic client gets `pause_turn` (it sends the answer back to continue)",

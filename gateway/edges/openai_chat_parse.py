@@ -283,7 +283,23 @@ def _parts(content: Any, path: str, allowed: tuple[str, ...]) -> list[JSONObj]:
             raise wrong_type(ppath, "an object", raw)
         part = _part(raw, ppath, allowed)
         if part is not None:
+            bp = raw.get(_BREAKPOINT)
+            if bp is not None and part["type"] in ("text", "image", "document"):
+                part["own_keys"] = {_BREAKPOINT: bp}  # for an OpenAI Chat upstream (_own_paths)
             out.append(part)
+    return out
+
+
+def _own_paths(raw_messages: list[Any]) -> list[str]:
+    """The paths of the content parts' ``prompt_cache_breakpoint`` keys (non-null): carried on
+    the part to an OpenAI Chat upstream (``own_keys``), dropped and named toward another."""
+    out: list[str] = []
+    for i, msg in enumerate(raw_messages):
+        content = msg.get("content") if type(msg) is dict else None
+        if type(content) is list:
+            for j, part in enumerate(content):
+                if type(part) is dict and part.get(_BREAKPOINT) is not None:
+                    out.append(f"messages[{i}].content[{j}].{_BREAKPOINT}")
     return out
 
 
@@ -971,10 +987,12 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
         out["mcp_servers"] = mcp_server_entries(data)
     if b'"cache_control"' in body:
         out["cache_marks"] = True
+    if b'"prompt_cache_breakpoint"' in body:
+        st.serving += _own_paths(raw_messages)
     extra = data.keys() - _READ
-    if extra or effort in _VERBATIM_EFFORTS or st.message_fields or st.tool_fields or metadata:
+    if extra or effort in _VERBATIM_EFFORTS or st.message_fields or st.tool_fields or metadata or st.serving:
         native = _native(data, extra)
-        if st.message_fields or st.tool_fields or metadata:
+        if st.message_fields or st.tool_fields or metadata or st.serving:
             native = native or {"api": API, "fields": {}, "paths": [], "serving": []}
             if metadata:  # verbatim for OpenAI Chat; elsewhere the schema's (target_fields)
                 native["fields"]["metadata"] = metadata

@@ -226,7 +226,45 @@ def _parts(content: Any, path: str, role: str) -> list[JSONObj]:
                 param=join(ppath, "type"),
             )
         if part is not None:
+            if _BREAKPOINT in raw or (kind == "input_file" and "detail" in raw):
+                _own_keys(raw, part)
             out.append(part)
+    return out
+
+
+def _own_keys(raw: JSONObj, part: JSONObj) -> None:
+    """Set ``part["own_keys"]``: the part's ``prompt_cache_breakpoint`` and an ``input_file``'s
+    ``detail`` (non-null), for a Responses upstream (their paths: :func:`own_paths`)."""
+    own = {k: raw[k] for k in _OWN_KEYS.get(raw.get("type"), ()) if raw.get(k) is not None}
+    if own:
+        part["own_keys"] = own
+
+
+_OWN_KEYS = {
+    "input_text": (_BREAKPOINT,),
+    "input_image": (_BREAKPOINT,),
+    "input_file": (_BREAKPOINT, "detail"),
+}
+"""Per part type, the SDK keys no schema field holds, carried on the part (``own_keys``)."""
+
+
+def own_paths(raw: Any) -> list[str]:
+    """The paths of the :data:`_OWN_KEYS` keys (non-null) in the ``input`` items' content and
+    outputs: carried to a Responses upstream on the part, dropped and named toward another."""
+    out: list[str] = []
+    if type(raw) is not list:
+        return out
+    for i, item in enumerate(raw):
+        if type(item) is not dict:
+            continue
+        for key in ("content", "output"):
+            parts = item.get(key)
+            if type(parts) is list:
+                for j, part in enumerate(parts):
+                    if type(part) is dict:
+                        for k in _OWN_KEYS.get(part.get("type"), ()):
+                            if part.get(k) is not None:
+                                out.append(f"input[{i}].{key}[{j}].{k}")
     return out
 
 

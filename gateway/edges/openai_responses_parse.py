@@ -60,7 +60,7 @@ from gateway.edges._common import (
     unsupported,
 )
 from gateway.edges.call_ids import refusal
-from gateway.edges.openai_responses_input import InputState, parse_input
+from gateway.edges.openai_responses_input import InputState, own_paths, parse_input
 from gateway.edges.openai_responses_tools import Tools, add_tools, tool_choice
 from gateway.errors import InvalidRequest
 from gateway.providers.passthrough import serving_names
@@ -373,7 +373,9 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
                 )
     if stream:
         out["include_usage"] = True  # response.completed always carries the usage
-    if extra or tools.tool_fields:
+    if b'"prompt_cache_breakpoint"' in body or b'"input_file"' in body:
+        tools.serving += own_paths(data["input"])
+    if extra or tools.tool_fields or tools.serving:
         serving = [n for n in serving_names(extra) if n != "reasoning.effort"] + tools.serving
         if tools.tool_fields:
             extra["tool_fields"] = tools.tool_fields

@@ -187,15 +187,27 @@ def _where(msg: Any, i: int) -> str:
     return msg.src or f"messages[{i}]"
 
 
-def _user_content(msg: UserMessage, deployment: Deployment, i: int) -> str | list[dict[str, Any]]:
+def _text_blocks(parts: list[TextPart]) -> list[dict[str, Any]]:
+    """Text parts as ``text`` blocks, each with the client's own keys (``own_keys``)."""
+    return [{"type": "text", "text": p.text, **(p.own_keys or {})} for p in parts if p.text]
+
+
+def _user_content(
+    msg: UserMessage, deployment: Deployment, i: int, own_parts: bool = False
+) -> str | list[dict[str, Any]]:
+    """A user message's ``content``; ``own_parts``: the parts' ``own_keys`` are an OpenAI Chat
+    client's, for this OpenAI Chat upstream."""
     content = msg.content
-    if len(content) == 1 and type(content[0]) is TextPart:
+    if len(content) == 1 and type(content[0]) is TextPart and content[0].own_keys is None:
         return content[0].text
     blocks: list[dict[str, Any]] = []
+    own = deployment.api == API
     for part in content:
         if type(part) is TextPart:
             if part.text:
                 blocks.append({"type": "text", "text": part.text})
+                if own_parts and part.own_keys:
+                    blocks[-1].update(part.own_keys)
         elif type(part) is ImagePart:
             if not deployment.supports_images:
                 where = _where(msg, i)
@@ -204,9 +216,13 @@ def _user_content(msg: UserMessage, deployment: Deployment, i: int) -> str | lis
                     f"(model {deployment.model}) cannot take",
                     param=where,
                 )
-            blocks.append(_image_block(part, deployment.api == API))
+            blocks.append(_image_block(part, own))
+            if own_parts and part.own_keys:
+                blocks[-1].update(part.own_keys)
         elif type(part) is DocumentPart:
             blocks.append(media_wire.openai_chat_file(part, deployment))
+            if own_parts and part.own_keys:
+                blocks[-1].update(part.own_keys)
         elif type(part) is AudioPart:
             blocks.append(media_wire.openai_chat_audio(part, deployment))
     return blocks or ""
@@ -258,6 +274,7 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
     inline_images = deployment.quirks.images_in_tool_results
     own = deployment.api == API  # not litellm: names, developer role, image detail
     own_fields = _message_fields(request) if own else {}
+    own_parts = own and request.native is not None and request.native.api == API
     for i, msg in enumerate(request.messages):
         if image_followup and type(msg) is not ToolResultMessage:
             out.append({"role": "user", "content": image_followup})
@@ -286,12 +303,15 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
         elif type(msg) is ToolResultMessage:
             out.append(_tool_message(msg, deployment, names, i, inline_images, image_followup))
         elif type(msg) is UserMessage:
-            out.append({"role": "user", "content": _user_content(msg, deployment, i)})
+            out.append({"role": "user", "content": _user_content(msg, deployment, i, own_parts)})
             if own and msg.name is not None:
                 out[-1]["name"] = msg.name
         elif type(msg) is SystemMessage:
             role = "developer" if own and msg.developer else "system"
-            out.append({"role": role, "content": "\n\n".join(p.text for p in msg.content)})
+            if own_parts and any(p.own_keys for p in msg.content):
+                out.append({"role": role, "content": _text_blocks(msg.content)})
+            else:
+                out.append({"role": role, "content": "\n\n".join(p.text for p in msg.content)})
             if own and msg.name is not None:
                 out[-1]["name"] = msg.name
     if image_followup:

@@ -113,23 +113,30 @@ def _no_images(deployment: Deployment, what: str, where: str) -> CapabilityError
     )
 
 
-def _user_item(msg: UserMessage, deployment: Deployment, i: int) -> dict[str, Any]:
+def _user_item(msg: UserMessage, deployment: Deployment, i: int, own: bool = False) -> dict[str, Any]:
+    """A user message's input item; ``own``: the parts' ``own_keys`` are a Responses client's,
+    set on the parts."""
     content = msg.content
-    if len(content) == 1 and type(content[0]) is TextPart:  # the common case
+    if len(content) == 1 and type(content[0]) is TextPart and content[0].own_keys is None:  # the common case
         return {"role": "user", "content": content[0].text}
     parts: list[dict[str, Any]] = []
     for part in content:
         if type(part) is TextPart:
-            if part.text:
-                parts.append({"type": "input_text", "text": part.text})
+            if not part.text:
+                continue
+            parts.append({"type": "input_text", "text": part.text})
         elif type(part) is ImagePart:
             if not deployment.supports_images:
                 raise _no_images(deployment, _where(msg, i), _where(msg, i))
             parts.append(_image(part))
         elif type(part) is DocumentPart:
             parts.append(media_wire.responses_input_file(part))
-        elif type(part) is AudioPart:
-            raise media_wire.refuse(part, deployment, "cannot take audio")
+        else:
+            if type(part) is AudioPart:
+                raise media_wire.refuse(part, deployment, "cannot take audio")
+            continue
+        if own and part.own_keys:
+            parts[-1].update(part.own_keys)
     return {"role": "user", "content": parts or ""}
 
 
@@ -217,6 +224,7 @@ def input_items(
     items: list[dict[str, Any]] = []
     custom = _custom_tools(request)
     custom_calls: set[str] = set()  # ids of calls sent as custom_tool_call: their outputs match
+    own = request.native is not None and request.native.api == deployment.api == "openai_responses"
     for i, msg in enumerate(request.messages):
         tm = type(msg)
         if tm is SystemMessage:
@@ -228,7 +236,7 @@ def input_items(
             else:
                 leading.append(text)
         elif tm is UserMessage:
-            items.append(_user_item(msg, deployment, i))  # type: ignore[arg-type]
+            items.append(_user_item(msg, deployment, i, own))  # type: ignore[arg-type]
         elif tm is AssistantMessage:
             start = len(items)
             _assistant_items(msg, names, items, custom)  # type: ignore[arg-type]

@@ -274,3 +274,82 @@ def test_a_responses_tools_own_keys_toward_another_api_are_dropped_and_named(
     )
     (got,) = upstream.requests()
     assert "defer_loading" not in str(got.body) and "allowed_callers" not in str(got.body)
+
+
+# ---------------------------------------------------------------------------- part keys
+
+BREAK = {"ttl": "1h"}
+PDF_URI = "data:application/pdf;base64,JVBERi0xLjQKJSVFT0YK"
+
+
+def test_a_chat_text_parts_cache_breakpoint_reaches_openai_chat_on_that_part(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("oa"))
+    raw = oai.chat.completions.with_raw_response.create(
+        model="oa",
+        messages=[
+            {
+                "role": "system",
+                "content": [{"type": "text", "text": "Rules.", "prompt_cache_breakpoint": BREAK}],
+            },
+            {"role": "user", "content": [{"type": "text", "text": "hi", "prompt_cache_breakpoint": BREAK}]},
+        ],
+    )
+    assert "x-turnstile-dropped" not in raw.headers
+    (got,) = upstream.requests()
+    assert [m["content"] for m in got.body["messages"]] == [
+        [{"type": "text", "text": "Rules.", "prompt_cache_breakpoint": BREAK}],
+        [{"type": "text", "text": "hi", "prompt_cache_breakpoint": BREAK}],
+    ]
+
+
+@pytest.mark.parametrize("target", ["an", "rs", "ge"])
+def test_a_chat_text_parts_cache_breakpoint_toward_another_api_is_dropped_and_named(
+    target: str, upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer(target))
+    raw = oai.chat.completions.with_raw_response.create(
+        model=target,
+        messages=[
+            {"role": "user", "content": [{"type": "text", "text": "hi", "prompt_cache_breakpoint": BREAK}]}
+        ],
+    )
+    assert raw.headers["x-turnstile-dropped"] == "messages[0].content[0].prompt_cache_breakpoint"
+    (got,) = upstream.requests()
+    assert "prompt_cache_breakpoint" not in str(got.body)
+
+
+RS_PARTS = [
+    {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "Read it.", "prompt_cache_breakpoint": BREAK},
+            {"type": "input_file", "file_data": PDF_URI, "filename": "a.pdf", "detail": "high"},
+        ],
+    }
+]
+
+
+def test_a_responses_parts_own_keys_reach_a_responses_upstream_on_those_parts(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("rs"))
+    raw = oai.responses.with_raw_response.create(model="rs", input=RS_PARTS)  # type: ignore[arg-type]
+    assert "x-turnstile-dropped" not in raw.headers
+    (got,) = upstream.requests()
+    text, doc = got.body["input"][0]["content"]
+    assert text == {"type": "input_text", "text": "Read it.", "prompt_cache_breakpoint": BREAK}
+    assert (doc["type"], doc["detail"], doc["filename"]) == ("input_file", "high", "a.pdf")
+
+
+def test_a_responses_parts_own_keys_toward_another_api_are_dropped_and_named(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("oa"))
+    raw = oai.responses.with_raw_response.create(model="oa", input=RS_PARTS)  # type: ignore[arg-type]
+    assert raw.headers["x-turnstile-dropped"] == (
+        "input[0].content[0].prompt_cache_breakpoint,input[0].content[1].detail"
+    )
+    (got,) = upstream.requests()
+    assert "prompt_cache_breakpoint" not in str(got.body) and "'detail'" not in str(got.body)
