@@ -139,13 +139,14 @@ class InputState(BadIds):
     """Per-request parse state: tool names by call id (for results), the nesting limit, and
     the ids no upstream accepts (:class:`gateway.edges.call_ids.BadIds`)."""
 
-    __slots__ = ("additional_tools", "depth", "names")
+    __slots__ = ("additional_tools", "depth", "item_fields", "names")
 
     def __init__(self, depth: int) -> None:
         super().__init__()
         self.names: dict[str, str] = {}
         self.depth = depth
         self.additional_tools: list[tuple[str, Any]] = []  # (path of the tools list, the list)
+        self.item_fields: dict[str, JSONObj] = {}  # item path -> its _ITEM_OWN_KEYS key, verbatim
 
 
 def _text(part: JSONObj, path: str, key: str = "text") -> JSONObj | None:
@@ -226,7 +227,7 @@ def _parts(content: Any, path: str, role: str) -> list[JSONObj]:
                 param=join(ppath, "type"),
             )
         if part is not None:
-            if _BREAKPOINT in raw or (kind == "input_file" and "detail" in raw):
+            if _BREAKPOINT in raw or len(raw) > 2:
                 _own_keys(raw, part)
             out.append(part)
     return out
@@ -235,7 +236,7 @@ def _parts(content: Any, path: str, role: str) -> list[JSONObj]:
 def _own_keys(raw: JSONObj, part: JSONObj) -> None:
     """Set ``part["own_keys"]``: the part's ``prompt_cache_breakpoint`` and an ``input_file``'s
     ``detail`` (non-null), for a Responses upstream (their paths: :func:`own_paths`)."""
-    own = {k: raw[k] for k in _OWN_KEYS.get(raw.get("type"), ()) if raw.get(k) is not None}
+    own = {k: raw[k] for k in _OWN_KEYS.get(raw.get("type"), ()) if raw.get(k) not in _NOTHING}
     if own:
         part["own_keys"] = own
 
@@ -244,7 +245,19 @@ _OWN_KEYS = {
     "input_text": (_BREAKPOINT,),
     "input_image": (_BREAKPOINT,),
     "input_file": (_BREAKPOINT, "detail"),
+    "output_text": ("annotations", "logprobs"),
 }
+_NOTHING: tuple[Any, ...] = (None, [])
+"""Values that ask for nothing (an answer's ``annotations: []`` sent back)."""
+_ITEM_OWN_KEYS = {
+    "message": "phase",
+    "function_call_output": "status",
+    "custom_tool_call_output": "status",
+}
+"""Per input item type, its SDK key no schema field holds: a message's ``phase``
+(``commentary`` / ``final_answer``), a call output's ``status``, carried to a Responses
+upstream on that item (an assistant message's on its text parts' ``own_keys``, any other's in
+``InputState.item_fields`` by the item's path)."""
 """Per part type, the SDK keys no schema field holds, carried on the part (``own_keys``)."""
 
 
@@ -257,13 +270,17 @@ def own_paths(raw: Any) -> list[str]:
     for i, item in enumerate(raw):
         if type(item) is not dict:
             continue
+        kind = item.get("type") or ("message" if "role" in item else None)
+        own = _ITEM_OWN_KEYS.get(kind) if type(kind) is str else None
+        if own is not None and item.get(own) is not None:
+            out.append(f"input[{i}].{own}")
         for key in ("content", "output"):
             parts = item.get(key)
             if type(parts) is list:
                 for j, part in enumerate(parts):
                     if type(part) is dict:
                         for k in _OWN_KEYS.get(part.get("type"), ()):
-                            if part.get(k) is not None:
+                            if part.get(k) not in _NOTHING:
                                 out.append(f"input[{i}].{key}[{j}].{k}")
     return out
 
@@ -395,11 +412,20 @@ def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
                 if part is not None:
                     assistant["content"].append(part)
             elif kind == "message":
-                assistant["content"] += _parts(item.get("content") or "", join(path, "content"), "assistant")
+                parts = _parts(item.get("content") or "", join(path, "content"), "assistant")
+                phase = item.get("phase")
+                if phase is not None:
+                    for part in parts:  # the item's phase goes with its text (module doc)
+                        if part["type"] == "text":
+                            part["own_keys"] = {**part.get("own_keys", {}), "phase": phase}
+                assistant["content"] += parts
             else:
                 assistant["content"].append(_function_call(item, path, st))
             continue
         assistant = None
+        own = _ITEM_OWN_KEYS.get(kind)
+        if own is not None and item.get(own) is not None:
+            st.item_fields[path] = {own: item[own]}
         if kind in _OUTPUT_ITEMS:
             out.append(_tool_output(item, path, st))
         elif kind == "message":

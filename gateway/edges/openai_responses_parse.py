@@ -207,6 +207,17 @@ def _include(raw: Any) -> bool:
     return wanted
 
 
+_OWN_MARKERS = (
+    b'"prompt_cache_breakpoint"',
+    b'"input_file"',
+    b'"phase"',
+    b'"status"',
+    b'"annotations"',
+    b'"logprobs"',
+)
+"""Bytes of a body that may hold an input part's or item's own keys (:func:`own_paths`)."""
+
+
 def _refuse(data: JSONObj) -> None:
     """Refuse the top-level fields this edge does not carry (a null or a default value of one
     is accepted: it asks for nothing), and every field it does not know, by name."""
@@ -373,10 +384,14 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
                 )
     if stream:
         out["include_usage"] = True  # response.completed always carries the usage
-    if b'"prompt_cache_breakpoint"' in body or b'"input_file"' in body:
+    if any(marker in body for marker in _OWN_MARKERS):
         tools.serving += own_paths(data["input"])
+    if st.item_fields:
+        extra["item_fields"] = st.item_fields
     if extra or tools.tool_fields or tools.serving:
-        serving = [n for n in serving_names(extra) if n != "reasoning.effort"] + tools.serving
+        serving = [
+            n for n in serving_names(extra) if n != "reasoning.effort" and n != "item_fields"
+        ] + tools.serving
         if tools.tool_fields:
             extra["tool_fields"] = tools.tool_fields
         out["native"] = {"api": API, "fields": extra, "serving": serving}

@@ -156,9 +156,26 @@ def _call_item(p: ToolCallPart, names: NameMap, custom: set[str]) -> dict[str, A
     return {"type": "function_call", "call_id": call_id, "name": name, "arguments": p.raw_arguments}
 
 
+def _own_text_item(p: TextPart) -> dict[str, Any]:
+    """An assistant text part with a Responses client's own keys (``own_keys``) as its own
+    ``message`` item: ``phase`` on the item, ``annotations`` / ``logprobs`` on the text."""
+    own = dict(p.own_keys or {})
+    phase = own.pop("phase", None)
+    item: dict[str, Any] = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": p.text, **own}],
+    }
+    if phase is not None:
+        item["phase"] = phase
+    return item
+
+
 def _assistant_items(
-    msg: AssistantMessage, names: NameMap, out: list[dict[str, Any]], custom: set[str]
+    msg: AssistantMessage, names: NameMap, out: list[dict[str, Any]], custom: set[str], own: bool = False
 ) -> None:
+    """Append ``msg``'s items to ``out``; ``own``: its text parts' ``own_keys`` are a Responses
+    client's (each such part is its own message item)."""
     texts: list[str] = []
     start = len(out)
 
@@ -177,6 +194,10 @@ def _assistant_items(
 
     for p in msg.content:
         if type(p) is TextPart:
+            if own and p.own_keys and p.text:
+                flush()
+                out.append(_own_text_item(p))
+                continue
             texts.append(p.text)
         elif type(p) is ToolCallPart:
             flush()
@@ -225,21 +246,25 @@ def input_items(
     custom = _custom_tools(request)
     custom_calls: set[str] = set()  # ids of calls sent as custom_tool_call: their outputs match
     own = request.native is not None and request.native.api == deployment.api == "openai_responses"
+    item_fields: dict[str, Any] = request.native.fields.get("item_fields") or {} if own else {}  # type: ignore[union-attr]
     for i, msg in enumerate(request.messages):
         tm = type(msg)
         if tm is SystemMessage:
             text = "\n\n".join(p.text for p in msg.content)  # type: ignore[union-attr,misc]
+            extra = item_fields.get(msg.src) if item_fields and msg.src else None
             if msg.developer:  # type: ignore[union-attr]
-                items.append({"role": "developer", "content": text})
-            elif items:
-                items.append({"role": "system", "content": text})
+                items.append({"role": "developer", "content": text, **(extra or {})})
+            elif items or extra:
+                items.append({"role": "system", "content": text, **(extra or {})})
             else:
                 leading.append(text)
         elif tm is UserMessage:
             items.append(_user_item(msg, deployment, i, own))  # type: ignore[arg-type]
+            if item_fields and msg.src in item_fields:
+                items[-1].update(item_fields[msg.src])
         elif tm is AssistantMessage:
             start = len(items)
-            _assistant_items(msg, names, items, custom)  # type: ignore[arg-type]
+            _assistant_items(msg, names, items, custom, own)  # type: ignore[arg-type]
             sent = items[start:]
             custom_calls.update(
                 names.from_upstream_id(it["call_id"]) for it in sent if it["type"] == "custom_tool_call"
@@ -251,6 +276,8 @@ def input_items(
                 else "function_call_output"
             )
             items.append(_tool_output(msg, deployment, names, i, kind))  # type: ignore[arg-type]
+            if item_fields and msg.src in item_fields:
+                items[-1].update(item_fields[msg.src])
     return ("\n\n".join(leading) if leading else None), items
 
 
@@ -400,6 +427,8 @@ def _merge_passthrough(
     name."""
     sent = passthrough.split(request, deployment)[0]
     for key, value in sent.items():
+        if key == "item_fields":  # placed already (input_items)
+            continue
         if key == "tool_fields":  # tool name -> the client's own keys on that tool (defer_loading)
             by_name = {upstream_name(names, n): f for n, f in value.items()}
             for tool in body.get("tools", ()):

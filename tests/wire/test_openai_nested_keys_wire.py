@@ -353,3 +353,57 @@ def test_a_responses_parts_own_keys_toward_another_api_are_dropped_and_named(
     )
     (got,) = upstream.requests()
     assert "prompt_cache_breakpoint" not in str(got.body) and "'detail'" not in str(got.body)
+
+
+ANNOTATION = {
+    "type": "url_citation",
+    "url": "https://example.com",
+    "title": "Ex",
+    "start_index": 0,
+    "end_index": 2,
+}
+RS_ITEMS = [
+    {"role": "user", "content": "Look it up."},
+    {
+        "type": "message",
+        "role": "assistant",
+        "id": "msg_1",
+        "status": "completed",
+        "phase": "final_answer",
+        "content": [{"type": "output_text", "text": "Ex says hi.", "annotations": [ANNOTATION]}],
+    },
+    {**RS_CALL, "id": "fc_1"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "ok", "status": "completed"},
+    {"role": "user", "content": "Thanks."},
+]
+
+
+def test_a_responses_items_own_keys_reach_a_responses_upstream_on_those_items(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("rs"))
+    # store: false; a stored turn's context is rebuilt from the session log, where an item's
+    # path (``src``) is not kept, so item keys placed by path do not survive it (not yet fixed)
+    raw = oai.responses.with_raw_response.create(model="rs", input=RS_ITEMS, tools=[RS_FN], store=False)  # type: ignore[arg-type, list-item]
+    assert "x-turnstile-dropped" not in raw.headers
+    (got,) = upstream.requests()
+    message, _call, output = got.body["input"][1:4]
+    assert message == {
+        "type": "message",
+        "role": "assistant",
+        "phase": "final_answer",
+        "content": [{"type": "output_text", "text": "Ex says hi.", "annotations": [ANNOTATION]}],
+    }
+    assert (output["type"], output["status"]) == ("function_call_output", "completed")
+
+
+def test_a_responses_items_own_keys_toward_another_api_are_dropped_and_named(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("oa"))
+    raw = oai.responses.with_raw_response.create(model="oa", input=RS_ITEMS, tools=[RS_FN])  # type: ignore[arg-type, list-item]
+    assert (
+        raw.headers["x-turnstile-dropped"] == "input[1].phase,input[1].content[0].annotations,input[3].status"
+    )
+    (got,) = upstream.requests()
+    assert "final_answer" not in str(got.body) and "url_citation" not in str(got.body)
