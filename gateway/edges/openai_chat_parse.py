@@ -508,6 +508,12 @@ def _thinking_blocks(value: Any, path: str) -> list[JSONObj]:
     return out
 
 
+_REASONING_KEYS = ("reasoning_content", "reasoning")
+"""An assistant message's reasoning text keys (DeepSeek, vLLM, OpenRouter): read as unsigned
+thinking for other wire APIs, and sent back as sent on that message to an OpenAI Chat upstream
+(``message_fields``; the OpenAI Chat adapter renders no thinking of its own)."""
+
+
 def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
     content: list[JSONObj] = []
     get = msg.get
@@ -531,6 +537,10 @@ def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
             raise wrong_type(join(path, "reasoning"), "a string", thought)
     if thought and not content:  # reasoning_details / thinking_blocks carry the same text, signed
         content.append({"type": "thinking", "text": thought})
+    for key in _REASONING_KEYS:
+        value = get(key)
+        if type(value) is str and value:  # verbatim for an OpenAI Chat upstream (DeepSeek, vLLM)
+            st.message_fields.setdefault(path, {})[key] = value
     raw_content = get("content")
     if type(raw_content) is str:
         if raw_content:

@@ -407,3 +407,22 @@ def test_a_responses_items_own_keys_toward_another_api_are_dropped_and_named(
     )
     (got,) = upstream.requests()
     assert "final_answer" not in str(got.body) and "url_citation" not in str(got.body)
+
+
+def test_an_assistants_reasoning_content_reaches_openai_chat_on_its_message(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("oa"))
+    turn = [
+        {"role": "user", "content": "2+2?"},
+        {"role": "assistant", "content": "4", "reasoning_content": "Two and two make four."},
+        {"role": "user", "content": "And 3+3?"},
+    ]
+    raw = oai.chat.completions.with_raw_response.create(model="oa", messages=turn)  # type: ignore[arg-type]
+    assert "x-turnstile-dropped" not in raw.headers
+    (got,) = upstream.requests()
+    assert got.body["messages"][1] == {
+        "role": "assistant",
+        "content": "4",
+        "reasoning_content": "Two and two make four.",
+    }
