@@ -20,8 +20,12 @@ rules, each a decision written here:
   ``custom_tool_call`` -> a tool call of the emulated function with one string argument
   (``{"input": ...}``, see :mod:`gateway.edges.openai_responses_parse`);
   ``function_call_output`` / ``custom_tool_call_output`` -> a tool result paired by
-  ``call_id`` (``output`` a string or a list of ``input_text`` / ``input_image`` parts). The
-  item ``id`` (``fc_...``) and ``status`` echo the gateway's own output and carry nothing.
+  ``call_id`` (``output`` a string or a list of ``input_text`` / ``input_image`` parts). A call
+  item's ``id`` (``fc_...``) and ``status`` echo the gateway's own output and carry nothing; a
+  call output's ``status`` and a message's ``phase`` are carried to a Responses upstream on that
+  item, as are the parts' ``prompt_cache_breakpoint``, ``input_file.detail`` and
+  ``output_text.annotations`` / ``logprobs`` (``own_keys``), dropped and named toward another
+  wire API. Any key the SDK types do not define on an item or a part is refused by name.
 * Every item's ``id`` (Codex CLI sends one on each: ``msg_…``, ``at_…``, ``ctc_…``) names the
   client's copy of it; the whole conversation comes every time, so it carries nothing and no
   upstream is sent it (as OpenAI reads items without ids when nothing is stored).
@@ -234,9 +238,10 @@ def _parts(content: Any, path: str, role: str) -> list[JSONObj]:
 
 
 def _own_keys(raw: JSONObj, part: JSONObj) -> None:
-    """Set ``part["own_keys"]``: the part's ``prompt_cache_breakpoint`` and an ``input_file``'s
-    ``detail`` (non-null), for a Responses upstream (their paths: :func:`own_paths`)."""
-    own = {k: raw[k] for k in _OWN_KEYS.get(raw.get("type"), ()) if raw.get(k) not in _NOTHING}
+    """Set ``part["own_keys"]``: the part's :data:`_OWN_KEYS` (``prompt_cache_breakpoint``, an
+    ``input_file``'s ``detail``, an ``output_text``'s ``annotations`` / ``logprobs``) that ask for
+    something, for a Responses upstream (their paths: :func:`own_paths`)."""
+    own = {k: raw[k] for k in _OWN_KEYS.get(str(raw.get("type")), ()) if raw.get(k) not in _NOTHING}
     if own:
         part["own_keys"] = own
 
@@ -279,7 +284,7 @@ def own_paths(raw: Any) -> list[str]:
             if type(parts) is list:
                 for j, part in enumerate(parts):
                     if type(part) is dict:
-                        for k in _OWN_KEYS.get(part.get("type"), ()):
+                        for k in _OWN_KEYS.get(str(part.get("type")), ()):
                             if part.get(k) not in _NOTHING:
                                 out.append(f"input[{i}].{key}[{j}].{k}")
     return out
