@@ -26,6 +26,15 @@ each observed in real client traffic (``../shared/corpus``):
   ``Request.native`` for an OpenAI Chat upstream; ``n`` > 1, ``logprobs``, ``top_logprobs``,
   ``audio`` and non-text ``modalities`` are refused by name.
 
+Nested keys (issue 14): a key the SDK types (and the extensions above) do not define on a
+content part, ``image_url``, tool call, tool function, ``tool_choice``, ``response_format``
+or ``stream_options`` is refused by name (:mod:`gateway.edges._keys`); a message's other keys
+(an assistant's ``audio`` and ``annotations``, Mistral's ``prefix``) and a ``tools[]`` entry's
+other keys are carried to an OpenAI Chat upstream on that message / tool
+(``NativeFields.fields["message_fields"]`` / ``["tool_fields"]``) and dropped or refused by
+name toward another wire API; a part's ``prompt_cache_breakpoint`` goes on the part
+(``own_keys``), an assistant's ``reasoning_content`` / ``reasoning`` back on its message.
+
 Empty text parts are dropped (handed case C07). Tool-call ids carrying a Turnstile signature
 envelope (:mod:`gateway.edges.signatures`) are unwrapped in calls and results.
 
