@@ -81,11 +81,32 @@ from gateway.edges._common import (
 from gateway.edges._keys import check_keys
 from gateway.edges.call_ids import BadIds, plain_call_id, refusal
 from gateway.edges.fidelity import OPENAI_CHAT, native_fields
+from gateway.edges.openai_chat_keys import (
+    AUDIO_KEYS,
+    BREAKPOINT,
+    CALL_FUNCTION_KEYS,
+    CALL_KEYS,
+    CHOICE_FUNCTION_KEYS,
+    CHOICE_KEYS,
+    FILE_KEYS,
+    FORMAT_KEYS,
+    FUNCTION_KEYS,
+    IMAGE_URL_KEYS,
+    JSON_SCHEMA_KEYS,
+    LEGACY_FUNCTION_KEYS,
+    MESSAGE_KEYS,
+    MESSAGE_SERVING,
+    PART_KEYS,
+    STREAM_OPTIONS_KEYS,
+    TOOL_KEYS,
+    TOOL_SERVING,
+)
+from gateway.edges.openai_chat_reasoning import reasoning_details, thinking_blocks, thinking_text, unwrap_sig
 from gateway.edges.openai_files import chat_audio, chat_file
-from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
+from gateway.edges.signatures import ID_SEPARATOR, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
 from gateway.providers.openai_common import API
-from gateway.schema import Provenance, Request
+from gateway.schema import Request
 
 _EFFORTS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
 
@@ -125,73 +146,6 @@ _RESULT_PARTS = ("text", "image_url")
 _TEXT_PARTS = ("text",)
 _ASSISTANT_PARTS = ("text", "refusal")
 
-_CACHE = "cache_control"  # tolerated on messages, parts and tools (module docstring)
-_BREAKPOINT = "prompt_cache_breakpoint"
-_PART_KEYS = {
-    "text": frozenset({"type", "text", _CACHE, _BREAKPOINT}),
-    "refusal": frozenset({"type", "refusal", _CACHE}),
-    "image_url": frozenset({"type", "image_url", _CACHE, _BREAKPOINT}),
-    "file": frozenset({"type", "file", _CACHE, _BREAKPOINT}),
-    "input_audio": frozenset({"type", "input_audio", _CACHE, _BREAKPOINT}),
-    "tool_use": frozenset({"type", "id", "name", "input", _CACHE}),
-    "thinking": frozenset({"type", "thinking", "signature", _CACHE}),
-    "redacted_thinking": frozenset({"type", "data", _CACHE}),
-}
-"""Keys of each content part type: the SDK's (``ChatCompletionContentPart*Param``) and the
-tolerated extensions; any other is refused by name (:mod:`gateway.edges._keys`)."""
-_IMAGE_URL_KEYS = frozenset({"url", "detail"})
-_FILE_KEYS = frozenset({"file_data", "file_id", "filename"})
-_AUDIO_KEYS = frozenset({"data", "format"})
-_MESSAGE_KEYS = {
-    "user": frozenset({"role", "content", "name", _CACHE}),
-    "system": frozenset({"role", "content", "name", _CACHE}),
-    "developer": frozenset({"role", "content", "name", _CACHE}),
-    "tool": frozenset({"role", "content", "tool_call_id", "name", _CACHE}),
-    "function": frozenset({"role", "content", "name"}),
-    "assistant": frozenset(
-        {
-            "role",
-            "content",
-            "name",
-            "refusal",
-            "tool_calls",
-            "function_call",
-            "audio",
-            "reasoning_content",
-            "reasoning",
-            "reasoning_details",
-            "thinking_blocks",
-            _CACHE,
-        }
-    ),
-}
-"""Keys of a message of each role (``ChatCompletion*MessageParam`` and the tolerated
-extensions of the module docstring)."""
-_TOOL_KEYS = frozenset({"type", "function", _CACHE})
-_TOOL_SERVING = frozenset({"defer_loading", "eager_input_streaming"})
-"""Keys of a tool entry besides the SDK's that only steer serving (OpenRouter's Anthropic
-forms: tool search, input streaming): carried to an OpenAI Chat upstream on that tool and
-dropped and named toward another wire API; any other key of a tool entry is carried the same
-way and refused toward another wire API (``NativeFields.fields["tool_fields"]``)."""
-_FUNCTION_KEYS = frozenset({"name", "description", "parameters", "strict", _CACHE})
-_LEGACY_FUNCTION_KEYS = frozenset({"name", "description", "parameters"})
-_CALL_KEYS = frozenset({"id", "type", "function", "index", _CACHE})
-"""``index``: the stream position a client's SDK leaves on a call it merged from a streamed
-answer (the openai SDK's ``ChatCompletionStreamState``); it carries nothing."""
-_CALL_FUNCTION_KEYS = frozenset({"name", "arguments"})
-_CHOICE_KEYS = frozenset({"type", "function"})
-_CHOICE_FUNCTION_KEYS = frozenset({"name"})
-_FORMAT_KEYS = frozenset({"type", "json_schema"})
-_JSON_SCHEMA_KEYS = frozenset({"name", "description", "schema", "strict"})
-_STREAM_OPTIONS_KEYS = frozenset({"include_usage", "include_obfuscation"})
-_MESSAGE_SERVING = frozenset({"audio", "annotations"})
-"""A message's keys the schema has no place for are carried to an OpenAI Chat upstream on that
-message (``NativeFields.fields["message_fields"]``); toward another wire API these are dropped
-and named: an assistant message's ``audio`` (``{"id"}``: a reference to an earlier audio
-answer stored at OpenAI) and ``annotations`` (an answer's URL citations sent back as they
-came: ``ChatCompletionMessage.annotations``); any other (a vendor extension such as Mistral's
-``prefix: true``) is refused by name there."""
-
 
 def legacy_call_id(msg_index: int, name: str, arguments: str) -> str:
     """Deterministic id for a legacy ``function_call`` (which has none):
@@ -212,7 +166,7 @@ def _image(obj: JSONObj, path: str) -> JSONObj:
         url = value
     else:
         image = as_obj(value, ipath)
-        check_keys(image, _IMAGE_URL_KEYS, ipath)
+        check_keys(image, IMAGE_URL_KEYS, ipath)
         url = req(image, "url", str, ipath)
         detail = opt(image, "detail", str, ipath)
         if detail == "auto":
@@ -249,7 +203,7 @@ def _part(part: JSONObj, ppath: str, allowed: tuple[str, ...]) -> JSONObj | None
             f"{', '.join(allowed)})",
             param=join(ppath, "type"),
         )
-    check_keys(part, _PART_KEYS[kind], ppath)
+    check_keys(part, PART_KEYS[kind], ppath)
     if kind == "text" or kind == "refusal":
         text = req(part, kind, str, ppath)
         if not text:
@@ -263,12 +217,12 @@ def _part(part: JSONObj, ppath: str, allowed: tuple[str, ...]) -> JSONObj | None
     if kind == "file":
         inner = part.get("file")
         if type(inner) is dict:
-            check_keys(inner, _FILE_KEYS, join(ppath, "file"))
+            check_keys(inner, FILE_KEYS, join(ppath, "file"))
         return chat_file(part, ppath)
     if kind == "input_audio":
         inner = part.get("input_audio")
         if type(inner) is dict:
-            check_keys(inner, _AUDIO_KEYS, join(ppath, "input_audio"))
+            check_keys(inner, AUDIO_KEYS, join(ppath, "input_audio"))
         return chat_audio(part, ppath)
     return _image(part, ppath)
 
@@ -292,9 +246,9 @@ def _parts(content: Any, path: str, allowed: tuple[str, ...]) -> list[JSONObj]:
             raise wrong_type(ppath, "an object", raw)
         part = _part(raw, ppath, allowed)
         if part is not None:
-            bp = raw.get(_BREAKPOINT)
+            bp = raw.get(BREAKPOINT)
             if bp is not None and part["type"] in ("text", "image", "document"):
-                part["own_keys"] = {_BREAKPOINT: bp}  # for an OpenAI Chat upstream (_own_paths)
+                part["own_keys"] = {BREAKPOINT: bp}  # for an OpenAI Chat upstream (_own_paths)
             out.append(part)
     return out
 
@@ -307,8 +261,8 @@ def _own_paths(raw_messages: list[Any]) -> list[str]:
         content = msg.get("content") if type(msg) is dict else None
         if type(content) is list:
             for j, part in enumerate(content):
-                if type(part) is dict and part.get(_BREAKPOINT) is not None:
-                    out.append(f"messages[{i}].content[{j}].{_BREAKPOINT}")
+                if type(part) is dict and part.get(BREAKPOINT) is not None:
+                    out.append(f"messages[{i}].content[{j}].{BREAKPOINT}")
     return out
 
 
@@ -391,7 +345,7 @@ def _assistant_block(part: JSONObj, ppath: str, st: _State) -> JSONObj | None:
     and ``redacted_thinking`` blocks (handed case C05) besides text and refusal parts."""
     kind = req(part, "type", str, ppath)
     if kind in ("tool_use", "thinking", "redacted_thinking"):
-        check_keys(part, _PART_KEYS[kind], ppath)
+        check_keys(part, PART_KEYS[kind], ppath)
     if kind == "tool_use":
         raw_input = part.get("input")
         if raw_input is None:
@@ -399,10 +353,10 @@ def _assistant_block(part: JSONObj, ppath: str, st: _State) -> JSONObj | None:
         args = orjson.dumps(as_obj(raw_input, join(ppath, "input"))).decode()
         return _tool_call(req(part, "id", str, ppath), req(part, "name", str, ppath), args, ppath, st)
     if kind == "thinking":
-        sig, prov = _unwrap_sig(opt(part, "signature", str, ppath), join(ppath, "signature"))
-        return {"type": "thinking", "text": _thinking_text(part, ppath), "signature": sig, "provenance": prov}
+        sig, prov = unwrap_sig(opt(part, "signature", str, ppath), join(ppath, "signature"))
+        return {"type": "thinking", "text": thinking_text(part, ppath), "signature": sig, "provenance": prov}
     if kind == "redacted_thinking":
-        data, prov = _unwrap_sig(req(part, "data", str, ppath), join(ppath, "data"))
+        data, prov = unwrap_sig(req(part, "data", str, ppath), join(ppath, "data"))
         return {"type": "redacted_thinking", "data": data or "", "provenance": prov}
     return _part(part, ppath, _ASSISTANT_PARTS)
 
@@ -413,7 +367,7 @@ def _tool_calls(calls: list[Any], path: str, st: _State, content: list[JSONObj])
         tpath = f"{path}.tool_calls[{j}]"
         if type(raw) is not dict:
             raise wrong_type(tpath, "an object", raw)
-        check_keys(raw, _CALL_KEYS, tpath)
+        check_keys(raw, CALL_KEYS, tpath)
         ctype = raw.get("type")
         if ctype is not None and ctype != "function":
             if type(ctype) is not str:
@@ -422,7 +376,7 @@ def _tool_calls(calls: list[Any], path: str, st: _State, content: list[JSONObj])
         fn = raw.get("function")
         if type(fn) is not dict:
             invalid(raw, "function", dict, tpath)
-        check_keys(fn, _CALL_FUNCTION_KEYS, tpath + ".function")
+        check_keys(fn, CALL_FUNCTION_KEYS, tpath + ".function")
         call_id = raw.get("id")
         if type(call_id) is not str:
             invalid(raw, "id", str, tpath)
@@ -441,82 +395,6 @@ def _tool_calls(calls: list[Any], path: str, st: _State, content: list[JSONObj])
             check_embedded(content[-1]["arguments"], arguments, st.depth, _ARGUMENTS_LEVEL, where)
 
 
-_ANTHROPIC = Provenance(api="anthropic_messages", provider="anthropic", model="")
-"""Who signed a raw (unwrapped) signature of format ``anthropic-claude-v1`` or in LiteLLM's
-``thinking_blocks`` (LiteLLM returns them only for Anthropic models)."""
-
-_FORMATS = {"anthropic-claude-v1": _ANTHROPIC}
-
-
-def _signed(value: str | None, path: str, native: Provenance | None) -> tuple[str | None, Any]:
-    """``(signature, provenance)`` of a signature sent back: unwrapped from Turnstile's envelope,
-    or raw with ``native`` as its provenance."""
-    sig, prov = _unwrap_sig(value, path)
-    return sig, (prov if prov is not None or sig is None else native)
-
-
-def _reasoning_details(value: Any, path: str) -> list[JSONObj]:
-    """OpenRouter ``reasoning_details`` -> thinking part dicts: ``reasoning.text`` (``text``,
-    ``signature``), ``reasoning.encrypted`` (``data``: redacted thinking), ``reasoning.summary``
-    (``summary``: unsigned thinking); an entry with neither text nor data carries nothing.
-    Other types are refused by name."""
-    if type(value) is not list:
-        raise wrong_type(path, "an array", value)
-    out: list[JSONObj] = []
-    for k, raw in enumerate(value):
-        dpath = f"{path}[{k}]"
-        entry = as_obj(raw, dpath)
-        kind = req(entry, "type", str, dpath)
-        fmt = opt(entry, "format", str, dpath)
-        native = _FORMATS.get(fmt or "")
-        if kind == "reasoning.text":
-            sig, prov = _signed(opt(entry, "signature", str, dpath), join(dpath, "signature"), native)
-            text = opt(entry, "text", str, dpath) or ""
-            if text or sig:
-                out.append({"type": "thinking", "text": text, "signature": sig, "provenance": prov})
-        elif kind == "reasoning.encrypted":
-            # without ``data`` the entry carries nothing (seen from Vercel's gateway: fantasy
-            # recording TestVercelThinking/gemini-3-pro-preview/thinking.yaml)
-            data, prov = _signed(opt(entry, "data", str, dpath), join(dpath, "data"), native)
-            if data:
-                out.append({"type": "redacted_thinking", "data": data, "provenance": prov})
-        elif kind == "reasoning.summary":
-            text = req(entry, "summary", str, dpath)
-            if text:
-                out.append({"type": "thinking", "text": text})
-        else:
-            raise unsupported(join(dpath, "type"), f"reasoning detail type {kind!r}")
-    return out
-
-
-def _thinking_blocks(value: Any, path: str) -> list[JSONObj]:
-    """LiteLLM ``thinking_blocks`` (Anthropic's ``thinking`` / ``redacted_thinking`` blocks) ->
-    thinking part dicts; a raw signature is Anthropic's."""
-    if type(value) is not list:
-        raise wrong_type(path, "an array", value)
-    out: list[JSONObj] = []
-    for k, raw in enumerate(value):
-        bpath = f"{path}[{k}]"
-        block = as_obj(raw, bpath)
-        kind = req(block, "type", str, bpath)
-        if kind == "thinking":
-            sig, prov = _signed(opt(block, "signature", str, bpath), join(bpath, "signature"), _ANTHROPIC)
-            out.append(
-                {
-                    "type": "thinking",
-                    "text": _thinking_text(block, bpath),
-                    "signature": sig,
-                    "provenance": prov,
-                }
-            )
-        elif kind == "redacted_thinking":
-            data, prov = _signed(req(block, "data", str, bpath), join(bpath, "data"), _ANTHROPIC)
-            out.append({"type": "redacted_thinking", "data": data or "", "provenance": prov})
-        else:
-            raise unsupported(join(bpath, "type"), f"thinking block type {kind!r}")
-    return out
-
-
 _REASONING_KEYS = ("reasoning_content", "reasoning")
 """An assistant message's reasoning text keys (DeepSeek, vLLM, OpenRouter): read as unsigned
 thinking for other wire APIs, and sent back as sent on that message to an OpenAI Chat upstream
@@ -533,10 +411,10 @@ def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
         st.serving.append(join(path, "audio"))
     details = get("reasoning_details")
     if details is not None:
-        content.extend(_reasoning_details(details, join(path, "reasoning_details")))
+        content.extend(reasoning_details(details, join(path, "reasoning_details")))
     blocks = get("thinking_blocks")
     if blocks is not None and not content:
-        content.extend(_thinking_blocks(blocks, join(path, "thinking_blocks")))
+        content.extend(thinking_blocks(blocks, join(path, "thinking_blocks")))
     thought = get("reasoning_content")
     if thought is not None and type(thought) is not str:
         raise wrong_type(join(path, "reasoning_content"), "a string", thought)
@@ -606,34 +484,14 @@ def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
     return {"role": "assistant", "content": content, "src": path}
 
 
-def _thinking_text(part: JSONObj, path: str) -> str:
-    """A ``thinking`` block's text: a string, or Mistral's list of ``{"text": ...}`` chunks
-    (observed in pydantic-ai cassette ``test_mistral/test_mistral_model_thinking_part.yaml``)."""
-    value = part.get("thinking")
-    tpath = join(path, "thinking")
-    if isinstance(value, list):
-        chunks = [as_obj(c, join(tpath, k)) for k, c in enumerate(value)]
-        return "".join(req(c, "text", str, join(tpath, k)) for k, c in enumerate(chunks))
-    return req(part, "thinking", str, path)
-
-
-def _unwrap_sig(value: str | None, path: str) -> tuple[str | None, Any]:
-    if value is None:
-        return None, None
-    try:
-        return unwrap_signature(value)
-    except ValueError as exc:
-        raise InvalidRequest(f"{path}: damaged Turnstile signature envelope ({exc})", param=path) from None
-
-
 def _message_extras(msg: JSONObj, known: frozenset[str], path: str, st: _State) -> None:
     """Keep a message's keys outside ``known`` (non-null) for an OpenAI Chat upstream, by the
-    message's path, and name them for the other wire APIs (refused: :data:`_MESSAGE_SERVING`)."""
+    message's path, and name them for the other wire APIs (refused: :data:`MESSAGE_SERVING`)."""
     extra = {k: v for k, v in msg.items() if k not in known and v is not None}
     if extra:
         st.message_fields.setdefault(path, {}).update(extra)
         for k in extra:
-            (st.serving if k in _MESSAGE_SERVING else st.native).append(join(path, k))
+            (st.serving if k in MESSAGE_SERVING else st.native).append(join(path, k))
 
 
 def _name(msg: JSONObj, path: str) -> str | None:
@@ -648,7 +506,7 @@ def _message(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj | None:
     """One message (already checked to be an object) -> its message dict; None for a system
     message left without text."""
     role = msg.get("role")
-    known = _MESSAGE_KEYS.get(role) if type(role) is str else None
+    known = MESSAGE_KEYS.get(role) if type(role) is str else None
     if known is not None and not msg.keys() <= known:
         _message_extras(msg, known, path, st)
     if role == "assistant":
@@ -759,27 +617,27 @@ def _tools(body: JSONObj, st: _State) -> tuple[list[JSONObj], bool]:
             raise unsupported(join(path, "type"), f"tool type {ttype!r}")
         fpath = path + ".function"
         fn = as_obj(req(tool, "function", dict, path), fpath)
-        check_keys(fn, _FUNCTION_KEYS, fpath)
+        check_keys(fn, FUNCTION_KEYS, fpath)
         out.append(_tool_def(fn, fpath, opt(tool, "cache_control", dict, path)))
-        if not tool.keys() <= _TOOL_KEYS:
+        if not tool.keys() <= TOOL_KEYS:
             _tool_extras(tool, out[-1]["name"], path, st)
     for i, raw in enumerate(opt(body, "functions", list, "") or ()):
         path = f"functions[{i}]"
         fn = as_obj(raw, path)
-        check_keys(fn, _LEGACY_FUNCTION_KEYS, path)
+        check_keys(fn, LEGACY_FUNCTION_KEYS, path)
         out.append(_tool_def(fn, path, None))
     return out, has_mcp
 
 
 def _tool_extras(tool: JSONObj, name: str, path: str, st: _State) -> None:
     """Keep a tool entry's keys besides the SDK's (non-null) for an OpenAI Chat upstream, by the
-    tool's name, and name them for the other wire APIs (:data:`_TOOL_SERVING` dropped, any other
+    tool's name, and name them for the other wire APIs (:data:`TOOL_SERVING` dropped, any other
     refused)."""
-    extra = {k: v for k, v in tool.items() if k not in _TOOL_KEYS and v is not None}
+    extra = {k: v for k, v in tool.items() if k not in TOOL_KEYS and v is not None}
     if extra:
         st.tool_fields[name] = extra
         for k in extra:
-            (st.serving if k in _TOOL_SERVING else st.native).append(join(path, k))
+            (st.serving if k in TOOL_SERVING else st.native).append(join(path, k))
 
 
 def _tool_def(fn: JSONObj, path: str, cache: dict[str, Any] | None) -> JSONObj:
@@ -811,16 +669,16 @@ def _tool_choice(body: JSONObj) -> JSONObj | None:
     ctype = req(obj, "type", str, path)
     if ctype != "function":
         raise unsupported(join(path, "type"), f"tool_choice type {ctype!r}")
-    check_keys(obj, _CHOICE_KEYS, path)
+    check_keys(obj, CHOICE_KEYS, path)
     fpath = join(path, "function")
     fn = as_obj(req(obj, "function", dict, path), fpath)
-    check_keys(fn, _CHOICE_FUNCTION_KEYS, fpath)
+    check_keys(fn, CHOICE_FUNCTION_KEYS, fpath)
     return {"mode": "tool", "name": req(fn, "name", str, fpath), "parallel": parallel}
 
 
 def _response_format(raw: JSONObj) -> JSONObj:
     path = "response_format"
-    check_keys(raw, _FORMAT_KEYS, path)
+    check_keys(raw, FORMAT_KEYS, path)
     rtype = req(raw, "type", str, path)
     if rtype in ("text", "json_object"):
         return {"type": rtype}
@@ -828,7 +686,7 @@ def _response_format(raw: JSONObj) -> JSONObj:
         raise InvalidRequest(f"{path}.type: unknown response format {rtype!r}", param=join(path, "type"))
     spath = join(path, "json_schema")
     js = as_obj(req(raw, "json_schema", dict, path), spath)
-    check_keys(js, _JSON_SCHEMA_KEYS, spath)
+    check_keys(js, JSON_SCHEMA_KEYS, spath)
     return {
         "type": "json_schema",
         "name": opt(js, "name", str, spath),
@@ -966,7 +824,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     if stream_options is not None:
         if type(stream_options) is not dict:
             check(stream_options, dict, "stream_options")  # raises
-        check_keys(stream_options, _STREAM_OPTIONS_KEYS, "stream_options")
+        check_keys(stream_options, STREAM_OPTIONS_KEYS, "stream_options")
     metadata = get("metadata")
     if metadata is not None:
         out["metadata"] = metadata if type(metadata) is dict else check(metadata, dict, "metadata")
