@@ -291,10 +291,12 @@ NESTED: dict[str, Rule] = {
         SERVING, "as sent on that message", _DROPPED + " (`messages[i].audio`)"
     ),
     "OpenAI Chat `prompt_cache_breakpoint` on user and system parts; Responses "
-    "`prompt_cache_breakpoint` on user parts and `input_file.detail`": Rule(
+    "`prompt_cache_breakpoint` on user and system parts, `input_file.detail`, assistant "
+    "`output_text.annotations` / `logprobs`, a message's `phase`, a call output's `status`": Rule(
         SERVING,
-        "as sent on that part (`own_keys`); on assistant and tool-result parts (and Responses "
-        "system parts, tool outputs) not yet carried",
+        "as sent on that part / item (`own_keys`, `item_fields`; not after a stored turn's "
+        "context is rebuilt from the session log); on Chat assistant and tool-result parts and "
+        "Responses tool-output parts not yet carried",
         _DROPPED + " (the part's path)",
     ),
     "Responses function and custom tool `defer_loading`, `output_schema`, `allowed_callers`, `async`": Rule(

@@ -140,6 +140,12 @@ def _user_item(msg: UserMessage, deployment: Deployment, i: int, own: bool = Fal
     return {"role": "user", "content": parts or ""}
 
 
+def _system_parts(msg: SystemMessage) -> list[dict[str, Any]]:
+    """A system message's text as ``input_text`` parts, each with a Responses client's own keys
+    (``own_keys``: ``prompt_cache_breakpoint``)."""
+    return [{"type": "input_text", "text": p.text, **(p.own_keys or {})} for p in msg.content if p.text]
+
+
 def _custom_tools(request: Request) -> set[str]:
     """Names of the request's free-form tools (sent as ``custom`` tools)."""
     return {t.name for t in request.tools if t.freeform is not None}
@@ -250,11 +256,14 @@ def input_items(
     for i, msg in enumerate(request.messages):
         tm = type(msg)
         if tm is SystemMessage:
-            text = "\n\n".join(p.text for p in msg.content)  # type: ignore[union-attr,misc]
+            text: Any = "\n\n".join(p.text for p in msg.content)  # type: ignore[union-attr,misc]
             extra = item_fields.get(msg.src) if item_fields and msg.src else None
+            if own and any(p.own_keys for p in msg.content):  # type: ignore[union-attr]
+                text = _system_parts(msg)  # type: ignore[arg-type]
+                extra = extra or {}
             if msg.developer:  # type: ignore[union-attr]
                 items.append({"role": "developer", "content": text, **(extra or {})})
-            elif items or extra:
+            elif items or extra is not None:  # an item of its own: never folded into instructions
                 items.append({"role": "system", "content": text, **(extra or {})})
             else:
                 leading.append(text)

@@ -426,3 +426,32 @@ def test_an_assistants_reasoning_content_reaches_openai_chat_on_its_message(
         "content": "4",
         "reasoning_content": "Two and two make four.",
     }
+
+
+def test_a_responses_system_parts_cache_breakpoint_reaches_a_responses_upstream_on_that_part(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("rs"))
+    part = {"type": "input_text", "text": "Rules.", "prompt_cache_breakpoint": BREAK}
+    oai.responses.create(
+        model="rs",
+        input=[{"role": "developer", "content": [part]}, {"role": "user", "content": "hi"}],  # type: ignore[list-item]
+        store=False,
+    )
+    (got,) = upstream.requests()
+    assert got.body["input"][0] == {"role": "developer", "content": [part]}
+
+
+def test_a_leading_system_parts_cache_breakpoint_keeps_it_in_place_as_a_system_item(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("rs"))
+    part = {"type": "input_text", "text": "Rules.", "prompt_cache_breakpoint": BREAK}
+    oai.responses.create(
+        model="rs",
+        input=[{"role": "system", "content": [part]}, {"role": "user", "content": "hi"}],  # type: ignore[list-item]
+        store=False,
+    )
+    (got,) = upstream.requests()
+    assert "instructions" not in got.body
+    assert got.body["input"][0] == {"role": "system", "content": [part]}
