@@ -52,6 +52,11 @@ class TextPart(BaseModel):
     text: str
     cache_control: dict[str, Any] | None = None
     citations: list[Any] | None = None
+    own_keys: dict[str, Any] | None = None
+    """The client's keys of this part the schema has no slot for (OpenAI
+    ``prompt_cache_breakpoint``, a Responses ``input_file``'s ``detail``): set on the part for an
+    upstream of the client's own wire API (``Request.native.api``) only; the edge names them in
+    ``NativeFields.serving`` (dropped and named toward another wire API)."""
 
 
 class ImagePart(BaseModel):
@@ -70,6 +75,11 @@ class ImagePart(BaseModel):
     detail: str | None = None
     cache_control: dict[str, Any] | None = None
     transformations: dict[str, Any] | None = None  # Anthropic's image transformations, verbatim
+    own_keys: dict[str, Any] | None = None
+    """The client's keys of this part the schema has no slot for (OpenAI
+    ``prompt_cache_breakpoint``, a Responses ``input_file``'s ``detail``): set on the part for an
+    upstream of the client's own wire API (``Request.native.api``) only; the edge names them in
+    ``NativeFields.serving`` (dropped and named toward another wire API)."""
 
 
 class DocumentPart(BaseModel):
@@ -96,6 +106,11 @@ class DocumentPart(BaseModel):
     citations: dict[str, Any] | None = None
     cache_control: dict[str, Any] | None = None
     src: str | None = Field(default=None, exclude=True)
+    own_keys: dict[str, Any] | None = None
+    """The client's keys of this part the schema has no slot for (OpenAI
+    ``prompt_cache_breakpoint``, a Responses ``input_file``'s ``detail``): set on the part for an
+    upstream of the client's own wire API (``Request.native.api``) only; the edge names them in
+    ``NativeFields.serving`` (dropped and named toward another wire API)."""
 
 
 class AudioPart(BaseModel):

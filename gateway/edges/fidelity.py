@@ -97,7 +97,8 @@ OPENAI_CHAT: dict[str, Rule] = {
     "reasoning_effort": Rule(
         CARRIED,
         "as sent (`none` and `xhigh` verbatim)",
-        "Anthropic thinking budget (`xhigh` as `high`), Gemini `thinkingConfig`",
+        "Responses `reasoning.effort` (`none` and `xhigh` verbatim), Anthropic thinking budget "
+        "(`xhigh` as `high`), Gemini `thinkingConfig`",
     ),
     "stream": Rule(CARRIED, "as sent", "each API's streaming"),
     "stream_options": Rule(
@@ -105,7 +106,9 @@ OPENAI_CHAT: dict[str, Rule] = {
         "`include_usage` (`include_obfuscation` has no effect: the gateway writes the client's stream)",
         "usage is always read",
     ),
-    "user": Rule(CARRIED, "as sent", "Anthropic `metadata.user_id`"),
+    "user": Rule(
+        CARRIED, "as sent", "Responses `user`, Anthropic `metadata.user_id`; Gemini (no slot): " + _DROPPED
+    ),
     "n": Rule(REFUSED, "refused above 1 (`n: 1` accepted)", "refused above 1"),
     "logprobs": Rule(REFUSED, "refused when true: answers carry no log probabilities", "refused when true"),
     "top_logprobs": Rule(REFUSED, "refused above 0", "refused above 0"),
@@ -129,7 +132,11 @@ OPENAI_CHAT: dict[str, Rule] = {
     "moderation": Rule(PASSED, "as sent", _REFUSED_ELSEWHERE),
     "service_tier": Rule(SERVING, "as sent", _DROPPED),
     "store": Rule(SERVING, "as sent", _DROPPED),
-    "metadata": Rule(SERVING, "as sent (also read for the session id)", _DROPPED),
+    "metadata": Rule(
+        CARRIED,
+        "as sent (also read for the session id)",
+        "Responses `metadata` (string values, at most 16); Anthropic, Gemini: " + _DROPPED,
+    ),
     "prompt_cache_key": Rule(SERVING, "as sent", _DROPPED),
     "prompt_cache_options": Rule(SERVING, "as sent", _DROPPED),
     "prompt_cache_retention": Rule(SERVING, "as sent", _DROPPED),
@@ -294,6 +301,39 @@ NESTED: dict[str, Rule] = {
         REFUSED,
         "400 naming the key (`messages[0].content[1].source.colour`), as the Anthropic API refuses it",
         "the same",
+    ),
+    "OpenAI Chat and Responses: a key the SDK types do not define on a content part, image_url, "
+    "tool call, tool function, `tool_choice`, `response_format.json_schema`, `stream_options`, "
+    "Responses input item or function/custom tool": Rule(
+        REFUSED,
+        "400 naming the path (`messages[1].content[0].colour`); a null value asks for nothing",
+        "the same",
+    ),
+    "OpenAI Chat: a message's keys besides the SDK's and the read extensions (Mistral `prefix`), "
+    "a `tools[]` entry's keys besides `type`, `function`, `cache_control`": Rule(
+        PASSED,
+        "as sent on that message / tool (`message_fields`, `tool_fields`)",
+        _REFUSED_ELSEWHERE + "; a tool's `defer_loading` / `eager_input_streaming` " + _DROPPED,
+    ),
+    "OpenAI Chat assistant `audio` (`{id}`) and `annotations`": Rule(
+        SERVING, "as sent on that message", _DROPPED + " (`messages[i].audio`)"
+    ),
+    "OpenAI Chat `prompt_cache_breakpoint` on user and system parts; Responses "
+    "`prompt_cache_breakpoint` on user and system parts, `input_file.detail`, assistant "
+    "`output_text.annotations` / `logprobs`, a message's `phase`, a call output's `status`": Rule(
+        SERVING,
+        "as sent on that part / item (`own_keys`, `item_fields`; not after a stored turn's "
+        "context is rebuilt from the session log); on Chat assistant and tool-result parts and "
+        "Responses tool-output parts not yet carried",
+        _DROPPED + " (the part's path)",
+    ),
+    "Responses function and custom tool `defer_loading`, `output_schema`, `allowed_callers`, `async`": Rule(
+        SERVING, "as sent on that tool (`tool_fields`)", _DROPPED + " (`tools[i].defer_loading`, ...)"
+    ),
+    "OpenAI Chat `tool_calls[].cache_control`": Rule(
+        CARRIED,
+        "not sent (OpenAI has no cache marks)",
+        "Anthropic: on the `tool_use` block; else " + _DROPPED,
     ),
     "answer `stop_reason: pause_turn` (Anthropic server tools)": Rule(
         CARRIED,

@@ -26,6 +26,15 @@ each observed in real client traffic (``../shared/corpus``):
   ``Request.native`` for an OpenAI Chat upstream; ``n`` > 1, ``logprobs``, ``top_logprobs``,
   ``audio`` and non-text ``modalities`` are refused by name.
 
+Nested keys (issue 14): a key the SDK types (and the extensions above) do not define on a
+content part, ``image_url``, tool call, tool function, ``tool_choice``, ``response_format``
+or ``stream_options`` is refused by name (:mod:`gateway.edges._keys`); a message's other keys
+(an assistant's ``audio`` and ``annotations``, Mistral's ``prefix``) and a ``tools[]`` entry's
+other keys are carried to an OpenAI Chat upstream on that message / tool
+(``NativeFields.fields["message_fields"]`` / ``["tool_fields"]``) and dropped or refused by
+name toward another wire API; a part's ``prompt_cache_breakpoint`` goes on the part
+(``own_keys``), an assistant's ``reasoning_content`` / ``reasoning`` back on its message.
+
 Empty text parts are dropped (handed case C07). Tool-call ids carrying a Turnstile signature
 envelope (:mod:`gateway.edges.signatures`) are unwrapped in calls and results.
 
@@ -69,13 +78,35 @@ from gateway.edges._common import (
     validate_request,
     wrong_type,
 )
+from gateway.edges._keys import check_keys
 from gateway.edges.call_ids import BadIds, plain_call_id, refusal
 from gateway.edges.fidelity import OPENAI_CHAT, native_fields
+from gateway.edges.openai_chat_keys import (
+    AUDIO_KEYS,
+    BREAKPOINT,
+    CALL_FUNCTION_KEYS,
+    CALL_KEYS,
+    CHOICE_FUNCTION_KEYS,
+    CHOICE_KEYS,
+    FILE_KEYS,
+    FORMAT_KEYS,
+    FUNCTION_KEYS,
+    IMAGE_URL_KEYS,
+    JSON_SCHEMA_KEYS,
+    LEGACY_FUNCTION_KEYS,
+    MESSAGE_KEYS,
+    MESSAGE_SERVING,
+    PART_KEYS,
+    STREAM_OPTIONS_KEYS,
+    TOOL_KEYS,
+    TOOL_SERVING,
+)
+from gateway.edges.openai_chat_reasoning import reasoning_details, thinking_blocks, thinking_text, unwrap_sig
 from gateway.edges.openai_files import chat_audio, chat_file
-from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
+from gateway.edges.signatures import ID_SEPARATOR, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
 from gateway.providers.openai_common import API
-from gateway.schema import Provenance, Request
+from gateway.schema import Request
 
 _EFFORTS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
 
@@ -84,7 +115,6 @@ _FIELD_NAMES = {"max_output_tokens": "max_tokens", "thinking": "reasoning_effort
 
 _FREE_FORM: tuple[FieldPattern, ...] = (
     ("metadata",),
-    ("stream_options",),
     ("tools", "*", "function", "parameters"),
     ("tools", "*", "function", "cache_control"),
     ("tools", "*", "cache_control"),
@@ -136,6 +166,7 @@ def _image(obj: JSONObj, path: str) -> JSONObj:
         url = value
     else:
         image = as_obj(value, ipath)
+        check_keys(image, IMAGE_URL_KEYS, ipath)
         url = req(image, "url", str, ipath)
         detail = opt(image, "detail", str, ipath)
         if detail == "auto":
@@ -172,6 +203,7 @@ def _part(part: JSONObj, ppath: str, allowed: tuple[str, ...]) -> JSONObj | None
             f"{', '.join(allowed)})",
             param=join(ppath, "type"),
         )
+    check_keys(part, PART_KEYS[kind], ppath)
     if kind == "text" or kind == "refusal":
         text = req(part, kind, str, ppath)
         if not text:
@@ -183,8 +215,14 @@ def _part(part: JSONObj, ppath: str, allowed: tuple[str, ...]) -> JSONObj | None
             raise wrong_type(join(ppath, "cache_control"), "an object", cache)
         return {"type": "text", "text": text, "cache_control": cache}
     if kind == "file":
+        inner = part.get("file")
+        if type(inner) is dict:
+            check_keys(inner, FILE_KEYS, join(ppath, "file"))
         return chat_file(part, ppath)
     if kind == "input_audio":
+        inner = part.get("input_audio")
+        if type(inner) is dict:
+            check_keys(inner, AUDIO_KEYS, join(ppath, "input_audio"))
         return chat_audio(part, ppath)
     return _image(part, ppath)
 
@@ -197,7 +235,7 @@ def _parts(content: Any, path: str, allowed: tuple[str, ...]) -> list[JSONObj]:
         raise wrong_type(path, "a string or an array of content parts", content)
     out: list[JSONObj] = []
     for i, raw in enumerate(content):
-        if type(raw) is dict and raw.get("type") == "text" and "cache_control" not in raw:
+        if type(raw) is dict and len(raw) == 2 and raw.get("type") == "text":
             text = raw.get("text")
             if type(text) is str:  # the common case, checked inline
                 if text:
@@ -208,7 +246,23 @@ def _parts(content: Any, path: str, allowed: tuple[str, ...]) -> list[JSONObj]:
             raise wrong_type(ppath, "an object", raw)
         part = _part(raw, ppath, allowed)
         if part is not None:
+            bp = raw.get(BREAKPOINT)
+            if bp is not None and part["type"] in ("text", "image", "document"):
+                part["own_keys"] = {BREAKPOINT: bp}  # for an OpenAI Chat upstream (_own_paths)
             out.append(part)
+    return out
+
+
+def _own_paths(raw_messages: list[Any]) -> list[str]:
+    """The paths of the content parts' ``prompt_cache_breakpoint`` keys (non-null): carried on
+    the part to an OpenAI Chat upstream (``own_keys``), dropped and named toward another."""
+    out: list[str] = []
+    for i, msg in enumerate(raw_messages):
+        content = msg.get("content") if type(msg) is dict else None
+        if type(content) is list:
+            for j, part in enumerate(content):
+                if type(part) is dict and part.get(BREAKPOINT) is not None:
+                    out.append(f"messages[{i}].content[{j}].{BREAKPOINT}")
     return out
 
 
@@ -241,10 +295,23 @@ class _State(BadIds):
     (``(location, id, reason)``, refused after the messages are read:
     :mod:`gateway.edges.call_ids`)."""
 
-    __slots__ = ("depth", "legacy_pending", "names", "short")
+    __slots__ = (
+        "depth",
+        "legacy_pending",
+        "message_fields",
+        "names",
+        "native",
+        "serving",
+        "short",
+        "tool_fields",
+    )
 
     def __init__(self, depth: int) -> None:
         super().__init__()
+        self.message_fields: dict[str, JSONObj] = {}  # message path -> its SDK keys kept verbatim
+        self.serving: list[str] = []  # their paths, dropped and named toward another wire API
+        self.native: list[str] = []  # their paths, refused toward another wire API
+        self.tool_fields: dict[str, JSONObj] = {}  # tool name -> its entry's own keys
         self.names: dict[str, str] = {}
         self.legacy_pending: list[tuple[str, str]] = []
         self.depth = depth
@@ -277,6 +344,8 @@ def _assistant_block(part: JSONObj, ppath: str, st: _State) -> JSONObj | None:
     """One part of an assistant ``content`` list: Anthropic-style ``tool_use``, ``thinking``
     and ``redacted_thinking`` blocks (handed case C05) besides text and refusal parts."""
     kind = req(part, "type", str, ppath)
+    if kind in ("tool_use", "thinking", "redacted_thinking"):
+        check_keys(part, PART_KEYS[kind], ppath)
     if kind == "tool_use":
         raw_input = part.get("input")
         if raw_input is None:
@@ -284,10 +353,10 @@ def _assistant_block(part: JSONObj, ppath: str, st: _State) -> JSONObj | None:
         args = orjson.dumps(as_obj(raw_input, join(ppath, "input"))).decode()
         return _tool_call(req(part, "id", str, ppath), req(part, "name", str, ppath), args, ppath, st)
     if kind == "thinking":
-        sig, prov = _unwrap_sig(opt(part, "signature", str, ppath), join(ppath, "signature"))
-        return {"type": "thinking", "text": _thinking_text(part, ppath), "signature": sig, "provenance": prov}
+        sig, prov = unwrap_sig(opt(part, "signature", str, ppath), join(ppath, "signature"))
+        return {"type": "thinking", "text": thinking_text(part, ppath), "signature": sig, "provenance": prov}
     if kind == "redacted_thinking":
-        data, prov = _unwrap_sig(req(part, "data", str, ppath), join(ppath, "data"))
+        data, prov = unwrap_sig(req(part, "data", str, ppath), join(ppath, "data"))
         return {"type": "redacted_thinking", "data": data or "", "provenance": prov}
     return _part(part, ppath, _ASSISTANT_PARTS)
 
@@ -298,6 +367,7 @@ def _tool_calls(calls: list[Any], path: str, st: _State, content: list[JSONObj])
         tpath = f"{path}.tool_calls[{j}]"
         if type(raw) is not dict:
             raise wrong_type(tpath, "an object", raw)
+        check_keys(raw, CALL_KEYS, tpath)
         ctype = raw.get("type")
         if ctype is not None and ctype != "function":
             if type(ctype) is not str:
@@ -306,6 +376,7 @@ def _tool_calls(calls: list[Any], path: str, st: _State, content: list[JSONObj])
         fn = raw.get("function")
         if type(fn) is not dict:
             invalid(raw, "function", dict, tpath)
+        check_keys(fn, CALL_FUNCTION_KEYS, tpath + ".function")
         call_id = raw.get("id")
         if type(call_id) is not str:
             invalid(raw, "id", str, tpath)
@@ -316,96 +387,34 @@ def _tool_calls(calls: list[Any], path: str, st: _State, content: list[JSONObj])
         if type(arguments) is not str:
             arguments = _raw_arguments(fn, tpath + ".function")
         content.append(_tool_call(call_id, name, arguments, tpath, st))
+        cache = raw.get("cache_control")
+        if cache is not None:
+            content[-1]["cache_control"] = check(cache, dict, join(tpath, "cache_control"))
         if len(arguments) > st.short:
             where = tpath + ".function.arguments"
             check_embedded(content[-1]["arguments"], arguments, st.depth, _ARGUMENTS_LEVEL, where)
 
 
-_ANTHROPIC = Provenance(api="anthropic_messages", provider="anthropic", model="")
-"""Who signed a raw (unwrapped) signature of format ``anthropic-claude-v1`` or in LiteLLM's
-``thinking_blocks`` (LiteLLM returns them only for Anthropic models)."""
-
-_FORMATS = {"anthropic-claude-v1": _ANTHROPIC}
-
-
-def _signed(value: str | None, path: str, native: Provenance | None) -> tuple[str | None, Any]:
-    """``(signature, provenance)`` of a signature sent back: unwrapped from Turnstile's envelope,
-    or raw with ``native`` as its provenance."""
-    sig, prov = _unwrap_sig(value, path)
-    return sig, (prov if prov is not None or sig is None else native)
-
-
-def _reasoning_details(value: Any, path: str) -> list[JSONObj]:
-    """OpenRouter ``reasoning_details`` -> thinking part dicts: ``reasoning.text`` (``text``,
-    ``signature``), ``reasoning.encrypted`` (``data``: redacted thinking), ``reasoning.summary``
-    (``summary``: unsigned thinking); an entry with neither text nor data carries nothing.
-    Other types are refused by name."""
-    if type(value) is not list:
-        raise wrong_type(path, "an array", value)
-    out: list[JSONObj] = []
-    for k, raw in enumerate(value):
-        dpath = f"{path}[{k}]"
-        entry = as_obj(raw, dpath)
-        kind = req(entry, "type", str, dpath)
-        fmt = opt(entry, "format", str, dpath)
-        native = _FORMATS.get(fmt or "")
-        if kind == "reasoning.text":
-            sig, prov = _signed(opt(entry, "signature", str, dpath), join(dpath, "signature"), native)
-            text = opt(entry, "text", str, dpath) or ""
-            if text or sig:
-                out.append({"type": "thinking", "text": text, "signature": sig, "provenance": prov})
-        elif kind == "reasoning.encrypted":
-            # without ``data`` the entry carries nothing (seen from Vercel's gateway: fantasy
-            # recording TestVercelThinking/gemini-3-pro-preview/thinking.yaml)
-            data, prov = _signed(opt(entry, "data", str, dpath), join(dpath, "data"), native)
-            if data:
-                out.append({"type": "redacted_thinking", "data": data, "provenance": prov})
-        elif kind == "reasoning.summary":
-            text = req(entry, "summary", str, dpath)
-            if text:
-                out.append({"type": "thinking", "text": text})
-        else:
-            raise unsupported(join(dpath, "type"), f"reasoning detail type {kind!r}")
-    return out
-
-
-def _thinking_blocks(value: Any, path: str) -> list[JSONObj]:
-    """LiteLLM ``thinking_blocks`` (Anthropic's ``thinking`` / ``redacted_thinking`` blocks) ->
-    thinking part dicts; a raw signature is Anthropic's."""
-    if type(value) is not list:
-        raise wrong_type(path, "an array", value)
-    out: list[JSONObj] = []
-    for k, raw in enumerate(value):
-        bpath = f"{path}[{k}]"
-        block = as_obj(raw, bpath)
-        kind = req(block, "type", str, bpath)
-        if kind == "thinking":
-            sig, prov = _signed(opt(block, "signature", str, bpath), join(bpath, "signature"), _ANTHROPIC)
-            out.append(
-                {
-                    "type": "thinking",
-                    "text": _thinking_text(block, bpath),
-                    "signature": sig,
-                    "provenance": prov,
-                }
-            )
-        elif kind == "redacted_thinking":
-            data, prov = _signed(req(block, "data", str, bpath), join(bpath, "data"), _ANTHROPIC)
-            out.append({"type": "redacted_thinking", "data": data or "", "provenance": prov})
-        else:
-            raise unsupported(join(bpath, "type"), f"thinking block type {kind!r}")
-    return out
+_REASONING_KEYS = ("reasoning_content", "reasoning")
+"""An assistant message's reasoning text keys (DeepSeek, vLLM, OpenRouter): read as unsigned
+thinking for other wire APIs, and sent back as sent on that message to an OpenAI Chat upstream
+(``message_fields``; the OpenAI Chat adapter renders no thinking of its own)."""
 
 
 def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
     content: list[JSONObj] = []
     get = msg.get
+    audio = get("audio")
+    if audio is not None:
+        check(audio, dict, join(path, "audio"))
+        st.message_fields.setdefault(path, {})["audio"] = audio
+        st.serving.append(join(path, "audio"))
     details = get("reasoning_details")
     if details is not None:
-        content.extend(_reasoning_details(details, join(path, "reasoning_details")))
+        content.extend(reasoning_details(details, join(path, "reasoning_details")))
     blocks = get("thinking_blocks")
     if blocks is not None and not content:
-        content.extend(_thinking_blocks(blocks, join(path, "thinking_blocks")))
+        content.extend(thinking_blocks(blocks, join(path, "thinking_blocks")))
     thought = get("reasoning_content")
     if thought is not None and type(thought) is not str:
         raise wrong_type(join(path, "reasoning_content"), "a string", thought)
@@ -415,6 +424,10 @@ def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
             raise wrong_type(join(path, "reasoning"), "a string", thought)
     if thought and not content:  # reasoning_details / thinking_blocks carry the same text, signed
         content.append({"type": "thinking", "text": thought})
+    for key in _REASONING_KEYS:
+        value = get(key)
+        if type(value) is str and value:  # verbatim for an OpenAI Chat upstream (DeepSeek, vLLM)
+            st.message_fields.setdefault(path, {})[key] = value
     raw_content = get("content")
     if type(raw_content) is str:
         if raw_content:
@@ -471,24 +484,14 @@ def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
     return {"role": "assistant", "content": content, "src": path}
 
 
-def _thinking_text(part: JSONObj, path: str) -> str:
-    """A ``thinking`` block's text: a string, or Mistral's list of ``{"text": ...}`` chunks
-    (observed in pydantic-ai cassette ``test_mistral/test_mistral_model_thinking_part.yaml``)."""
-    value = part.get("thinking")
-    tpath = join(path, "thinking")
-    if isinstance(value, list):
-        chunks = [as_obj(c, join(tpath, k)) for k, c in enumerate(value)]
-        return "".join(req(c, "text", str, join(tpath, k)) for k, c in enumerate(chunks))
-    return req(part, "thinking", str, path)
-
-
-def _unwrap_sig(value: str | None, path: str) -> tuple[str | None, Any]:
-    if value is None:
-        return None, None
-    try:
-        return unwrap_signature(value)
-    except ValueError as exc:
-        raise InvalidRequest(f"{path}: damaged Turnstile signature envelope ({exc})", param=path) from None
+def _message_extras(msg: JSONObj, known: frozenset[str], path: str, st: _State) -> None:
+    """Keep a message's keys outside ``known`` (non-null) for an OpenAI Chat upstream, by the
+    message's path, and name them for the other wire APIs (refused: :data:`MESSAGE_SERVING`)."""
+    extra = {k: v for k, v in msg.items() if k not in known and v is not None}
+    if extra:
+        st.message_fields.setdefault(path, {}).update(extra)
+        for k in extra:
+            (st.serving if k in MESSAGE_SERVING else st.native).append(join(path, k))
 
 
 def _name(msg: JSONObj, path: str) -> str | None:
@@ -503,6 +506,9 @@ def _message(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj | None:
     """One message (already checked to be an object) -> its message dict; None for a system
     message left without text."""
     role = msg.get("role")
+    known = MESSAGE_KEYS.get(role) if type(role) is str else None
+    if known is not None and not msg.keys() <= known:
+        _message_extras(msg, known, path, st)
     if role == "assistant":
         return _assistant(msg, i, path, st)
     if role == "tool":
@@ -595,7 +601,7 @@ _TOOL_SITES = tool_sites(
 """Where tool definitions are, for :func:`gateway.edges._bounds.check_tools`."""
 
 
-def _tools(body: JSONObj) -> tuple[list[JSONObj], bool]:
+def _tools(body: JSONObj, st: _State) -> tuple[list[JSONObj], bool]:
     """Tool definition dicts of ``tools`` and legacy ``functions``, and whether ``tools`` has
     an ``mcp`` entry (read by :func:`gateway.edges._common.mcp_server_entries`)."""
     out: list[JSONObj] = []
@@ -611,11 +617,27 @@ def _tools(body: JSONObj) -> tuple[list[JSONObj], bool]:
             raise unsupported(join(path, "type"), f"tool type {ttype!r}")
         fpath = path + ".function"
         fn = as_obj(req(tool, "function", dict, path), fpath)
+        check_keys(fn, FUNCTION_KEYS, fpath)
         out.append(_tool_def(fn, fpath, opt(tool, "cache_control", dict, path)))
+        if not tool.keys() <= TOOL_KEYS:
+            _tool_extras(tool, out[-1]["name"], path, st)
     for i, raw in enumerate(opt(body, "functions", list, "") or ()):
         path = f"functions[{i}]"
-        out.append(_tool_def(as_obj(raw, path), path, None))
+        fn = as_obj(raw, path)
+        check_keys(fn, LEGACY_FUNCTION_KEYS, path)
+        out.append(_tool_def(fn, path, None))
     return out, has_mcp
+
+
+def _tool_extras(tool: JSONObj, name: str, path: str, st: _State) -> None:
+    """Keep a tool entry's keys besides the SDK's (non-null) for an OpenAI Chat upstream, by the
+    tool's name, and name them for the other wire APIs (:data:`TOOL_SERVING` dropped, any other
+    refused)."""
+    extra = {k: v for k, v in tool.items() if k not in TOOL_KEYS and v is not None}
+    if extra:
+        st.tool_fields[name] = extra
+        for k in extra:
+            (st.serving if k in TOOL_SERVING else st.native).append(join(path, k))
 
 
 def _tool_def(fn: JSONObj, path: str, cache: dict[str, Any] | None) -> JSONObj:
@@ -647,13 +669,16 @@ def _tool_choice(body: JSONObj) -> JSONObj | None:
     ctype = req(obj, "type", str, path)
     if ctype != "function":
         raise unsupported(join(path, "type"), f"tool_choice type {ctype!r}")
+    check_keys(obj, CHOICE_KEYS, path)
     fpath = join(path, "function")
     fn = as_obj(req(obj, "function", dict, path), fpath)
+    check_keys(fn, CHOICE_FUNCTION_KEYS, fpath)
     return {"mode": "tool", "name": req(fn, "name", str, fpath), "parallel": parallel}
 
 
 def _response_format(raw: JSONObj) -> JSONObj:
     path = "response_format"
+    check_keys(raw, FORMAT_KEYS, path)
     rtype = req(raw, "type", str, path)
     if rtype in ("text", "json_object"):
         return {"type": rtype}
@@ -661,6 +686,7 @@ def _response_format(raw: JSONObj) -> JSONObj:
         raise InvalidRequest(f"{path}.type: unknown response format {rtype!r}", param=join(path, "type"))
     spath = join(path, "json_schema")
     js = as_obj(req(raw, "json_schema", dict, path), spath)
+    check_keys(js, JSON_SCHEMA_KEYS, spath)
     return {
         "type": "json_schema",
         "name": opt(js, "name", str, spath),
@@ -707,6 +733,7 @@ _READ = frozenset(
         "reasoning_effort",
         "stream",
         "user",
+        "metadata",
     }
 )
 """Top-level fields :func:`parse_request` reads itself; every other one is classed by
@@ -794,14 +821,16 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
     # Optional fields, checked in a fixed order (the first error wins); absent ones are left
     # to the schema's defaults.
     stream_options = get("stream_options")
-    if stream_options is not None and type(stream_options) is not dict:
-        check(stream_options, dict, "stream_options")  # raises
+    if stream_options is not None:
+        if type(stream_options) is not dict:
+            check(stream_options, dict, "stream_options")  # raises
+        check_keys(stream_options, STREAM_OPTIONS_KEYS, "stream_options")
     metadata = get("metadata")
     if metadata is not None:
         out["metadata"] = metadata if type(metadata) is dict else check(metadata, dict, "metadata")
     has_mcp = False
     if "tools" in data or "functions" in data:
-        out["tools"], has_mcp = _tools(data)
+        out["tools"], has_mcp = _tools(data, st)
     if "tool_choice" in data or "function_call" in data or "parallel_tool_calls" in data:
         out["tool_choice"] = _tool_choice(data)
     if "max_completion_tokens" in data or "max_tokens" in data:
@@ -835,9 +864,21 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
         out["mcp_servers"] = mcp_server_entries(data)
     if b'"cache_control"' in body:
         out["cache_marks"] = True
+    if b'"prompt_cache_breakpoint"' in body:
+        st.serving += _own_paths(raw_messages)
     extra = data.keys() - _READ
-    if extra or effort in _VERBATIM_EFFORTS:
+    if extra or effort in _VERBATIM_EFFORTS or st.message_fields or st.tool_fields or metadata or st.serving:
         native = _native(data, extra)
+        if st.message_fields or st.tool_fields or metadata or st.serving:
+            native = native or {"api": API, "fields": {}, "paths": [], "serving": []}
+            if metadata:  # verbatim for OpenAI Chat; elsewhere the schema's (target_fields)
+                native["fields"]["metadata"] = metadata
+            if st.message_fields:
+                native["fields"]["message_fields"] = st.message_fields
+            if st.tool_fields:
+                native["fields"]["tool_fields"] = st.tool_fields
+            native["serving"] += st.serving
+            native["paths"] += st.native
         if native is not None:
             out["native"] = native
     return validate_request(out, _FIELD_NAMES)

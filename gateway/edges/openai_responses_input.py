@@ -20,8 +20,12 @@ rules, each a decision written here:
   ``custom_tool_call`` -> a tool call of the emulated function with one string argument
   (``{"input": ...}``, see :mod:`gateway.edges.openai_responses_parse`);
   ``function_call_output`` / ``custom_tool_call_output`` -> a tool result paired by
-  ``call_id`` (``output`` a string or a list of ``input_text`` / ``input_image`` parts). The
-  item ``id`` (``fc_...``) and ``status`` echo the gateway's own output and carry nothing.
+  ``call_id`` (``output`` a string or a list of ``input_text`` / ``input_image`` parts). A call
+  item's ``id`` (``fc_...``) and ``status`` echo the gateway's own output and carry nothing; a
+  call output's ``status`` and a message's ``phase`` are carried to a Responses upstream on that
+  item, as are the parts' ``prompt_cache_breakpoint``, ``input_file.detail`` and
+  ``output_text.annotations`` / ``logprobs`` (``own_keys``), dropped and named toward another
+  wire API. Any key the SDK types do not define on an item or a part is refused by name.
 * Every item's ``id`` (Codex CLI sends one on each: ``msg_…``, ``at_…``, ``ctc_…``) names the
   client's copy of it; the whole conversation comes every time, so it carries nothing and no
   upstream is sent it (as OpenAI reads items without ids when nothing is stored).
@@ -58,6 +62,7 @@ from gateway.edges._common import (
     unsupported,
     wrong_type,
 )
+from gateway.edges._keys import check_keys
 from gateway.edges.call_ids import BadIds, plain_call_id
 from gateway.edges.openai_files import file_fields
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
@@ -102,17 +107,50 @@ _HOSTED_ITEMS = (
 )
 
 
+_BREAKPOINT = "prompt_cache_breakpoint"
+_PART_KEYS = {
+    "input_text": frozenset({"type", "text", _BREAKPOINT}),
+    "input_image": frozenset({"type", "image_url", "file_id", "detail", _BREAKPOINT}),
+    "input_file": frozenset({"type", "file_data", "file_id", "file_url", "filename", "detail", _BREAKPOINT}),
+    "output_text": frozenset({"type", "text", "annotations", "logprobs"}),
+    "refusal": frozenset({"type", "refusal"}),
+}
+"""Keys of each content part type (the SDK's ``Response*Param`` types); any other is refused by
+name (:mod:`gateway.edges._keys`)."""
+_ITEM_KEYS = {
+    "message": frozenset({"type", "role", "content", "id", "status", "phase"}),
+    "function_call": frozenset(
+        {"type", "id", "call_id", "name", "arguments", "namespace", "status", "async", "caller"}
+    ),
+    "custom_tool_call": frozenset(
+        {"type", "id", "call_id", "name", "input", "namespace", "status", "async", "caller"}
+    ),
+    "function_call_output": frozenset(
+        {"type", "id", "call_id", "output", "status", "name", "namespace", "caller"}
+    ),
+    "custom_tool_call_output": frozenset(
+        {"type", "id", "call_id", "output", "namespace", "status", "caller"}
+    ),
+    "reasoning": frozenset({"type", "id", "summary", "content", "encrypted_content", "status"}),
+}
+"""Keys of each input item type this edge reads (the SDK's ``ResponseInputItemParam``
+members, and ``status`` on custom tool items as the answer's output items carry it: Codex CLI
+sends them back so); any other is refused by name."""
+_SUMMARY_KEYS = frozenset({"type", "text"})
+
+
 class InputState(BadIds):
     """Per-request parse state: tool names by call id (for results), the nesting limit, and
     the ids no upstream accepts (:class:`gateway.edges.call_ids.BadIds`)."""
 
-    __slots__ = ("additional_tools", "depth", "names")
+    __slots__ = ("additional_tools", "depth", "item_fields", "names")
 
     def __init__(self, depth: int) -> None:
         super().__init__()
         self.names: dict[str, str] = {}
         self.depth = depth
         self.additional_tools: list[tuple[str, Any]] = []  # (path of the tools list, the list)
+        self.item_fields: dict[str, JSONObj] = {}  # item path -> its _ITEM_OWN_KEYS key, verbatim
 
 
 def _text(part: JSONObj, path: str, key: str = "text") -> JSONObj | None:
@@ -174,6 +212,10 @@ def _parts(content: Any, path: str, role: str) -> list[JSONObj]:
         if type(raw) is not dict:
             raise wrong_type(ppath, "an object", raw)
         kind = raw.get("type")
+        if len(raw) != 2 or "text" not in raw:
+            known = _PART_KEYS.get(kind) if type(kind) is str else None
+            if known is not None:
+                check_keys(raw, known, ppath)
         if role == "user":
             part = _user_part(raw, ppath)
         elif kind == "input_text" or (role == "assistant" and kind == "output_text"):
@@ -189,7 +231,62 @@ def _parts(content: Any, path: str, role: str) -> list[JSONObj]:
                 param=join(ppath, "type"),
             )
         if part is not None:
+            if _BREAKPOINT in raw or len(raw) > 2:
+                _own_keys(raw, part)
             out.append(part)
+    return out
+
+
+def _own_keys(raw: JSONObj, part: JSONObj) -> None:
+    """Set ``part["own_keys"]``: the part's :data:`_OWN_KEYS` (``prompt_cache_breakpoint``, an
+    ``input_file``'s ``detail``, an ``output_text``'s ``annotations`` / ``logprobs``) that ask for
+    something, for a Responses upstream (their paths: :func:`own_paths`)."""
+    own = {k: raw[k] for k in _OWN_KEYS.get(str(raw.get("type")), ()) if raw.get(k) not in _NOTHING}
+    if own:
+        part["own_keys"] = own
+
+
+_OWN_KEYS = {
+    "input_text": (_BREAKPOINT,),
+    "input_image": (_BREAKPOINT,),
+    "input_file": (_BREAKPOINT, "detail"),
+    "output_text": ("annotations", "logprobs"),
+}
+_NOTHING: tuple[Any, ...] = (None, [])
+"""Values that ask for nothing (an answer's ``annotations: []`` sent back)."""
+_ITEM_OWN_KEYS = {
+    "message": "phase",
+    "function_call_output": "status",
+    "custom_tool_call_output": "status",
+}
+"""Per input item type, its SDK key no schema field holds: a message's ``phase``
+(``commentary`` / ``final_answer``), a call output's ``status``, carried to a Responses
+upstream on that item (an assistant message's on its text parts' ``own_keys``, any other's in
+``InputState.item_fields`` by the item's path)."""
+"""Per part type, the SDK keys no schema field holds, carried on the part (``own_keys``)."""
+
+
+def own_paths(raw: Any) -> list[str]:
+    """The paths of the :data:`_OWN_KEYS` keys (non-null) in the ``input`` items' content and
+    outputs: carried to a Responses upstream on the part, dropped and named toward another."""
+    out: list[str] = []
+    if type(raw) is not list:
+        return out
+    for i, item in enumerate(raw):
+        if type(item) is not dict:
+            continue
+        kind = item.get("type") or ("message" if "role" in item else None)
+        own = _ITEM_OWN_KEYS.get(kind) if type(kind) is str else None
+        if own is not None and item.get(own) is not None:
+            out.append(f"input[{i}].{own}")
+        for key in ("content", "output"):
+            parts = item.get(key)
+            if type(parts) is list:
+                for j, part in enumerate(parts):
+                    if type(part) is dict:
+                        for k in _OWN_KEYS.get(str(part.get("type")), ()):
+                            if part.get(k) not in _NOTHING:
+                                out.append(f"input[{i}].{key}[{j}].{k}")
     return out
 
 
@@ -243,6 +340,7 @@ def _reasoning(item: JSONObj, path: str) -> JSONObj | None:
             ppath = join(join(path, key), i)
             if type(raw) is not dict:
                 raise wrong_type(ppath, "an object", raw)
+            check_keys(raw, _SUMMARY_KEYS, ppath)
             ptype = req(raw, "type", str, ppath)
             if ptype != kind:
                 raise InvalidRequest(
@@ -306,6 +404,9 @@ def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
             kind = "message"
         if type(kind) is not str:
             kind = req(item, "type", str, path)  # raises
+        known = _ITEM_KEYS.get(kind)
+        if known is not None:
+            check_keys(item, known, path)
         role = item.get("role") if kind == "message" else None
         if kind in _ASSISTANT_ITEMS or role == "assistant":
             if assistant is None:
@@ -316,11 +417,20 @@ def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
                 if part is not None:
                     assistant["content"].append(part)
             elif kind == "message":
-                assistant["content"] += _parts(item.get("content") or "", join(path, "content"), "assistant")
+                parts = _parts(item.get("content") or "", join(path, "content"), "assistant")
+                phase = item.get("phase")
+                if phase is not None:
+                    for part in parts:  # the item's phase goes with its text (module doc)
+                        if part["type"] == "text":
+                            part["own_keys"] = {**part.get("own_keys", {}), "phase": phase}
+                assistant["content"] += parts
             else:
                 assistant["content"].append(_function_call(item, path, st))
             continue
         assistant = None
+        own = _ITEM_OWN_KEYS.get(kind)
+        if own is not None and item.get(own) is not None:
+            st.item_fields[path] = {own: item[own]}
         if kind in _OUTPUT_ITEMS:
             out.append(_tool_output(item, path, st))
         elif kind == "message":

@@ -60,7 +60,7 @@ from gateway.edges._common import (
     unsupported,
 )
 from gateway.edges.call_ids import refusal
-from gateway.edges.openai_responses_input import InputState, parse_input
+from gateway.edges.openai_responses_input import InputState, own_paths, parse_input
 from gateway.edges.openai_responses_tools import Tools, add_tools, tool_choice
 from gateway.errors import InvalidRequest
 from gateway.providers.passthrough import serving_names
@@ -173,6 +173,8 @@ def _reasoning(reasoning: JSONObj, out: JSONObj, extra: JSONObj) -> None:
                 param="reasoning.effort",
             )
     carried: JSONObj = {}
+    if effort == "none" or effort == "xhigh":
+        carried["effort"] = effort  # verbatim for a Responses upstream (the schema: off / high)
     for key in ("context", "mode"):
         value = opt(reasoning, key, str, "reasoning")
         if value is not None:
@@ -203,6 +205,17 @@ def _include(raw: Any) -> bool:
             raise unsupported(path, f"include value {value!r}")
         wanted = True
     return wanted
+
+
+_OWN_MARKERS = (
+    b'"prompt_cache_breakpoint"',
+    b'"input_file"',
+    b'"phase"',
+    b'"status"',
+    b'"annotations"',
+    b'"logprobs"',
+)
+"""Bytes of a body that may hold an input part's or item's own keys (:func:`own_paths`)."""
 
 
 def _refuse(data: JSONObj) -> None:
@@ -371,8 +384,17 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
                 )
     if stream:
         out["include_usage"] = True  # response.completed always carries the usage
-    if extra:
-        out["native"] = {"api": API, "fields": extra, "serving": serving_names(extra)}
+    if any(marker in body for marker in _OWN_MARKERS):
+        tools.serving += own_paths(data["input"])
+    if st.item_fields:
+        extra["item_fields"] = st.item_fields
+    if extra or tools.tool_fields or tools.serving:
+        serving = [
+            n for n in serving_names(extra) if n != "reasoning.effort" and n != "item_fields"
+        ] + tools.serving
+        if tools.tool_fields:
+            extra["tool_fields"] = tools.tool_fields
+        out["native"] = {"api": API, "fields": extra, "serving": serving}
     echo["raw"] = {k: data.get(k) for k in ("tools", "tool_choice", "text", "reasoning", "truncation")}
     echo["service_tier"] = data.get("service_tier")
     echo["parallel_tool_calls"] = data.get("parallel_tool_calls")

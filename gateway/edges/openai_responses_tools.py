@@ -33,6 +33,7 @@ from typing import Any
 
 from gateway.edges._bounds import InputLimits, ToolSite, check_tools
 from gateway.edges._common import JSONObj, as_obj, check, join, opt, req, unsupported
+from gateway.edges._keys import check_keys
 from gateway.edges.openai_responses_input import CUSTOM_ARGUMENT, NAMESPACE_SEPARATOR
 from gateway.errors import InvalidRequest, PayloadTooLarge
 from gateway.schema import freeform_note
@@ -75,7 +76,17 @@ class Tools:
     servers: list[str] = field(default_factory=list)
     custom: set[str] = field(default_factory=set)
     namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)
+    tool_fields: dict[str, JSONObj] = field(default_factory=dict)
+    serving: list[str] = field(default_factory=list)
     _where: dict[str, str] = field(default_factory=dict)
+
+    def own_keys(self, tool: JSONObj, path: str) -> None:
+        """Keep ``tool``'s :data:`TOOL_OWN_KEYS` (non-null) by its name (``tool_fields``), their
+        paths in ``serving``."""
+        own = {k: tool[k] for k in TOOL_OWN_KEYS if tool.get(k) is not None}
+        if own:
+            self.tool_fields[tool["name"]] = own
+            self.serving.extend(join(path, k) for k in own)
 
     def _add(self, d: JSONObj, path: str) -> None:
         name = d["name"]
@@ -125,6 +136,31 @@ def custom_tool(tool: JSONObj, path: str) -> JSONObj:
             "additionalProperties": False,
         },
     }
+
+
+_FUNCTION_KEYS = frozenset(
+    {
+        "type",
+        "name",
+        "description",
+        "parameters",
+        "strict",
+        "defer_loading",
+        "output_schema",
+        "allowed_callers",
+        "async",
+    }
+)
+_CUSTOM_KEYS = frozenset(
+    {"type", "name", "description", "format", "defer_loading", "allowed_callers", "async"}
+)
+"""Keys of a ``function`` / ``custom`` tool (``FunctionToolParam``, ``CustomToolParam``); any
+other is refused by name (:mod:`gateway.edges._keys`)."""
+TOOL_OWN_KEYS = ("defer_loading", "output_schema", "allowed_callers", "async")
+"""A tool's SDK keys the schema has no place for: carried to a Responses upstream on that tool
+(``NativeFields.fields["tool_fields"]``), dropped and named toward another wire API (tool search
+loading, the declared output's schema, programmatic callers, asynchronous calls steer how the
+upstream serves the tool, not its definition)."""
 
 
 def _function_tool(tool: JSONObj, path: str) -> JSONObj:
@@ -218,11 +254,15 @@ def add_tools(raw: Any, path: str, out: Tools, limits: InputLimits) -> None:
         tool = as_obj(t, tpath)
         ttype = req(tool, "type", str, tpath)
         if ttype == "function":
+            check_keys(tool, _FUNCTION_KEYS, tpath)
             out._add(_function_tool(tool, tpath), tpath)
+            out.own_keys(tool, tpath)
         elif ttype == "custom":
+            check_keys(tool, _CUSTOM_KEYS, tpath)
             d = custom_tool(tool, tpath)
             out._add(d, tpath)
             out.custom.add(d["name"])
+            out.own_keys(tool, tpath)
         elif ttype == "namespace":
             _namespace(tool, tpath, out, limits)
         elif ttype == "mcp":

@@ -13,6 +13,11 @@ document ``filename`` (Anthropic       ``openai_chat``, ``openai_responses``,   
 ``top_k`` (Gemini ``topK``)            ``anthropic_messages``, ``gemini``          dropped
 ``presence_penalty``,                  ``openai_chat``, ``gemini``                 refused
 ``frequency_penalty``
+``user`` (Responses                    ``openai_chat``, ``openai_responses``,      dropped
+``safety_identifier``, Anthropic       ``anthropic_messages``
+``metadata.user_id``)
+``metadata`` (the client's entries)    ``openai_responses``; the client's own      dropped
+                                       wire API (verbatim, ``request.native``)
 =====================================  ==========================================  ============
 
 *Dropped* is named: one note per field on the turn (``x-turnstile-dropped: name``, the
@@ -50,6 +55,10 @@ DETAIL_APIS = frozenset({"openai_chat", "openai_responses", "demo"})
 FILENAME_APIS = frozenset({"openai_chat", "openai_responses", "anthropic_messages", "demo"})
 SEED_APIS = frozenset({"openai_chat", "gemini", "demo"})
 TOP_K_APIS = frozenset({"anthropic_messages", "gemini", "demo"})
+USER_APIS = frozenset({"openai_chat", "openai_responses", "anthropic_messages", "demo"})
+METADATA_APIS = frozenset({"openai_responses", "demo"})
+_OWN_METADATA = ("_turnstile", "turnstile_")
+"""Keys of ``Request.metadata`` the gateway sets itself (never the client's)."""
 PENALTY_APIS = SEED_APIS
 
 _MAX_WHERE = 10
@@ -79,6 +88,12 @@ def check_fields(request: Request, dep: Deployment) -> list[dict[str, Any]]:
         notes.append(_note("seed", [request.seed], dep, "a seed (best-effort determinism)"))
     if request.top_k is not None and api not in TOP_K_APIS:
         notes.append(_note("top_k", [request.top_k], dep, "top_k sampling"))
+    if request.user and api not in USER_APIS:
+        notes.append(_note("user", [request.user], dep, _WHATS["user"]))
+    if request.metadata and api not in METADATA_APIS:
+        keys = _client_metadata(request, api)
+        if keys:
+            notes.append(_note("metadata", keys[:_MAX_WHERE], dep, _WHATS["metadata"]))
     names = api not in NAME_APIS
     details = api not in DETAIL_APIS
     filenames = api not in FILENAME_APIS
@@ -108,7 +123,24 @@ _WHATS = {
     "name": "a participant name (OpenAI Chat message `name`)",
     "detail": "an image detail level",
     "filename": "a document's name (OpenAI `filename`, Anthropic `title`)",
+    "user": "an end-user id (OpenAI `user` / `safety_identifier`, Anthropic `metadata.user_id`)",
+    "metadata": "the client's metadata (OpenAI `metadata`)",
 }
+
+
+def _client_metadata(request: Request, api: str) -> list[str]:
+    """The locations (``metadata.<key>``) of the client's metadata entries an upstream of ``api``
+    does not get: none when the client's own wire API is ``api`` and carries it verbatim
+    (``request.native``); the gateway's own keys and Anthropic's ``user_id`` (sent as the
+    end-user id, named as ``user`` where that has no slot) are not the client's entries."""
+    native = request.native
+    if native is not None and native.api == api and "metadata" in native.fields:
+        return []
+    return [
+        f"metadata.{k}"
+        for k in request.metadata
+        if not k.startswith(_OWN_METADATA) and not (k == "user_id" and request.user)
+    ]
 
 
 def _has_media(msg: UserMessage | ToolResultMessage) -> bool:

@@ -187,15 +187,27 @@ def _where(msg: Any, i: int) -> str:
     return msg.src or f"messages[{i}]"
 
 
-def _user_content(msg: UserMessage, deployment: Deployment, i: int) -> str | list[dict[str, Any]]:
+def _text_blocks(parts: list[TextPart]) -> list[dict[str, Any]]:
+    """Text parts as ``text`` blocks, each with the client's own keys (``own_keys``)."""
+    return [{"type": "text", "text": p.text, **(p.own_keys or {})} for p in parts if p.text]
+
+
+def _user_content(
+    msg: UserMessage, deployment: Deployment, i: int, own_parts: bool = False
+) -> str | list[dict[str, Any]]:
+    """A user message's ``content``; ``own_parts``: the parts' ``own_keys`` are an OpenAI Chat
+    client's, for this OpenAI Chat upstream."""
     content = msg.content
-    if len(content) == 1 and type(content[0]) is TextPart:
+    if len(content) == 1 and type(content[0]) is TextPart and content[0].own_keys is None:
         return content[0].text
     blocks: list[dict[str, Any]] = []
+    own = deployment.api == API
     for part in content:
         if type(part) is TextPart:
             if part.text:
                 blocks.append({"type": "text", "text": part.text})
+                if own_parts and part.own_keys:
+                    blocks[-1].update(part.own_keys)
         elif type(part) is ImagePart:
             if not deployment.supports_images:
                 where = _where(msg, i)
@@ -204,9 +216,13 @@ def _user_content(msg: UserMessage, deployment: Deployment, i: int) -> str | lis
                     f"(model {deployment.model}) cannot take",
                     param=where,
                 )
-            blocks.append(_image_block(part, deployment.api == API))
+            blocks.append(_image_block(part, own))
+            if own_parts and part.own_keys:
+                blocks[-1].update(part.own_keys)
         elif type(part) is DocumentPart:
             blocks.append(media_wire.openai_chat_file(part, deployment))
+            if own_parts and part.own_keys:
+                blocks[-1].update(part.own_keys)
         elif type(part) is AudioPart:
             blocks.append(media_wire.openai_chat_audio(part, deployment))
     return blocks or ""
@@ -242,34 +258,60 @@ def _merge_assistant(prev: dict[str, Any], new: dict[str, Any]) -> None:
         prev.setdefault("tool_calls", []).extend(new["tool_calls"])
 
 
+def _message_fields(request: Request) -> dict[str, dict[str, Any]]:
+    """An OpenAI Chat client's own message keys (``NativeFields.fields["message_fields"]``:
+    ``messages[i]`` -> keys the schema has no place for, an assistant's ``audio``), or {}."""
+    native = request.native
+    if native is None or native.api != API:
+        return {}
+    fields = native.fields.get("message_fields")
+    return fields if isinstance(fields, dict) else {}
+
+
 def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     image_followup: list[dict[str, Any]] = []
     inline_images = deployment.quirks.images_in_tool_results
     own = deployment.api == API  # not litellm: names, developer role, image detail
+    own_fields = _message_fields(request) if own else {}
+    own_parts = own and request.native is not None and request.native.api == API
     for i, msg in enumerate(request.messages):
         if image_followup and type(msg) is not ToolResultMessage:
             out.append({"role": "user", "content": image_followup})
             image_followup = []
         if type(msg) is AssistantMessage:
             item = _assistant_dict(msg, names)
+            extra = own_fields.get(msg.src) if own_fields and msg.src else None
             if item is None:
-                continue
+                if not extra:
+                    continue
+                item = {"role": "assistant"}  # only the client's own keys (an audio reference)
             if own and msg.name is not None:
                 item["name"] = msg.name
-            if out and out[-1]["role"] == "assistant" and out[-1].get("name") == item.get("name"):
+            if extra:
+                item.update(extra)  # the client's own keys on this message (audio): never merged
+                out.append(item)
+            elif (
+                out
+                and out[-1]["role"] == "assistant"
+                and out[-1].get("name") == item.get("name")
+                and not out[-1].get("audio")
+            ):
                 _merge_assistant(out[-1], item)
             else:
                 out.append(item)
         elif type(msg) is ToolResultMessage:
             out.append(_tool_message(msg, deployment, names, i, inline_images, image_followup))
         elif type(msg) is UserMessage:
-            out.append({"role": "user", "content": _user_content(msg, deployment, i)})
+            out.append({"role": "user", "content": _user_content(msg, deployment, i, own_parts)})
             if own and msg.name is not None:
                 out[-1]["name"] = msg.name
         elif type(msg) is SystemMessage:
             role = "developer" if own and msg.developer else "system"
-            out.append({"role": role, "content": "\n\n".join(p.text for p in msg.content)})
+            if own_parts and any(p.own_keys for p in msg.content):
+                out.append({"role": role, "content": _text_blocks(msg.content)})
+            else:
+                out.append({"role": role, "content": "\n\n".join(p.text for p in msg.content)})
             if own and msg.name is not None:
                 out[-1]["name"] = msg.name
     if image_followup:
@@ -393,7 +435,13 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         if deployment.quirks.stream_usage:
             body["stream_options"] = {"include_usage": True}
     if own:  # not for litellm, which reuses this function
-        body.update((k, v) for k, v in own.items() if k != "reasoning_effort")
+        for key, value in own.items():
+            if key == "tool_fields":  # tool name -> the client's own keys on that tool entry
+                by_name = {upstream_name(names, n): f for n, f in value.items()}
+                for tool in body.get("tools", ()):
+                    tool.update(by_name.get(tool["function"]["name"], ()))
+            elif key != "reasoning_effort" and key != "message_fields":  # placed already
+                body[key] = value
     return body
 
 

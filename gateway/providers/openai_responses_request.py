@@ -113,24 +113,37 @@ def _no_images(deployment: Deployment, what: str, where: str) -> CapabilityError
     )
 
 
-def _user_item(msg: UserMessage, deployment: Deployment, i: int) -> dict[str, Any]:
+def _user_item(msg: UserMessage, deployment: Deployment, i: int, own: bool = False) -> dict[str, Any]:
+    """A user message's input item; ``own``: the parts' ``own_keys`` are a Responses client's,
+    set on the parts."""
     content = msg.content
-    if len(content) == 1 and type(content[0]) is TextPart:  # the common case
+    if len(content) == 1 and type(content[0]) is TextPart and content[0].own_keys is None:  # the common case
         return {"role": "user", "content": content[0].text}
     parts: list[dict[str, Any]] = []
     for part in content:
         if type(part) is TextPart:
-            if part.text:
-                parts.append({"type": "input_text", "text": part.text})
+            if not part.text:
+                continue
+            parts.append({"type": "input_text", "text": part.text})
         elif type(part) is ImagePart:
             if not deployment.supports_images:
                 raise _no_images(deployment, _where(msg, i), _where(msg, i))
             parts.append(_image(part))
         elif type(part) is DocumentPart:
             parts.append(media_wire.responses_input_file(part))
-        elif type(part) is AudioPart:
-            raise media_wire.refuse(part, deployment, "cannot take audio")
+        else:
+            if type(part) is AudioPart:
+                raise media_wire.refuse(part, deployment, "cannot take audio")
+            continue
+        if own and part.own_keys:
+            parts[-1].update(part.own_keys)
     return {"role": "user", "content": parts or ""}
+
+
+def _system_parts(msg: SystemMessage) -> list[dict[str, Any]]:
+    """A system message's text as ``input_text`` parts, each with a Responses client's own keys
+    (``own_keys``: ``prompt_cache_breakpoint``)."""
+    return [{"type": "input_text", "text": p.text, **(p.own_keys or {})} for p in msg.content if p.text]
 
 
 def _custom_tools(request: Request) -> set[str]:
@@ -149,9 +162,26 @@ def _call_item(p: ToolCallPart, names: NameMap, custom: set[str]) -> dict[str, A
     return {"type": "function_call", "call_id": call_id, "name": name, "arguments": p.raw_arguments}
 
 
+def _own_text_item(p: TextPart) -> dict[str, Any]:
+    """An assistant text part with a Responses client's own keys (``own_keys``) as its own
+    ``message`` item: ``phase`` on the item, ``annotations`` / ``logprobs`` on the text."""
+    own = dict(p.own_keys or {})
+    phase = own.pop("phase", None)
+    item: dict[str, Any] = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": p.text, **own}],
+    }
+    if phase is not None:
+        item["phase"] = phase
+    return item
+
+
 def _assistant_items(
-    msg: AssistantMessage, names: NameMap, out: list[dict[str, Any]], custom: set[str]
+    msg: AssistantMessage, names: NameMap, out: list[dict[str, Any]], custom: set[str], own: bool = False
 ) -> None:
+    """Append ``msg``'s items to ``out``; ``own``: its text parts' ``own_keys`` are a Responses
+    client's (each such part is its own message item)."""
     texts: list[str] = []
     start = len(out)
 
@@ -170,6 +200,10 @@ def _assistant_items(
 
     for p in msg.content:
         if type(p) is TextPart:
+            if own and p.own_keys and p.text:
+                flush()
+                out.append(_own_text_item(p))
+                continue
             texts.append(p.text)
         elif type(p) is ToolCallPart:
             flush()
@@ -217,21 +251,29 @@ def input_items(
     items: list[dict[str, Any]] = []
     custom = _custom_tools(request)
     custom_calls: set[str] = set()  # ids of calls sent as custom_tool_call: their outputs match
+    own = request.native is not None and request.native.api == deployment.api == "openai_responses"
+    item_fields: dict[str, Any] = request.native.fields.get("item_fields") or {} if own else {}  # type: ignore[union-attr]
     for i, msg in enumerate(request.messages):
         tm = type(msg)
         if tm is SystemMessage:
-            text = "\n\n".join(p.text for p in msg.content)  # type: ignore[union-attr,misc]
+            text: Any = "\n\n".join(p.text for p in msg.content)  # type: ignore[union-attr,misc]
+            extra = item_fields.get(msg.src) if item_fields and msg.src else None
+            if own and any(p.own_keys for p in msg.content):  # type: ignore[union-attr]
+                text = _system_parts(msg)  # type: ignore[arg-type]
+                extra = extra or {}
             if msg.developer:  # type: ignore[union-attr]
-                items.append({"role": "developer", "content": text})
-            elif items:
-                items.append({"role": "system", "content": text})
+                items.append({"role": "developer", "content": text, **(extra or {})})
+            elif items or extra is not None:  # an item of its own: never folded into instructions
+                items.append({"role": "system", "content": text, **(extra or {})})
             else:
                 leading.append(text)
         elif tm is UserMessage:
-            items.append(_user_item(msg, deployment, i))  # type: ignore[arg-type]
+            items.append(_user_item(msg, deployment, i, own))  # type: ignore[arg-type]
+            if item_fields and msg.src in item_fields:
+                items[-1].update(item_fields[msg.src])
         elif tm is AssistantMessage:
             start = len(items)
-            _assistant_items(msg, names, items, custom)  # type: ignore[arg-type]
+            _assistant_items(msg, names, items, custom, own)  # type: ignore[arg-type]
             sent = items[start:]
             custom_calls.update(
                 names.from_upstream_id(it["call_id"]) for it in sent if it["type"] == "custom_tool_call"
@@ -243,6 +285,8 @@ def input_items(
                 else "function_call_output"
             )
             items.append(_tool_output(msg, deployment, names, i, kind))  # type: ignore[arg-type]
+            if item_fields and msg.src in item_fields:
+                items[-1].update(item_fields[msg.src])
     return ("\n\n".join(leading) if leading else None), items
 
 
@@ -256,6 +300,17 @@ def _effort(request: Request) -> str | None:
     if budget is None:
         return None
     return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
+
+
+def _chat_effort(request: Request) -> str | None:
+    """An OpenAI Chat client's ``reasoning_effort`` of ``none`` or ``xhigh`` as sent (kept in its
+    ``request.native``: the schema reads them as thinking off and ``high``); the Responses API's
+    ``reasoning.effort`` takes both values (``openai.types.shared.ReasoningEffort``)."""
+    native = request.native
+    if native is None or native.api != "openai_chat":
+        return None
+    value = native.fields.get("reasoning_effort")
+    return value if isinstance(value, str) else None
 
 
 def _metadata(request: Request) -> dict[str, str]:
@@ -355,8 +410,11 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
             body["text"] = {"format": fmt}
     if is_reasoning_model(deployment):
         effort = _effort(request)
+        verbatim = _chat_effort(request)
         if effort is not None:
-            body["reasoning"] = {"effort": effort, "summary": "auto"}
+            body["reasoning"] = {"effort": verbatim if verbatim == "xhigh" else effort, "summary": "auto"}
+        elif verbatim == "none" and request.thinking is not None and not request.thinking.enabled:
+            body["reasoning"] = {"effort": "none"}  # the API's own value: reasoning off
         body["include"] = ["reasoning.encrypted_content"]
     if request.user:
         body["user"] = request.user
@@ -365,17 +423,26 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         body["metadata"] = metadata
     if request.stream:
         body["stream"] = True
-    _merge_passthrough(body, request, deployment)
+    _merge_passthrough(body, request, deployment, names)
     return body
 
 
-def _merge_passthrough(body: dict[str, Any], request: Request, deployment: Deployment) -> None:
+def _merge_passthrough(
+    body: dict[str, Any], request: Request, deployment: Deployment, names: NameMap
+) -> None:
     """The client's passed-through Responses fields (:mod:`gateway.providers.passthrough`) into
     ``body``: top-level ones verbatim, ``text`` and ``reasoning`` merged into the objects the
-    schema's own fields made (the client's value wins)."""
+    schema's own fields made (the client's value wins), ``tool_fields`` set on the tool of that
+    name."""
     sent = passthrough.split(request, deployment)[0]
     for key, value in sent.items():
-        if key in ("text", "reasoning") and isinstance(value, dict):
+        if key == "item_fields":  # placed already (input_items)
+            continue
+        if key == "tool_fields":  # tool name -> the client's own keys on that tool (defer_loading)
+            by_name = {upstream_name(names, n): f for n, f in value.items()}
+            for tool in body.get("tools", ()):
+                tool.update(by_name.get(tool.get("name"), ()))
+        elif key in ("text", "reasoning") and isinstance(value, dict):
             body[key] = {**body.get(key, {}), **value}
         else:
             body[key] = value

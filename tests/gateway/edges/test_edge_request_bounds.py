@@ -53,7 +53,6 @@ def _tool_use(dialect_user: dict[str, Any], result: dict[str, Any], value: Any) 
 # (dialect, the field the error must name, levels above the value, body with the value there)
 FIELDS: list[tuple[str, str, int, Callable[[Any], dict[str, Any]]]] = [
     ("openai", "metadata", 1, lambda v: _oa(metadata=v)),
-    ("openai", "stream_options", 1, lambda v: _oa(stream_options=v)),
     (
         "openai",
         "tools[0].function.parameters",

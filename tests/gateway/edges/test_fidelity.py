@@ -74,7 +74,6 @@ def _anthropic(**fields: Any) -> Any:
 OPENAI_VALUES: dict[str, Any] = {
     "service_tier": "flex",
     "store": True,
-    "metadata": {"k": "v"},
     "prompt_cache_key": "pk",
     "prompt_cache_options": {"ttl": "1h"},
     "prompt_cache_retention": "24h",
