@@ -112,7 +112,7 @@ _PART_KEYS = {
     "input_text": frozenset({"type", "text", _BREAKPOINT}),
     "input_image": frozenset({"type", "image_url", "file_id", "detail", _BREAKPOINT}),
     "input_file": frozenset({"type", "file_data", "file_id", "file_url", "filename", "detail", _BREAKPOINT}),
-    "output_text": frozenset({"type", "text", "annotations", "logprobs"}),
+    "output_text": frozenset({"type", "text", "annotations", "logprobs", "parsed"}),
     "refusal": frozenset({"type", "refusal"}),
 }
 """Keys of each content part type (the SDK's ``Response*Param`` types); any other is refused by
@@ -120,7 +120,18 @@ name (:mod:`gateway.edges._keys`)."""
 _ITEM_KEYS = {
     "message": frozenset({"type", "role", "content", "id", "status", "phase"}),
     "function_call": frozenset(
-        {"type", "id", "call_id", "name", "arguments", "namespace", "status", "async", "caller"}
+        {
+            "type",
+            "id",
+            "call_id",
+            "name",
+            "arguments",
+            "namespace",
+            "status",
+            "async",
+            "caller",
+            "parsed_arguments",
+        }
     ),
     "custom_tool_call": frozenset(
         {"type", "id", "call_id", "name", "input", "namespace", "status", "async", "caller"}
@@ -135,7 +146,10 @@ _ITEM_KEYS = {
 }
 """Keys of each input item type this edge reads (the SDK's ``ResponseInputItemParam``
 members, and ``status`` on custom tool items as the answer's output items carry it: Codex CLI
-sends them back so); any other is refused by name."""
+sends them back so); any other is refused by name. ``parsed_arguments`` (on a function call)
+and ``parsed`` (on an output text part) are the openai SDK's ``parse()`` results, which it
+sends back when a client passes ``response.output`` on as input: echoes of ``arguments`` and
+``text``, read as those."""
 _SUMMARY_KEYS = frozenset({"type", "text"})
 
 
