@@ -383,7 +383,7 @@ class AttemptSpan:
         span.end()
 
     def _content(self, resp: Any, attrs: dict[str, Any]) -> dict[str, Any]:
-        from gateway.tracing_content import input_messages, output_messages, system_instructions
+        from gateway.providers.otel_messages import input_messages, output_messages, system_instructions
 
         out: dict[str, Any] = {
             "gen_ai.operation.name": self.op,

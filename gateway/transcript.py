@@ -282,7 +282,7 @@ def open_target(location: Path | str) -> SqliteTranscript | Any:
     from gateway.transcript_pg import PostgresTranscript, is_postgres_url
 
     if is_postgres_url(location):
-        return PostgresTranscript(str(location))
+        return PostgresTranscript(str(location), ADDED_COLUMNS)
     return SqliteTranscript(location)
 
 

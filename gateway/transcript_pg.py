@@ -54,7 +54,9 @@ def is_postgres_url(location: object) -> bool:
 
 
 class PostgresTranscript:
-    """One psycopg connection holding the ``turns`` table (created when missing).
+    """One psycopg connection holding the ``turns`` table (created when missing; the
+    ``added_columns`` — ``(name, SQL type)``, :data:`gateway.transcript.ADDED_COLUMNS` — added to
+    a table made before them).
 
     ``write`` runs a batch's statements in one transaction; a unique-key clash raises
     :attr:`duplicate` (``psycopg.errors.UniqueViolation``), a value the column cannot hold
@@ -62,7 +64,7 @@ class PostgresTranscript:
 
     marks = "%s"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, added_columns: tuple[tuple[str, str], ...] = ()) -> None:
         import psycopg
 
         self.duplicate: tuple[type[BaseException], ...] = (psycopg.errors.UniqueViolation,)
@@ -71,15 +73,13 @@ class PostgresTranscript:
             psycopg.DataError,
             OverflowError,
         )
-        from gateway.transcript import ADDED_COLUMNS
-
         self.conn = psycopg.connect(url, connect_timeout=10)
         with self.conn.transaction():
             # Instances starting together on a fresh database: CREATE TABLE IF NOT EXISTS is not
             # safe under concurrency (a duplicate pg_type row), so one creates at a time.
             self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             self.conn.execute(PG_SCHEMA_SQL)
-            for name, kind in ADDED_COLUMNS:  # a transcript made before them gets them
+            for name, kind in added_columns:  # a transcript made before them gets them
                 self.conn.execute(f"ALTER TABLE turns ADD COLUMN IF NOT EXISTS {name} {kind}".encode())
 
     def write(self, statements: list[tuple[str, list[Any]]]) -> None:

@@ -1,4 +1,6 @@
-"""The internal schema in the GenAI conventions' message shapes, for opt-in content capture.
+"""The internal schema in the GenAI conventions' message shapes, for opt-in content capture: an
+output format like the providers' wire shapes (its field names, e.g. ``finish_reason``, are the
+conventions' vocabulary), so it lives beside them.
 
 ``gen_ai.system_instructions``: a list of parts; ``gen_ai.input.messages``: ``[{"role",
 "parts"}]`` in the order sent; ``gen_ai.output.messages``: ``[{"role": "assistant",
