@@ -165,6 +165,10 @@ class ToolCallPart(BaseModel):
     caller: dict[str, Any] | None = None
     cache_control: dict[str, Any] | None = None  # Anthropic's mark on a tool_use block, verbatim
     toolset_name: str | None = None  # Anthropic's tool_use toolset_name, verbatim
+    own_keys: dict[str, Any] | None = None
+    """The client's keys of this call the schema has no slot for (a Responses ``function_call``
+    item's ``status``, ``async``, ``caller``): set on the call for an upstream of the wire API of
+    its message's ``own`` only (dropped and named, or refused, toward another)."""
     src: str | None = Field(default=None, exclude=True)
 
 
@@ -205,6 +209,33 @@ AnyPart = (
 # ---------------------------------------------------------------------------- messages
 
 
+class OwnKeys(BaseModel):
+    """A message's keys of the client's own wire API (``api``) that the schema has no slot for,
+    kept on the message so that they survive the session log (a context rebuilt from it still
+    has them): an OpenAI Chat message's vendor keys, an assistant's ``audio`` reference or
+    ``reasoning_content``; an Anthropic message's keys besides ``role`` and ``content`` (a
+    system message's per-turn ``output_config``); a Responses item's ``phase`` / ``status``; a
+    Gemini client's ``functionResponse.response`` object (``{"response": {...}}``). ``keys``
+    may be empty: the message's parts then carry keys of ``api`` (``own_keys``).
+
+    Only the adapter of ``api`` reads them (on that message and its parts); toward any other
+    wire API an edge names the client's paths in ``NativeFields`` (refused or dropped and
+    named), and a context rebuilt from the log names them dropped
+    (:func:`foreign_own_keys`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    api: str
+    keys: dict[str, Any] = Field(default_factory=dict)
+
+
+def own_for(msg: Any, api: str) -> OwnKeys | None:
+    """``msg.own`` when it holds keys of wire API ``api`` (the adapter of ``api`` then sets them
+    on the message and its parts' ``own_keys`` on the parts), else None."""
+    own = msg.own
+    return own if own is not None and own.api == api else None
+
+
 class SystemMessage(BaseModel):
     """System instructions. Several may appear, anywhere in the conversation: each adapter
     keeps a mid-conversation one in place (its module says how). ``developer`` is True for an
@@ -218,6 +249,7 @@ class SystemMessage(BaseModel):
     content: list[TextPart]
     developer: bool = False
     name: str | None = None
+    own: OwnKeys | None = None  # the client's own keys of this message (OwnKeys)
     src: str | None = Field(default=None, exclude=True)
 
 
@@ -227,6 +259,7 @@ class UserMessage(BaseModel):
     role: Literal["user"] = "user"
     content: list[UserPart]
     name: str | None = None
+    own: OwnKeys | None = None  # the client's own keys of this message (OwnKeys)
     src: str | None = Field(default=None, exclude=True)
 
 
@@ -237,6 +270,7 @@ class AssistantMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: list[AssistantPart] = Field(default_factory=list)
     name: str | None = None
+    own: OwnKeys | None = None  # the client's own keys of this message (OwnKeys)
     src: str | None = Field(default=None, exclude=True)
 
     @property
@@ -264,6 +298,7 @@ class ToolResultMessage(BaseModel):
     name: str | None = None
     cache_control: dict[str, Any] | None = None
     toolset_name: str | None = None  # Anthropic's tool_result toolset_name, verbatim
+    own: OwnKeys | None = None  # the client's own keys of this message (OwnKeys)
     src: str | None = Field(default=None, exclude=True)
 
 
@@ -401,6 +436,10 @@ class Request(BaseModel):
     native: NativeFields | None = None
     """Same-wire fields with no place in this schema (:class:`NativeFields`); None for most
     requests."""
+    logged_own: bool = False
+    """True when messages put back from the session log (a stored Responses chain continued, a
+    message thread) carry :class:`OwnKeys`: the target layer names those of another wire API
+    than the deployment's dropped (``history.<key>``), since no client path names them."""
     cache_marks: bool = False
     """True when the client's body may hold ``cache_control`` marks (on blocks, tools, tool
     results: carried on the parts): set by the edges from a cheap look at the body, so that the

@@ -14,8 +14,8 @@ Reference: https://docs.anthropic.com/en/api/messages. Notes:
   pydantic-ai cassettes ``test_anthropic_mid_conversation_system/*``) -> :class:`SystemMessage`.
 * A message's keys besides ``role`` and ``content`` (Claude Code 2.1.332 sends
   ``output_config: {"effort"}`` on its mid-conversation system message, the per-turn control
-  beta) go verbatim to an Anthropic upstream on that message
-  (``NativeFields.fields["message_fields"]``: message path -> keys); toward other wire APIs
+  beta) go verbatim to an Anthropic upstream on that message (``own``: they stay with it in
+  the session log); toward other wire APIs
   ``output_config`` is dropped and named (``messages[i].output_config``), any other key refused.
 * ``output_config.effort`` -> ``ThinkingConfig.effort`` (``max``/``xhigh`` clamp to
   ``high``); ``output_config.format`` (json_schema), or the beta top-level ``output_format``
@@ -189,15 +189,13 @@ class _State(BadIds):
     accepts (``(location, id, reason)``, refused after the messages are read:
     :mod:`gateway.edges.call_ids`)."""
 
-    __slots__ = ("message_fields", "names", "native", "serving")
+    __slots__ = ("names", "native", "serving")
 
     def __init__(self) -> None:
         super().__init__()
         self.names: dict[str, str] = {}
         self.native: list[str] = []
         self.serving: list[str] = []
-        self.message_fields: dict[str, JSONObj] = {}
-        """A message's own keys besides ``role`` and ``content``, by its path (:func:`_message_extras`)."""
         """Paths of text citations (:func:`_text`)."""
         """Paths of the blocks kept verbatim (:func:`_native_block`), named ``"<path> (<type>)"``."""
 
@@ -450,6 +448,7 @@ def _messages(data: JSONObj) -> tuple[list[JSONObj], _State]:
         path = f"messages[{i}]"
         msg = as_obj(raw, path)
         role = msg.get("role")
+        start = len(out)
         if role == "user":
             _user(msg, path, st, out)
         elif role == "assistant":
@@ -468,7 +467,7 @@ def _messages(data: JSONObj) -> tuple[list[JSONObj], _State]:
                 param=join(path, "role"),
             )
         if len(msg) > 2:
-            _message_extras(msg, path, st)
+            _message_extras(msg, path, st, out[start:])
     if st.bad_ids:
         raise refusal(st.bad_ids)
     return out, st
@@ -482,13 +481,15 @@ hard the model works from there on, a serving choice like the top-level effort, 
 targets get as their own thinking setting."""
 
 
-def _message_extras(msg: JSONObj, path: str, st: _State) -> None:
+def _message_extras(msg: JSONObj, path: str, st: _State, made: list[JSONObj]) -> None:
     """Keep a message's keys besides ``role`` and ``content`` (Claude Code's per-turn
-    ``output_config`` on a ``role: system`` message) for an Anthropic upstream, by the message's
-    path; name each for the other wire APIs (:data:`_MESSAGE_SERVING` dropped, others refused)."""
+    ``output_config`` on a ``role: system`` message) for an Anthropic upstream on the message
+    dicts ``made`` of it (``own``: :class:`gateway.schema.OwnKeys`); name each for the other
+    wire APIs (:data:`_MESSAGE_SERVING` dropped, others refused)."""
     extra = {k: v for k, v in msg.items() if k not in _MESSAGE_KEYS}
     if extra:
-        st.message_fields[path] = extra
+        for m in made:
+            m["own"] = {"api": API, "keys": extra}
         for key in extra:
             (st.serving if key in _MESSAGE_SERVING else st.native).append(f"{path}.{key}")
 
@@ -529,10 +530,9 @@ class _Extras:
     """Per-tool fields carried to an Anthropic upstream: tool name -> its extra keys, and
     their paths by class."""
 
-    __slots__ = ("message_fields", "paths", "server_tools", "serving", "tool_fields")
+    __slots__ = ("paths", "server_tools", "serving", "tool_fields")
 
     def __init__(self) -> None:
-        self.message_fields: dict[str, JSONObj] = {}
         self.tool_fields: dict[str, JSONObj] = {}
         self.server_tools: list[JSONObj] = []
         self.paths: list[str] = []
@@ -632,8 +632,6 @@ def _native(data: JSONObj, extra: set[str], extras: _Extras) -> JSONObj | None:
         fields["tool_fields"] = extras.tool_fields
     if extras.server_tools:
         fields["server_tools"] = extras.server_tools
-    if extras.message_fields:
-        fields["message_fields"] = extras.message_fields
     native["paths"] += extras.paths
     native["serving"] += extras.serving
     return native if fields or native["paths"] or native["serving"] else None
@@ -671,7 +669,6 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     extras = _Extras()
     extras.paths += st.native
     extras.serving += st.serving
-    extras.message_fields = st.message_fields
     if "tools" in data:
         out["tools"], has_mcp = _tools(data, extras)
     choice = get("tool_choice")

@@ -149,6 +149,7 @@ def continued(
             "tools": list(tools),
             "mcp_servers": list(mcp_servers),
             "thread": thread,
+            "logged_own": any(m.own is not None for m in history),
         }
     )
 

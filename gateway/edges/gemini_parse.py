@@ -38,7 +38,7 @@ translates (:meth:`gateway.edges.gemini_options.Native.verbatim`; nothing is ref
 another wire API, which gets the translation below): ``thinkingConfig``, ``responseSchema``
 (with its ``propertyOrdering``) or ``responseJsonSchema`` (JSON Schema, in that slot),
 ``functionCallingConfig.mode: VALIDATED``, a ``functionResponse.response`` object other than
-``{"output": text}`` / ``{"error": text}`` (:data:`gateway.providers.gemini_common.FUNCTION_RESPONSES`),
+``{"output": text}`` / ``{"error": text}`` (on the tool result's ``own``: ``{"response": {...}}``),
 and ``thought`` parts without a signature in model turns (provenance :data:`NATIVE`: kept for
 a Gemini upstream, the foreign-thinking policy elsewhere).
 
@@ -115,7 +115,7 @@ from gateway.edges.gemini_options import (
 )
 from gateway.edges.signatures import unwrap_b64_signature
 from gateway.errors import InvalidRequest
-from gateway.providers.gemini_common import API, FUNCTION_RESPONSES, model_path
+from gateway.providers.gemini_common import API, model_path
 from gateway.schema import Provenance, Request
 
 NATIVE = Provenance(api=API, provider="google", model="")
@@ -187,7 +187,6 @@ class _State(BadIds):
         self.given = given
         self.last_calls: list[tuple[str, str]] = []
         self.last_index = -2
-        self.responses: dict[str, JSONObj] = {}  # src -> functionResponse.response (FUNCTION_RESPONSES)
 
 
 def _given_ids(contents: list[Any]) -> set[str]:
@@ -435,8 +434,9 @@ def _results(responses: list[tuple[str, JSONObj]], i: int, st: _State) -> list[J
             raise unsupported(join(path, "willContinue"), "a functionResponse that continues (willContinue)")
         response = as_obj(req(fr, "response", dict, path), join(path, "response"))
         text, is_error = _response_content(response)
+        own = None
         if response != {"error" if is_error else "output": text}:
-            st.responses[path] = response  # a Gemini upstream gets this object, not the text
+            own = {"api": API, "keys": {"response": response}}  # a Gemini upstream gets it, not the text
         content: list[JSONObj] = [{"type": "text", "text": text}] if text else []
         for n, raw_part in enumerate(opt(fr, "parts", list, path) or ()):
             rpath = join(join(path, "parts"), n)
@@ -455,6 +455,8 @@ def _results(responses: list[tuple[str, JSONObj]], i: int, st: _State) -> list[J
                 "src": path,
             }
         )
+        if own is not None:
+            out[-1]["own"] = own
     return out
 
 
@@ -550,8 +552,6 @@ def parse_request(
         for tool in out.get("tools", ()):
             tool["strict"] = True
     generation(data, out, native)
-    if st.responses:
-        native.fields[FUNCTION_RESPONSES] = st.responses
     for key in ("safetySettings", "labels"):
         value = data.get(key)
         if value is not None:

@@ -204,27 +204,34 @@ def _part(part: JSONObj, ppath: str, allowed: tuple[str, ...]) -> JSONObj | None
             param=join(ppath, "type"),
         )
     check_keys(part, PART_KEYS[kind], ppath)
+    out: JSONObj
     if kind == "text" or kind == "refusal":
         text = req(part, kind, str, ppath)
         if not text:
             return None
         cache = part.get("cache_control")
         if cache is None:
-            return {"type": "text", "text": text}
-        if type(cache) is not dict:
+            out = {"type": "text", "text": text}
+        elif type(cache) is not dict:
             raise wrong_type(join(ppath, "cache_control"), "an object", cache)
-        return {"type": "text", "text": text, "cache_control": cache}
-    if kind == "file":
+        else:
+            out = {"type": "text", "text": text, "cache_control": cache}
+    elif kind == "file":
         inner = part.get("file")
         if type(inner) is dict:
             check_keys(inner, FILE_KEYS, join(ppath, "file"))
-        return chat_file(part, ppath)
-    if kind == "input_audio":
+        out = chat_file(part, ppath)
+    elif kind == "input_audio":
         inner = part.get("input_audio")
         if type(inner) is dict:
             check_keys(inner, AUDIO_KEYS, join(ppath, "input_audio"))
         return chat_audio(part, ppath)
-    return _image(part, ppath)
+    else:
+        out = _image(part, ppath)
+    bp = part.get(BREAKPOINT)
+    if bp is not None:
+        out["own_keys"] = {BREAKPOINT: bp}  # for an OpenAI Chat upstream (_own_paths, _attach_own)
+    return out
 
 
 def _parts(content: Any, path: str, allowed: tuple[str, ...]) -> list[JSONObj]:
@@ -246,11 +253,18 @@ def _parts(content: Any, path: str, allowed: tuple[str, ...]) -> list[JSONObj]:
             raise wrong_type(ppath, "an object", raw)
         part = _part(raw, ppath, allowed)
         if part is not None:
-            bp = raw.get(BREAKPOINT)
-            if bp is not None and part["type"] in ("text", "image", "document"):
-                part["own_keys"] = {BREAKPOINT: bp}  # for an OpenAI Chat upstream (_own_paths)
             out.append(part)
     return out
+
+
+def _attach_own(messages: list[JSONObj], fields: dict[str, JSONObj]) -> None:
+    """Set ``own`` (:class:`gateway.schema.OwnKeys`) on each message dict that has keys of its
+    own (``fields``: message path -> keys) or parts with ``own_keys``: they travel with the
+    message, through the session log too, to an OpenAI Chat upstream only."""
+    for m in messages:
+        keys = fields.get(m["src"]) if fields else None
+        if keys or any("own_keys" in p for p in m["content"]):
+            m["own"] = {"api": API, "keys": keys or {}}
 
 
 def _own_paths(raw_messages: list[Any]) -> list[str]:
@@ -479,9 +493,28 @@ def _assistant(msg: JSONObj, i: int, path: str, st: _State) -> JSONObj:
         )
         st.names.setdefault(call_id, fname)
         st.legacy_pending.append((call_id, fname))
+    if "cache_control" in msg:
+        _assistant_cache(msg, content, path)
     if name is not None:
         return {"role": "assistant", "content": content, "name": name, "src": path}
     return {"role": "assistant", "content": content, "src": path}
+
+
+def _assistant_cache(msg: JSONObj, content: list[JSONObj], path: str) -> None:
+    """An assistant message's message-level ``cache_control`` goes on its last text or tool-call
+    part (what an Anthropic upstream can mark), unless that part has its own. Raises
+    :class:`InvalidRequest` naming it when the message has no such part (thinking only)."""
+    cache = msg.get("cache_control")
+    if cache is None:
+        return
+    if type(cache) is not dict:
+        raise wrong_type(join(path, "cache_control"), "an object", cache)
+    for part in reversed(content):
+        if part["type"] == "text" or part["type"] == "tool_call":
+            part.setdefault("cache_control", cache)
+            return
+    where = join(path, "cache_control")
+    raise InvalidRequest(f"{where}: the message has no text or tool call to mark", param=where)
 
 
 def _message_extras(msg: JSONObj, known: frozenset[str], path: str, st: _State) -> None:
@@ -864,17 +897,18 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
         out["mcp_servers"] = mcp_server_entries(data)
     if b'"cache_control"' in body:
         out["cache_marks"] = True
-    if b'"prompt_cache_breakpoint"' in body:
+    breakpoints = b'"prompt_cache_breakpoint"' in body
+    if breakpoints:
         st.serving += _own_paths(raw_messages)
+    if breakpoints or st.message_fields:
+        _attach_own(messages, st.message_fields)
     extra = data.keys() - _READ
-    if extra or effort in _VERBATIM_EFFORTS or st.message_fields or st.tool_fields or metadata or st.serving:
+    if extra or effort in _VERBATIM_EFFORTS or st.native or st.tool_fields or metadata or st.serving:
         native = _native(data, extra)
-        if st.message_fields or st.tool_fields or metadata or st.serving:
+        if st.native or st.tool_fields or metadata or st.serving:
             native = native or {"api": API, "fields": {}, "paths": [], "serving": []}
             if metadata:  # verbatim for OpenAI Chat; elsewhere the schema's (target_fields)
                 native["fields"]["metadata"] = metadata
-            if st.message_fields:
-                native["fields"]["message_fields"] = st.message_fields
             if st.tool_fields:
                 native["fields"]["tool_fields"] = st.tool_fields
             native["serving"] += st.serving

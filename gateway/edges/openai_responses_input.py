@@ -67,6 +67,7 @@ from gateway.edges.call_ids import BadIds, plain_call_id
 from gateway.edges.openai_files import file_fields
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
+from gateway.providers.openai_responses_common import API
 from gateway.schema import Provenance
 
 NATIVE = Provenance(api="openai_responses", provider="openai", model="")
@@ -157,14 +158,16 @@ class InputState(BadIds):
     """Per-request parse state: tool names by call id (for results), the nesting limit, and
     the ids no upstream accepts (:class:`gateway.edges.call_ids.BadIds`)."""
 
-    __slots__ = ("additional_tools", "depth", "item_fields", "names")
+    __slots__ = ("additional_tools", "depth", "names", "native", "owned", "serving")
 
     def __init__(self, depth: int) -> None:
         super().__init__()
         self.names: dict[str, str] = {}
         self.depth = depth
         self.additional_tools: list[tuple[str, Any]] = []  # (path of the tools list, the list)
-        self.item_fields: dict[str, JSONObj] = {}  # item path -> its _ITEM_OWN_KEYS key, verbatim
+        self.serving: list[str] = []  # paths of items' own keys, dropped and named elsewhere
+        self.native: list[str] = []  # paths of items' own keys, refused elsewhere
+        self.owned = False  # an item or part carries own keys: messages get ``own``
 
 
 def _text(part: JSONObj, path: str, key: str = "text") -> JSONObj | None:
@@ -254,10 +257,20 @@ def _parts(content: Any, path: str, role: str) -> list[JSONObj]:
 def _own_keys(raw: JSONObj, part: JSONObj) -> None:
     """Set ``part["own_keys"]``: the part's :data:`_OWN_KEYS` (``prompt_cache_breakpoint``, an
     ``input_file``'s ``detail``, an ``output_text``'s ``annotations`` / ``logprobs``) that ask for
-    something, for a Responses upstream (their paths: :func:`own_paths`)."""
+    something, for a Responses upstream (their paths: :func:`own_paths`; :func:`attach_own` marks
+    the message)."""
     own = {k: raw[k] for k in _OWN_KEYS.get(str(raw.get("type")), ()) if raw.get(k) not in _NOTHING}
     if own:
         part["own_keys"] = own
+
+
+def attach_own(messages: list[JSONObj], api: str) -> None:
+    """Mark each message dict with a part carrying ``own_keys`` as holding keys of ``api``
+    (``own``, keys of its own or none): the Responses adapter then sets them, also on a context
+    rebuilt from the session log."""
+    for m in messages:
+        if "own" not in m and any("own_keys" in p for p in m["content"]):
+            m["own"] = {"api": api, "keys": {}}
 
 
 _OWN_KEYS = {
@@ -268,31 +281,58 @@ _OWN_KEYS = {
 }
 _NOTHING: tuple[Any, ...] = (None, [])
 """Values that ask for nothing (an answer's ``annotations: []`` sent back)."""
-_ITEM_OWN_KEYS = {
-    "message": "phase",
-    "function_call_output": "status",
-    "custom_tool_call_output": "status",
+_ITEM_OWN_KEYS: dict[str, tuple[str, ...]] = {
+    "message": ("phase", "status"),
+    "function_call": ("status", "async", "caller"),
+    "custom_tool_call": ("status", "async", "caller"),
+    "function_call_output": ("status", "caller"),
+    "custom_tool_call_output": ("status", "caller"),
 }
-"""Per input item type, its SDK key no schema field holds: a message's ``phase``
-(``commentary`` / ``final_answer``), a call output's ``status``, carried to a Responses
-upstream on that item (an assistant message's on its text parts' ``own_keys``, any other's in
-``InputState.item_fields`` by the item's path)."""
-"""Per part type, the SDK keys no schema field holds, carried on the part (``own_keys``)."""
+"""Per input item type, its SDK keys no schema field holds: a message's ``phase``
+(``commentary`` / ``final_answer``) and ``status``, a call's ``status``, ``async`` and
+``caller``, a call output's ``status`` and ``caller``. Carried verbatim to a Responses upstream
+on that item (an assistant message's on its text parts' ``own_keys``, a call's on the tool-call
+part's, any other's on the message's ``own``); toward another wire API dropped and named,
+except a ``program`` caller (code the server ran made the call), which is refused there like
+Anthropic's ``tool_use.caller`` (:func:`_item_own_keys`)."""
+_ASKS_NOTHING: dict[str, tuple[Any, ...]] = {"async": (False,), "caller": ({"type": "direct"},)}
+"""Values of :data:`_ITEM_OWN_KEYS` keys that ask for nothing of another wire API (never named)."""
+
+
+def _item_own_keys(item: JSONObj, kind: str, path: str, st: InputState) -> JSONObj | None:
+    """The item's :data:`_ITEM_OWN_KEYS` keys (non-null), verbatim, or None; their paths go to
+    ``st`` (``serving``: dropped and named toward another wire API; ``native``: a ``program``
+    caller, refused there)."""
+    own: JSONObj | None = None
+    for key in _ITEM_OWN_KEYS.get(kind, ()):
+        value = item.get(key)
+        if value is None:
+            continue
+        if own is None:
+            own = {}
+        own[key] = value
+        if value in _ASKS_NOTHING.get(key, ()):
+            continue
+        if key == "caller":
+            check(value, dict, join(path, key))
+            st.native.append(join(path, key))
+        else:
+            st.serving.append(join(path, key))
+    if own is not None:
+        st.owned = True
+    return own
 
 
 def own_paths(raw: Any) -> list[str]:
     """The paths of the :data:`_OWN_KEYS` keys (non-null) in the ``input`` items' content and
-    outputs: carried to a Responses upstream on the part, dropped and named toward another."""
+    outputs: carried to a Responses upstream on the part, dropped and named toward another
+    (an item's own keys: :func:`_item_own_keys`)."""
     out: list[str] = []
     if type(raw) is not list:
         return out
     for i, item in enumerate(raw):
         if type(item) is not dict:
             continue
-        kind = item.get("type") or ("message" if "role" in item else None)
-        own = _ITEM_OWN_KEYS.get(kind) if type(kind) is str else None
-        if own is not None and item.get(own) is not None:
-            out.append(f"input[{i}].{own}")
         for key in ("content", "output"):
             parts = item.get(key)
             if type(parts) is list:
@@ -432,24 +472,26 @@ def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
                     assistant["content"].append(part)
             elif kind == "message":
                 parts = _parts(item.get("content") or "", join(path, "content"), "assistant")
-                phase = item.get("phase")
-                if phase is not None:
-                    for part in parts:  # the item's phase goes with its text (module doc)
+                own = _item_own_keys(item, kind, path, st)
+                if own is not None:
+                    for part in parts:  # the item's phase and status go with its text (module doc)
                         if part["type"] == "text":
-                            part["own_keys"] = {**part.get("own_keys", {}), "phase": phase}
+                            part["own_keys"] = {**part.get("own_keys", {}), **own}
                 assistant["content"] += parts
             else:
-                assistant["content"].append(_function_call(item, path, st))
+                call = _function_call(item, path, st)
+                own = _item_own_keys(item, kind, path, st) if len(item) > 4 else None
+                if own is not None:
+                    call["own_keys"] = own
+                assistant["content"].append(call)
             continue
         assistant = None
-        own = _ITEM_OWN_KEYS.get(kind)
-        if own is not None and item.get(own) is not None:
-            st.item_fields[path] = {own: item[own]}
-        if kind in _OUTPUT_ITEMS:
-            out.append(_tool_output(item, path, st))
-        elif kind == "message":
-            msg = _message(item, path, role)
+        if kind in _OUTPUT_ITEMS or kind == "message":
+            msg = _tool_output(item, path, st) if kind in _OUTPUT_ITEMS else _message(item, path, role)
             if msg is not None:
+                own = _item_own_keys(item, kind, path, st) if len(item) > 3 else None
+                if own is not None:
+                    msg["own"] = {"api": API, "keys": own}
                 out.append(msg)
         elif kind == "additional_tools":
             _additional_tools(item, path, st)

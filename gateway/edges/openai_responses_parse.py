@@ -60,7 +60,7 @@ from gateway.edges._common import (
     unsupported,
 )
 from gateway.edges.call_ids import refusal
-from gateway.edges.openai_responses_input import InputState, own_paths, parse_input
+from gateway.edges.openai_responses_input import InputState, attach_own, own_paths, parse_input
 from gateway.edges.openai_responses_tools import Tools, add_tools, tool_choice
 from gateway.errors import InvalidRequest
 from gateway.providers.passthrough import serving_names
@@ -384,17 +384,17 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
                 )
     if stream:
         out["include_usage"] = True  # response.completed always carries the usage
-    if any(marker in body for marker in _OWN_MARKERS):
-        tools.serving += own_paths(data["input"])
-    if st.item_fields:
-        extra["item_fields"] = st.item_fields
-    if extra or tools.tool_fields or tools.serving:
-        serving = [
-            n for n in serving_names(extra) if n != "reasoning.effort" and n != "item_fields"
-        ] + tools.serving
+    part_paths = own_paths(data["input"]) if any(marker in body for marker in _OWN_MARKERS) else None
+    if part_paths or st.owned:
+        attach_own(messages, API)
+    if part_paths:
+        tools.serving += part_paths
+    tools.serving += st.serving
+    if extra or tools.tool_fields or tools.serving or st.native:
+        serving = [n for n in serving_names(extra) if n != "reasoning.effort"] + tools.serving
         if tools.tool_fields:
             extra["tool_fields"] = tools.tool_fields
-        out["native"] = {"api": API, "fields": extra, "serving": serving}
+        out["native"] = {"api": API, "fields": extra, "serving": serving, "paths": st.native}
     echo["raw"] = {k: data.get(k) for k in ("tools", "tool_choice", "text", "reasoning", "truncation")}
     echo["service_tier"] = data.get("service_tier")
     echo["parallel_tool_calls"] = data.get("parallel_tool_calls")
@@ -430,7 +430,10 @@ def with_history(
     head = [m for m in request.messages if m.src == "instructions"]
     rest = [m for m in request.messages if m.src != "instructions"]
     echo = {**request.echo, "response_id": response_id, "store": stored}
-    return request.model_copy(update={"messages": [*head, *history, *rest], "echo": echo})
+    update: dict[str, Any] = {"messages": [*head, *history, *rest], "echo": echo}
+    if any(m.own is not None for m in history):
+        update["logged_own"] = True
+    return request.model_copy(update=update)
 
 
 def parse_input_tokens(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> ResponsesRequest:

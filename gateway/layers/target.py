@@ -19,7 +19,9 @@ with no such setting (Gemini) is dropped, and so is a tool's ``strict: true`` to
 that cannot enforce it (Gemini; a Claude model without structured outputs); the schema's fields
 only some wire APIs have a slot for (message names, image detail, document names, seed,
 penalties) are dropped or refused by :mod:`gateway.layers.target_fields`. What is dropped is
-noted on the turn: transcript row, ``x-turnstile-dropped`` header, one log line.
+noted on the turn: transcript row, ``x-turnstile-dropped`` header, one log line. Keys of
+another wire API on messages put back from the session log (a continued Responses chain or
+message thread: ``request.logged_own``) are named too (``history.<key>``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from gateway.providers import passthrough
 from gateway.providers.anthropic_common import API as ANTHROPIC
 from gateway.providers.anthropic_output import strict_input_schema
 from gateway.schema import ImagePart, NativeFields, Request, Response, ToolResultMessage, UserMessage, evolve
+from gateway.sessions.turns import foreign_own_keys, note_foreign_keys
 from gateway.turn import Batches, Gateway, Service, Turn
 
 log = structlog.get_logger("turnstile.pipeline")
@@ -85,6 +88,10 @@ class TargetLayer:
         native = request.native
         if native is not None and native.serving and native.api != dep.api:
             self.drop_serving(turn, native, dep)
+        if request.logged_own:
+            note_foreign_keys(
+                turn, foreign_own_keys([m for m in request.messages if m.src is None], dep.api), dep
+            )
         if request.cache_marks and dep.api != ANTHROPIC:
             where = cache_mark(request)
             if where is not None:

@@ -1,6 +1,10 @@
 """Window layer: a session-bound turn sends the session's context rebuilt for the target's
 context window (``turn.session.view``: the path to the turn's leaf, compacted when it does
 not fit and a compaction deployment is configured), not the client's copy of the history.
+Keys of another wire API that earlier turns left on the logged messages (a Responses item's
+``phase``, a Chat message's ``audio``: :class:`gateway.schema.OwnKeys`) do not reach this
+deployment: each is named dropped (``history.<key>``) unless the client sent it in this request
+or the target layer named it (:func:`note_history_keys`).
 When the target still refuses the request as too long for its window (a whole answer), the
 session is compacted harder and the request retried once on the same deployment. An unbound
 turn passes through.
@@ -8,8 +12,10 @@ turn passes through.
 
 from __future__ import annotations
 
+from gateway.config import Deployment
 from gateway.errors import UpstreamError
 from gateway.schema import Request, Response
+from gateway.sessions.turns import foreign_own_keys, note_foreign_keys
 from gateway.turn import Batches, Gateway, Service, Turn
 
 
@@ -24,7 +30,10 @@ class WindowLayer:
         session, dep = turn.session, turn.deployment
         if session is None or dep is None:
             return await self.inner.complete(turn, request)
-        request = await session.view(request, dep)
+        rebuilt = await session.view(request, dep)
+        if any(m.own is not None for m in rebuilt.messages):
+            note_history_keys(turn, rebuilt, request, dep)
+        request = rebuilt
         try:
             return await self.inner.complete(turn, request)
         except UpstreamError as err:
@@ -38,5 +47,15 @@ class WindowLayer:
         """The inner stream of the rebuilt request."""
         session, dep = turn.session, turn.deployment
         if session is not None and dep is not None:
-            request = await session.view(request, dep)
+            rebuilt = await session.view(request, dep)
+            if any(m.own is not None for m in rebuilt.messages):
+                note_history_keys(turn, rebuilt, request, dep)
+            request = rebuilt
         return await self.inner.stream(turn, request)
+
+
+def note_history_keys(turn: Turn, rebuilt: Request, request: Request, dep: Deployment) -> None:
+    """Note on ``turn`` each own key of another wire API on the history rebuilt from the
+    session log that ``dep`` does not get and that the layers above did not name (the messages
+    of ``request``: :func:`gateway.sessions.turns.foreign_own_keys`)."""
+    note_foreign_keys(turn, foreign_own_keys(rebuilt.messages, dep.api, request.messages), dep)

@@ -317,16 +317,6 @@ def _assistant_blocks(msg: AssistantMessage, names: NameMap) -> list[dict[str, A
     return out
 
 
-def _message_fields(request: Request) -> dict[str, dict[str, Any]]:
-    """An Anthropic client's own message keys (``NativeFields.fields["message_fields"]``:
-    ``messages[i]`` -> keys besides role and content), or {}."""
-    native = request.native
-    if native is None or native.api != API:
-        return {}
-    fields = native.fields.get("message_fields")
-    return fields if isinstance(fields, dict) else {}
-
-
 def _messages(
     request: Request, deployment: Deployment, names: NameMap
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -338,11 +328,10 @@ def _messages(
     not merged."""
     system: list[dict[str, Any]] = []
     turns: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], dict[str, Any] | None]] = []
-    own_fields = _message_fields(request)
     for i, msg in enumerate(request.messages):
         results: list[dict[str, Any]] = []
         others: list[dict[str, Any]] = []
-        own = own_fields.get(msg.src.partition(".")[0]) if own_fields and msg.src else None
+        own = msg.own.keys or None if msg.own is not None and msg.own.api == API else None
         if type(msg) is SystemMessage:
             blocks = [b for b in (_text_block(p) for p in msg.content) if b is not None]
             if not turns and own is None:

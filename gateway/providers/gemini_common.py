@@ -21,13 +21,6 @@ from gateway.schema import Provenance, StopReason, Usage
 
 API = "gemini"
 
-FUNCTION_RESPONSES = "functionResponses"
-"""Key of ``NativeFields.fields`` (a Gemini client's request) mapping a tool result's ``src``
-(``contents[i].parts[j].functionResponse``) to its ``functionResponse.response`` object as
-sent, when the schema's text form of it (``{"output": text}``) is not the same object: a
-Gemini upstream gets the object back (:func:`gateway.providers.gemini_request.build_body`),
-another wire API the text. Not a body field."""
-
 #: Gemini function names: "Must start with a letter or an underscore. Must be a-z, A-Z, 0-9, or
 #: contain underscores, dots and dashes, with a maximum length of 64" (Vertex AI
 #: ``FunctionDeclaration.name``; the Gemini API page also allows colons -- we use the stricter

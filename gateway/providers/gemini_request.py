@@ -29,7 +29,7 @@ Decisions (each documented where it is made):
 * ``functionResponse.response`` is ``{"output": text}`` or, for an error result,
   ``{"error": text}`` (the keys Google's ``FunctionResponse.response`` documents); a Gemini
   client's own ``response`` object, when it was another (``{"temp": 21}``), is sent as it was
-  (:data:`gateway.providers.gemini_common.FUNCTION_RESPONSES`).
+  (the tool result's ``own`` of this API: ``{"response": {...}}``).
 * ``cache_control`` markers are not sent: Gemini caches implicitly or via ``cachedContents``.
 * ``ToolChoice.parallel`` has no Gemini equivalent and is not sent; ``request.user`` and
   ``metadata`` have no slot either.
@@ -51,7 +51,7 @@ from gateway.config import Deployment
 from gateway.errors import CapabilityError, InvalidRequest
 from gateway.providers import media_wire, wire_common
 from gateway.providers.gemini_common import (
-    FUNCTION_RESPONSES,
+    API,
     SKIP_SIGNATURE_SENTINEL,
     is_gemini3,
     is_gemini_signed,
@@ -174,10 +174,10 @@ def _result_parts(
     call_order: list[str],
     call_names: dict[str, str],
     names: NameMap,
-    own: dict[str, Any],
 ) -> list[dict[str, Any]]:
-    """The parts of one user turn answering the calls ``call_order``; ``own`` maps a result's
-    ``src`` to the ``response`` object a Gemini client sent for it (sent instead of the text)."""
+    """The parts of one user turn answering the calls ``call_order``; a result holding the
+    ``response`` object a Gemini client sent for it (its ``own`` of this API) gets that object
+    instead of the text."""
     position = {cid: i for i, cid in enumerate(call_order)}
     ordered = sorted(
         enumerate(results), key=lambda item: (position.get(item[1].tool_call_id, len(position)), item[0])
@@ -193,8 +193,9 @@ def _result_parts(
             )
         text = "".join(p.text for p in res.content if isinstance(p, TextPart))
         media.extend(image_part(p, res.src) for p in res.content if isinstance(p, ImagePart))
-        if res.src is not None and res.src in own:
-            body = own[res.src]
+        own = res.own
+        if own is not None and own.api == API and "response" in own.keys:
+            body = own.keys["response"]
         else:
             body = {"error": text} if res.is_error else {"output": text}
         responses.append(
@@ -218,14 +219,10 @@ def _contents(
     call_order: list[str] = []
     pending: list[ToolResultMessage] = []
     gemini3 = is_gemini3(deployment.model)
-    native = request.native
-    own: dict[str, Any] = {}
-    if native is not None and native.api == "gemini":
-        own = native.fields.get(FUNCTION_RESPONSES) or {}
 
     def flush() -> None:
         if pending:
-            contents.add("user", _result_parts(pending, call_order, call_names, names, own))
+            contents.add("user", _result_parts(pending, call_order, call_names, names))
             pending.clear()
 
     for msg in request.messages:
@@ -393,11 +390,8 @@ def merge_native(body: dict[str, Any], fields: dict[str, Any]) -> None:
     entries are appended, ``generationConfig`` / ``toolConfig`` keys added to those objects
     (replacing the translated ones: the client's ``thinkingConfig``, its ``responseJsonSchema``
     instead of the translated ``responseSchema``), any other top-level key (``safetySettings``,
-    ``labels``) set; :data:`FUNCTION_RESPONSES` is not a body field (read by
-    :func:`_result_parts`)."""
+    ``labels``) set."""
     for key, value in fields.items():
-        if key == FUNCTION_RESPONSES:
-            continue
         if key == "generationConfig":
             gen = body.get(key, {})
             body[key] = {**{k: v for k, v in gen.items() if _ONE_OF.get(k) not in value}, **value}

@@ -228,12 +228,15 @@ def _user_content(
     return blocks or ""
 
 
-def _assistant_dict(msg: AssistantMessage, names: NameMap) -> dict[str, Any] | None:
-    texts: list[str] = []
+def _assistant_dict(msg: AssistantMessage, names: NameMap, own_parts: bool = False) -> dict[str, Any] | None:
+    """An assistant message's wire dict (None when it has neither text nor tool calls);
+    ``own_parts``: its text parts' ``own_keys`` are an OpenAI Chat client's
+    (``prompt_cache_breakpoint``): its ``content`` is then a list of text blocks carrying them."""
+    texts: list[TextPart] = []
     calls: list[dict[str, Any]] = []
     for p in msg.content:
         if type(p) is TextPart:
-            texts.append(p.text)
+            texts.append(p)
         elif type(p) is ToolCallPart:
             calls.append(
                 {
@@ -242,30 +245,33 @@ def _assistant_dict(msg: AssistantMessage, names: NameMap) -> dict[str, Any] | N
                     "function": {"name": upstream_name(names, p.name), "arguments": p.raw_arguments},
                 }
             )
-    text = "".join(texts)
-    if not text and not calls:
+    content: str | list[dict[str, Any]] | None
+    if own_parts and any(p.own_keys for p in texts):
+        content = _text_blocks(texts) or None
+    else:
+        content = "".join(p.text for p in texts) or None
+    if not content and not calls:
         return None
-    out: dict[str, Any] = {"role": "assistant", "content": text or None}
+    out: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         out["tool_calls"] = calls
     return out
 
 
-def _merge_assistant(prev: dict[str, Any], new: dict[str, Any]) -> None:
-    text = (prev.get("content") or "") + (new.get("content") or "")
-    prev["content"] = text or None
+_MERGEABLE = frozenset({"role", "content", "tool_calls", "name"})
+"""An assistant wire dict with other keys (the client's own: ``audio``) is never merged into."""
+
+
+def _merge_assistant(prev: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Fold ``new`` into ``prev`` (consecutive assistant messages of one name): text joined,
+    tool calls appended; False (nothing done) when either holds text blocks or own keys."""
+    a, b = prev.get("content"), new.get("content")
+    if type(a) is list or type(b) is list or not prev.keys() <= _MERGEABLE:
+        return False
+    prev["content"] = ((a or "") + (b or "")) or None
     if new.get("tool_calls"):
         prev.setdefault("tool_calls", []).extend(new["tool_calls"])
-
-
-def _message_fields(request: Request) -> dict[str, dict[str, Any]]:
-    """An OpenAI Chat client's own message keys (``NativeFields.fields["message_fields"]``:
-    ``messages[i]`` -> keys the schema has no place for, an assistant's ``audio``), or {}."""
-    native = request.native
-    if native is None or native.api != API:
-        return {}
-    fields = native.fields.get("message_fields")
-    return fields if isinstance(fields, dict) else {}
+    return True
 
 
 def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[dict[str, Any]]:
@@ -273,15 +279,15 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
     image_followup: list[dict[str, Any]] = []
     inline_images = deployment.quirks.images_in_tool_results
     own = deployment.api == API  # not litellm: names, developer role, image detail
-    own_fields = _message_fields(request) if own else {}
-    own_parts = own and request.native is not None and request.native.api == API
     for i, msg in enumerate(request.messages):
         if image_followup and type(msg) is not ToolResultMessage:
             out.append({"role": "user", "content": image_followup})
             image_followup = []
+        mine = msg.own is not None and own and msg.own.api == API  # the client's own keys, for us
+        own_parts = mine
+        extra = msg.own.keys if mine else None  # type: ignore[union-attr]
         if type(msg) is AssistantMessage:
-            item = _assistant_dict(msg, names)
-            extra = own_fields.get(msg.src) if own_fields and msg.src else None
+            item = _assistant_dict(msg, names, own_parts)
             if item is None:
                 if not extra:
                     continue
@@ -291,21 +297,23 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
             if extra:
                 item.update(extra)  # the client's own keys on this message (audio): never merged
                 out.append(item)
-            elif (
+            elif not (
                 out
                 and out[-1]["role"] == "assistant"
                 and out[-1].get("name") == item.get("name")
-                and not out[-1].get("audio")
+                and _merge_assistant(out[-1], item)
             ):
-                _merge_assistant(out[-1], item)
-            else:
                 out.append(item)
         elif type(msg) is ToolResultMessage:
-            out.append(_tool_message(msg, deployment, names, i, inline_images, image_followup))
+            out.append(_tool_message(msg, deployment, names, i, inline_images, image_followup, own_parts))
+            if extra:
+                out[-1].update(extra)
         elif type(msg) is UserMessage:
             out.append({"role": "user", "content": _user_content(msg, deployment, i, own_parts)})
             if own and msg.name is not None:
                 out[-1]["name"] = msg.name
+            if extra:
+                out[-1].update(extra)
         elif type(msg) is SystemMessage:
             role = "developer" if own and msg.developer else "system"
             if own_parts and any(p.own_keys for p in msg.content):
@@ -314,6 +322,8 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
                 out.append({"role": role, "content": "\n\n".join(p.text for p in msg.content)})
             if own and msg.name is not None:
                 out[-1]["name"] = msg.name
+            if extra:
+                out[-1].update(extra)
     if image_followup:
         out.append({"role": "user", "content": image_followup})
     return out
@@ -326,12 +336,18 @@ def _tool_message(
     i: int,
     inline_images: bool,
     image_followup: list[dict[str, Any]],
+    own_parts: bool = False,
 ) -> dict[str, Any]:
     """One ``role: tool`` message; image parts go inline or are appended to
-    ``image_followup`` (the user message that follows the run of tool messages)."""
+    ``image_followup`` (the user message that follows the run of tool messages); ``own_parts``:
+    the parts' ``own_keys`` are an OpenAI Chat client's (text parts then go as blocks with them)."""
     call_id = upstream_id(names, msg.tool_call_id)
     content = msg.content
-    if len(content) == 1 and type(content[0]) is TextPart:  # the common case
+    if own_parts and any(type(p) is TextPart and p.own_keys for p in content):
+        if not any(type(p) is ImagePart for p in content):
+            blocks = _text_blocks([p for p in content if type(p) is TextPart])  # type: ignore[misc]
+            return {"role": "tool", "tool_call_id": call_id, "content": blocks}
+    elif len(content) == 1 and type(content[0]) is TextPart:  # the common case
         return {"role": "tool", "tool_call_id": call_id, "content": content[0].text}
     images = [p for p in content if type(p) is ImagePart]
     if images and not deployment.supports_images:
@@ -350,6 +366,10 @@ def _tool_message(
                     wire.append({"type": "text", "text": p.text})
             elif type(p) is ImagePart:
                 wire.append(_image_block(p, deployment.api == API))
+            else:
+                continue
+            if own_parts and p.own_keys:
+                wire[-1].update(p.own_keys)
     else:
         wire = "\n".join(p.text for p in content if type(p) is TextPart)
         if images:

@@ -74,7 +74,12 @@ from gateway.errors import CapabilityError
 from gateway.providers import media_wire, passthrough
 from gateway.providers.naming import NameMap
 from gateway.providers.openai_chat import upstream_id, upstream_name
-from gateway.providers.openai_responses_common import CUSTOM_INPUT, is_reasoning_model, is_responses_signed
+from gateway.providers.openai_responses_common import (
+    API,
+    CUSTOM_INPUT,
+    is_reasoning_model,
+    is_responses_signed,
+)
 from gateway.schema import (
     AssistantMessage,
     AudioPart,
@@ -151,30 +156,39 @@ def _custom_tools(request: Request) -> set[str]:
     return {t.name for t in request.tools if t.freeform is not None}
 
 
-def _call_item(p: ToolCallPart, names: NameMap, custom: set[str]) -> dict[str, Any]:
+def _call_item(p: ToolCallPart, names: NameMap, custom: set[str], own: bool = False) -> dict[str, Any]:
     """A tool call -> a ``function_call`` item, or a ``custom_tool_call`` (``input`` its
-    ``input`` argument) for a free-form tool."""
+    ``input`` argument) for a free-form tool; ``own``: with a Responses client's own keys of
+    the call (``status``, ``async``, ``caller``)."""
     call_id = upstream_id(names, p.id)
     name = upstream_name(names, p.name)
     value = p.arguments.get(CUSTOM_INPUT)
+    item: dict[str, Any]
     if p.name in custom and isinstance(value, str):
-        return {"type": "custom_tool_call", "call_id": call_id, "name": name, "input": value}
-    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": p.raw_arguments}
+        item = {"type": "custom_tool_call", "call_id": call_id, "name": name, "input": value}
+    else:
+        item = {"type": "function_call", "call_id": call_id, "name": name, "arguments": p.raw_arguments}
+    if own and p.own_keys:
+        item.update(p.own_keys)
+    return item
 
 
 def _own_text_item(p: TextPart) -> dict[str, Any]:
     """An assistant text part with a Responses client's own keys (``own_keys``) as its own
-    ``message`` item: ``phase`` on the item, ``annotations`` / ``logprobs`` on the text."""
+    ``message`` item: ``phase`` and ``status`` on the item, ``annotations`` / ``logprobs`` on
+    the text."""
     own = dict(p.own_keys or {})
-    phase = own.pop("phase", None)
-    item: dict[str, Any] = {
+    on_item = {k: own.pop(k) for k in _ITEM_KEYS if k in own}
+    return {
         "type": "message",
         "role": "assistant",
         "content": [{"type": "output_text", "text": p.text, **own}],
+        **on_item,
     }
-    if phase is not None:
-        item["phase"] = phase
-    return item
+
+
+_ITEM_KEYS = ("phase", "status")
+"""Own keys of an assistant text part that belong on its ``message`` item."""
 
 
 def _assistant_items(
@@ -207,7 +221,7 @@ def _assistant_items(
             texts.append(p.text)
         elif type(p) is ToolCallPart:
             flush()
-            out.append(_call_item(p, names, custom))
+            out.append(_call_item(p, names, custom, own))
         elif type(p) is ThinkingPart and p.signature and is_responses_signed(p.provenance):
             flush()
             summary = [{"type": "summary_text", "text": p.text}] if p.text else []
@@ -219,25 +233,35 @@ def _assistant_items(
 
 
 def _tool_output(
-    msg: ToolResultMessage, deployment: Deployment, names: NameMap, i: int, kind: str
+    msg: ToolResultMessage, deployment: Deployment, names: NameMap, i: int, kind: str, own: bool = False
 ) -> dict[str, Any]:
+    """A tool result -> a ``function_call_output`` (or ``custom_tool_call_output``) item: its
+    text as a string, or ``input_text`` / ``input_image`` parts when it holds images or (``own``)
+    parts with a Responses client's own keys (``prompt_cache_breakpoint``)."""
     call_id = upstream_id(names, msg.tool_call_id)
     content = msg.content
-    if len(content) == 1 and type(content[0]) is TextPart:  # the common case
-        return {"type": kind, "call_id": call_id, "output": content[0].text}
-    if not any(type(p) is ImagePart for p in content):
-        text = "\n".join(p.text for p in content if type(p) is TextPart)
-        return {"type": kind, "call_id": call_id, "output": text}
+    has_own = own and any(p.own_keys for p in content if type(p) is TextPart or type(p) is ImagePart)  # type: ignore[union-attr]
+    if not has_own:
+        if len(content) == 1 and type(content[0]) is TextPart:  # the common case
+            return {"type": kind, "call_id": call_id, "output": content[0].text}
+        if not any(type(p) is ImagePart for p in content):
+            text = "\n".join(p.text for p in content if type(p) is TextPart)
+            return {"type": kind, "call_id": call_id, "output": text}
     if not deployment.supports_images:
         where = _where(msg, i)
         raise _no_images(deployment, f"the tool result for tool call {msg.tool_call_id!r} ({where})", where)
     parts: list[dict[str, Any]] = []
     for p in content:
         if type(p) is TextPart:
-            if p.text:
-                parts.append({"type": "input_text", "text": p.text})
+            if not p.text:
+                continue
+            parts.append({"type": "input_text", "text": p.text})
         elif type(p) is ImagePart:
             parts.append(_image(p))
+        else:
+            continue
+        if own and p.own_keys:
+            parts[-1].update(p.own_keys)
     return {"type": kind, "call_id": call_id, "output": parts}
 
 
@@ -251,13 +275,14 @@ def input_items(
     items: list[dict[str, Any]] = []
     custom = _custom_tools(request)
     custom_calls: set[str] = set()  # ids of calls sent as custom_tool_call: their outputs match
-    own = request.native is not None and request.native.api == deployment.api == "openai_responses"
-    item_fields: dict[str, Any] = request.native.fields.get("item_fields") or {} if own else {}  # type: ignore[union-attr]
+    ours = deployment.api == API  # not litellm
     for i, msg in enumerate(request.messages):
         tm = type(msg)
+        mine = ours and msg.own is not None and msg.own.api == API  # the client's own keys, for us
+        own = mine
+        extra = msg.own.keys or None if mine else None  # type: ignore[union-attr]
         if tm is SystemMessage:
             text: Any = "\n\n".join(p.text for p in msg.content)  # type: ignore[union-attr,misc]
-            extra = item_fields.get(msg.src) if item_fields and msg.src else None
             if own and any(p.own_keys for p in msg.content):  # type: ignore[union-attr]
                 text = _system_parts(msg)  # type: ignore[arg-type]
                 extra = extra or {}
@@ -269,8 +294,8 @@ def input_items(
                 leading.append(text)
         elif tm is UserMessage:
             items.append(_user_item(msg, deployment, i, own))  # type: ignore[arg-type]
-            if item_fields and msg.src in item_fields:
-                items[-1].update(item_fields[msg.src])
+            if extra:
+                items[-1].update(extra)
         elif tm is AssistantMessage:
             start = len(items)
             _assistant_items(msg, names, items, custom, own)  # type: ignore[arg-type]
@@ -284,9 +309,9 @@ def input_items(
                 if msg.tool_call_id in custom_calls  # type: ignore[union-attr]
                 else "function_call_output"
             )
-            items.append(_tool_output(msg, deployment, names, i, kind))  # type: ignore[arg-type]
-            if item_fields and msg.src in item_fields:
-                items[-1].update(item_fields[msg.src])
+            items.append(_tool_output(msg, deployment, names, i, kind, own))  # type: ignore[arg-type]
+            if extra:
+                items[-1].update(extra)
     return ("\n\n".join(leading) if leading else None), items
 
 

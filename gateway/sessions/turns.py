@@ -38,7 +38,7 @@ from gateway.sessions.store import LEAF, SessionStore
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
-    from gateway.turn import Gateway
+    from gateway.turn import Gateway, Turn
 
 Compactor = Callable[[Budget, str], Awaitable[Entry | None]]
 """``async (budget, reason) -> the compaction entry appended, or None``."""
@@ -225,6 +225,49 @@ async def view_for(
         repairs=len(ctx.repairs),
     )
     return request.model_copy(update={"messages": system + ctx.messages})
+
+
+def foreign_own_keys(messages: list[Message], api: str, sent: list[Message] | None = None) -> list[str]:
+    """The own keys (:class:`gateway.schema.OwnKeys`: the message's, its parts' and its tool
+    calls' ``own_keys``) of another wire API than ``api`` on ``messages`` (put back or rebuilt
+    from the session log), each once, in order: an upstream of ``api`` does not get them.
+    Messages equal to one of ``sent`` (the request as the layer above had it, whose own keys
+    were named already) are skipped. Empty for the usual context (no message holds own keys)."""
+    found: dict[str, None] = {}
+    skip: set[bytes] | None = None
+    for msg in messages:
+        own = msg.own
+        if own is None or own.api == api:
+            continue
+        if sent is not None:
+            if skip is None:
+                skip = {message_bytes(m) for m in sent if m.own is not None}
+            if message_bytes(msg) in skip:
+                continue
+        found.update(dict.fromkeys(own.keys))
+        for part in msg.content:
+            keys = getattr(part, "own_keys", None)
+            if keys:
+                found.update(dict.fromkeys(keys))
+    return list(found)
+
+
+def note_foreign_keys(turn: Turn, keys: list[str], dep: Deployment) -> None:
+    """Note on ``turn`` (transcript row, ``x-turnstile-dropped``; one log line) the own keys
+    ``keys`` of earlier turns' messages that ``dep`` does not get, each as ``history.<key>``."""
+    for key in keys:
+        turn.note_dropped(
+            {
+                "kind": "dropped",
+                "field": f"history.{key}",
+                "values": [],
+                "deployment": dep.name,
+                "reason": "kept in the session log from an earlier turn for another wire API; model "
+                f"{dep.name!r} is served by {dep.api}",
+            }
+        )
+    if keys:
+        log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=keys)
 
 
 # ---------------------------------------------------------------------------- a bound turn

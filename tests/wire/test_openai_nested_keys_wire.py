@@ -372,29 +372,79 @@ RS_ITEMS = [
         "phase": "final_answer",
         "content": [{"type": "output_text", "text": "Ex says hi.", "annotations": [ANNOTATION]}],
     },
-    {**RS_CALL, "id": "fc_1"},
+    {**RS_CALL, "id": "fc_1", "status": "completed", "caller": {"type": "direct"}},
     {"type": "function_call_output", "call_id": "call_1", "output": "ok", "status": "completed"},
     {"role": "user", "content": "Thanks."},
 ]
+RS_MESSAGE_SENT = {
+    "type": "message",
+    "role": "assistant",
+    "phase": "final_answer",
+    "status": "completed",
+    "content": [{"type": "output_text", "text": "Ex says hi.", "annotations": [ANNOTATION]}],
+}
+RS_CALL_SENT = {**RS_CALL, "status": "completed", "caller": {"type": "direct"}}
 
 
 def test_a_responses_items_own_keys_reach_a_responses_upstream_on_those_items(
     upstream: UpstreamStandin, oai: openai.OpenAI
 ) -> None:
     upstream.script(_answer("rs"))
-    # store: false; a stored turn's context is rebuilt from the session log, where an item's
-    # path (``src``) is not kept, so item keys placed by path do not survive it (not yet fixed)
     raw = oai.responses.with_raw_response.create(model="rs", input=RS_ITEMS, tools=[RS_FN], store=False)  # type: ignore[arg-type, list-item]
     assert "x-turnstile-dropped" not in raw.headers
     (got,) = upstream.requests()
-    message, _call, output = got.body["input"][1:4]
-    assert message == {
-        "type": "message",
-        "role": "assistant",
-        "phase": "final_answer",
-        "content": [{"type": "output_text", "text": "Ex says hi.", "annotations": [ANNOTATION]}],
-    }
+    message, call, output = got.body["input"][1:4]
+    assert message == RS_MESSAGE_SENT
+    assert call == RS_CALL_SENT
     assert (output["type"], output["status"]) == ("function_call_output", "completed")
+
+
+def test_a_stored_turns_items_own_keys_reach_a_responses_upstream_from_the_session_log(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("rs"), _answer("rs"))
+    first = oai.responses.create(model="rs", input=RS_ITEMS, tools=[RS_FN])  # type: ignore[arg-type, list-item]
+    oai.responses.create(model="rs", input="And then?", previous_response_id=first.id, tools=[RS_FN])  # type: ignore[list-item]
+    stored, rebuilt = upstream.requests()
+    # both turns' contexts are rebuilt from the log: the first turn's items keep their own keys
+    for got in (stored, rebuilt):
+        message, call, output = got.body["input"][1:4]
+        assert message == RS_MESSAGE_SENT
+        assert call == RS_CALL_SENT
+        assert (output["type"], output["status"]) == ("function_call_output", "completed")
+    assert rebuilt.body["input"][-1]["content"] == "And then?"
+
+
+def test_an_earlier_turns_own_keys_toward_another_api_are_dropped_and_named_as_history(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("rs"), _answer("oa"))
+    first = oai.responses.create(model="rs", input=RS_ITEMS, tools=[RS_FN])  # type: ignore[arg-type, list-item]
+    raw = oai.responses.with_raw_response.create(
+        model="oa",
+        input="And then?",
+        previous_response_id=first.id,
+        tools=[RS_FN],  # type: ignore[list-item]
+    )
+    assert raw.headers["x-turnstile-dropped"] == (
+        "history.annotations,history.phase,history.status,history.caller"
+    )
+    _, got = upstream.requests()
+    assert "final_answer" not in str(got.body) and "url_citation" not in str(got.body)
+
+
+def test_a_program_caller_on_a_responses_call_is_refused_toward_another_api_by_its_path(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    items = [*RS_ITEMS[:2], {**RS_CALL, "caller": {"type": "program", "caller_id": "ci_1"}}, *RS_ITEMS[3:]]
+    with pytest.raises(openai.BadRequestError) as err:
+        oai.responses.create(model="oa", input=items, tools=[RS_FN])  # type: ignore[arg-type, list-item]
+    assert "input[2].caller" in str(err.value)
+    assert upstream.requests() == []
+    upstream.script(_answer("rs"))
+    oai.responses.create(model="rs", input=items, tools=[RS_FN], store=False)  # type: ignore[arg-type, list-item]
+    (got,) = upstream.requests()
+    assert got.body["input"][2]["caller"] == {"type": "program", "caller_id": "ci_1"}
 
 
 def test_a_responses_items_own_keys_toward_another_api_are_dropped_and_named(
@@ -402,8 +452,8 @@ def test_a_responses_items_own_keys_toward_another_api_are_dropped_and_named(
 ) -> None:
     upstream.script(_answer("oa"))
     raw = oai.responses.with_raw_response.create(model="oa", input=RS_ITEMS, tools=[RS_FN])  # type: ignore[arg-type, list-item]
-    assert (
-        raw.headers["x-turnstile-dropped"] == "input[1].phase,input[1].content[0].annotations,input[3].status"
+    assert raw.headers["x-turnstile-dropped"] == (
+        "input[1].content[0].annotations,input[1].phase,input[1].status,input[2].status,input[3].status"
     )
     (got,) = upstream.requests()
     assert "final_answer" not in str(got.body) and "url_citation" not in str(got.body)

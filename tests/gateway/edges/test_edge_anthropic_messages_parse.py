@@ -14,6 +14,7 @@ from gateway.errors import InvalidRequest
 from gateway.schema import (
     AssistantMessage,
     ImagePart,
+    OwnKeys,
     Provenance,
     RedactedThinkingPart,
     SystemMessage,
@@ -569,9 +570,10 @@ def test_text_citations_are_kept_verbatim_and_named_serving() -> None:
     assert req.native.serving == ["messages[3].content[0].citations", "tools[1].defer_loading"]
 
 
-def test_a_messages_own_keys_are_kept_for_an_anthropic_upstream_by_its_path() -> None:
+def test_a_messages_own_keys_are_kept_on_it_for_an_anthropic_upstream() -> None:
     """Claude Code 2.1.332 sends its per-turn effort on the mid-conversation system message
-    (``per-turn-control-2026-07-01``): kept by path, dropped (named) toward other wire APIs."""
+    (``per-turn-control-2026-07-01``): kept on the message (``own``, so the session log keeps
+    it too), dropped (named by path) toward other wire APIs."""
     req = parse(
         {
             "messages": [
@@ -582,12 +584,39 @@ def test_a_messages_own_keys_are_kept_for_an_anthropic_upstream_by_its_path() ->
     )
     assert isinstance(req.messages[1], SystemMessage) and req.messages[1].src == "messages[1]"
     assert req.native is not None and req.native.api == "anthropic_messages"
-    assert req.native.fields["message_fields"] == {"messages[1]": {"output_config": {"effort": "medium"}}}
+    assert req.messages[1].own == OwnKeys(
+        api="anthropic_messages", keys={"output_config": {"effort": "medium"}}
+    )
+    assert req.messages[0].own is None
     assert req.native.serving == ["messages[1].output_config"] and req.native.paths == []
 
 
 def test_a_messages_unknown_own_key_is_refused_toward_other_apis_by_its_path() -> None:
     req = parse({"messages": [{"role": "user", "content": "q", "future_key": 1}]})
     assert req.native is not None
-    assert req.native.fields["message_fields"] == {"messages[0]": {"future_key": 1}}
+    assert req.messages[0].own == OwnKeys(api="anthropic_messages", keys={"future_key": 1})
     assert req.native.paths == ["messages[0].future_key"]
+
+
+def test_every_message_made_of_one_client_message_carries_its_own_keys() -> None:
+    req = parse(
+        {
+            "messages": [
+                {"role": "user", "content": "q"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": "r"},
+                        {"type": "text", "text": "go"},
+                    ],
+                    "future_key": 1,
+                },
+            ]
+        }
+    )
+    result, user = req.messages[2:]
+    assert result.own == user.own == OwnKeys(api="anthropic_messages", keys={"future_key": 1})

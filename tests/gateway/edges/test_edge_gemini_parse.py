@@ -14,6 +14,7 @@ from gateway.errors import InvalidRequest
 from gateway.schema import (
     AssistantMessage,
     ImagePart,
+    OwnKeys,
     Provenance,
     RedactedThinkingPart,
     SystemMessage,
@@ -345,7 +346,7 @@ def test_validated_mode_is_kept_for_a_gemini_upstream_and_strict_for_others() ->
     assert req.native.paths == []
 
 
-def test_a_function_response_object_is_kept_by_its_location_unless_it_is_the_text_form() -> None:
+def test_a_function_response_object_is_kept_on_its_result_unless_it_is_the_text_form() -> None:
     model = {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "f", "args": {}}}]}
 
     def answered(response: dict[str, Any]) -> Any:
@@ -357,9 +358,11 @@ def test_a_function_response_object_is_kept_by_its_location_unless_it_is_the_tex
 
     req = answered({"temp": 21})
     assert req.messages[2].content == [TextPart(text='{"temp":21}')]
-    assert req.native.fields == {"functionResponses": {"contents[2].parts[0].functionResponse": {"temp": 21}}}
-    assert answered({"output": "21 C"}).native is None
-    assert answered({"error": "no city"}).native is None
+    assert req.messages[2].own == OwnKeys(api="gemini", keys={"response": {"temp": 21}})
+    assert req.native is None
+    for plain in ({"output": "21 C"}, {"error": "no city"}):
+        req = answered(plain)
+        assert req.native is None and req.messages[2].own is None
 
 
 def test_gemini_only_fields_are_carried_natively_with_their_paths() -> None:

@@ -17,6 +17,7 @@ from gateway.schema import (
     ImagePart,
     NativeFields,
     NativePart,
+    OwnKeys,
     Provenance,
     RedactedThinkingPart,
     Request,
@@ -442,22 +443,16 @@ def test_a_messages_own_keys_go_back_on_it_as_sent() -> None:
     req = Request(
         model="m",
         messages=[
-            SystemMessage(content=[TextPart(text="lead")], src="messages[0]"),
-            UserMessage(content=[TextPart(text="q")], src="messages[1]"),
-            SystemMessage(content=[TextPart(text="env")], src="messages[2]"),
-            ToolResultMessage(tool_call_id="t1", content=[TextPart(text="r")], src="messages[3].content[0]"),
-            UserMessage(content=[TextPart(text="more")], src="messages[3]"),
+            SystemMessage(content=[TextPart(text="lead")], own=_own(x_key=True)),
+            UserMessage(content=[TextPart(text="q")]),
+            SystemMessage(content=[TextPart(text="env")], own=_own(output_config={"effort": "medium"})),
+            ToolResultMessage(tool_call_id="t1", content=[TextPart(text="r")], own=_own(y_key=1)),
+            UserMessage(content=[TextPart(text="more")], own=_own(y_key=1)),
+            UserMessage(content=[TextPart(text="chat's")], own=OwnKeys(api="openai_chat", keys={"z": 1})),
         ],
-        native=_native(
-            message_fields={
-                "messages[0]": {"x_key": True},
-                "messages[2]": {"output_config": {"effort": "medium"}},
-                "messages[3]": {"y_key": 1},
-            }
-        ),
     )
     b = body_of(req)
-    assert "system" not in b and "message_fields" not in b
+    assert "system" not in b
     assert b["messages"][0] == {
         "role": "system",
         "content": [{"type": "text", "text": "lead"}],
@@ -472,6 +467,11 @@ def test_a_messages_own_keys_go_back_on_it_as_sent() -> None:
         "tool_result",
         "text",
     ]
+    assert b["messages"][4] == {"role": "user", "content": [{"type": "text", "text": "chat's"}]}
+
+
+def _own(**keys: Any) -> OwnKeys:
+    return OwnKeys(api="anthropic_messages", keys=keys)
 
 
 def test_forwarded_client_headers_are_sent_under_the_deployments_own() -> None:

@@ -643,23 +643,38 @@ def test_a_clients_thinking_config_is_sent_unless_the_guard_turned_thinking_off(
 
 
 def test_a_clients_function_response_object_is_sent_for_its_result() -> None:
-    from gateway.providers.gemini_common import FUNCTION_RESPONSES
-    from gateway.schema import NativeFields
+    from gateway.schema import OwnKeys
 
-    src = "contents[2].parts[0].functionResponse"
+    own = OwnKeys(api="gemini", keys={"response": {"temp": 21}})
     req = Request(
         model="m",
         messages=[
             UserMessage(content=[TextPart(text="weather?")]),
             AssistantMessage(content=[ToolCallPart(id="c1", name="weather", arguments={})]),
-            ToolResultMessage(tool_call_id="c1", content=[TextPart(text='{"temp":21}')], src=src),
+            ToolResultMessage(tool_call_id="c1", content=[TextPart(text='{"temp":21}')], own=own),
         ],
-        native=NativeFields(api="gemini", fields={FUNCTION_RESPONSES: {src: {"temp": 21}}}),
     )
     body = body_of(req)
     parts = [p["functionResponse"] for c in body["contents"] for p in c["parts"] if "functionResponse" in p]
     assert [p["response"] for p in parts] == [{"temp": 21}]
-    assert FUNCTION_RESPONSES not in body
+
+
+def test_another_apis_own_keys_on_a_result_are_not_sent_to_gemini() -> None:
+    from gateway.schema import OwnKeys
+
+    own = OwnKeys(api="openai_responses", keys={"response": {"temp": 21}, "status": "completed"})
+    req = Request(
+        model="m",
+        messages=[
+            UserMessage(content=[TextPart(text="weather?")]),
+            AssistantMessage(content=[ToolCallPart(id="c1", name="weather", arguments={})]),
+            ToolResultMessage(tool_call_id="c1", content=[TextPart(text="21 C")], own=own),
+        ],
+    )
+    parts = [
+        p["functionResponse"] for c in body_of(req)["contents"] for p in c["parts"] if "functionResponse" in p
+    ]
+    assert [p["response"] for p in parts] == [{"output": "21 C"}]
 
 
 def test_a_format_description_becomes_the_response_schema_description() -> None:
