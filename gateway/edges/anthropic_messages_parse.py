@@ -165,8 +165,9 @@ def _unwrap(value: str, path: str) -> tuple[str, Provenance]:
     return sig, prov or NATIVE
 
 
-def _text_content(content: Any, path: str) -> list[JSONObj]:
-    """``content`` that may hold only text: a string or text blocks -> text part dicts."""
+def _text_content(content: Any, path: str, serving: list[str] | None = None) -> list[JSONObj]:
+    """``content`` that may hold only text: a string or text blocks -> text part dicts (the
+    paths of their ``citations`` go to ``serving``: :func:`text_part`)."""
     if type(content) is str:
         return [{"type": "text", "text": content}] if content else []
     if type(content) is not list:
@@ -178,7 +179,7 @@ def _text_content(content: Any, path: str) -> list[JSONObj]:
         kind = req(block, "type", str, bpath)
         if kind != "text":
             raise _unknown_block(kind, bpath, "text")
-        part = text_part(block, bpath)
+        part = text_part(block, bpath, serving)
         if part is not None:
             out.append(part)
     return out
@@ -435,15 +436,15 @@ def _messages(data: JSONObj) -> tuple[list[JSONObj], _State]:
     """The message dicts of ``system`` and ``messages``, and the parse state (paths of their
     blocks kept verbatim, :func:`_native_block`, and of text citations)."""
     out: list[JSONObj] = []
+    st = _State()
     system = data.get("system")
     if system is not None:
-        parts = _text_content(system, "system")
+        parts = _text_content(system, "system", st.serving)
         if parts:
             out.append({"role": "system", "content": parts, "src": "system"})
     raw_messages = req(data, "messages", list, "")
     if not raw_messages:
         raise InvalidRequest("messages: must contain at least one message", param="messages")
-    st = _State()
     for i, raw in enumerate(raw_messages):
         path = f"messages[{i}]"
         msg = as_obj(raw, path)
@@ -457,7 +458,7 @@ def _messages(data: JSONObj) -> tuple[list[JSONObj], _State]:
             content = msg.get("content")
             if content is None:
                 raise missing(join(path, "content"))
-            parts = _text_content(content, join(path, "content"))
+            parts = _text_content(content, join(path, "content"), st.serving)
             if parts or len(msg) > 2:
                 out.append({"role": "system", "content": parts, "src": path})
         else:

@@ -353,6 +353,10 @@ def generation(data: JSONObj, out: JSONObj, native: Native) -> None:
             f"{path}: give responseSchema or responseJsonSchema, not both",
             param=join(path, "responseJsonSchema"),
         )
+    if mime == ENUM_MIME:
+        key = "responseSchema" if gschema is not None else "responseJsonSchema"
+        _enum_output(gschema if gschema is not None else schema, key, path, native)
+        return _thinking_config(gen, path, out, native)
     if schema is None and gschema is not None:
         schema = json_schema_from_gemini(gschema)
     if schema is not None and mime != "application/json":
@@ -370,6 +374,33 @@ def generation(data: JSONObj, out: JSONObj, native: Native) -> None:
         native.verbatim("generationConfig", key, gschema if gschema is not None else schema)
     elif mime == "application/json":
         out["response_format"] = {"type": "json_object"}
+    _thinking_config(gen, path, out, native)
+
+
+ENUM_MIME = "text/x.enum"
+"""Gemini's enum output: the answer is one of the schema's ``enum`` strings, as bare text
+(https://ai.google.dev/gemini-api/docs/structured-output#enums)."""
+
+
+def _enum_output(schema: JSONObj | None, key: str, path: str, native: Native) -> None:
+    """``responseMimeType: text/x.enum`` with its string-enum schema (in the client's slot
+    ``key``): carried as sent to a Gemini upstream; no other wire API
+    answers with a bare enum value, so toward one the request is refused naming
+    ``responseMimeType``. Raises :class:`InvalidRequest` when the schema is not a string enum."""
+    mpath = join(path, "responseMimeType")
+    enum = schema.get("enum") if schema is not None else None
+    if type(enum) is not list or not enum or not all(type(v) is str for v in enum):
+        raise InvalidRequest(
+            f"{mpath}: {ENUM_MIME} needs a response schema whose enum lists the answer strings",
+            param=mpath,
+        )
+    native.add_to("generationConfig", "responseMimeType", ENUM_MIME, mpath)
+    native.verbatim("generationConfig", key, schema)  # in the client's slot (``key``)
+
+
+def _thinking_config(gen: JSONObj, path: str, out: JSONObj, native: Native) -> None:
+    """A ``thinkingConfig``: the schema's ``thinking`` in ``out``; a Gemini upstream gets the
+    client's own form (``native``)."""
     thinking = opt(gen, "thinkingConfig", dict, path)
     if thinking is not None:
         thinking = camel(thinking)

@@ -230,3 +230,35 @@ def test_a_streamed_turn_sends_the_clients_own_forms_too(upstream: UpstreamStand
     assert resp.status_code == 200, resp.text
     assert "x-turnstile-dropped" not in resp.headers
     assert upstream.requests()[0].body["generationConfig"]["thinkingConfig"] == cfg
+
+
+ENUM = {"type": "STRING", "enum": ["red", "green"]}
+
+
+def test_enum_output_reaches_a_gemini_upstream_as_sent(upstream: UpstreamStandin, gateway_url: str) -> None:
+    gen = {"responseMimeType": "text/x.enum", "responseSchema": ENUM}
+
+    body = _ask(upstream, gateway_url, "gemini", {"contents": [USER], "generationConfig": gen})
+
+    assert body["generationConfig"]["responseMimeType"] == "text/x.enum"
+    assert body["generationConfig"]["responseSchema"] == ENUM
+
+
+def test_enum_output_toward_openai_chat_is_refused_naming_the_mime_type(
+    upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    gen = {"responseMimeType": "text/x.enum", "responseSchema": ENUM}
+
+    resp = _post(gateway_url, "openai_chat", {"contents": [USER], "generationConfig": gen})
+
+    assert resp.status_code == 400
+    assert "generationConfig.responseMimeType" in resp.json()["error"]["message"]
+    assert upstream.requests() == []
+
+
+def test_enum_output_without_an_enum_schema_is_refused(upstream: UpstreamStandin, gateway_url: str) -> None:
+    gen = {"responseMimeType": "text/x.enum", "responseSchema": {"type": "STRING"}}
+
+    resp = _post(gateway_url, "gemini", {"contents": [USER], "generationConfig": gen})
+
+    assert resp.status_code == 400 and "text/x.enum" in resp.json()["error"]["message"]

@@ -170,3 +170,28 @@ def test_citations_in_the_history_toward_another_wire_api_are_dropped_and_named(
     assert raw.headers["x-turnstile-dropped"] == "messages[1].content[0].citations"
     (got,) = upstream.requests()
     assert "encrypted_index" not in json.dumps(got.body)
+
+
+def test_citations_on_system_blocks_toward_another_wire_api_are_dropped_and_named(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    upstream.script(replay(text_answer("openai_chat", "ok", stream=False)))
+    cite = {
+        "type": "char_location",
+        "cited_text": "c",
+        "document_index": 0,
+        "start_char_index": 0,
+        "end_char_index": 1,
+    }
+    raw = ant.messages.with_raw_response.create(
+        model="oa",
+        max_tokens=64,
+        system=[{"type": "text", "text": "Rules.", "citations": [cite]}],  # type: ignore[list-item]
+        messages=[
+            {"role": "user", "content": "hi"},
+            {"role": "system", "content": [{"type": "text", "text": "Env.", "citations": [cite]}]},  # type: ignore[typeddict-item, misc]
+        ],
+    )
+    assert raw.headers["x-turnstile-dropped"] == "system[0].citations,messages[1].content[0].citations"
+    (got,) = upstream.requests()
+    assert "char_location" not in json.dumps(got.body)
