@@ -25,7 +25,8 @@ Decisions worth knowing
   carries ``[text, image_url]`` parts; otherwise it carries the text and ONE user message after
   the run of tool messages carries a label and the ``image_url`` parts (handed case C09). A
   deployment with ``supports_images: false`` raises :class:`CapabilityError`.
-* ``is_error`` of a tool result has no slot in Chat Completions and is not sent.
+* ``is_error`` of a tool result has no slot in Chat Completions: its text starts with
+  ``Error: `` instead (:func:`gateway.providers.wire_common.mark_error`).
 * ``finish_reason: "stop"`` while tool calls are present is reported as ``tool_use``
   (OpenRouter mock function calling, corpus ``openhands/`` recordings), whatever
   ``quirks.finish_reason_stop_with_tools`` says.
@@ -306,6 +307,8 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
                 out.append(item)
         elif type(msg) is ToolResultMessage:
             out.append(_tool_message(msg, deployment, names, i, inline_images, image_followup, own_parts))
+            if msg.is_error:
+                wire_common.mark_error(out[-1], "content")
             if extra:
                 out[-1].update(extra)
         elif type(msg) is UserMessage:

@@ -71,7 +71,7 @@ from typing import Any
 
 from gateway.config import Deployment
 from gateway.errors import CapabilityError
-from gateway.providers import media_wire, passthrough
+from gateway.providers import media_wire, passthrough, wire_common
 from gateway.providers.naming import NameMap
 from gateway.providers.openai_chat import upstream_id, upstream_name
 from gateway.providers.openai_responses_common import (
@@ -310,6 +310,8 @@ def input_items(
                 else "function_call_output"
             )
             items.append(_tool_output(msg, deployment, names, i, kind, own))  # type: ignore[arg-type]
+            if msg.is_error:  # type: ignore[union-attr]
+                wire_common.mark_error(items[-1], "output")
             if extra:
                 items[-1].update(extra)
     return ("\n\n".join(leading) if leading else None), items

@@ -27,6 +27,33 @@ def described_schema(fmt: ResponseFormat) -> dict[str, Any] | None:
     return {**schema, "description": fmt.description}
 
 
+ERROR_PREFIX = "Error: "
+"""What a failed tool result's text starts with toward a wire API that has no error flag on
+tool results (OpenAI Chat ``role: tool`` messages, Responses ``function_call_output``): the
+model still reads that the call failed (Anthropic ``is_error``, Gemini ``{"error": ...}``)."""
+
+
+def mark_error(wire: dict[str, Any], key: str) -> None:
+    """Mark the failed tool result ``wire`` (an OpenAI Chat tool message or a Responses call
+    output) as one: :data:`ERROR_PREFIX` before its text (``wire[key]``: a string, or parts
+    whose first text part gets it; a text part is added when there is none), unless the text
+    already starts with it."""
+    content = wire.get(key)
+    if type(content) is str or content is None:
+        text = content or ""
+        if not text.startswith(ERROR_PREFIX):
+            wire[key] = ERROR_PREFIX + text if text else ERROR_PREFIX.strip()
+        return
+    kinds = ("text", "input_text")
+    first = next((p for p in content if p.get("type") in kinds), None)
+    if first is None:
+        content.insert(
+            0, {"type": "text" if key == "content" else "input_text", "text": ERROR_PREFIX.strip()}
+        )
+    elif not first["text"].startswith(ERROR_PREFIX):
+        first["text"] = ERROR_PREFIX + first["text"]
+
+
 def loads_json(body: bytes | str, *, what: str, deployment: str | None = None) -> Any:
     """Decode JSON ``body``; raise :class:`UpstreamProtocolError` (naming ``what``) if it is
     not JSON. Trailing whitespace is accepted."""

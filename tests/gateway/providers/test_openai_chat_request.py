@@ -384,3 +384,18 @@ def test_a_response_format_description_goes_in_json_schema() -> None:
         "description": "A city.",
         "schema": {"type": "object"},
     }
+
+
+def test_a_failed_tool_results_text_starts_with_error_since_chat_has_no_error_flag() -> None:
+    req = Request(
+        model="m",
+        messages=[
+            UserMessage(content=[TextPart(text="go")]),
+            AssistantMessage(content=[call("c1", "f", "{}"), call("c2", "f", "{}"), call("c3", "f", "{}")]),
+            ToolResultMessage(tool_call_id="c1", content=[TextPart(text="no such file")], is_error=True),
+            ToolResultMessage(tool_call_id="c2", content=[TextPart(text="Error: already said")], is_error=True),
+            ToolResultMessage(tool_call_id="c3", content=[TextPart(text="fine")]),
+        ],
+    )
+    results = [m["content"] for m in body_of(req)["messages"] if m["role"] == "tool"]
+    assert results == ["Error: no such file", "Error: already said", "fine"]

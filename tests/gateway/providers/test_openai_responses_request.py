@@ -435,3 +435,13 @@ def test_a_response_format_description_goes_in_text_format() -> None:
         "description": "A city.",
         "schema": {"type": "object"},
     }
+
+
+def test_a_failed_tool_results_output_starts_with_error_since_responses_has_no_error_flag() -> None:
+    req = _req(
+        _user("go"),
+        AssistantMessage(content=[ToolCallPart(id="c1", name="f", arguments={}, raw_arguments="{}")]),
+        ToolResultMessage(tool_call_id="c1", content=[], is_error=True),
+    )
+    (output,) = [i for i in _body(req)["input"] if i.get("type") == "function_call_output"]
+    assert output["output"] == "Error:"
