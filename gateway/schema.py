@@ -186,6 +186,11 @@ class NativePart(BaseModel):
     type: Literal["native"] = "native"
     api: str
     block: dict[str, Any]
+    text: str | None = None
+    """What an upstream of another wire API gets instead, as a text part (a translation: a
+    ``tool_reference`` is ``Tool loaded: <name>``, that tool being declared there like any
+    other); None: another wire API cannot take the block (the edge names its path in
+    ``NativeFields.paths``: refused there)."""
     src: str | None = Field(default=None, exclude=True)
 
 
@@ -396,6 +401,9 @@ class NativeFields(BaseModel):
     fields: dict[str, Any]
     paths: list[str] = Field(default_factory=list)
     serving: list[str] = Field(default_factory=list)
+    translated: list[str] = Field(default_factory=list)
+    """Paths of :class:`NativePart` blocks that another wire API gets as their ``text``
+    (``tool_reference`` blocks): the target layer swaps them for text parts toward it."""
 
 
 class Request(BaseModel):

@@ -190,15 +190,21 @@ class _State(BadIds):
     accepts (``(location, id, reason)``, refused after the messages are read:
     :mod:`gateway.edges.call_ids`)."""
 
-    __slots__ = ("names", "native", "serving")
+    __slots__ = ("names", "native", "serving", "translated")
 
     def __init__(self) -> None:
         super().__init__()
         self.names: dict[str, str] = {}
         self.native: list[str] = []
         self.serving: list[str] = []
+        self.translated: list[str] = []
         """Paths of text citations (:func:`_text`)."""
         """Paths of the blocks kept verbatim (:func:`_native_block`), named ``"<path> (<type>)"``."""
+
+
+TOOL_LOADED = "Tool loaded: "
+"""A ``tool_reference`` block (Claude Code's tool search) toward another wire API: the text
+``Tool loaded: <name>`` (the deferred tool is declared there as a plain function)."""
 
 
 def _native_block(block: JSONObj, kind: str, path: str, st: _State) -> JSONObj:
@@ -235,8 +241,11 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
             inner = as_obj(raw, bpath)
             kind = req(inner, "type", str, bpath)
             if kind == "tool_reference":
-                req(inner, "tool_name", str, bpath)
-                parts.append(_native_block(inner, kind, bpath, st))
+                name = req(inner, "tool_name", str, bpath)
+                st.translated.append(f"{bpath} ({kind})")
+                parts.append(
+                    {"type": "native", "api": API, "block": inner, "text": TOOL_LOADED + name, "src": bpath}
+                )
                 continue
             if kind == "document":  # verbatim to an Anthropic upstream; refused toward any other
                 req(inner, "source", dict, bpath)
@@ -531,13 +540,14 @@ class _Extras:
     """Per-tool fields carried to an Anthropic upstream: tool name -> its extra keys, and
     their paths by class."""
 
-    __slots__ = ("paths", "server_tools", "serving", "tool_fields")
+    __slots__ = ("paths", "server_tools", "serving", "tool_fields", "translated")
 
     def __init__(self) -> None:
         self.tool_fields: dict[str, JSONObj] = {}
         self.server_tools: list[JSONObj] = []
         self.paths: list[str] = []
         self.serving: list[str] = []
+        self.translated: list[str] = []
 
 
 def _tools(data: JSONObj, extras: _Extras) -> tuple[list[JSONObj], bool]:
@@ -635,7 +645,9 @@ def _native(data: JSONObj, extra: set[str], extras: _Extras) -> JSONObj | None:
         fields["server_tools"] = extras.server_tools
     native["paths"] += extras.paths
     native["serving"] += extras.serving
-    return native if fields or native["paths"] or native["serving"] else None
+    if extras.translated:
+        native["translated"] = extras.translated
+    return native if fields or native["paths"] or native["serving"] or extras.translated else None
 
 
 def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
@@ -670,6 +682,7 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     extras = _Extras()
     extras.paths += st.native
     extras.serving += st.serving
+    extras.translated = st.translated
     if "tools" in data:
         out["tools"], has_mcp = _tools(data, extras)
     choice = get("tool_choice")
@@ -713,7 +726,14 @@ def _parse(body: bytes, limits: InputLimits, *, count_tokens: bool) -> Request:
     extra = data.keys() - _READ
     if count_tokens and extra:
         _count_tokens_extra(data, extra)
-    if extra or extras.tool_fields or extras.paths or extras.serving or out.get("thinking"):
+    if (
+        extra
+        or extras.tool_fields
+        or extras.paths
+        or extras.serving
+        or extras.translated
+        or out.get("thinking")
+    ):
         native = _native(data, extra, extras)
         if native is not None:
             out["native"] = native

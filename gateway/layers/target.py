@@ -38,7 +38,17 @@ from gateway.layers.target_media import check_media
 from gateway.providers import passthrough
 from gateway.providers.anthropic_common import API as ANTHROPIC
 from gateway.providers.anthropic_output import strict_input_schema
-from gateway.schema import ImagePart, NativeFields, Request, Response, ToolResultMessage, UserMessage, evolve
+from gateway.schema import (
+    ImagePart,
+    NativeFields,
+    NativePart,
+    Request,
+    Response,
+    TextPart,
+    ToolResultMessage,
+    UserMessage,
+    evolve,
+)
 from gateway.sessions.turns import foreign_own_keys, note_foreign_keys
 from gateway.turn import Batches, Gateway, Service, Turn
 
@@ -86,8 +96,11 @@ class TargetLayer:
                 "fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=[note["field"]]
             )
         native = request.native
-        if native is not None and native.serving and native.api != dep.api:
-            self.drop_serving(turn, native, dep)
+        if native is not None and native.api != dep.api:
+            if native.serving:
+                self.drop_serving(turn, native, dep)
+            if native.translated:
+                request = translate_native_parts(request)
         if request.logged_own:
             note_foreign_keys(
                 turn, foreign_own_keys([m for m in request.messages if m.src is None], dep.api), dep
@@ -300,6 +313,24 @@ def check_capabilities(request: Request, dep: Deployment) -> None:
                 f"{what} ({where}) contains an image, and model {dep.name!r} cannot take images",
                 param=where,
             )
+
+
+def translate_native_parts(request: Request) -> Request:
+    """``request`` with each tool result's :class:`NativePart` that has a ``text`` (a
+    ``tool_reference``) replaced by that text, for an upstream of another wire API than the
+    blocks'."""
+    messages = []
+    for msg in request.messages:
+        if type(msg) is ToolResultMessage and any(
+            type(p) is NativePart and p.text is not None for p in msg.content
+        ):
+            content = [
+                TextPart(text=p.text) if type(p) is NativePart and p.text is not None else p
+                for p in msg.content
+            ]
+            msg = msg.model_copy(update={"content": content})
+        messages.append(msg)
+    return request.model_copy(update={"messages": messages})
 
 
 def cache_mark(request: Request) -> str | None:

@@ -138,7 +138,6 @@ def test_server_tools_and_tool_references_toward_another_wire_api_are_refused_by
     for named in (
         "messages[1].content[0] (server_tool_use)",
         "messages[1].content[1] (web_search_tool_result)",
-        "messages[2].content[0].content[0] (tool_reference)",
         "tools[2] (web_search_20250305 'web_search')",
         "openai_chat",
     ):
@@ -195,3 +194,33 @@ def test_citations_on_system_blocks_toward_another_wire_api_are_dropped_and_name
     assert raw.headers["x-turnstile-dropped"] == "system[0].citations,messages[1].content[0].citations"
     (got,) = upstream.requests()
     assert "char_location" not in json.dumps(got.body)
+
+
+def test_a_tool_search_result_toward_another_wire_api_is_text_and_the_deferred_tool_a_function(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    """Claude Code's tool search (its ToolSearch tool answers with ``tool_reference`` blocks
+    naming ``defer_loading`` tools) toward an OpenAI upstream: every tool is a function there,
+    the reference the text ``Tool loaded: <name>``; only ``defer_loading`` is named dropped."""
+    upstream.script(replay(text_answer("openai_chat", "ok", stream=False)))
+    search = {"type": "tool_use", "id": "toolu_1", "name": "ToolSearch", "input": {"query": "read"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [TOOL_REF]}
+    raw = ant.messages.with_raw_response.create(
+        model="oa",
+        max_tokens=64,
+        messages=[
+            {"role": "user", "content": "Read notes.txt."},
+            {"role": "assistant", "content": [search]},
+            {"role": "user", "content": [result]},
+        ],  # type: ignore[list-item]
+        tools=TOOLS[:2],  # type: ignore[arg-type]
+    )
+    assert raw.http_response.status_code == 200
+    assert raw.headers["x-turnstile-dropped"] == "tools[1].defer_loading"
+    (got,) = upstream.requests()
+    assert [t["function"]["name"] for t in got.body["tools"]] == ["ToolSearch", "Read"]
+    assert got.body["messages"][2] == {
+        "role": "tool",
+        "tool_call_id": "toolu_1",
+        "content": "Tool loaded: Read",
+    }

@@ -509,7 +509,7 @@ TOOL_SEARCH_BODY: dict[str, Any] = {
 search round trip in the history."""
 
 
-def test_server_tools_server_blocks_and_tool_references_are_native_and_named() -> None:
+def test_server_tools_server_blocks_and_tool_references_are_native_and_classed() -> None:
     req = anthropic_messages.parse_request(orjson.dumps(TOOL_SEARCH_BODY))
     assert [t.name for t in req.tools] == ["ToolSearch", "Read"]
     assert req.native is not None and req.native.api == "anthropic_messages"
@@ -523,13 +523,14 @@ def test_server_tools_server_blocks_and_tool_references_are_native_and_named() -
     result = req.messages[2]
     assert isinstance(result, ToolResultMessage)
     assert result.content[0].block == TOOL_REF  # type: ignore[union-attr]
+    assert result.content[0].text == "Tool loaded: Read"  # type: ignore[union-attr]
     assert req.native.paths == [
         "messages[1].content[0] (server_tool_use)",
         "messages[1].content[1] (web_search_tool_result)",
-        "messages[2].content[0].content[0] (tool_reference)",
         "tools[2] (web_search_20250305 'web_search')",
     ]
     assert req.native.serving == ["tools[1].defer_loading"]
+    assert req.native.translated == ["messages[2].content[0].content[0] (tool_reference)"]
 
 
 def test_a_tool_reference_without_its_tool_name_is_refused_by_name() -> None:

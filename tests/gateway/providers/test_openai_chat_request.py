@@ -393,7 +393,9 @@ def test_a_failed_tool_results_text_starts_with_error_since_chat_has_no_error_fl
             UserMessage(content=[TextPart(text="go")]),
             AssistantMessage(content=[call("c1", "f", "{}"), call("c2", "f", "{}"), call("c3", "f", "{}")]),
             ToolResultMessage(tool_call_id="c1", content=[TextPart(text="no such file")], is_error=True),
-            ToolResultMessage(tool_call_id="c2", content=[TextPart(text="Error: already said")], is_error=True),
+            ToolResultMessage(
+                tool_call_id="c2", content=[TextPart(text="Error: already said")], is_error=True
+            ),
             ToolResultMessage(tool_call_id="c3", content=[TextPart(text="fine")]),
         ],
     )
