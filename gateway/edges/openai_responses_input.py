@@ -21,11 +21,13 @@ rules, each a decision written here:
   (``{"input": ...}``, see :mod:`gateway.edges.openai_responses_parse`);
   ``function_call_output`` / ``custom_tool_call_output`` -> a tool result paired by
   ``call_id`` (``output`` a string or a list of ``input_text`` / ``input_image`` parts). A call
-  item's ``id`` (``fc_...``) and ``status`` echo the gateway's own output and carry nothing; a
-  call output's ``status`` and a message's ``phase`` are carried to a Responses upstream on that
-  item, as are the parts' ``prompt_cache_breakpoint``, ``input_file.detail`` and
-  ``output_text.annotations`` / ``logprobs`` (``own_keys``), dropped and named toward another
-  wire API. Any key the SDK types do not define on an item or a part is refused by name.
+  item's ``id`` (``fc_...``) and ``status`` echo the gateway's own output and carry nothing, as
+  do a call output's ``name`` and ``namespace`` (its call has them); a call output's
+  ``status``, a call's and a call output's ``caller`` (a ``program`` one; ``direct`` asks for
+  nothing), a call's ``async: true`` and a message's ``phase`` are carried to a Responses
+  upstream on that item, as are the parts' ``prompt_cache_breakpoint``, ``input_file.detail``
+  and ``output_text.annotations`` / ``logprobs`` (``own_keys``), dropped and named toward
+  another wire API. Any key the SDK types do not define on an item or a part is refused by name.
 * Every item's ``id`` (Codex CLI sends one on each: ``msg_…``, ``at_…``, ``ctc_…``) names the
   client's copy of it; the whole conversation comes every time, so it carries nothing and no
   upstream is sent it (as OpenAI reads items without ids when nothing is stored).
@@ -40,7 +42,9 @@ rules, each a decision written here:
   ``<namespace>.<name>``, the flattened name the tool is offered under.
 * ``item_reference`` and every hosted-tool item (``web_search_call``, ``file_search_call``,
   ``computer_call``, ``mcp_call``, ...) are refused naming the type: stored items are reached
-  through ``previous_response_id`` only, and no upstream here runs hosted tools.
+  through ``previous_response_id`` only, and no upstream here runs hosted tools; so are
+  ``program`` / ``program_output`` (programmatic tool calling), ``compaction_trigger`` and
+  ``configuration_update`` items.
 """
 
 from __future__ import annotations
@@ -105,6 +109,17 @@ _HOSTED_ITEMS = (
     "tool_search_output",
     "compaction",
 )
+_REFUSED_ITEMS = {
+    "program": "a program input item (programmatic tool calling: the programs an upstream ran are "
+    "not relayed)",
+    "program_output": "a program_output input item (programmatic tool calling: the programs an upstream "
+    "ran are not relayed)",
+    "compaction_trigger": "a compaction_trigger input item (server-side compaction; the gateway compacts "
+    "sessions itself)",
+    "configuration_update": "a configuration_update input item (send reasoning and text settings at the "
+    "top level of the request)",
+}
+"""Input item types of the SDK that no upstream here can take, refused naming the type."""
 
 
 _BREAKPOINT = "prompt_cache_breakpoint"
@@ -164,7 +179,7 @@ class InputState(BadIds):
         self.names: dict[str, str] = {}
         self.depth = depth
         self.additional_tools: list[tuple[str, Any]] = []  # (path of the tools list, the list)
-        self.item_fields: dict[str, JSONObj] = {}  # item path -> its _ITEM_OWN_KEYS key, verbatim
+        self.item_fields: dict[str, JSONObj] = {}  # item path -> its _ITEM_OWN_KEYS keys, verbatim
 
 
 def _text(part: JSONObj, path: str, key: str = "text") -> JSONObj | None:
@@ -266,18 +281,31 @@ _OWN_KEYS = {
     "input_file": (_BREAKPOINT, "detail"),
     "output_text": ("annotations", "logprobs"),
 }
+"""Per part type, the SDK keys no schema field holds, carried on the part (``own_keys``)."""
 _NOTHING: tuple[Any, ...] = (None, [])
 """Values that ask for nothing (an answer's ``annotations: []`` sent back)."""
 _ITEM_OWN_KEYS = {
-    "message": "phase",
-    "function_call_output": "status",
-    "custom_tool_call_output": "status",
+    "message": ("phase",),
+    "function_call": ("caller", "async"),
+    "custom_tool_call": ("caller", "async"),
+    "function_call_output": ("status", "caller"),
+    "custom_tool_call_output": ("status", "caller"),
 }
-"""Per input item type, its SDK key no schema field holds: a message's ``phase``
-(``commentary`` / ``final_answer``), a call output's ``status``, carried to a Responses
-upstream on that item (an assistant message's on its text parts' ``own_keys``, any other's in
-``InputState.item_fields`` by the item's path)."""
-"""Per part type, the SDK keys no schema field holds, carried on the part (``own_keys``)."""
+"""Per input item type, its SDK keys no schema field holds: a message's ``phase``
+(``commentary`` / ``final_answer``), a call output's ``status``, a call's or a call output's
+``caller`` (``{"type": "program", "caller_id"}``: made by a program the upstream ran) and a
+call's ``async``. Carried to a Responses upstream on that item (an assistant message's
+``phase`` on its text parts' ``own_keys``, any other in ``InputState.item_fields`` by the
+item's path: a call's by the path its tool call part has as ``src``), dropped and named toward
+another wire API (serving: they say how the upstream ran the call, not what was asked)."""
+_ITEM_NOTHING: tuple[Any, ...] = (None, False, {"type": "direct"})
+"""Item key values that ask for nothing: a ``direct`` caller (the default), ``async: false``."""
+
+
+def item_own(kind: Any, item: JSONObj) -> JSONObj:
+    """The :data:`_ITEM_OWN_KEYS` of ``item`` (of type ``kind``) that ask for something."""
+    keys = _ITEM_OWN_KEYS.get(kind) if type(kind) is str else None
+    return {k: item[k] for k in keys if item.get(k) not in _ITEM_NOTHING} if keys else {}
 
 
 def own_paths(raw: Any) -> list[str]:
@@ -290,9 +318,7 @@ def own_paths(raw: Any) -> list[str]:
         if type(item) is not dict:
             continue
         kind = item.get("type") or ("message" if "role" in item else None)
-        own = _ITEM_OWN_KEYS.get(kind) if type(kind) is str else None
-        if own is not None and item.get(own) is not None:
-            out.append(f"input[{i}].{own}")
+        out.extend(f"input[{i}].{k}" for k in item_own(kind, item))
         for key in ("content", "output"):
             parts = item.get(key)
             if type(parts) is list:
@@ -440,11 +466,14 @@ def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
                 assistant["content"] += parts
             else:
                 assistant["content"].append(_function_call(item, path, st))
+                own = item_own(kind, item)
+                if own:
+                    st.item_fields[path] = own
             continue
         assistant = None
-        own = _ITEM_OWN_KEYS.get(kind)
-        if own is not None and item.get(own) is not None:
-            st.item_fields[path] = {own: item[own]}
+        own = item_own(kind, item)
+        if own:
+            st.item_fields[path] = own
         if kind in _OUTPUT_ITEMS:
             out.append(_tool_output(item, path, st))
         elif kind == "message":
@@ -461,6 +490,8 @@ def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
             )
         elif kind in _HOSTED_ITEMS:
             raise unsupported(join(path, "type"), f"a {kind} input item (no upstream here runs hosted tools)")
+        elif kind in _REFUSED_ITEMS:
+            raise unsupported(join(path, "type"), _REFUSED_ITEMS[kind])
         else:
             raise InvalidRequest(
                 f"{join(path, 'type')}: unknown input item type {kind!r}", param=join(path, "type")

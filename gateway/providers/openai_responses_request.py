@@ -178,10 +178,17 @@ def _own_text_item(p: TextPart) -> dict[str, Any]:
 
 
 def _assistant_items(
-    msg: AssistantMessage, names: NameMap, out: list[dict[str, Any]], custom: set[str], own: bool = False
+    msg: AssistantMessage,
+    names: NameMap,
+    out: list[dict[str, Any]],
+    custom: set[str],
+    own: bool = False,
+    item_fields: dict[str, Any] | None = None,
 ) -> None:
     """Append ``msg``'s items to ``out``; ``own``: its text parts' ``own_keys`` are a Responses
-    client's (each such part is its own message item)."""
+    client's (each such part is its own message item); ``item_fields``: a Responses client's own
+    keys of its call items by item path (a call's ``caller``, ``async``), set on the call item
+    of the tool call whose ``src`` is that path."""
     texts: list[str] = []
     start = len(out)
 
@@ -208,6 +215,8 @@ def _assistant_items(
         elif type(p) is ToolCallPart:
             flush()
             out.append(_call_item(p, names, custom))
+            if item_fields and p.src in item_fields:
+                out[-1].update(item_fields[p.src])
         elif type(p) is ThinkingPart and p.signature and is_responses_signed(p.provenance):
             flush()
             summary = [{"type": "summary_text", "text": p.text}] if p.text else []
@@ -219,25 +228,35 @@ def _assistant_items(
 
 
 def _tool_output(
-    msg: ToolResultMessage, deployment: Deployment, names: NameMap, i: int, kind: str
+    msg: ToolResultMessage, deployment: Deployment, names: NameMap, i: int, kind: str, own: bool = False
 ) -> dict[str, Any]:
+    """A tool result -> a ``function_call_output`` / ``custom_tool_call_output`` item (``kind``):
+    ``output`` a string, or parts when it holds images or (``own``) a Responses client's parts
+    carry their own keys (``own_keys``: ``prompt_cache_breakpoint``), set on the parts."""
     call_id = upstream_id(names, msg.tool_call_id)
     content = msg.content
-    if len(content) == 1 and type(content[0]) is TextPart:  # the common case
+    keyed = own and any(type(p) in (TextPart, ImagePart) and p.own_keys for p in content)  # type: ignore[union-attr]
+    if not keyed and len(content) == 1 and type(content[0]) is TextPart:  # the common case
         return {"type": kind, "call_id": call_id, "output": content[0].text}
-    if not any(type(p) is ImagePart for p in content):
+    images = any(type(p) is ImagePart for p in content)
+    if not keyed and not images:
         text = "\n".join(p.text for p in content if type(p) is TextPart)
         return {"type": kind, "call_id": call_id, "output": text}
-    if not deployment.supports_images:
+    if images and not deployment.supports_images:
         where = _where(msg, i)
         raise _no_images(deployment, f"the tool result for tool call {msg.tool_call_id!r} ({where})", where)
     parts: list[dict[str, Any]] = []
     for p in content:
         if type(p) is TextPart:
-            if p.text:
-                parts.append({"type": "input_text", "text": p.text})
+            if not p.text:
+                continue
+            parts.append({"type": "input_text", "text": p.text})
         elif type(p) is ImagePart:
             parts.append(_image(p))
+        else:
+            continue
+        if own and p.own_keys:
+            parts[-1].update(p.own_keys)
     return {"type": kind, "call_id": call_id, "output": parts}
 
 
@@ -273,7 +292,7 @@ def input_items(
                 items[-1].update(item_fields[msg.src])
         elif tm is AssistantMessage:
             start = len(items)
-            _assistant_items(msg, names, items, custom, own)  # type: ignore[arg-type]
+            _assistant_items(msg, names, items, custom, own, item_fields)  # type: ignore[arg-type]
             sent = items[start:]
             custom_calls.update(
                 names.from_upstream_id(it["call_id"]) for it in sent if it["type"] == "custom_tool_call"
@@ -284,7 +303,7 @@ def input_items(
                 if msg.tool_call_id in custom_calls  # type: ignore[union-attr]
                 else "function_call_output"
             )
-            items.append(_tool_output(msg, deployment, names, i, kind))  # type: ignore[arg-type]
+            items.append(_tool_output(msg, deployment, names, i, kind, own))  # type: ignore[arg-type]
             if item_fields and msg.src in item_fields:
                 items[-1].update(item_fields[msg.src])
     return ("\n\n".join(leading) if leading else None), items

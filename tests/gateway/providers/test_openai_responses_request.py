@@ -364,6 +364,45 @@ def test_passed_through_reasoning_fields_are_not_sent_to_a_model_without_reasoni
     assert "reasoning" not in body and body["prompt_cache_key"] == "k1"
 
 
+PROGRAM = {"type": "program", "caller_id": "prog_1"}
+BREAK = {"ttl": "1h"}
+
+
+def _call_turn(native: NativeFields | None) -> Request:
+    call = ToolCallPart(id="call_1", name="add", arguments={"a": 1}, raw_arguments='{"a": 1}', src="input[1]")
+    result = ToolResultMessage(
+        tool_call_id="call_1",
+        content=[TextPart(text="2", own_keys={"prompt_cache_breakpoint": BREAK})],
+        src="input[2]",
+    )
+    return _req(_user("add"), AssistantMessage(content=[call]), result, tools=[ADD], native=native)
+
+
+def test_a_responses_clients_call_item_keys_and_output_part_keys_go_back_on_them() -> None:
+    item_fields = {"input[1]": {"caller": PROGRAM, "async": True}, "input[2]": {"caller": PROGRAM}}
+    native = NativeFields(api="openai_responses", fields={"item_fields": item_fields})
+    call, output = _body(_call_turn(native))["input"][1:3]
+    assert call == {
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "add",
+        "arguments": '{"a": 1}',
+        "caller": PROGRAM,
+        "async": True,
+    }
+    assert output == {
+        "type": "function_call_output",
+        "call_id": "call_1",
+        "output": [{"type": "input_text", "text": "2", "prompt_cache_breakpoint": BREAK}],
+        "caller": PROGRAM,
+    }
+
+
+def test_another_clients_output_part_keys_are_not_sent() -> None:
+    output = _body(_call_turn(None))["input"][2]
+    assert output == {"type": "function_call_output", "call_id": "call_1", "output": "2"}
+
+
 def test_passed_through_fields_of_another_api_are_not_sent() -> None:
     native = NativeFields(api="anthropic_messages", fields={"container": "c"}, serving=["container"])
     body = _body(_req(_user("hi"), native=native))
