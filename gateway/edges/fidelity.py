@@ -18,49 +18,53 @@ Classes (:data:`CLASSES`):
   says which (a default value such as ``n: 1`` asks for nothing and is accepted).
 * ``header``: an SDK parameter that travels as an HTTP header, not in the body.
 
-A top-level body field a dialect does not list here (a vendor extension) is ``passed through``.
-The edges read these tables (:func:`serving_fields`, :func:`passed_fields`).
+A top-level body field the OpenAI Chat or Anthropic table does not list (a vendor extension)
+is ``passed through``; the Responses and Gemini edges refuse one by name. The Chat and Anthropic
+edges read these tables (:func:`serving_fields`, :func:`passed_fields`); the Responses and
+Gemini tables (:mod:`gateway.edges.fidelity_responses`, :mod:`gateway.edges.fidelity_gemini`)
+are checked against their edges' field sets by the tests.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
+
+from gateway.edges.fidelity_gemini import GEMINI, GEMINI_NESTED, GEMINI_NOTE
+from gateway.edges.fidelity_responses import OPENAI_RESPONSES, RESPONSES_NESTED, RESPONSES_NOTE
+from gateway.edges.fidelity_rule import (
+    CARRIED,
+    CLASSES,
+    HEADER,
+    PASSED,
+    REFUSED,
+    SERVING,
+    TRANSLATED,
+    Rule,
+)
+from gateway.edges.fidelity_rule import DROPPED as _DROPPED
+from gateway.edges.fidelity_rule import REFUSED_ELSEWHERE as _REFUSED_ELSEWHERE
 
 __all__ = [
     "ANTHROPIC_MESSAGES",
+    "CARRIED",
     "CLASSES",
+    "GEMINI",
+    "HEADER",
     "NESTED",
     "OPENAI_CHAT",
+    "OPENAI_RESPONSES",
+    "PASSED",
+    "REFUSED",
+    "SERVING",
+    "TRANSLATED",
     "Rule",
     "markdown",
     "native_fields",
     "passed_fields",
     "serving_fields",
 ]
-
-CARRIED = "carried"
-TRANSLATED = "translated"
-PASSED = "passed through"
-SERVING = "serving"
-REFUSED = "refused"
-HEADER = "header"
-CLASSES = (CARRIED, TRANSLATED, PASSED, SERVING, REFUSED, HEADER)
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One field's class, what an upstream of the client's own wire API gets (``same``) and
-    what an upstream of another wire API gets (``other``)."""
-
-    cls: str
-    same: str
-    other: str
-
-
-_DROPPED = "dropped: `x-turnstile-dropped` + transcript note"
-_REFUSED_ELSEWHERE = "400 naming the field and the model"
 
 OPENAI_CHAT: dict[str, Rule] = {
     "model": Rule(CARRIED, "the deployment's model", "the deployment's model"),
@@ -166,7 +170,7 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         "(`server_tool_use`, `*_tool_result`, `mcp_tool_use`) and `tool_reference` blocks as sent",
         "OpenAI: `system` messages in place; Gemini: leading ones -> `systemInstruction`, later ones "
         "in place as a user system note; `messages[i].output_config` dropped; a message's other own "
-        "keys, server tool blocks and `tool_reference` refused",
+        "keys and server tool blocks refused; `tool_reference` the text `Tool loaded: <name>`",
     ),
     "system": Rule(CARRIED, "as sent (`cache_control` kept)", "a leading system message"),
     "tools": Rule(
@@ -309,23 +313,48 @@ NESTED: dict[str, Rule] = {
         "400 naming the path (`messages[1].content[0].colour`); a null value asks for nothing",
         "the same",
     ),
+    "A message's own keys: the keys of the client's wire API a message carries beside those the "
+    "schema reads (OpenAI Chat vendor keys, `audio`, `reasoning_content`; an Anthropic message's "
+    "keys besides `role` and `content`; Responses item keys; a Gemini `functionResponse.response` "
+    "object)": Rule(
+        CARRIED,
+        "on the message (`Message.own`: `OwnKeys`), so the session log keeps them: a context rebuilt "
+        "from it (`x-turnstile-session`, a stored Responses chain, a message thread) sends them again",
+        "by their class below; an earlier turn's, rebuilt from the session log toward another wire "
+        "API: " + _DROPPED + " (`history.<key>`)",
+    ),
     "OpenAI Chat: a message's keys besides the SDK's and the read extensions (Mistral `prefix`), "
     "a `tools[]` entry's keys besides `type`, `function`, `cache_control`": Rule(
         PASSED,
-        "as sent on that message / tool (`message_fields`, `tool_fields`)",
+        "as sent on that message / tool (`own`, `tool_fields`)",
         _REFUSED_ELSEWHERE + "; a tool's `defer_loading` / `eager_input_streaming` " + _DROPPED,
     ),
     "OpenAI Chat assistant `audio` (`{id}`) and `annotations`": Rule(
         SERVING, "as sent on that message", _DROPPED + " (`messages[i].audio`)"
     ),
-    "OpenAI Chat `prompt_cache_breakpoint` on user and system parts; Responses "
-    "`prompt_cache_breakpoint` on user and system parts, `input_file.detail`, assistant "
-    "`output_text.annotations` / `logprobs`, a message's `phase`, a call output's `status`": Rule(
+    "OpenAI Chat message-level `cache_control` (user, system, assistant, tool)": Rule(
+        TRANSLATED,
+        "the mark of the message's last part (an assistant's last text or tool call; a tool "
+        "message's on the result)",
+        "Anthropic: on that block; else " + _DROPPED,
+    ),
+    "OpenAI Chat `prompt_cache_breakpoint` on user, system, assistant and tool-result parts; "
+    "Responses `prompt_cache_breakpoint` on user, system and call-output parts, `input_file.detail`, "
+    "assistant `output_text.annotations` / `logprobs`": Rule(
         SERVING,
-        "as sent on that part / item (`own_keys`, `item_fields`; not after a stored turn's "
-        "context is rebuilt from the session log); on Chat assistant and tool-result parts and "
-        "Responses tool-output parts not yet carried",
+        "as sent on that part (`own_keys`; also from the session log)",
         _DROPPED + " (the part's path)",
+    ),
+    "Anthropic `tool_reference` blocks in a tool result (Claude Code's tool search)": Rule(
+        TRANSLATED,
+        "as sent (`NativePart`)",
+        "the text `Tool loaded: <name>` (the `defer_loading` tool is a plain function there: "
+        "`tools[i].defer_loading` " + _DROPPED + ")",
+    ),
+    'a tool result\'s error flag (Anthropic `is_error`, Gemini `{"error": ...}`)': Rule(
+        CARRIED,
+        'Anthropic `is_error`, Gemini `{"error": text}`',
+        "OpenAI Chat and Responses (no such flag): the result's text starts with `Error: `",
     ),
     "Responses function and custom tool `defer_loading`, `output_schema`, `allowed_callers`, `async`": Rule(
         SERVING, "as sent on that tool (`tool_fields`)", _DROPPED + " (`tools[i].defer_loading`, ...)"
@@ -371,12 +400,27 @@ NESTED: dict[str, Rule] = {
         "tool choice `auto` with every declared tool `strict` (Anthropic models without structured "
         "outputs: `tools[i].strict` " + _DROPPED + ")",
     ),
+    **RESPONSES_NESTED,
+    **GEMINI_NESTED,
 }
-"""Fields inside messages and parts (and one answer value), across the dialects; which
-targets get the schema's nested fields: :mod:`gateway.layers.target_fields`."""
+"""Fields inside messages and parts (and one answer value), across the dialects (the Responses
+and Gemini rows of :mod:`gateway.edges.fidelity_responses` and
+:mod:`gateway.edges.fidelity_gemini` last); which targets get the schema's nested fields:
+:mod:`gateway.layers.target_fields`."""
 
-_TABLES = {"openai_chat": OPENAI_CHAT, "anthropic_messages": ANTHROPIC_MESSAGES}
-_TITLES = {"openai_chat": "OpenAI Chat Completions", "anthropic_messages": "Anthropic Messages"}
+_TABLES = {
+    "openai_chat": OPENAI_CHAT,
+    "anthropic_messages": ANTHROPIC_MESSAGES,
+    "openai_responses": OPENAI_RESPONSES,
+    "gemini": GEMINI,
+}
+_TITLES = {
+    "openai_chat": "OpenAI Chat Completions",
+    "anthropic_messages": "Anthropic Messages",
+    "openai_responses": "OpenAI Responses",
+    "gemini": "Gemini generateContent",
+}
+_NOTES = {"openai_responses": RESPONSES_NOTE, "gemini": GEMINI_NOTE}
 
 
 def serving_fields(table: dict[str, Rule]) -> frozenset[str]:
@@ -458,8 +502,9 @@ automatic caching, storage, attribution) and do not change the answer's meaning;
 verbosity, web search, code containers, MCP connector), so toward an API that cannot carry them
 the request is refused rather than answered differently. A value that asks for nothing
 (`n: 1`, `logprobs: false`, `frequency_penalty: 0`, `logit_bias: {}`, `modalities: ["text"]`,
-null) is accepted and carries nothing. A top-level field a table does not list (a vendor
-extension such as vLLM's `repetition_penalty`) is passed through.
+null) is accepted and carries nothing. A top-level field the OpenAI Chat or Anthropic table
+does not list (a vendor extension such as vLLM's `repetition_penalty`) is passed through; the
+Responses and Gemini edges refuse an unknown top-level field by name (their notes below).
 
 Per-tool keys of the Anthropic dialect besides `name`, `description`, `input_schema`, `strict`
 and `cache_control` are carried to an Anthropic upstream on that tool: `defer_loading` and
@@ -485,9 +530,12 @@ the seed (best-effort determinism) is dropped and named, a penalty refused by na
 inside messages and parts have their own table below; the dropped ones are named once per
 field (`name`, `detail`, `filename`), the transcript note listing where they were.
 
-This file is generated by `markdown()` of `gateway/edges/fidelity.py` (print it to this path);
+This file is generated by `markdown()` of `gateway/edges/fidelity.py` (print it to this path;
+the Responses and Gemini tables live in `fidelity_responses.py` and `fidelity_gemini.py`);
 `tests/gateway/edges/test_fidelity.py` fails when a field of the official SDKs' request types
-(`openai`, `anthropic` and its beta) has no class here, or when this file differs from the table.
+(`openai` Chat Completions and Responses, `anthropic` and its beta, `google-genai`) has no class
+here, when a key of their nested types is neither read nor refused by name by the edge, or when
+this file differs from the table.
 """
 
 
@@ -499,6 +547,7 @@ def markdown() -> str:
             "",
             f"## {_TITLES[api]} (`{api}`)",
             "",
+            *([textwrap.fill(_NOTES[api], 96), ""] if api in _NOTES else []),
             f"| field | class | to {api} | to other wire APIs |",
             "|---|---|---|---|",
         ]

@@ -19,7 +19,7 @@ from gateway.edges._common import JSONObj, as_obj, check, join, opt, req, unsupp
 from gateway.errors import InvalidRequest, PayloadTooLarge
 from gateway.providers.gemini_common import API
 
-_TRANSLATED_GENERATION = frozenset(
+TRANSLATED_GENERATION = frozenset(
     {
         "temperature",
         "topP",
@@ -36,10 +36,33 @@ _TRANSLATED_GENERATION = frozenset(
         "frequencyPenalty",
     }
 )
-_UNRELAYED_TOOLS = frozenset({"codeExecution", "computerUse", "fileSearch", "retrieval", "mcpServers"})
+UNRELAYED_TOOLS = frozenset({"codeExecution", "computerUse", "fileSearch", "retrieval", "mcpServers"})
 """Built-in tools whose results Gemini answers with parts the gateway does not relay
 (``executableCode``, ``codeExecutionResult``, ...): refused rather than lost."""
-_UNRELAYED_GENERATION = frozenset(
+PASSED_TOOLS = frozenset(
+    {
+        "googleSearch",
+        "googleSearchRetrieval",
+        "urlContext",
+        "googleMaps",
+        "enterpriseWebSearch",
+        "parallelAiSearch",
+    }
+)
+"""Built-in tools answered in text (grounding metadata not relayed yet): carried to a Gemini
+upstream, refused toward another wire API. A ``Tool`` key in neither set is carried the same
+way (a newer built-in tool)."""
+DECLARATION_KEYS = frozenset({"name", "description", "parameters", "parametersJsonSchema"})
+DECLARATION_REFUSED = ("response", "responseJsonSchema", "behavior")
+"""Keys of a ``FunctionDeclaration`` read, and refused by name (a declared response schema and
+non-blocking calls have no place in the other APIs' tools)."""
+FUNCTION_CALLING_KEYS = frozenset({"mode", "allowedFunctionNames"})
+FUNCTION_CALLING_REFUSED = ("streamFunctionCallArguments",)
+"""Keys of ``functionCallingConfig`` read, and refused when they ask for something (streamed
+call arguments: the gateway hands calls over whole)."""
+THINKING_KEYS = frozenset({"thinkingBudget", "includeThoughts", "thinkingLevel"})
+"""Keys of ``thinkingConfig``."""
+UNRELAYED_GENERATION = frozenset(
     {"responseLogprobs", "logprobs", "speechConfig", "imageConfig", "audioTimestamp", "responseModalities"}
 )
 """``generationConfig`` keys whose output (log probabilities, audio, images) the gateway does
@@ -123,11 +146,18 @@ class Native:
     def __init__(self) -> None:
         self.fields: dict[str, Any] = {}
         self.paths: list[str] = []
+        self.serving: list[str] = []
 
     def add(self, key: str, value: Any, path: str) -> None:
         """Carry top-level field ``key`` (the client's ``path``) as it is."""
         self.fields[key] = value
         self.paths.append(path)
+
+    def add_serving(self, key: str, value: Any) -> None:
+        """Carry top-level field ``key`` as it is; toward another wire API it is dropped and
+        named (``NativeFields.serving``)."""
+        self.fields[key] = value
+        self.serving.append(key)
 
     def add_to(self, key: str, sub: str, value: Any, path: str) -> None:
         """Carry ``key.sub`` (``generationConfig.seed``; the client's ``path``) as it is."""
@@ -142,15 +172,17 @@ class Native:
 
     def dump(self) -> JSONObj | None:
         """The :class:`gateway.schema.NativeFields` dict, or None when nothing is carried."""
-        return {"api": API, "fields": self.fields, "paths": self.paths} if self.fields else None
+        if not self.fields:
+            return None
+        return {"api": API, "fields": self.fields, "paths": self.paths, "serving": self.serving}
 
 
 def _declaration(raw: Any, path: str) -> JSONObj:
     decl = obj(raw, path)
     for key in decl:
-        if key not in ("name", "description", "parameters", "parametersJsonSchema"):
+        if key not in DECLARATION_KEYS:
             kpath = join(path, key)
-            if key in ("response", "responseJsonSchema", "behavior"):
+            if key in DECLARATION_REFUSED:
                 raise unsupported(kpath, f"the function declaration field {key!r}")
             raise InvalidRequest(f"{kpath}: unknown field {key!r}", param=kpath)
     params = opt(decl, "parametersJsonSchema", dict, path)
@@ -214,7 +246,7 @@ def tools(data: JSONObj, native: Native, limits: InputLimits = DEFAULT_LIMITS) -
                         "accepted per request (limit server.max_request_tools)",
                         param="tools",
                     )
-            elif key in _UNRELAYED_TOOLS:
+            elif key in UNRELAYED_TOOLS:
                 raise unsupported(
                     join(path, key),
                     f"the built-in tool {key!r} (Gemini answers it with parts the gateway does not relay)",
@@ -252,8 +284,13 @@ def tool_choice(data: JSONObj, native: Native, declared: set[str]) -> tuple[JSON
         for n, name in enumerate(names):
             check(name, str, join(npath, n))
         for k in fcc:
-            if k not in ("mode", "allowedFunctionNames"):
-                raise InvalidRequest(f"{join(path, k)}: unknown field {k!r}", param=join(path, k))
+            if k not in FUNCTION_CALLING_KEYS:
+                kpath = join(path, k)
+                if k in FUNCTION_CALLING_REFUSED:
+                    if fcc[k] in (None, False):
+                        continue
+                    raise unsupported(kpath, f"{k} (the gateway hands tool calls over whole)")
+                raise InvalidRequest(f"{kpath}: unknown field {k!r}", param=kpath)
         if names and mode not in ("ANY", "VALIDATED"):
             raise InvalidRequest(f"{npath}: allowed only with mode ANY or VALIDATED", param=npath)
         if mode == "ANY" and len(set(names)) > 1 and set(names) == declared:
@@ -275,7 +312,7 @@ def tool_choice(data: JSONObj, native: Native, declared: set[str]) -> tuple[JSON
 def _thinking(cfg: JSONObj) -> JSONObj | None:
     path = "generationConfig.thinkingConfig"
     for key in cfg:
-        if key not in ("thinkingBudget", "includeThoughts", "thinkingLevel"):
+        if key not in THINKING_KEYS:
             raise InvalidRequest(f"{join(path, key)}: unknown field {key!r}", param=join(path, key))
     budget = opt(cfg, "thinkingBudget", int, path)
     level = opt(cfg, "thinkingLevel", str, path)
@@ -310,9 +347,9 @@ def generation(data: JSONObj, out: JSONObj, native: Native) -> None:
     gen = camel(gen)
     path = "generationConfig"
     for key, value in gen.items():
-        if key in _TRANSLATED_GENERATION or value is None or value is False:
+        if key in TRANSLATED_GENERATION or value is None or value is False:
             continue
-        if key in _UNRELAYED_GENERATION:
+        if key in UNRELAYED_GENERATION:
             if key == "responseModalities" and value in (["TEXT"], ["text"]):
                 continue  # the default: text only
             raise unsupported(join(path, key), f"{key} (that output is not relayed yet)")

@@ -19,18 +19,23 @@ the google-genai SDKs and Gemini CLI send); any other key is refused naming it.
   ``seed`` / ``presencePenalty`` / ``frequencyPenalty`` (which targets get the last three:
   :mod:`gateway.layers.target_fields`);
 * carried to a Gemini upstream only (:class:`gateway.schema.NativeFields`; toward any other
-  upstream the target layer refuses them by name): ``safetySettings``, ``labels``, built-in
-  tools (``googleSearch``, ``urlContext``, ``googleMaps``, ...), ``toolConfig`` keys other
-  than ``functionCallingConfig`` and the other ``generationConfig`` keys
-  (``mediaResolution``, ...); the search tools' grounding
+  upstream the target layer refuses them by name): ``safetySettings``, ``labels``,
+  ``modelArmorConfig``, built-in tools (``googleSearch``, ``urlContext``, ``googleMaps``, ...),
+  ``toolConfig`` keys other than ``functionCallingConfig`` and the other ``generationConfig``
+  keys (``mediaResolution``, ...); the search tools' grounding
   metadata (``groundingMetadata``) is not relayed back yet, their answer text is;
+* carried to a Gemini upstream, dropped and named toward another (serving only):
+  ``serviceTier``;
 * refused: ``cachedContent`` (a cache lives in one upstream project), ``candidateCount`` > 1,
   output the gateway does not relay (``responseLogprobs``/``logprobs``, ``speechConfig``,
   ``imageConfig``, ``responseModalities`` other than text; the built-in tools ``codeExecution``,
   ``computerUse``, ``fileSearch``, ``retrieval``, ``mcpServers``, whose results are parts),
   ``inlineData`` / ``fileData`` other than images, documents and audio in a user turn,
-  ``executableCode`` / ``codeExecutionResult`` /
-  ``videoMetadata`` parts, ``functionDeclarations[].response`` schemas and ``behavior``,
+  ``executableCode`` / ``codeExecutionResult`` / ``toolCall`` / ``toolResponse`` /
+  ``videoMetadata`` / ``partMetadata`` / ``mediaResolution`` parts, a ``functionCall`` streamed
+  in pieces (``partialArgs``, ``willContinue``), ``functionResponse.scheduling``,
+  ``functionCallingConfig.streamFunctionCallArguments: true``,
+  ``functionDeclarations[].response`` schemas and ``behavior``,
   ``allowedFunctionNames`` naming some but not all of several functions under mode ``ANY``.
 
 **Same wire, as sent.** A Gemini upstream gets the client's own form of the fields the schema
@@ -155,13 +160,44 @@ _TOP_LEVEL = frozenset(
         "safetySettings",
         "cachedContent",
         "labels",
+        "modelArmorConfig",
+        "serviceTier",
         "model",
     }
 )
-_PART_KEYS = frozenset(
+PASSED = ("safetySettings", "labels", "modelArmorConfig")
+"""Top-level fields carried verbatim to a Gemini upstream and refused toward another wire API
+(``NativeFields.paths``): safety filters and Model Armor screening change the answer; labels
+are Vertex AI's billing labels, kept with them as they always were."""
+SERVING = ("serviceTier",)
+"""Top-level fields carried verbatim to a Gemini upstream and dropped and named toward another
+wire API (``NativeFields.serving``): the processing tier steers serving, not the answer."""
+PART_KEYS = frozenset(
     {"text", "thought", "thoughtSignature", "inlineData", "fileData", "functionCall", "functionResponse"}
 )
-_REFUSED_PARTS = ("executableCode", "codeExecutionResult", "videoMetadata", "partMetadata", "mediaResolution")
+REFUSED_PARTS = (
+    "executableCode",
+    "codeExecutionResult",
+    "videoMetadata",
+    "partMetadata",
+    "mediaResolution",
+    "toolCall",
+    "toolResponse",
+)
+"""Keys of a ``Part`` read (:data:`PART_KEYS`) and refused by name: code execution and
+server-side tool calls and results (the gateway does not relay them), video offsets, part
+metadata, per-part media resolution (Gemini 3 only; no other API has it)."""
+CONTENT_KEYS = frozenset({"role", "parts"})
+MEDIA_KEYS = frozenset({"mimeType", "data", "fileUri", "displayName"})
+"""Keys of a ``Content`` and of ``inlineData`` / ``fileData`` (``Blob``, ``FileData``)."""
+FUNCTION_CALL_KEYS = frozenset({"id", "name", "args"})
+FUNCTION_CALL_REFUSED = ("partialArgs", "willContinue")
+"""Keys of a ``functionCall`` read, and refused when they ask for something (a call streamed
+in pieces: the gateway hands calls over whole)."""
+FUNCTION_RESPONSE_KEYS = frozenset({"id", "name", "response", "parts", "willContinue"})
+FUNCTION_RESPONSE_REFUSED = ("scheduling",)
+"""Keys of a ``functionResponse`` read (``willContinue: true`` refused) and refused by name
+(``scheduling`` of a response in a live session)."""
 
 
 def call_id(content: int, part: int, name: str) -> str:
@@ -230,9 +266,9 @@ def _check_keys(part: JSONObj, path: str) -> None:
         )
     data = 0
     for key in part:
-        if key not in _PART_KEYS:
+        if key not in PART_KEYS:
             kpath = join(path, key)
-            if key in _REFUSED_PARTS:
+            if key in REFUSED_PARTS:
                 raise unsupported(kpath, f"the part field {key!r}")
             raise InvalidRequest(f"{kpath}: unknown part field {key!r}", param=kpath)
         if key in _DATA_KEYS:
@@ -277,7 +313,7 @@ def _media(part: JSONObj, key: str, path: str, user: bool = False) -> JSONObj:
             allowed = "image/*, application/*, text/* or audio/*" if user else "image/*"
             raise unsupported(join(mpath, "mimeType"), f"{key} of type {mime!r} (only {allowed} is)")
     for k in media:
-        if k not in ("mimeType", "data", "fileUri", "displayName"):
+        if k not in MEDIA_KEYS:
             raise InvalidRequest(f"{join(mpath, k)}: unknown field {k!r}", param=join(mpath, k))
     if key == "inlineData":
         out: JSONObj = {
@@ -308,8 +344,13 @@ def _model_part(part: JSONObj, i: int, j: int, path: str, st: _State, out: list[
         fpath = join(path, "functionCall")
         fc = obj(fc, fpath)
         for k in fc:
-            if k not in ("id", "name", "args"):
-                raise InvalidRequest(f"{join(fpath, k)}: unknown field {k!r}", param=join(fpath, k))
+            if k not in FUNCTION_CALL_KEYS:
+                kpath = join(fpath, k)
+                if k in FUNCTION_CALL_REFUSED:
+                    if fc[k] in (None, False):
+                        continue
+                    raise unsupported(kpath, f"a functionCall streamed in pieces ({k})")
+                raise InvalidRequest(f"{kpath}: unknown field {k!r}", param=kpath)
         name = req(fc, "name", str, fpath)
         args = as_obj(fc.get("args") or {}, join(fpath, "args"))
         given = opt(fc, "id", str, fpath)
@@ -414,8 +455,10 @@ def _results(responses: list[tuple[str, JSONObj]], i: int, st: _State) -> list[J
     out: list[JSONObj] = []
     for (path, fr), cid in zip(responses, ids, strict=True):
         for k in fr:
-            if k not in ("id", "name", "response", "parts", "willContinue"):
-                raise unsupported(join(path, k), f"the functionResponse field {k!r}")
+            if k not in FUNCTION_RESPONSE_KEYS:
+                if k in FUNCTION_RESPONSE_REFUSED:
+                    raise unsupported(join(path, k), f"the functionResponse field {k!r}")
+                raise InvalidRequest(f"{join(path, k)}: unknown field {k!r}", param=join(path, k))
         name = req(fr, "name", str, path)
         if cid is None:
             match = next((n for n, c in enumerate(open_calls) if c[0] == name), None)
@@ -467,7 +510,7 @@ def _contents(data: JSONObj, st: _State) -> list[JSONObj]:
         spath = "systemInstruction"
         sys_obj = obj(system, spath)
         for key in sys_obj:
-            if key not in ("role", "parts"):  # the role of a system instruction means nothing
+            if key not in CONTENT_KEYS:  # the role of a system instruction means nothing
                 raise InvalidRequest(f"{join(spath, key)}: unknown field {key!r}", param=join(spath, key))
         texts = []
         for j, raw in enumerate(req(sys_obj, "parts", list, spath)):
@@ -488,7 +531,7 @@ def _contents(data: JSONObj, st: _State) -> list[JSONObj]:
         path = join("contents", i)
         content = obj(raw, path)
         for key in content:
-            if key not in ("role", "parts"):
+            if key not in CONTENT_KEYS:
                 raise InvalidRequest(f"{join(path, key)}: unknown field {key!r}", param=join(path, key))
         role = opt(content, "role", str, path) or "user"
         if not req(content, "parts", list, path):
@@ -552,11 +595,15 @@ def parse_request(
         for tool in out.get("tools", ()):
             tool["strict"] = True
     generation(data, out, native)
-    for key in ("safetySettings", "labels"):
+    for key in PASSED:
         value = data.get(key)
         if value is not None:
             check(value, list if key == "safetySettings" else dict, key)
             native.add(key, value, key)
+    for key in SERVING:
+        value = data.get(key)
+        if value is not None:
+            native.add_serving(key, check(value, str, key))
     carried = native.dump()
     if carried is not None:
         out["native"] = carried

@@ -21,11 +21,13 @@ rules, each a decision written here:
   (``{"input": ...}``, see :mod:`gateway.edges.openai_responses_parse`);
   ``function_call_output`` / ``custom_tool_call_output`` -> a tool result paired by
   ``call_id`` (``output`` a string or a list of ``input_text`` / ``input_image`` parts). A call
-  item's ``id`` (``fc_...``) and ``status`` echo the gateway's own output and carry nothing; a
-  call output's ``status`` and a message's ``phase`` are carried to a Responses upstream on that
-  item, as are the parts' ``prompt_cache_breakpoint``, ``input_file.detail`` and
-  ``output_text.annotations`` / ``logprobs`` (``own_keys``), dropped and named toward another
-  wire API. Any key the SDK types do not define on an item or a part is refused by name.
+  item's ``id`` (``fc_...``) and ``status`` echo the gateway's own output and carry nothing, as
+  do a call output's ``name`` and ``namespace`` (its call has them); a call output's
+  ``status``, a call's and a call output's ``caller`` (a ``program`` one; ``direct`` asks for
+  nothing), a call's ``async: true`` and a message's ``phase`` are carried to a Responses
+  upstream on that item, as are the parts' ``prompt_cache_breakpoint``, ``input_file.detail``
+  and ``output_text.annotations`` / ``logprobs`` (``own_keys``), dropped and named toward
+  another wire API. Any key the SDK types do not define on an item or a part is refused by name.
 * Every item's ``id`` (Codex CLI sends one on each: ``msg_…``, ``at_…``, ``ctc_…``) names the
   client's copy of it; the whole conversation comes every time, so it carries nothing and no
   upstream is sent it (as OpenAI reads items without ids when nothing is stored).
@@ -40,7 +42,9 @@ rules, each a decision written here:
   ``<namespace>.<name>``, the flattened name the tool is offered under.
 * ``item_reference`` and every hosted-tool item (``web_search_call``, ``file_search_call``,
   ``computer_call``, ``mcp_call``, ...) are refused naming the type: stored items are reached
-  through ``previous_response_id`` only, and no upstream here runs hosted tools.
+  through ``previous_response_id`` only, and no upstream here runs hosted tools; so are
+  ``program`` / ``program_output`` (programmatic tool calling), ``compaction_trigger`` and
+  ``configuration_update`` items.
 """
 
 from __future__ import annotations
@@ -106,6 +110,17 @@ _HOSTED_ITEMS = (
     "tool_search_output",
     "compaction",
 )
+_REFUSED_ITEMS = {
+    "program": "a program input item (programmatic tool calling: the programs an upstream ran are "
+    "not relayed)",
+    "program_output": "a program_output input item (programmatic tool calling: the programs an upstream "
+    "ran are not relayed)",
+    "compaction_trigger": "a compaction_trigger input item (server-side compaction; the gateway compacts "
+    "sessions itself)",
+    "configuration_update": "a configuration_update input item (send reasoning and text settings at the "
+    "top level of the request)",
+}
+"""Input item types of the SDK that no upstream here can take, refused naming the type."""
 
 
 _BREAKPOINT = "prompt_cache_breakpoint"
@@ -279,6 +294,7 @@ _OWN_KEYS = {
     "input_file": (_BREAKPOINT, "detail"),
     "output_text": ("annotations", "logprobs"),
 }
+"""Per part type, the SDK keys no schema field holds, carried on the part (``own_keys``)."""
 _NOTHING: tuple[Any, ...] = (None, [])
 """Values that ask for nothing (an answer's ``annotations: []`` sent back)."""
 _ITEM_OWN_KEYS: dict[str, tuple[str, ...]] = {
@@ -290,13 +306,19 @@ _ITEM_OWN_KEYS: dict[str, tuple[str, ...]] = {
 }
 """Per input item type, its SDK keys no schema field holds: a message's ``phase``
 (``commentary`` / ``final_answer``) and ``status``, a call's ``status``, ``async`` and
-``caller``, a call output's ``status`` and ``caller``. Carried verbatim to a Responses upstream
+``caller``, a call output's ``status`` and ``caller``, unless the value asks for nothing
+(:data:`_ASKS_NOTHING`: the answer's own echo). Carried verbatim to a Responses upstream
 on that item (an assistant message's on its text parts' ``own_keys``, a call's on the tool-call
 part's, any other's on the message's ``own``); toward another wire API dropped and named,
 except a ``program`` caller (code the server ran made the call), which is refused there like
 Anthropic's ``tool_use.caller`` (:func:`_item_own_keys`)."""
-_ASKS_NOTHING: dict[str, tuple[Any, ...]] = {"async": (False,), "caller": ({"type": "direct"},)}
-"""Values of :data:`_ITEM_OWN_KEYS` keys that ask for nothing of another wire API (never named)."""
+_ASKS_NOTHING: dict[str, tuple[Any, ...]] = {
+    "async": (False,),
+    "caller": ({"type": "direct"},),
+    "status": ("completed",),
+}
+"""Values of :data:`_ITEM_OWN_KEYS` keys that ask for nothing (echoes of an answer's items:
+accepted, carried nowhere, never named)."""
 
 
 def _item_own_keys(item: JSONObj, kind: str, path: str, st: InputState) -> JSONObj | None:
@@ -308,11 +330,11 @@ def _item_own_keys(item: JSONObj, kind: str, path: str, st: InputState) -> JSONO
         value = item.get(key)
         if value is None:
             continue
+        if value in _ASKS_NOTHING.get(key, ()):
+            continue  # an echo that asks for nothing: carried nowhere (docs/fidelity.md)
         if own is None:
             own = {}
         own[key] = value
-        if value in _ASKS_NOTHING.get(key, ()):
-            continue
         if key == "caller":
             check(value, dict, join(path, key))
             st.native.append(join(path, key))
@@ -503,6 +525,8 @@ def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
             )
         elif kind in _HOSTED_ITEMS:
             raise unsupported(join(path, "type"), f"a {kind} input item (no upstream here runs hosted tools)")
+        elif kind in _REFUSED_ITEMS:
+            raise unsupported(join(path, "type"), _REFUSED_ITEMS[kind])
         else:
             raise InvalidRequest(
                 f"{join(path, 'type')}: unknown input item type {kind!r}", param=join(path, "type")

@@ -1,7 +1,8 @@
 """OpenAI Responses request body -> :class:`ResponsesRequest` (a :class:`gateway.schema.Request`).
 
 Reference: https://platform.openai.com/docs/api-reference/responses/create. Every top-level
-field is carried, translated or refused by name (HTTP 400); an unknown field is refused too.
+field is carried, translated, passed through to a Responses upstream or refused by name (HTTP
+400); an unknown field is refused too.
 
 * Translated: ``input`` (:mod:`gateway.edges.openai_responses_input`), ``instructions`` (a
   system message first), ``tools`` and the tools of ``additional_tools`` input items
@@ -13,22 +14,27 @@ field is carried, translated or refused by name (HTTP 400); an unknown field is 
   ``max_output_tokens``, ``temperature``, ``top_p``, ``metadata``, ``user``
   (``safety_identifier`` when there is no ``user``), ``stream``.
 * Carried for a Responses upstream (:attr:`gateway.schema.Request.native` of API
-  ``openai_responses``, verbatim; every one serving-only, so dropped and named toward another
-  wire API): ``prompt_cache_key``, ``prompt_cache_retention``,
+  ``openai_responses``, verbatim). Serving-only, so dropped and named toward another wire API
+  (:data:`SERVING`): ``prompt_cache_key``, ``prompt_cache_retention``,
   ``prompt_cache_options``, ``client_metadata`` (Codex CLI's client details), ``service_tier``,
-  ``truncation`` (``auto``; ``disabled`` is the default), ``text.verbosity``,
-  ``reasoning.summary`` (and the deprecated ``generate_summary``), ``reasoning.context``,
-  ``reasoning.mode``,
-  ``safety_identifier`` when ``user`` is also given.
+  ``image`` (image context compression), ``truncation`` (``auto``; ``disabled`` is the
+  default), ``text.verbosity``, ``reasoning.summary`` (and the deprecated
+  ``generate_summary``), ``reasoning.context``, ``reasoning.mode``, ``safety_identifier``
+  when ``user`` is also given. Passed through, so refused toward another wire API
+  (:data:`PASSED`: they change the answer): ``moderation`` (as Chat's ``moderation``) and
+  ``access_programs``.
 * Answered by the edge and the server: ``include: ["reasoning.encrypted_content"]`` (reasoning
   items carry their signed content), ``store`` (default true) and ``previous_response_id``
   (stored responses are sessions: :mod:`gateway.sessions.responses`; :func:`store_intent`,
   :func:`with_history`), ``stream_options.include_obfuscation: false``.
-* Refused by name: hosted tools, ``allowed_tools`` tool choices, other ``include`` values,
-  ``item_reference`` items, ``conversation``,
-  ``prompt``, ``background: true``, ``max_tool_calls``, ``moderation``,
+* Refused by name (:data:`REFUSED`): hosted tools, ``allowed_tools`` tool choices, other
+  ``include`` values, ``item_reference`` items, ``conversation``, ``prompt``,
+  ``background: true`` and ``background_options``, ``max_tool_calls``,
   ``context_management``, ``top_logprobs`` above 0,
   ``stream_options.include_obfuscation: true``.
+
+The table of every field's class is :data:`gateway.edges.fidelity_responses.OPENAI_RESPONSES`
+(``docs/fidelity.md``).
 
 The parsed request keeps what the answer echoes (:class:`Echo`) on the edge's own
 :class:`ResponsesRequest`, excluded from every dump.
@@ -59,6 +65,7 @@ from gateway.edges._common import (
     req,
     unsupported,
 )
+from gateway.edges._keys import check_keys
 from gateway.edges.call_ids import refusal
 from gateway.edges.openai_responses_input import InputState, attach_own, own_paths, parse_input
 from gateway.edges.openai_responses_tools import Tools, add_tools, tool_choice
@@ -83,7 +90,8 @@ _FREE_FORM: tuple[FieldPattern, ...] = (
 )
 
 _PASSTHROUGH = ("prompt_cache_key", "prompt_cache_retention", "service_tier")
-_PASSTHROUGH_OBJECTS = ("prompt_cache_options", "client_metadata")
+_PASSTHROUGH_OBJECTS = ("prompt_cache_options", "client_metadata", "image")
+_PASSED_OBJECTS = ("moderation", "access_programs")
 
 _HANDLED = frozenset(
     {
@@ -109,6 +117,7 @@ _HANDLED = frozenset(
         "stream_options",
         *_PASSTHROUGH,
         *_PASSTHROUGH_OBJECTS,
+        *_PASSED_OBJECTS,
     }
 )
 
@@ -117,10 +126,20 @@ _REFUSED = {
     "in input)",
     "prompt": "prompt templates (send the prompt's text in instructions and input)",
     "max_tool_calls": "max_tool_calls (no upstream limit of hosted tool calls here)",
-    "moderation": "moderation policies (no upstream here scores or blocks by policy)",
     "context_management": "context_management (server-side compaction items; the gateway compacts sessions "
     "itself)",
 }
+
+SERVING = frozenset({*_PASSTHROUGH, *_PASSTHROUGH_OBJECTS, "truncation"})
+"""Top-level fields carried verbatim to a Responses upstream and dropped and named toward
+another wire API (``safety_identifier`` too when ``user`` is given; ``text.verbosity`` and the
+``reasoning`` keys but ``effort`` likewise)."""
+PASSED = frozenset(_PASSED_OBJECTS)
+"""Top-level fields carried verbatim to a Responses upstream and refused toward another wire
+API (``NativeFields.paths``)."""
+REFUSED = frozenset({*_REFUSED, "background", "background_options", "top_logprobs"})
+"""Top-level fields refused by name when they ask for something (a null, ``background:
+false``, ``top_logprobs: 0`` or empty ``background_options`` asks for nothing)."""
 
 
 class ResponsesRequest(Request):
@@ -132,10 +151,26 @@ class ResponsesRequest(Request):
     echo: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
 
+FORMAT_KEYS = {
+    "text": frozenset({"type"}),
+    "json_object": frozenset({"type"}),
+    "json_schema": frozenset({"type", "name", "description", "schema", "strict"}),
+}
+"""Keys of each ``text.format`` type (``ResponseFormatText``, ``ResponseFormatJSONObject``,
+``ResponseFormatTextJSONSchemaConfigParam``); any other is refused by name."""
+TEXT_KEYS = frozenset({"format", "verbosity"})
+REASONING_KEYS = frozenset({"effort", "summary", "generate_summary", "context", "mode"})
+STREAM_OPTIONS_KEYS = frozenset({"include_obfuscation"})
+"""Keys of ``text`` (``ResponseTextConfigParam``), ``reasoning`` (``Reasoning``) and
+``stream_options`` (``StreamOptions``)."""
+
+
 def _text_format(text: JSONObj, out: JSONObj, extra: JSONObj) -> None:
     fmt = opt(text, "format", dict, "text")
     if fmt is not None:
         ftype = req(fmt, "type", str, "text.format")
+        if ftype in FORMAT_KEYS:
+            check_keys(fmt, FORMAT_KEYS[ftype], "text.format")
         if ftype in ("text", "json_object"):
             out["response_format"] = {"type": ftype}
         elif ftype == "json_schema":
@@ -156,7 +191,7 @@ def _text_format(text: JSONObj, out: JSONObj, extra: JSONObj) -> None:
             )
         extra["text"] = {"verbosity": verbosity}
     for key in text:
-        if key not in ("format", "verbosity"):
+        if key not in TEXT_KEYS:
             raise InvalidRequest(f"text.{key}: unknown field", param=f"text.{key}")
 
 
@@ -191,7 +226,7 @@ def _reasoning(reasoning: JSONObj, out: JSONObj, extra: JSONObj) -> None:
     if carried:
         extra["reasoning"] = carried
     for key in reasoning:
-        if key not in ("effort", "summary", "generate_summary", "context", "mode"):
+        if key not in REASONING_KEYS:
             raise InvalidRequest(f"reasoning.{key}: unknown field", param=f"reasoning.{key}")
 
 
@@ -214,6 +249,8 @@ _OWN_MARKERS = (
     b'"status"',
     b'"annotations"',
     b'"logprobs"',
+    b'"caller"',
+    b'"async"',
 )
 """Bytes of a body that may hold an input part's or item's own keys (:func:`own_paths`)."""
 
@@ -231,6 +268,13 @@ def _refuse(data: JSONObj) -> None:
         elif key == "background":
             if value is not None and check(value, bool, key):
                 raise unsupported(key, "background responses (answers are streamed or returned whole)")
+        elif key == "background_options":
+            if value is not None and check(value, dict, key):
+                raise unsupported(
+                    key,
+                    "background execution options (background responses are not run; answers are "
+                    "streamed or returned whole)",
+                )
         elif key == "top_logprobs":
             if value is not None and check(value, int, key) != 0:
                 raise unsupported(key, "top_logprobs (no log probabilities are carried)")
@@ -359,6 +403,11 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
         value = opt(data, key, dict, "")
         if value is not None:
             extra[key] = value
+    passed: JSONObj = {}
+    for key in _PASSED_OBJECTS:
+        value = opt(data, key, dict, "")
+        if value:  # {} asks for nothing
+            passed[key] = value
     truncation = opt(data, "truncation", str, "")
     if truncation is not None:
         if truncation not in ("auto", "disabled"):
@@ -376,7 +425,7 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
     options = opt(data, "stream_options", dict, "")
     if options is not None:
         for key, value in options.items():
-            if key != "include_obfuscation":
+            if key not in STREAM_OPTIONS_KEYS:
                 raise InvalidRequest(f"stream_options.{key}: unknown field", param=f"stream_options.{key}")
             if check(value, bool, "stream_options.include_obfuscation"):
                 raise unsupported(
@@ -390,11 +439,16 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Response
     if part_paths:
         tools.serving += part_paths
     tools.serving += st.serving
-    if extra or tools.tool_fields or tools.serving or st.native:
+    if extra or passed or tools.tool_fields or tools.serving or st.native:
         serving = [n for n in serving_names(extra) if n != "reasoning.effort"] + tools.serving
         if tools.tool_fields:
             extra["tool_fields"] = tools.tool_fields
-        out["native"] = {"api": API, "fields": extra, "serving": serving, "paths": st.native}
+        out["native"] = {
+            "api": API,
+            "fields": {**extra, **passed},
+            "serving": serving,
+            "paths": sorted(passed) + st.native,
+        }
     echo["raw"] = {k: data.get(k) for k in ("tools", "tool_choice", "text", "reasoning", "truncation")}
     echo["service_tier"] = data.get("service_tier")
     echo["parallel_tool_calls"] = data.get("parallel_tool_calls")

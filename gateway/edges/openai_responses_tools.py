@@ -21,9 +21,12 @@ References: https://platform.openai.com/docs/api-reference/responses/create (``t
   request's tools (the schema has no tools that appear mid-conversation; its position carries
   nothing else: the item has no content).
 * ``mcp`` naming a registered server by ``server_label`` -> the server-side tool loop.
-* Refused by name: hosted tools (no upstream here carries them), unknown tool types, two tools
-  of one (flattened) name, a namespace inside a namespace, and the member options no upstream
-  here honours (``defer_loading``, ``allowed_callers``, ``async``, ``output_schema`` when set).
+* Refused by name: hosted tools (no upstream here carries them; ``programmatic_tool_calling``
+  too), unknown tool types, two tools of one (flattened) name, a namespace inside a namespace,
+  the member options no upstream here honours (``defer_loading``, ``allowed_callers``,
+  ``async``, ``output_schema`` when set), an ``mcp`` tool's remote-server and loading keys
+  (:data:`MCP_REFUSED`, :data:`MCP_REFUSED_OPTIONS`), and any key the SDK types do not define
+  on a tool, a namespace or its members, a custom tool's ``format`` or a tool choice.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ HOSTED_TOOLS = (
     "shell",
     "apply_patch",
     "tool_search",
+    "programmatic_tool_calling",
 )
 
 _MEMBER_OPTIONS = ("defer_loading", "allowed_callers", "async", "output_schema")
@@ -110,6 +114,7 @@ def custom_tool(tool: JSONObj, path: str) -> JSONObj:
     if fmt is not None:
         fpath = join(path, "format")
         ftype = req(fmt, "type", str, fpath)
+        check_keys(fmt, _GRAMMAR_KEYS if ftype == "grammar" else _TEXT_FORMAT_KEYS, fpath)
         if ftype == "grammar":
             syntax = req(fmt, "syntax", str, fpath)
             definition = req(fmt, "definition", str, fpath)
@@ -156,6 +161,27 @@ _CUSTOM_KEYS = frozenset(
 )
 """Keys of a ``function`` / ``custom`` tool (``FunctionToolParam``, ``CustomToolParam``); any
 other is refused by name (:mod:`gateway.edges._keys`)."""
+_NAMESPACE_KEYS = frozenset({"type", "name", "description", "tools"})
+_GRAMMAR_KEYS = frozenset({"type", "syntax", "definition"})
+_TEXT_FORMAT_KEYS = frozenset({"type"})
+"""Keys of a ``namespace`` tool (``NamespaceToolParam``) and of a custom tool's ``format``
+(``Grammar``, ``Text``)."""
+MCP_READ = frozenset({"type", "server_label", "require_approval"})
+MCP_REFUSED = (
+    "server_url",
+    "connector_id",
+    "tunnel_id",
+    "headers",
+    "authorization",
+    "allowed_tools",
+    "server_description",
+)
+MCP_REFUSED_OPTIONS = ("defer_loading", "allowed_callers")
+"""Keys of an ``mcp`` tool (``tool_param.Mcp``): the ones read (``server_label`` names a
+registered server), the ones of a remote server OpenAI would call itself (refused by name when
+set), and the options of how the upstream loads and calls its tools, refused when they ask for
+something (the gateway offers a registered server's tools itself); any other key is refused by
+name."""
 TOOL_OWN_KEYS = ("defer_loading", "output_schema", "allowed_callers", "async")
 """A tool's SDK keys the schema has no place for: carried to a Responses upstream on that tool
 (``NativeFields.fields["tool_fields"]``), dropped and named toward another wire API (tool search
@@ -175,19 +201,20 @@ def _function_tool(tool: JSONObj, path: str) -> JSONObj:
 
 def _mcp_tool(tool: JSONObj, path: str) -> str:
     """An ``mcp`` tool naming a registered server -> its id (``server_label``). Fields of a
-    remote MCP server OpenAI would call itself are refused by name."""
-    for key in (
-        "server_url",
-        "connector_id",
-        "headers",
-        "authorization",
-        "allowed_tools",
-        "server_description",
-    ):
+    remote MCP server OpenAI would call itself, and tool loading options, are refused by name
+    (:data:`MCP_REFUSED`, :data:`MCP_REFUSED_OPTIONS`), as is any key the SDK does not define."""
+    for key in MCP_REFUSED:
         if tool.get(key) is not None:
             raise unsupported(
                 join(path, key), f"{key} on an mcp tool (the gateway runs registered MCP servers only)"
             )
+    for key in MCP_REFUSED_OPTIONS:
+        if tool.get(key) not in (None, False, []):
+            raise unsupported(
+                join(path, key),
+                f"{key} on an mcp tool (the gateway offers a registered server's tools itself)",
+            )
+    check_keys(tool, MCP_READ | frozenset(MCP_REFUSED) | frozenset(MCP_REFUSED_OPTIONS), path)
     approval = tool.get("require_approval")
     if approval is not None and approval != "never":
         raise unsupported(
@@ -204,6 +231,7 @@ def _mcp_tool(tool: JSONObj, path: str) -> str:
 
 def _namespace(tool: JSONObj, path: str, out: Tools, limits: InputLimits) -> None:
     """A ``namespace`` tool -> its members, flattened into ``out`` (module doc)."""
+    check_keys(tool, _NAMESPACE_KEYS, path)
     ns = req(tool, "name", str, path)
     if not ns or NAMESPACE_SEPARATOR in ns:
         npath = join(path, "name")
@@ -218,6 +246,8 @@ def _namespace(tool: JSONObj, path: str, out: Tools, limits: InputLimits) -> Non
         ipath = join(mpath, i)
         member = as_obj(raw, ipath)
         mtype = req(member, "type", str, ipath)
+        if mtype in ("function", "custom"):
+            check_keys(member, _FUNCTION_KEYS if mtype == "function" else _CUSTOM_KEYS, ipath)
         for key in _MEMBER_OPTIONS:
             if member.get(key) not in (None, False, []):
                 raise unsupported(
@@ -282,6 +312,12 @@ def add_tools(raw: Any, path: str, out: Tools, limits: InputLimits) -> None:
         )
 
 
+CHOICE_KEYS = frozenset({"type", "name", "namespace"})
+"""Keys of a ``function`` / ``custom`` tool choice (``ToolChoiceFunctionParam``,
+``ToolChoiceCustomParam``), and ``namespace`` naming a member of a ``namespace`` tool (as its
+calls do)."""
+
+
 def tool_choice(data: JSONObj) -> JSONObj | None:
     """``tool_choice`` and ``parallel_tool_calls`` -> a tool choice dict (a ``custom`` tool is
     chosen by name as a function is; a member of a namespace by ``namespace`` and ``name``);
@@ -299,6 +335,7 @@ def tool_choice(data: JSONObj) -> JSONObj | None:
     obj = as_obj(raw, "tool_choice")
     ctype = req(obj, "type", str, "tool_choice")
     if ctype == "function" or ctype == "custom":
+        check_keys(obj, CHOICE_KEYS, "tool_choice")
         name = req(obj, "name", str, "tool_choice")
         ns = opt(obj, "namespace", str, "tool_choice")
         if ns:

@@ -446,7 +446,7 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
     own = native.fields if native is not None and native.api == deployment.api == API else None
     thinking = request.thinking
     if thinking is not None and deployment.supports_thinking:
-        verbatim = own.get("reasoning_effort") if own else None
+        verbatim = own.get("reasoning_effort") if own else _responses_effort(request)
         if thinking.enabled and thinking.effort:
             body["reasoning_effort"] = verbatim if verbatim == "xhigh" else thinking.effort
         elif not thinking.enabled and verbatim == "none":
@@ -466,6 +466,18 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
             elif key != "reasoning_effort" and key != "message_fields":  # placed already
                 body[key] = value
     return body
+
+
+def _responses_effort(request: Request) -> str | None:
+    """An OpenAI Responses client's ``reasoning.effort`` of ``none`` or ``xhigh`` as sent (kept
+    in its ``request.native``: the schema reads them as thinking off and ``high``); Chat's
+    ``reasoning_effort`` takes both values (``openai.types.shared.ReasoningEffort``)."""
+    native = request.native
+    if native is None or native.api != "openai_responses":
+        return None
+    reasoning = native.fields.get("reasoning")
+    value = reasoning.get("effort") if isinstance(reasoning, dict) else None
+    return value if isinstance(value, str) else None
 
 
 # ---------------------------------------------------------------------------- response

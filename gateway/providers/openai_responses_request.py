@@ -192,10 +192,14 @@ _ITEM_KEYS = ("phase", "status")
 
 
 def _assistant_items(
-    msg: AssistantMessage, names: NameMap, out: list[dict[str, Any]], custom: set[str], own: bool = False
+    msg: AssistantMessage,
+    names: NameMap,
+    out: list[dict[str, Any]],
+    custom: set[str],
+    own: bool = False,
 ) -> None:
-    """Append ``msg``'s items to ``out``; ``own``: its text parts' ``own_keys`` are a Responses
-    client's (each such part is its own message item)."""
+    """Append ``msg``'s items to ``out``; ``own``: its parts' ``own_keys`` are a Responses
+    client's (each text part with them is its own message item; a call's go on its item)."""
     texts: list[str] = []
     start = len(out)
 
@@ -235,19 +239,19 @@ def _assistant_items(
 def _tool_output(
     msg: ToolResultMessage, deployment: Deployment, names: NameMap, i: int, kind: str, own: bool = False
 ) -> dict[str, Any]:
-    """A tool result -> a ``function_call_output`` (or ``custom_tool_call_output``) item: its
-    text as a string, or ``input_text`` / ``input_image`` parts when it holds images or (``own``)
-    parts with a Responses client's own keys (``prompt_cache_breakpoint``)."""
+    """A tool result -> a ``function_call_output`` / ``custom_tool_call_output`` item (``kind``):
+    ``output`` a string, or parts when it holds images or (``own``) a Responses client's parts
+    carry their own keys (``own_keys``: ``prompt_cache_breakpoint``), set on the parts."""
     call_id = upstream_id(names, msg.tool_call_id)
     content = msg.content
-    has_own = own and any(p.own_keys for p in content if type(p) is TextPart or type(p) is ImagePart)  # type: ignore[union-attr]
-    if not has_own:
-        if len(content) == 1 and type(content[0]) is TextPart:  # the common case
-            return {"type": kind, "call_id": call_id, "output": content[0].text}
-        if not any(type(p) is ImagePart for p in content):
-            text = "\n".join(p.text for p in content if type(p) is TextPart)
-            return {"type": kind, "call_id": call_id, "output": text}
-    if not deployment.supports_images:
+    keyed = own and any(type(p) in (TextPart, ImagePart) and p.own_keys for p in content)  # type: ignore[union-attr]
+    if not keyed and len(content) == 1 and type(content[0]) is TextPart:  # the common case
+        return {"type": kind, "call_id": call_id, "output": content[0].text}
+    images = any(type(p) is ImagePart for p in content)
+    if not keyed and not images:
+        text = "\n".join(p.text for p in content if type(p) is TextPart)
+        return {"type": kind, "call_id": call_id, "output": text}
+    if images and not deployment.supports_images:
         where = _where(msg, i)
         raise _no_images(deployment, f"the tool result for tool call {msg.tool_call_id!r} ({where})", where)
     parts: list[dict[str, Any]] = []
@@ -463,8 +467,6 @@ def _merge_passthrough(
     name."""
     sent = passthrough.split(request, deployment)[0]
     for key, value in sent.items():
-        if key == "item_fields":  # placed already (input_items)
-            continue
         if key == "tool_fields":  # tool name -> the client's own keys on that tool (defer_loading)
             by_name = {upstream_name(names, n): f for n, f in value.items()}
             for tool in body.get("tools", ()):

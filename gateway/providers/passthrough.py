@@ -11,8 +11,8 @@ and said so — the turn keeps a ``dropped`` note per field (:meth:`gateway.turn
 the transcript row's repairs), the pipeline logs one line and the answer carries the
 ``x-turnstile-dropped: field,field`` header (issue 14 item 1).
 
-Decisions for the fields the OpenAI Responses edge passes through (none of them changes an
-answer's meaning, so each is dropped toward another wire API): ``prompt_cache_key``,
+Decisions for the serving fields the OpenAI Responses edge passes through (none of them
+changes an answer's meaning, so each is dropped toward another wire API): ``prompt_cache_key``,
 ``prompt_cache_retention``, ``prompt_cache_options`` (cache hints: the answer is the same,
 only the upstream's prompt cache is not steered); ``client_metadata`` (Codex CLI's client
 details, for the upstream's logs); ``service_tier`` (processing priority and price, not
@@ -22,7 +22,10 @@ upstream; the gateway's sessions compact on their own); ``text.verbosity``,
 summary is shown: a style, not the content asked for); ``reasoning.context`` and
 ``reasoning.mode`` (how the upstream keeps reasoning between turns: the thinking policy decides
 that for other upstreams); ``safety_identifier`` beside ``user`` (the upstream's abuse
-monitoring; ``user`` is carried).
+monitoring; ``user`` is carried); ``image`` (how the upstream compresses images in the context);
+a call item's ``caller`` / ``async`` and the other item and part keys (``item_fields``,
+``own_keys``). Two it passes through change the answer, so toward another wire API the request
+is refused (``NativeFields.paths``): ``moderation`` and ``access_programs``.
 """
 
 from __future__ import annotations

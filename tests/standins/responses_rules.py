@@ -30,9 +30,13 @@ from typing import Any
 
 PARAMETERS = frozenset(
     {
+        "access_programs",
         "background",
+        "background_options",
         "client_metadata",
+        "context_management",
         "conversation",
+        "image",
         "include",
         "input",
         "instructions",
@@ -40,6 +44,7 @@ PARAMETERS = frozenset(
         "max_tool_calls",
         "metadata",
         "model",
+        "moderation",
         "parallel_tool_calls",
         "previous_response_id",
         "prompt",
@@ -63,7 +68,8 @@ PARAMETERS = frozenset(
     }
 )
 """Top-level parameters of ``POST /v1/responses`` (API reference, December 2025; the ``openai``
-SDK 3.57 ``ResponseCreateParams`` for ``prompt_cache_options``), and ``client_metadata``, which
+SDK 3.60 ``ResponseCreateParams`` for ``prompt_cache_options``, ``access_programs``, ``image``,
+``moderation``, ``background_options`` and ``context_management``), and ``client_metadata``, which
 Codex CLI 0.171 sends to every Responses provider (tests/fixtures/e2e/) though the public
 reference does not list it."""
 

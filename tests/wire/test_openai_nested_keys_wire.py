@@ -372,18 +372,17 @@ RS_ITEMS = [
         "phase": "final_answer",
         "content": [{"type": "output_text", "text": "Ex says hi.", "annotations": [ANNOTATION]}],
     },
-    {**RS_CALL, "id": "fc_1", "status": "completed", "caller": {"type": "direct"}},
-    {"type": "function_call_output", "call_id": "call_1", "output": "ok", "status": "completed"},
+    {**RS_CALL, "id": "fc_1", "status": "completed", "caller": {"type": "direct"}, "async": True},
+    {"type": "function_call_output", "call_id": "call_1", "output": "ok", "status": "incomplete"},
     {"role": "user", "content": "Thanks."},
 ]
 RS_MESSAGE_SENT = {
     "type": "message",
     "role": "assistant",
     "phase": "final_answer",
-    "status": "completed",
     "content": [{"type": "output_text", "text": "Ex says hi.", "annotations": [ANNOTATION]}],
 }
-RS_CALL_SENT = {**RS_CALL, "status": "completed", "caller": {"type": "direct"}}
+RS_CALL_SENT = {**RS_CALL, "async": True}  # status completed and a direct caller ask for nothing
 
 
 def test_a_responses_items_own_keys_reach_a_responses_upstream_on_those_items(
@@ -396,7 +395,7 @@ def test_a_responses_items_own_keys_reach_a_responses_upstream_on_those_items(
     message, call, output = got.body["input"][1:4]
     assert message == RS_MESSAGE_SENT
     assert call == RS_CALL_SENT
-    assert (output["type"], output["status"]) == ("function_call_output", "completed")
+    assert (output["type"], output["status"]) == ("function_call_output", "incomplete")
 
 
 def test_a_stored_turns_items_own_keys_reach_a_responses_upstream_from_the_session_log(
@@ -411,7 +410,7 @@ def test_a_stored_turns_items_own_keys_reach_a_responses_upstream_from_the_sessi
         message, call, output = got.body["input"][1:4]
         assert message == RS_MESSAGE_SENT
         assert call == RS_CALL_SENT
-        assert (output["type"], output["status"]) == ("function_call_output", "completed")
+        assert (output["type"], output["status"]) == ("function_call_output", "incomplete")
     assert rebuilt.body["input"][-1]["content"] == "And then?"
 
 
@@ -427,7 +426,7 @@ def test_an_earlier_turns_own_keys_toward_another_api_are_dropped_and_named_as_h
         tools=[RS_FN],  # type: ignore[list-item]
     )
     assert raw.headers["x-turnstile-dropped"] == (
-        "history.annotations,history.phase,history.status,history.caller"
+        "history.annotations,history.phase,history.async,history.status"
     )
     _, got = upstream.requests()
     assert "final_answer" not in str(got.body) and "url_citation" not in str(got.body)
@@ -453,7 +452,7 @@ def test_a_responses_items_own_keys_toward_another_api_are_dropped_and_named(
     upstream.script(_answer("oa"))
     raw = oai.responses.with_raw_response.create(model="oa", input=RS_ITEMS, tools=[RS_FN])  # type: ignore[arg-type, list-item]
     assert raw.headers["x-turnstile-dropped"] == (
-        "input[1].content[0].annotations,input[1].phase,input[1].status,input[2].status,input[3].status"
+        "input[1].content[0].annotations,input[1].phase,input[2].async,input[3].status"
     )
     (got,) = upstream.requests()
     assert "final_answer" not in str(got.body) and "url_citation" not in str(got.body)

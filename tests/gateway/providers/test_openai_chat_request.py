@@ -371,6 +371,22 @@ def test_the_clients_own_reasoning_effort_is_sent_as_sent_unless_thinking_was_tu
     assert body_of(_with_native(native, thinking)).get("reasoning_effort") == sent
 
 
+@pytest.mark.parametrize(
+    ("thinking", "effort", "sent"),
+    [
+        (ThinkingConfig(effort="high"), "xhigh", "xhigh"),
+        (ThinkingConfig(enabled=False), "none", "none"),
+        (ThinkingConfig(enabled=False, effort="high"), "xhigh", None),  # the thinking policy turned it off
+    ],
+)
+def test_a_responses_clients_own_reasoning_effort_is_sent_as_sent_unless_thinking_was_turned_off(
+    thinking: ThinkingConfig, effort: str, sent: str | None
+) -> None:
+    native = NativeFields(api="openai_responses", fields={"reasoning": {"effort": effort}})
+    assert body_of(_with_native(native, thinking)).get("reasoning_effort") == sent
+    assert "reasoning" not in body_of(_with_native(native, thinking))
+
+
 def test_fields_of_another_wire_api_are_not_merged() -> None:
     native = NativeFields(api="anthropic_messages", fields={"speed": "fast"}, serving=["speed"])
     assert "speed" not in body_of(_with_native(native))

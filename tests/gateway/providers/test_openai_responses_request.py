@@ -19,6 +19,7 @@ from gateway.schema import (
     AssistantMessage,
     ImagePart,
     NativeFields,
+    OwnKeys,
     Provenance,
     RedactedThinkingPart,
     Request,
@@ -362,6 +363,52 @@ def test_passed_through_reasoning_fields_are_not_sent_to_a_model_without_reasoni
         _req(_user("hi"), native=CODEX_PASSTHROUGH), DEP.model_copy(update={"model": "gpt-4.1-mini"})
     )
     assert "reasoning" not in body and body["prompt_cache_key"] == "k1"
+
+
+PROGRAM = {"type": "program", "caller_id": "prog_1"}
+BREAK = {"ttl": "1h"}
+
+
+def _call_turn(own: bool) -> Request:
+    call = ToolCallPart(
+        id="call_1",
+        name="add",
+        arguments={"a": 1},
+        raw_arguments='{"a": 1}',
+        own_keys={"caller": PROGRAM, "async": True} if own else None,
+    )
+    mine = OwnKeys(api="openai_responses")
+    result = ToolResultMessage(
+        tool_call_id="call_1",
+        content=[TextPart(text="2", own_keys={"prompt_cache_breakpoint": BREAK})],
+        own=OwnKeys(api="openai_responses", keys={"caller": PROGRAM}) if own else None,
+    )
+    return _req(
+        _user("add"), AssistantMessage(content=[call], own=mine if own else None), result, tools=[ADD]
+    )
+
+
+def test_a_responses_clients_call_item_keys_and_output_part_keys_go_back_on_them() -> None:
+    call, output = _body(_call_turn(True))["input"][1:3]
+    assert call == {
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "add",
+        "arguments": '{"a": 1}',
+        "caller": PROGRAM,
+        "async": True,
+    }
+    assert output == {
+        "type": "function_call_output",
+        "call_id": "call_1",
+        "output": [{"type": "input_text", "text": "2", "prompt_cache_breakpoint": BREAK}],
+        "caller": PROGRAM,
+    }
+
+
+def test_another_clients_output_part_keys_are_not_sent() -> None:
+    output = _body(_call_turn(False))["input"][2]
+    assert output == {"type": "function_call_output", "call_id": "call_1", "output": "2"}
 
 
 def test_passed_through_fields_of_another_api_are_not_sent() -> None:
