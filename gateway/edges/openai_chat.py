@@ -12,7 +12,8 @@ The verbs the server and pipeline call:
 
 from __future__ import annotations
 
-from gateway.edges.openai_chat_parse import legacy_call_id, parse_request
+from gateway.edges.openai_chat_messages import legacy_call_id
+from gateway.edges.openai_chat_parse import parse_request
 from gateway.edges.openai_chat_render import (
     FINISH_REASONS,
     finish_reason,
