@@ -233,11 +233,11 @@ def _assistant_dict(msg: AssistantMessage, names: NameMap, own_parts: bool = Fal
     """An assistant message's wire dict (None when it has neither text nor tool calls);
     ``own_parts``: its text parts' ``own_keys`` are an OpenAI Chat client's
     (``prompt_cache_breakpoint``): its ``content`` is then a list of text blocks carrying them."""
-    texts: list[TextPart] = []
+    texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for p in msg.content:
         if type(p) is TextPart:
-            texts.append(p)
+            texts.append(p.text)
         elif type(p) is ToolCallPart:
             calls.append(
                 {
@@ -247,10 +247,10 @@ def _assistant_dict(msg: AssistantMessage, names: NameMap, own_parts: bool = Fal
                 }
             )
     content: str | list[dict[str, Any]] | None
-    if own_parts and any(p.own_keys for p in texts):
-        content = _text_blocks(texts) or None
+    if own_parts and any(type(p) is TextPart and p.own_keys for p in msg.content):
+        content = _text_blocks([p for p in msg.content if type(p) is TextPart]) or None  # type: ignore[misc]
     else:
-        content = "".join(p.text for p in texts) or None
+        content = "".join(texts) or None
     if not content and not calls:
         return None
     out: dict[str, Any] = {"role": "assistant", "content": content}
@@ -284,19 +284,20 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
         if image_followup and type(msg) is not ToolResultMessage:
             out.append({"role": "user", "content": image_followup})
             image_followup = []
-        mine = msg.own is not None and own and msg.own.api == API  # the client's own keys, for us
-        own_parts = mine
-        extra = msg.own.keys if mine else None  # type: ignore[union-attr]
-        if type(msg) is AssistantMessage:
-            item = _assistant_dict(msg, names, own_parts)
+        o = msg.own
+        if o is not None and (not own or o.api != API):
+            o = None  # another wire API's own keys: not ours to send
+        tm = type(msg)
+        if tm is AssistantMessage:
+            item = _assistant_dict(msg, names, o is not None)  # type: ignore[arg-type]
             if item is None:
-                if not extra:
+                if o is None or not o.keys:
                     continue
                 item = {"role": "assistant"}  # only the client's own keys (an audio reference)
             if own and msg.name is not None:
                 item["name"] = msg.name
-            if extra:
-                item.update(extra)  # the client's own keys on this message (audio): never merged
+            if o is not None and o.keys:
+                item.update(o.keys)  # the client's own keys on this message (audio): never merged
                 out.append(item)
             elif not (
                 out
@@ -305,28 +306,25 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
                 and _merge_assistant(out[-1], item)
             ):
                 out.append(item)
-        elif type(msg) is ToolResultMessage:
-            out.append(_tool_message(msg, deployment, names, i, inline_images, image_followup, own_parts))
-            if msg.is_error:
+            continue
+        if tm is ToolResultMessage:
+            out.append(_tool_message(msg, deployment, names, i, inline_images, image_followup, o is not None))  # type: ignore[arg-type]
+            if msg.is_error:  # type: ignore[union-attr]
                 wire_common.mark_error(out[-1], "content")
-            if extra:
-                out[-1].update(extra)
-        elif type(msg) is UserMessage:
-            out.append({"role": "user", "content": _user_content(msg, deployment, i, own_parts)})
+        elif tm is UserMessage:
+            out.append({"role": "user", "content": _user_content(msg, deployment, i, o is not None)})  # type: ignore[arg-type]
             if own and msg.name is not None:
                 out[-1]["name"] = msg.name
-            if extra:
-                out[-1].update(extra)
-        elif type(msg) is SystemMessage:
-            role = "developer" if own and msg.developer else "system"
-            if own_parts and any(p.own_keys for p in msg.content):
-                out.append({"role": role, "content": _text_blocks(msg.content)})
+        elif tm is SystemMessage:
+            role = "developer" if own and msg.developer else "system"  # type: ignore[union-attr]
+            if o is not None and any(p.own_keys for p in msg.content):  # type: ignore[union-attr]
+                out.append({"role": role, "content": _text_blocks(msg.content)})  # type: ignore[arg-type]
             else:
-                out.append({"role": role, "content": "\n\n".join(p.text for p in msg.content)})
+                out.append({"role": role, "content": "\n\n".join(p.text for p in msg.content)})  # type: ignore[union-attr, misc]
             if own and msg.name is not None:
                 out[-1]["name"] = msg.name
-            if extra:
-                out[-1].update(extra)
+        if o is not None and o.keys:
+            out[-1].update(o.keys)
     if image_followup:
         out.append({"role": "user", "content": image_followup})
     return out
