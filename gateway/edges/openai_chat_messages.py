@@ -196,16 +196,28 @@ def own_paths(raw_messages: list[Any]) -> list[str]:
     return out
 
 
+_MARKABLE = frozenset({"text", "image", "document", "tool_call"})
+"""Part types a prompt-cache mark can sit on (Anthropic marks text, image, document and
+``tool_use`` blocks; not thinking, nor audio, which no Anthropic block holds)."""
+
+
 def _message_cache(msg: JSONObj, parts: list[JSONObj], path: str) -> None:
-    """A message-level ``cache_control`` goes on the message's last part, unless that part
-    has its own."""
+    """A message-level ``cache_control`` goes on the message's last part that can carry it
+    (:data:`_MARKABLE`), unless that part has its own. Raises :class:`InvalidRequest` naming it
+    when the message has parts and none can carry it (an assistant's thinking only)."""
     cache = msg.get("cache_control")
     if cache is None:
         return
     if type(cache) is not dict:
         raise wrong_type(join(path, "cache_control"), "an object", cache)
-    if parts and parts[-1].get("cache_control") is None:
-        parts[-1]["cache_control"] = cache
+    for part in reversed(parts):
+        if part["type"] in _MARKABLE:
+            if part.get("cache_control") is None:
+                part["cache_control"] = cache
+            return
+    if parts:
+        where = join(path, "cache_control")
+        raise InvalidRequest(f"{where}: no part of the message can carry a cache mark", param=where)
 
 
 def _raw_arguments(fn: JSONObj, path: str) -> str:
@@ -410,27 +422,10 @@ def _assistant(msg: JSONObj, i: int, path: str, st: ChatState) -> JSONObj:
         st.names.setdefault(call_id, fname)
         st.legacy_pending.append((call_id, fname))
     if "cache_control" in msg:
-        _assistant_cache(msg, content, path)
+        _message_cache(msg, content, path)
     if name is not None:
         return {"role": "assistant", "content": content, "name": name, "src": path}
     return {"role": "assistant", "content": content, "src": path}
-
-
-def _assistant_cache(msg: JSONObj, content: list[JSONObj], path: str) -> None:
-    """An assistant message's message-level ``cache_control`` goes on its last text or tool-call
-    part (what an Anthropic upstream can mark), unless that part has its own. Raises
-    :class:`InvalidRequest` naming it when the message has no such part (thinking only)."""
-    cache = msg.get("cache_control")
-    if cache is None:
-        return
-    if type(cache) is not dict:
-        raise wrong_type(join(path, "cache_control"), "an object", cache)
-    for part in reversed(content):
-        if part["type"] == "text" or part["type"] == "tool_call":
-            part.setdefault("cache_control", cache)
-            return
-    where = join(path, "cache_control")
-    raise InvalidRequest(f"{where}: the message has no text or tool call to mark", param=where)
 
 
 def _message_extras(msg: JSONObj, known: frozenset[str], path: str, st: ChatState) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from gateway.providers.gemini_request import read_system_note
+from gateway.providers.wire_common import ERROR_PREFIX
 from gateway.schema import (
     AssistantMessage,
     AudioPart,
@@ -34,7 +35,9 @@ from gateway.schema import (
 LIMITS: dict[tuple[str, str], str] = {
     ("openai_chat", "thinking"): "Chat Completions requests have no slot for reasoning or its signature",
     ("openai_chat", "redacted_thinking"): "Chat Completions requests have no slot for encrypted reasoning",
-    ("openai_chat", "result_is_error"): "a role:tool message has no error flag",
+    ("openai_chat", "result_is_error"): (
+        "a role:tool message has no error flag: a failed result's text starts with 'Error: ' instead"
+    ),
     (
         "openai_chat",
         "result_images",
@@ -94,7 +97,10 @@ def _args(call: ToolCallPart) -> str:
 
 
 def _result_text(msg: ToolResultMessage) -> str:
-    return "".join(p.text for p in msg.content if isinstance(p, TextPart))
+    """The result's text, less the ``Error: `` a target without an error flag puts before a
+    failed result's (:data:`gateway.providers.wire_common.ERROR_PREFIX`: the translation of
+    the flag, compared as ``result_is_error``)."""
+    return "".join(p.text for p in msg.content if isinstance(p, TextPart)).removeprefix(ERROR_PREFIX)
 
 
 def _img(p: ImagePart | DocumentPart | AudioPart) -> str:
