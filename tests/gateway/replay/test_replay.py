@@ -159,7 +159,9 @@ CORPUS_TOTALS = {
 CORPUS_FINDINGS = {
     "duplicate_tool_call": 68,
     "duplicate_tool_result": 68,
-    "edge_unsupported": 10,  # 24 before server tools and tool_reference were carried, 11 before Responses moderation was passed through (issue 14)
+    # 24 before server tools and tool_reference were carried, 11 before Responses moderation was
+    # passed through (issue 14)
+    "edge_unsupported": 10,
     "invalid_request": 7,
     "orphan_tool_call": 27,
     "orphan_tool_result": 1,
