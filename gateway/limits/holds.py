@@ -165,7 +165,13 @@ class StepHolds:
         cost = worst_case(self.candidates, request, session_bound=self.session_bound)
         # None: an unpriced deployment, admitted only where no budget is hard (the turn's
         # admission refused it otherwise); nothing to reserve then
-        return await self.admitter.admit(self.scopes, cost or 0.0)
+        return await self.hold_usd(cost or 0.0)
+
+    async def hold_usd(self, cost_usd: float) -> Reservation | None:
+        """Reserve ``cost_usd`` (a call's worst case, USD) on every budget; as :meth:`hold`."""
+        if not self.scopes:
+            return None
+        return await self.admitter.admit(self.scopes, cost_usd)
 
     async def settle(self, hold: Reservation | None, cost_usd: float | None) -> None:
         """The call ended having cost ``cost_usd`` (None: nothing priced, charged as 0, as its
