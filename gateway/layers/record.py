@@ -190,13 +190,15 @@ async def record_refused(gw: Gateway, request_id: str, dialect: str, error: Turn
 
 def aborted(turn: Turn) -> Response:
     """The answer recorded for a whole turn cut before it had one: empty, stop reason
-    ``aborted`` (the tokens an upstream may have spent are not known)."""
+    ``aborted``, with the usage of the tool-loop steps that answered before the cut
+    (``turn.spent``; what the limits layer settles too), else none (what an upstream may have
+    spent on the call that was cut is not known)."""
     return Response(
         id="aborted",
         model=turn.request.model,
         message=AssistantMessage(),
         stop_reason="aborted",
-        usage=Usage(),
+        usage=turn.spent or Usage(),
     )
 
 
