@@ -322,9 +322,13 @@ class AccessConfig(BaseModel):
       other key, or none, is anonymous) or ``off`` (keys are not read). Unset: ``required``
       when the gateway serves a non-loopback ``server.host``, ``optional`` on loopback
       (:func:`effective_auth`).
-    * ``admin_key_env``: the environment variable holding the admin key of ``/admin/keys``
-      and ``/admin/teams`` (never the key itself in the file); unset or empty: the admin API
-      answers 401 to everyone.
+    * ``admin_key_env``: the environment variable holding THE admin key (never the key itself
+      in the file; default ``TURNSTILE_ADMIN_KEY``): it governs ``/admin/keys``,
+      ``/admin/teams``, ``/admin/audit``, ``/admin/spend`` and the MCP registry's
+      ``/admin/mcp/*``, reads ``/metrics`` where keys are required, and sees every session and
+      stored response (:mod:`gateway.sessions.owners`). Null, or the variable unset or empty:
+      no admin key (the key admin API answers 401, the MCP one 403). ``mcp.admin_key_env`` is a
+      deprecated alias (read when this one is not set, with a warning in the log).
     * ``cache_ttl_s``: how long (seconds, at most 1) one process reuses a key lookup, so a
       key revoked on another instance is refused within a second.
     """
@@ -332,7 +336,7 @@ class AccessConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     auth: Literal["required", "optional", "off"] | None = None
-    admin_key_env: str | None = None
+    admin_key_env: str | None = "TURNSTILE_ADMIN_KEY"
     cache_ttl_s: float = Field(default=1.0, ge=0, le=1.0)
 
 
@@ -615,6 +619,24 @@ class GatewayConfig(BaseModel):
     tracing: TracingConfig = Field(default_factory=TracingConfig)
 
     @model_validator(mode="after")
+    def _one_admin_key(self) -> GatewayConfig:
+        """``mcp.admin_key_env`` (deprecated) names the admin key only when
+        ``access.admin_key_env`` is not set; two different variables are refused."""
+        if "admin_key_env" not in self.mcp.model_fields_set:
+            return self
+        old = self.mcp.admin_key_env
+        if "admin_key_env" in self.access.model_fields_set:
+            if self.access.admin_key_env != old:
+                raise ValueError(
+                    f"access.admin_key_env ({self.access.admin_key_env!r}) and the deprecated "
+                    f"mcp.admin_key_env ({old!r}) name two admin keys; one admin key governs "
+                    "both admin APIs: keep access.admin_key_env and remove mcp.admin_key_env"
+                )
+            return self
+        self.access = self.access.model_copy(update={"admin_key_env": old})
+        return self
+
+    @model_validator(mode="after")
     def _check_references(self) -> GatewayConfig:
         names = [d.name for d in self.deployments]
         dupes = sorted({n for n in names if names.count(n) > 1})
@@ -640,6 +662,18 @@ class GatewayConfig(BaseModel):
                             f"deployments ({', '.join(alias.deployments)})"
                         )
         return self
+
+
+def deprecations(config: GatewayConfig) -> list[str]:
+    """What ``config`` sets through a deprecated name, one sentence each (the server logs
+    them as warnings at start)."""
+    out: list[str] = []
+    if "admin_key_env" in config.mcp.model_fields_set:
+        out.append(
+            "mcp.admin_key_env is deprecated: access.admin_key_env names the one admin key of "
+            "every admin API (the value is used for it now)"
+        )
+    return out
 
 
 def storage_url(config: GatewayConfig) -> str:

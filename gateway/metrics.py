@@ -34,6 +34,9 @@ Metrics (all prefixed ``turnstile_``):
 * ``mcp_tool_calls_total{server,tool,outcome}``, ``mcp_tool_call_duration_seconds{server}``;
   ``mcp_trust_decisions_total{server,tier,outcome}`` (confirmations asked, approved, declined)
 * ``limit_rejections_total{limit,scope}`` — budget and rate-limit refusals (access control)
+* ``limit_counters_unreachable_total{outcome}`` — admissions (a turn's, a tool-loop step's, a
+  compaction call's) that found the shared limit counters unreachable: ``admitted`` unchecked
+  (``redis.fail: open``) or ``refused`` (``closed``, the 503)
 * at scrape: ``deployment_circuit_state{deployment,state}`` (1 for the current state),
   ``deployment_cooldown_seconds{deployment}``, ``mcp_server_up{server}``
 """
@@ -160,6 +163,10 @@ class Metrics:
             "turnstile_limit_rejections", "Turns refused by a budget or rate limit, by limit and scope.",
             ["limit", "scope"], registry=r,
         )  # fmt: skip
+        self.limits_unreachable = Counter(
+            "turnstile_limit_counters_unreachable", "Admissions that found the shared limit counters "
+            "unreachable: admitted unchecked (redis.fail open) or refused (closed).", ["outcome"], registry=r,
+        )  # fmt: skip
         self.gauges = ScrapeGauges()
         r.register(self.gauges)
         self._counter_of = {
@@ -254,6 +261,11 @@ class Metrics:
         """Count one turn refused by ``limit`` (e.g. ``budget``, ``rpm``) of ``scope`` (key, team,
         deployment)."""
         self.limit_rejections.labels(limit, scope).inc()
+
+    def limit_counters_unreachable(self, outcome: str) -> None:
+        """Count one admission that could not reach the shared limit counters (``outcome``
+        ``admitted``: fail open, unchecked; ``refused``: fail closed)."""
+        self.limits_unreachable.labels(outcome).inc()
 
     # ------------------------------------------------------------------ folding
 

@@ -15,10 +15,15 @@ Routes
   shape for a Gemini client (:func:`_is_gemini_client`) and always under ``/v1beta/models``.
 * ``GET /health`` — liveness plus the deployment table.
 * ``/admin/keys``, ``/admin/teams``, ``/admin/audit`` — virtual keys and teams
-  (:mod:`gateway.access.admin_api`, behind the admin key).
+  (:mod:`gateway.access.admin_api`, behind the admin key, ``access.admin_key_env``, which
+  governs the MCP registry's ``/admin/mcp/*`` too).
+* ``GET /metrics`` — Prometheus metrics; where keys are required, a virtual key or the admin
+  key reads them.
 
 Callers: the access layer judges a turn's virtual key; :class:`gateway.access.middleware.KeyCheck`
-every other request's (``access.auth``).
+every other request's (``access.auth``), or sees the admin key. A caller sees only the models its
+key allows, and only the sessions, stored responses and threads it created
+(:mod:`gateway.sessions.owners`).
 
 Shared objects (config, deployment table, providers, aiohttp session, transcript writer) are
 made in the lifespan and live on ``app.state``; there are no module globals.
@@ -47,12 +52,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import exposure
 from gateway.access import admin_api
-from gateway.access.middleware import KeyCheck
+from gateway.access.identity import Identity, may_hold_key
+from gateway.access.middleware import KeyCheck, judge, judged
 from gateway.coalesce import coalesce
 from gateway.config import (
     GatewayConfig,
     Settings,
     default_config_path,
+    deprecations,
     effective_auth,
     load_config,
     sessions_url,
@@ -88,6 +95,7 @@ from gateway.sessions import responses as stored_responses
 from gateway.sessions import threads as stored_threads
 from gateway.sessions import turns as session_turns
 from gateway.sessions.model import ThreadPayload
+from gateway.sessions.owners import STATE_PRINCIPAL, Caller, caller_of, request_caller
 from gateway.shutdown import OpenTurns, answer_cut
 from gateway.sse_response import EventStream
 from gateway.thinking_memory import ThinkingMemory
@@ -324,9 +332,13 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
             turn_request = parse_request(body, limits)
         session_id = session_turns.session_id_for(headers, turn_request)
         if edge is responses_edge:  # a stored response is a session (gateway/sessions/responses.py)
-            turn_request, session_id = await _stored_response(gw, turn_request, session_id)
+            principal = await _keyed(identity, principal, headers, rid)
+            caller = caller_of(principal)
+            turn_request, session_id = await _stored_response(gw, turn_request, session_id, caller)
         elif type(turn_request) is anthropic_edge.ThreadedRequest:  # a message thread
-            turn_request, session_id = await _message_thread(gw, turn_request, session_id)
+            principal = await _keyed(identity, principal, headers, rid)
+            caller = caller_of(principal)
+            turn_request, session_id = await _message_thread(gw, turn_request, session_id, caller)
         turn_in = Turn(
             request_id=rid,
             dialect=edge.DIALECT,
@@ -397,12 +409,25 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
             state.memory.note()
 
 
-async def _stored_response(gw: Gateway, request: Any, session_id: str | None) -> tuple[Any, str | None]:
+async def _keyed(identity: Identity | None, principal: Any, headers: Headers, rid: str) -> Any:
+    """The caller's principal for a turn that reads or makes stored conversation state before
+    the chain runs (its owner is checked there): ``principal`` when the key was judged already
+    (keys required), else the presented ``tsk-`` key's (keys optional), else None. Raises
+    :class:`gateway.errors.AuthenticationRequired` for a refused key."""
+    if principal is not None or identity is None or not may_hold_key(headers):
+        return principal
+    return await identity.admit(headers, request_id=rid)
+
+
+async def _stored_response(
+    gw: Gateway, request: Any, session_id: str | None, caller: Caller
+) -> tuple[Any, str | None]:
     """A Responses request and the session its turn binds to: with ``store`` (the default) a
-    new response session (forked from ``previous_response_id``'s, whose chain the request
-    continues); with ``store: false`` the previous chain only; a session the client bound
-    itself (``x-turnstile-session``, metadata, user) stays its session and no response is
-    stored. Raises :class:`gateway.errors.ResponseNotFound` for an unknown previous response,
+    new response session owned by ``caller`` (forked from ``previous_response_id``'s, whose
+    chain the request continues); with ``store: false`` the previous chain only; a session the
+    client bound itself (``x-turnstile-session``, metadata, user) stays its session and no
+    response is stored. Raises :class:`gateway.errors.ResponseNotFound` for an unknown
+    previous response or one of another owner (:mod:`gateway.sessions.owners`),
     :class:`InvalidRequest` for a previous response on a client-bound session."""
     store, previous = responses_edge.store_intent(request)
     if session_id is not None:
@@ -414,20 +439,23 @@ async def _stored_response(gw: Gateway, request: Any, session_id: str | None) ->
             )
         return responses_edge.with_history(request, [], response_id=None, stored=False), session_id
     if not store:
-        history = (await stored_responses.load(gw.sessions, previous)).history if previous else []
+        history = (await stored_responses.load(gw.sessions, previous, caller)).history if previous else []
         return responses_edge.with_history(request, history, response_id=None, stored=False), None
     rid = stored_responses.new_response_id()
-    history = await stored_responses.open_response(gw.sessions, rid, request.model, previous)
+    history = await stored_responses.open_response(gw.sessions, rid, request.model, previous, caller)
     return responses_edge.with_history(request, history, response_id=rid, stored=True), rid
 
 
-async def _message_thread(gw: Gateway, request: Any, session_id: str | None) -> tuple[Any, str]:
+async def _message_thread(
+    gw: Gateway, request: Any, session_id: str | None, caller: Caller
+) -> tuple[Any, str]:
     """An Anthropic request naming a ``thread`` and the session its turn binds to, the id its
     answer carries (:mod:`gateway.sessions.threads`): a new thread's session, or a fork of the
     continued one with its system prompt, tools and history put in. Raises
     :class:`ThreadUnsupported` when threads are off (``sessions.threads``), the client bound
     the turn to a session itself or a system message sits inside ``messages``;
-    :class:`gateway.errors.ThreadNotFound` for an unknown previous message and
+    :class:`gateway.errors.ThreadNotFound` for an unknown previous message (or one of another
+    owner than ``caller``, who owns the new answer's session) and
     :class:`gateway.errors.ThreadFingerprintMismatch` for a changed system prompt or tools."""
     if not gw.config.sessions.threads:
         raise ThreadUnsupported(
@@ -447,9 +475,9 @@ async def _message_thread(gw: Gateway, request: Any, session_id: str | None) -> 
     if thread is None or thread.previous_message_id is None:  # create
         system, tools, mcp_servers = anthropic_edge.settings(request)
         payload = ThreadPayload(system=system, tools=tools, mcp_servers=mcp_servers)
-        await stored_threads.create(gw.sessions, mid, request.model, payload)
+        await stored_threads.create(gw.sessions, mid, request.model, payload, caller)
         return anthropic_edge.created(request, mid), mid
-    previous = await stored_threads.load(gw.sessions, thread.previous_message_id)
+    previous = await stored_threads.load(gw.sessions, thread.previous_message_id, caller)
     held = previous.settings
     request = anthropic_edge.continued(
         request,
@@ -459,7 +487,7 @@ async def _message_thread(gw: Gateway, request: Any, session_id: str | None) -> 
         mcp_servers=held.mcp_servers,
         history=previous.history,
     )
-    await stored_threads.continue_from(gw.sessions, mid, request.model, previous)
+    await stored_threads.continue_from(gw.sessions, mid, request.model, previous, caller)
     return request, mid
 
 
@@ -522,13 +550,13 @@ async def input_tokens(request: Request) -> Response:
     )
 
 
-async def _previous_chain(gw: Gateway, request: Any) -> Any:
+async def _previous_chain(gw: Gateway, request: Any, caller: Caller) -> Any:
     """A Responses request with its ``previous_response_id``'s stored chain put in (what a
-    turn would send), for counting its input tokens."""
+    turn would send), for counting its input tokens; ``caller`` must see it."""
     _, previous = responses_edge.store_intent(request)
     if previous is None:
         return request
-    history = (await stored_responses.load(gw.sessions, previous)).history
+    history = (await stored_responses.load(gw.sessions, previous, caller)).history
     return responses_edge.with_history(request, history, response_id=None, stored=False)
 
 
@@ -536,19 +564,28 @@ async def _count(
     request: Request, edge: ModuleType, parse: Any, render: Any, prepare: Any = None
 ) -> Response:
     """A token count in ``edge``'s dialect: the body parsed by ``parse`` (then completed by
-    ``async prepare(gw, request) -> request`` when given), the count rendered by ``render``;
-    refusals answered (and recorded) like a turn's."""
+    ``async prepare(gw, request, caller) -> request`` when given), the count rendered by
+    ``render``; refusals answered (and recorded) like a turn's. The caller is judged as on
+    every endpoint (:func:`gateway.access.middleware.judge`; Gemini's ``countTokens`` comes
+    past :class:`KeyCheck`, with the turns), and the model checked against its key's allow
+    lists (403 naming it)."""
     gw: Gateway = request.app.state.gateway
     rid: str = request.scope["state"]["request_id"]
     try:
+        if not judged(request.scope):
+            await judge(request.scope)
+        state = request.scope["state"]
+        principal = state[STATE_PRINCIPAL]
         limits = gw.config.server
         body = await _read_body(request.scope, request.receive, limits.max_body_bytes)
         if len(body) > LARGE_BODY_BYTES:
             turn_request = await asyncio.to_thread(parse, body, limits)
         else:
             turn_request = parse(body, limits)
+        if principal is not None and gw.identity is not None:
+            await gw.identity.check_model(principal, turn_request.model, request_id=rid)
         if prepare is not None:
-            turn_request = await prepare(gw, turn_request)
+            turn_request = await prepare(gw, turn_request, request_caller(state))
         dep = gw.table.candidates(turn_request.model)[0]
         from gateway.providers.catalog import count_tokens as count
 
@@ -570,18 +607,20 @@ async def _count(
 
 async def stored_response(request: Request) -> Response:
     """``GET``/``DELETE /v1/responses/{id}`` and ``GET /v1/responses/{id}/input_items``: a
-    stored response read back (or marked deleted) in the Responses shape; an unknown id is a
-    404 (one transcript row, as for a refusal)."""
+    stored response read back (or marked deleted) in the Responses shape; an unknown id, or
+    one of another owner (:mod:`gateway.sessions.owners`), is a 404 (one transcript row, as
+    for a refusal)."""
     gw: Gateway = request.app.state.gateway
     rid: str = request.scope["state"]["request_id"]
     response_id = request.path_params["response_id"]
+    caller = request_caller(request.scope.get("state"))
     try:
         if request.method == "DELETE":
-            await stored_responses.delete(gw.sessions, response_id)
+            await stored_responses.delete(gw.sessions, response_id, caller)
             return _json(responses_edge.render_deleted(response_id))
         if not request.url.path.endswith("/input_items"):
             responses_edge.check_retrieve_query(dict(request.query_params))
-        stored = await stored_responses.load(gw.sessions, response_id)
+        stored = await stored_responses.load(gw.sessions, response_id, caller)
         if request.url.path.endswith("/input_items"):
             query = dict(request.query_params)
             return _json(responses_edge.render_input_items(response_id, stored.inputs, query))
@@ -654,10 +693,21 @@ async def _gemini_turn(scope: Scope, receive: Receive) -> Response:
     return await _handle_turn(request.scope, request.receive, gemini_edge, parse)
 
 
-def _gemini_entries(gw: Gateway) -> list[dict[str, Any]]:
-    """The model entries with each deployment's window and output limit (tokens)."""
+def _visible_models(request: Request, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The model entries (``{"id": alias or deployment, ...}``) the caller may use: those its
+    virtual key and its team allow (every entry for the admin key and anonymous callers)."""
+    state = request.scope.get("state") or {}
+    principal = state.get(STATE_PRINCIPAL)
+    if principal is None:
+        return entries
+    return [e for e in entries if principal.allows_model(e["id"])]
+
+
+def _gemini_entries(gw: Gateway, request: Request) -> list[dict[str, Any]]:
+    """The model entries the caller may use, with each deployment's window and output limit
+    (tokens)."""
     entries: list[dict[str, Any]] = []
-    for e in gw.table.models():
+    for e in _visible_models(request, gw.table.models()):
         dep = gw.table.deployments.get(e["id"])
         entry: dict[str, Any] = dict(e)
         if dep is not None:
@@ -670,7 +720,7 @@ def _gemini_entries(gw: Gateway) -> list[dict[str, Any]]:
 async def gemini_models(request: Request) -> Response:
     """``GET /v1beta/models``: the model list in Gemini's shape."""
     gw: Gateway = request.app.state.gateway
-    return _json(gemini_edge.render_models(_gemini_entries(gw)))
+    return _json(gemini_edge.render_models(_gemini_entries(gw, request)))
 
 
 async def gemini_model(request: Request) -> Response:
@@ -678,7 +728,7 @@ async def gemini_model(request: Request) -> Response:
     gw: Gateway = request.app.state.gateway
     wanted = request.path_params.get("rest") or request.path_params.get("model_id") or ""
     wanted = wanted[len("models/") :] if wanted.startswith("models/") else wanted
-    for entry in _gemini_entries(gw):
+    for entry in _gemini_entries(gw, request):
         if entry["id"] == wanted:
             return _json(gemini_edge.render_model(entry))
     _, body = gemini_edge.render_error(RouteNotFound(f"models/{wanted} is not found for this gateway"))
@@ -687,11 +737,11 @@ async def gemini_model(request: Request) -> Response:
 
 async def models(request: Request) -> Response:
     """Model list in a shape both the OpenAI and Anthropic SDKs accept (Gemini's for a Gemini
-    client)."""
+    client): the models the caller's key (and its team) allow."""
     if _is_gemini_client(request):
         return await gemini_models(request)
     gw: Gateway = request.app.state.gateway
-    return _json(openai_edge.render_models(gw.table.models()))
+    return _json(openai_edge.render_models(_visible_models(request, gw.table.models())))
 
 
 async def metrics(request: Request) -> Response:
@@ -779,12 +829,12 @@ async def method_not_allowed(request: Request, exc: Exception) -> Response:
 
 async def model(request: Request) -> Response:
     """One model, as ``GET /v1/models/{id}`` (``models.retrieve`` in both SDKs; Gemini's
-    ``models.get`` for a Gemini client)."""
+    ``models.get`` for a Gemini client); one the caller's key may not use is not found."""
     if _is_gemini_client(request):
         return await gemini_model(request)
     gw: Gateway = request.app.state.gateway
     wanted = request.path_params["model_id"]
-    for entry in openai_edge.render_models(gw.table.models())["data"]:
+    for entry in openai_edge.render_models(_visible_models(request, gw.table.models()))["data"]:
         if entry["id"] == wanted:
             return _json(entry)
     return await not_found(request, KeyError(wanted))
@@ -848,6 +898,8 @@ def create_app(
         config = config.model_copy(
             update={"server": config.server.model_copy(update={"host": settings.host})}
         )
+    for note in deprecations(config):
+        log.warning("deprecated_setting", note=note)
     if exposure.check_listen_address(config.server.host, config, settings):  # raises AnonymousExposure
         exposure.warn_anonymous(config.server.host)
     table = DeploymentTable.build(config, settings)
@@ -900,7 +952,7 @@ def create_app(
         mcp_stack = AsyncExitStack()
         app.state.mcp = await mcp_stack.enter_async_context(
             mcp_api.open_mcp(
-                config.mcp,
+                config.mcp.model_copy(update={"admin_key_env": config.access.admin_key_env}),  # one admin key
                 db_path=config.server.db_path,
                 read_env=settings.read_key,
                 host=config.server.host,

@@ -34,7 +34,7 @@ from gateway.errors import TurnstileError, UpstreamError
 from gateway.http_headers import header_list, header_value
 from gateway.metrics import Metrics
 from gateway.providers.base import Provider
-from gateway.schema import Message, Request, Response, StreamEvent, ToolProgress
+from gateway.schema import Message, Request, Response, StreamEvent, ToolProgress, Usage
 from gateway.signers import SignerMemory
 from gateway.thinking_memory import ThinkingMemory
 from gateway.transcript import TranscriptWriter
@@ -154,6 +154,9 @@ class Turn:
     dropped: tuple[dict[str, Any], ...] = ()  # client fields a target could not take (note_dropped)
     # limits layer
     limit_headers: dict[str, str] | None = None  # x-ratelimit-* of the caller's limits (admission)
+    step_holds: Any = None  # gateway.limits.holds.StepHolds: the tool loop holds each later step's budget
+    # tool loop layer (read by record and limits)
+    spent: Usage | None = None  # what the steps that answered cost when the turn ends without an answer
     # the layer that produced a stream's events
     outcome: StreamOutcome | None = None
 

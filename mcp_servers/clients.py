@@ -94,6 +94,25 @@ def bearer(headers: Any) -> str:
     return given[7:].strip() if given.lower().startswith("bearer ") else ""
 
 
+ADMIN_KEY_HEADERS = ("authorization", "x-api-key", "x-admin-key")
+"""Where the admin key may be presented: ``Authorization: Bearer``, ``x-api-key`` (the
+Anthropic SDK's header) or ``x-admin-key``."""
+
+
+def is_admin_key(headers: Any, expected: str | None) -> bool:
+    """Whether a request presents the admin key ``expected`` (None or empty: no admin key is
+    configured, nobody is the admin) in any of :data:`ADMIN_KEY_HEADERS`; each value is
+    compared in constant time (the admin key is a plaintext secret)."""
+    if not expected:
+        return False
+    want = expected.encode()
+    found = False
+    for given in (bearer(headers), *((headers.get(n, "") or "").strip() for n in ADMIN_KEY_HEADERS[1:])):
+        if given and hmac.compare_digest(given.encode(), want):
+            found = True
+    return found
+
+
 def presented_keys(headers: Any) -> list[str]:
     """The non-empty keys a request presents, in :data:`KEY_HEADERS` order."""
     keys = [bearer(headers)]

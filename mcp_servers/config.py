@@ -262,7 +262,10 @@ class McpConfig(BaseModel):
     """The ``mcp`` section.
 
     * ``admin_key_env``: environment variable holding the key ``/admin/mcp/*`` requires
-      (``Authorization: Bearer <key>``); unset means the admin API is closed (403).
+      (``Authorization: Bearer <key>``, ``x-api-key`` or ``x-admin-key``); null or the variable
+      unset means the admin API is closed (403). In a gateway configuration it is a deprecated
+      alias of ``access.admin_key_env``, which names the one admin key of every admin API (the
+      gateway hands this runtime that value).
     * ``namespaced``: expose ``<server>__<tool>``; off exposes bare names and a clash between
       servers is a configuration error at registration.
     * ``workspace_roots``: directories inside which ``allow_in_workspace`` tools may write
@@ -284,7 +287,7 @@ class McpConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    admin_key_env: str = "TURNSTILE_ADMIN_KEY"
+    admin_key_env: str | None = "TURNSTILE_ADMIN_KEY"
     namespaced: bool = True
     workspace_roots: list[str] = Field(default_factory=list)
     create_workspace: bool = True

@@ -20,8 +20,10 @@ Routes
   provider's tool format (:mod:`gateway.providers.tool_formats`), under their exposed names;
   400 for an unknown format or more tools than the provider takes.
 
-The admin routes need ``Authorization: Bearer <key>`` where the key is the value of the
-environment variable named by ``mcp.admin_key_env``; with that variable unset they answer 403.
+The admin routes need the admin key — the value of the environment variable named by
+``admin_key_env`` (in the gateway: ``access.admin_key_env``, the one admin key of every admin
+API) — as ``Authorization: Bearer <key>``, ``x-api-key`` or ``x-admin-key``
+(:func:`mcp_servers.clients.is_admin_key`); with that variable unset they answer 403.
 
 :func:`open_mcp` makes the runtime (store, registry, endpoint, session manager) for the app's
 lifespan; everything lives on ``app.state.mcp``.
@@ -29,7 +31,6 @@ lifespan; everything lives on ``app.state.mcp``.
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from mcp_servers.admin_policy import AdminPolicyViolation
-from mcp_servers.clients import CALLER, STATE_KEY, KeyAuth, admit
+from mcp_servers.clients import CALLER, STATE_KEY, KeyAuth, admit, is_admin_key
 from mcp_servers.config import McpConfig, McpServerSpec
 from mcp_servers.endpoint import McpEndpoint
 from mcp_servers.legacy_sse import MESSAGES_PATH, LegacySse
@@ -173,16 +174,17 @@ def _admin(request: Request) -> tuple[McpRuntime | None, Response | None]:
     runtime: McpRuntime | None = getattr(request.app.state, "mcp", None)
     if runtime is None:
         return None, _error("the MCP registry is not running", 503, "unavailable")
-    key = runtime.read_env(runtime.config.admin_key_env)
+    env = runtime.config.admin_key_env
+    key = runtime.read_env(env) if env else None
     if not key:
         return None, _error(
-            f"the admin API is disabled: set the environment variable {runtime.config.admin_key_env}",
+            f"the admin API is disabled: set the environment variable {env}"
+            if env
+            else "the admin API is disabled: no admin key is configured (access.admin_key_env)",
             403,
             "permission",
         )
-    given = request.headers.get("authorization", "")
-    token = given[7:] if given.lower().startswith("bearer ") else request.headers.get("x-admin-key", "")
-    if not hmac.compare_digest(token.encode(), key.encode()):
+    if not is_admin_key(request.headers, key):
         return None, _error("admin key missing or wrong (Authorization: Bearer <key>)", 401, "authentication")
     return runtime, None
 

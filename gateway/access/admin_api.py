@@ -1,9 +1,11 @@
 """The admin API of virtual keys and teams (JSON over HTTP).
 
 Every request needs the admin key: the value of the environment variable named by
-``access.admin_key_env``, presented as ``Authorization: Bearer <key>`` or ``x-api-key``
-(compared in constant time: unlike a virtual key, it is a stored plaintext secret). Without
-it, or with that variable unset or empty, every request is a 401.
+``access.admin_key_env`` (the one admin key, which governs the MCP registry's ``/admin/mcp/*``
+too), presented as ``Authorization: Bearer <key>``, ``x-api-key`` or ``x-admin-key``
+(:func:`mcp_servers.clients.is_admin_key`: compared in constant time; unlike a virtual key, it
+is a stored plaintext secret). Without it, or with that variable unset or empty, every request
+is a 401.
 
 * ``POST /admin/keys`` — make a key; the answer (201) holds ``secret``, the plaintext key,
   the only time it is shown: ``{"key": {...}, "secret": "tsk-..."}``.
@@ -20,7 +22,6 @@ does not validate, 401, 404 an unknown id, 409 a conflict).
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -31,7 +32,7 @@ from starlette.routing import BaseRoute, Route
 
 from gateway.access.store import AccessStore
 from gateway.errors import AuthenticationRequired, InvalidRequest, TurnstileError
-from mcp_servers.clients import bearer
+from mcp_servers.clients import is_admin_key
 
 ACTOR = "admin-api"
 
@@ -50,13 +51,12 @@ def _error(err: TurnstileError) -> Response:
 def _check_admin(request: Request) -> None:
     """Raises :class:`AuthenticationRequired` unless the request presents the admin key."""
     expected: str | None = getattr(request.app.state, "admin_key", None)
-    given = bearer(request.headers) or (request.headers.get("x-api-key") or "").strip()
     if not expected:
         raise AuthenticationRequired(
             "the admin API is closed: no admin key is configured (access.admin_key_env names the "
             "environment variable that holds it)"
         )
-    if not given or not hmac.compare_digest(given.encode(), expected.encode()):
+    if not is_admin_key(request.headers, expected):
         raise AuthenticationRequired("the admin API needs the admin key (Authorization: Bearer <admin key>)")
 
 

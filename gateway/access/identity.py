@@ -21,7 +21,11 @@ is bounded (:data:`MAX_CACHED`): when full it is emptied.
 
 Refusals of a known key (revoked, disabled, expired, team deleted) are written to the access
 audit; those of a missing or unknown key are only logged, so that anonymous traffic cannot
-grow the audit.
+grow the audit. A known key's turn refused by its (or its team's) budget or rate limit is
+audited too (``limit.refused``, :meth:`Identity.limit_refused`), at most once per key, scope
+and limit every :data:`AUDIT_REFUSALS_EVERY_S` seconds per process: a client hammering past its
+limit adds one event a minute, which counts the refusals not written since the previous one
+(every refusal is counted in ``turnstile_limit_rejections_total``).
 """
 
 from __future__ import annotations
@@ -37,13 +41,16 @@ from gateway.access.keygen import KEY_PREFIX, digest, is_virtual_key
 from gateway.access.model import AuditEvent, Key, Principal, Team, principal_of
 from gateway.access.store import AccessStore
 from gateway.access.visibility import key_visibility
-from gateway.errors import AuthenticationRequired, PermissionDenied
+from gateway.errors import AuthenticationRequired, LimitExceeded, PermissionDenied
 from mcp_servers.clients import Visibility, bearer
 
 log = structlog.get_logger("turnstile.access")
 
 MAX_CACHED = 10_000
-"""Key lookups one process keeps at most."""
+"""Key lookups one process keeps at most (and limit refusals it remembers for the audit)."""
+
+AUDIT_REFUSALS_EVERY_S = 60.0
+"""Seconds between two ``limit.refused`` audit events of one key, scope and limit."""
 
 _KEY_BYTES = KEY_PREFIX.encode()
 _value = itemgetter(1)
@@ -103,6 +110,9 @@ class Identity:
         self.now = now
         self.owner: Callable[[str], tuple[str, str] | None] | None = None
         self._cache: dict[str, tuple[float, tuple[Key, Team | None] | None]] = {}
+        self._refusals: dict[
+            tuple[str, str, str], list[float]
+        ] = {}  # -> [last event (clock), refusals since]
 
     def forget(self) -> None:
         """Drop every cached lookup (after a change made through this process's admin API)."""
@@ -176,6 +186,48 @@ class Identity:
         principal = await self.admit(headers)
         return None if principal is None else self.visibility(principal)
 
+    async def limit_refused(
+        self, principal: Principal, err: LimitExceeded, *, limit: str, request_id: str | None
+    ) -> None:
+        """Audit a turn of ``principal`` refused by ``err`` (``limit``: ``budget``,
+        ``requests``, ``tokens`` or ``concurrent``): one ``limit.refused`` event naming the
+        key (actor), the scope (target), the limit (reason) and in ``detail`` the request id,
+        the refusal's message and ``refused_since_last_event``; at most one per key, scope and
+        limit every :data:`AUDIT_REFUSALS_EVERY_S` seconds (the others only counted). A failure
+        to write it is logged, not raised."""
+        slot = (principal.key_id, err.scope, limit)
+        now = self.clock()
+        seen = self._refusals.get(slot)
+        if seen is not None and now - seen[0] < AUDIT_REFUSALS_EVERY_S:
+            seen[1] += 1
+            return
+        since = int(seen[1]) if seen is not None else 0
+        if len(self._refusals) >= MAX_CACHED:
+            self._refusals.clear()
+        self._refusals[slot] = [now, 0]
+        detail: dict[str, Any] = {"message": err.message, "refused_since_last_event": since}
+        if request_id:
+            detail["request_id"] = request_id
+        if err.details:
+            detail["limit"] = err.details
+        await self._write(
+            AuditEvent(
+                ts=self.now(),
+                action="limit.refused",
+                actor=principal.key_id,
+                target=err.scope,
+                reason=limit,
+                detail=detail,
+            )
+        )
+
+    async def _write(self, event: AuditEvent) -> None:
+        """Append ``event`` to the audit (a failure to write it is logged, not raised)."""
+        try:
+            await self.store.audit(event)
+        except Exception as err:  # the refusal stands; the audit line is lost, and said so
+            log.error("access_audit_failed", error=str(err), event=event.model_dump())
+
     async def _deny(self, actor: str, target: str, reason: str, request_id: str | None) -> None:
         """One ``access.denied`` audit event (a failure to write it is logged, not raised)."""
         log.info("access_denied", reason=reason, key=actor, target=target, request_id=request_id)
@@ -187,7 +239,4 @@ class Identity:
             reason=reason,
             detail={"request_id": request_id} if request_id else {},
         )
-        try:
-            await self.store.audit(event)
-        except Exception as err:  # the refusal stands; the audit line is lost, and said so
-            log.error("access_audit_failed", error=str(err), event=event.model_dump())
+        await self._write(event)

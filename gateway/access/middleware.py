@@ -1,11 +1,18 @@
 """Virtual keys on the endpoints that are not turns: ``GET /v1/models``, token counts, stored
-responses, the session API...
+responses, the session API, ``/metrics``...
 
 Turns are judged by the access layer (:mod:`gateway.layers.access`); :class:`KeyCheck`
-judges every other HTTP request the same way (:meth:`gateway.access.identity.Identity.admit`),
-except those that judge callers themselves or need none: ``/health``, ``/admin`` (the admin
-key), ``/mcp``, ``/sse`` and ``/messages/`` (virtual keys, then ``mcp.clients``). Gemini's
-``?key=`` counts as ``x-goog-api-key``.
+judges every other HTTP request the same way (:func:`judge`, then
+:meth:`gateway.access.identity.Identity.admit`), except those that judge callers themselves or
+need none: ``/health``, ``/admin`` (the admin key), ``/mcp``, ``/sse`` and ``/messages/``
+(virtual keys, then ``mcp.clients``). Gemini's ``?key=`` counts as ``x-goog-api-key``.
+
+A request presenting the admin key (``access.admin_key_env``;
+:func:`mcp_servers.clients.is_admin_key`) passes as the admin, whatever ``access.auth`` says:
+it reads ``/metrics`` where keys are required, every model, and every session and stored
+response. What was decided is left in the request's ``scope["state"]``
+(:data:`gateway.sessions.owners.STATE_PRINCIPAL`: the caller's principal or None,
+:data:`~gateway.sessions.owners.STATE_ADMIN`), where the endpoints read their caller.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.access.identity import Identity, may_hold_key
 from gateway.errors import TurnstileError
+from gateway.sessions.owners import STATE_ADMIN, STATE_PRINCIPAL
+from mcp_servers.clients import is_admin_key
 
 EXEMPT = ("/health", "/admin/", "/mcp", "/sse", "/messages/")
 """Path prefixes :class:`KeyCheck` leaves to their own checks."""
@@ -38,6 +47,33 @@ def caller_headers(scope: Scope) -> Headers:
     return Headers(raw=mutable.raw)
 
 
+async def judge(scope: Scope) -> None:
+    """Decide who the caller of the HTTP request ``scope`` is and leave it in
+    ``scope["state"]`` (see the module docstring): the admin when it presents the admin key,
+    else its virtual key's principal (None: anonymous, or keys off). Raises the identity's
+    :class:`gateway.errors.AuthenticationRequired` for a missing key where keys are required
+    and for a refused one."""
+    state = scope.get("state")
+    if state is None:
+        state = scope["state"] = {}
+    app_state = scope["app"].state
+    headers = caller_headers(scope)
+    state[STATE_PRINCIPAL] = None
+    if is_admin_key(headers, getattr(app_state, "admin_key", None)):
+        state[STATE_ADMIN] = True
+        return
+    gw: Any = getattr(app_state, "gateway", None)
+    identity: Identity | None = getattr(gw, "identity", None)
+    if identity is not None and (identity.required or may_hold_key(headers)):
+        state[STATE_PRINCIPAL] = await identity.admit(headers, request_id=state.get("request_id"))
+
+
+def judged(scope: Scope) -> bool:
+    """Whether :func:`judge` ran for ``scope`` (a request :class:`KeyCheck` saw)."""
+    state = scope.get("state")
+    return state is not None and STATE_PRINCIPAL in state
+
+
 class KeyCheck:
     """ASGI middleware: a non-turn request whose caller's key is refused gets the refusal
     rendered by ``refuse(path, error) -> (status, JSON body)`` (the path's dialect)."""
@@ -47,28 +83,22 @@ class KeyCheck:
         self.refuse = refuse
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        identity: Identity | None = None
         if scope["type"] == "http" and not scope["path"].startswith(EXEMPT):
-            gw: Any = getattr(scope["app"].state, "gateway", None)
-            identity = gw.identity if gw is not None else None
-        if identity is not None:
-            headers = caller_headers(scope)
-            if identity.required or may_hold_key(headers):
-                try:
-                    await identity.admit(headers)
-                except TurnstileError as err:
-                    status, body = self.refuse(scope["path"], err)
-                    await send(
-                        {
-                            "type": "http.response.start",
-                            "status": status,
-                            "headers": [
-                                (b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode()),
-                                (b"www-authenticate", b"Bearer"),
-                            ],
-                        }
-                    )
-                    await send({"type": "http.response.body", "body": body})
-                    return
+            try:
+                await judge(scope)
+            except TurnstileError as err:
+                status, body = self.refuse(scope["path"], err)
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": status,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"www-authenticate", b"Bearer"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
         await self.app(scope, receive, send)

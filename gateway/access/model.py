@@ -111,8 +111,9 @@ class Key(Limits):
 class AuditEvent(BaseModel):
     """One line of the access audit: ``action`` (``key.created``, ``key.changed``,
     ``key.revoked``, ``key.rotated``, ``team.created``, ``team.changed``, ``team.deleted``,
-    ``access.denied``), who did it (``actor``: ``admin-api``, ``cli``, or the key id of a
-    denied caller), on what (``target``: a key or team id, a model name), why (``reason``) and
+    ``access.denied``, ``limit.refused``), who did it (``actor``: ``admin-api``, ``cli``, or
+    the key id of a denied caller), on what (``target``: a key or team id, a model name, a
+    limited scope such as ``key:<id>``), why (``reason``: e.g. ``budget``, ``requests``) and
     ``detail`` (the changed fields, the request id...)."""
 
     seq: int | None = None

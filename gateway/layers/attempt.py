@@ -67,6 +67,34 @@ class AttemptLayer:
             )
         return accounting.priced(usage, self.gw.table.prices.get(dep.name) or dep.price or _no_price())
 
+    def priced_partial(self, partial: Response | None, dep: Deployment, request: Request) -> Response | None:
+        """What a stream cut short delivered (``partial``, stop reason ``aborted``) with its
+        usage completed and priced, so that its transcript row and the limits' settle charge
+        the same known amount: input tokens as the upstream reported them at the start, else
+        the request counted for the model; output tokens as reported, or a quarter of the
+        delivered characters (text, thinking, tool-call arguments) when that is more; marked
+        ``estimated`` when either was counted here. What the upstream billed after the cut
+        (it stops generating once the gateway closes the connection) is not known."""
+        if partial is None:
+            return None
+        from gateway.providers.catalog import count_tokens
+
+        u = partial.usage
+        chars = sum(len(getattr(p, "text", "") or "") for p in partial.message.content)
+        chars += sum(len(t.raw_arguments) for t in partial.message.tool_calls)
+        estimated = u.estimated
+        input_tokens = u.input_tokens
+        if u.total_input_tokens == 0:
+            input_tokens, estimated = count_tokens(request, dep.model, wait=False), True
+        output_tokens = u.output_tokens
+        if -(-chars // 4) > output_tokens:
+            output_tokens, estimated = -(-chars // 4), True
+        usage = u.model_copy(
+            update={"input_tokens": input_tokens, "output_tokens": output_tokens, "estimated": estimated}
+        )
+        price = self.gw.table.prices.get(dep.name) or dep.price or _no_price()
+        return evolve(partial, usage=accounting.priced(usage, price))
+
     async def complete(self, turn: Turn, request: Request) -> Response:
         """The deployment's whole answer, truncation-guarded and priced. Raises
         :class:`UpstreamError` subclasses."""
@@ -240,9 +268,10 @@ class AttemptLayer:
             elif cut is not None or (error is None and status == 200):
                 # cut by the shutdown bound, or the client went away before the end
                 error, status = (cut, cut.status) if cut is not None else (None, 499)
-                final = collect_partial(collected)
+                final = self.priced_partial(collect_partial(collected), dep, request)
             elif isinstance(error, UpstreamTooLarge):
-                final = collect_partial(collected)  # what the client got before the cap (stored cut)
+                # what the client got before the cap (stored cut)
+                final = self.priced_partial(collect_partial(collected), dep, request)
             turn.outcome = StreamOutcome(final, error, status)
             if span is not None:  # gateway.tracing.AttemptSpan
                 span.end(final, error, status)

@@ -5,21 +5,30 @@ deployments are known, ``turn.candidates``) and above the session and the tool l
 admission however many model steps the turn takes). For a turn whose caller holds a key
 (``turn.principal``) with limits:
 
-* **admit** (:meth:`gateway.limits.backend.Limits.admit`): the turn's worst-case cost — its
-  input estimate (a session-bound turn: the deployment's context window, which its rebuilt
-  history fits) plus its output budget, at the dearest price among the deployments it may be
-  routed to (:func:`gateway.limits.cost.worst_case_usd`) — is reserved on every hard budget of
-  the key and the team, one request counted in their requests/min, one concurrent slot taken;
-  or the turn is refused with nothing taken: :class:`gateway.errors.BudgetExceeded` (429,
+* **admit** (:class:`gateway.limits.holds.Admitter`): the turn's worst-case cost — its input
+  estimate (a session-bound turn: the deployment's context window, which its rebuilt history
+  fits) plus its output budget, at the dearest price among the deployments it may be routed to
+  (:func:`gateway.limits.holds.worst_case`) — is reserved on every hard budget of the key and
+  the team, one request counted in their requests/min, one concurrent slot taken; or the turn
+  is refused with nothing taken: :class:`gateway.errors.BudgetExceeded` (429,
   ``insufficient_quota``, when the budget resets), :class:`gateway.errors.RateLimitExceeded`
   (429, ``retry-after`` and the ``x-ratelimit-*`` headers) or
   :class:`gateway.errors.LimitsUnavailable` (503, Redis unreachable and ``redis.fail: closed``).
-  An unpriced turn (a deployment without a price) under a hard budget is refused: its cost
-  cannot be bounded.
-* **settle** when the turn ends: the reservation is replaced by the answer's cost (summed over
-  the tool loop's steps), its tokens go to tokens/min, the slot is freed; a turn that failed
-  before an answer releases its reservation instead; a stream cut short is charged its
-  reservation (what it cost is not known).
+  Refusals are counted and audited, unchecked admissions counted. An unpriced turn (a
+  deployment without a price) under a hard budget is refused: its cost cannot be bounded.
+* **model steps of the tool loop**: a turn running the server-side tool loop is admitted
+  without a reservation (its request counted, its slot taken) and gets ``turn.step_holds``
+  (:class:`gateway.limits.holds.StepHolds`), with which the tool loop layer reserves each
+  model step's worst case on the budgets before it goes upstream (refused with
+  ``BudgetExceeded`` when it does not fit) and settles it with its cost when it ends. Holding
+  one step at a time keeps a loop from holding budget it no longer needs (its earlier steps'
+  worst cases); the price: under a tight budget, a concurrent loop can be refused at a later
+  step after its earlier steps were spent.
+* **settle** when the turn ends, with what it cost as its transcript row records it: the
+  answer's cost (summed over the tool loop's steps; a stream cut short: what was delivered,
+  priced), or, for a turn that failed after some tool-loop steps answered, those steps'
+  (``turn.spent``) — less what the step holds settled already; its tokens go to tokens/min,
+  the slot is freed. A turn that failed having spent nothing releases its reservation.
 
 Counters are in process, or in Redis with ``redis.url`` (shared by every instance), seeded from
 the spend ledger (:mod:`gateway.ledger`). A caller without a key, or a key without limits,
@@ -32,64 +41,25 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import structlog
-
-from gateway.errors import BudgetExceeded, InvalidRequest, LimitExceeded, TurnstileError
-from gateway.limits.cost import worst_case_usd
+from gateway.errors import InvalidRequest
+from gateway.limits.holds import Admitter, StepHolds, principal_scopes, worst_case
 from gateway.limits.model import Scope
-from gateway.schema import Request, Response
+from gateway.schema import Request, Response, Usage
 from gateway.turn import Batches, Gateway, Service, Turn
-
-log = structlog.get_logger("turnstile.limits")
-
-DEFAULT_OUTPUT_BUDGET = 4096
-"""Output tokens assumed for a turn that names no limit, on a deployment that names none."""
-SESSION_WINDOW = 200_000
-"""Input tokens a session-bound turn may send to a deployment whose ``context_window`` is not
-configured (its history is rebuilt below this layer, to fit the window)."""
 
 
 def scopes_of(turn: Turn) -> list[Scope]:
     """The limited scopes of ``turn``'s caller: its key, then its team (empty without a key)."""
-    p = turn.principal
-    if p is None:
-        return []
-    out = [Scope.of("key", p.key_id, p.key_budgets, p.key_rate_limits)]
-    if p.team_id:
-        out.append(Scope.of("team", p.team_id, p.team_budgets, p.team_rate_limits))
-    return [s for s in out if s.limited]
+    return principal_scopes(turn.principal)
 
 
-def worst_case(turn: Turn, request: Request) -> float | None:
-    """USD the turn can cost at most on the dearest of its candidate deployments (None when one
-    of them has no price)."""
-    from gateway.providers.catalog import count_tokens
-
-    candidates = turn.candidates or []
-    if not candidates:
-        return None
-    worst = 0.0
-    input_tokens = count_tokens(request, candidates[0].model, wait=False, bound=True)  # never blocks the loop
-    for dep in candidates:
-        budget = request.max_output_tokens or dep.max_output_tokens or DEFAULT_OUTPUT_BUDGET
-        sent = input_tokens
-        if turn.session_id:
-            # The session's history is added below (its view fits the deployment's window):
-            # only the window bounds what goes up.
-            sent = max(sent, (dep.context_window or SESSION_WINDOW) - budget)
-        cost = worst_case_usd(sent, budget, dep.price)
-        if cost is None:
-            return None
-        worst = max(worst, cost)
-    return worst
-
-
-def _spent(resp: Response | None) -> tuple[float | None, int]:
-    if resp is None:
-        return None, 0
-    u = resp.usage
-    tokens = (u.input_tokens or 0) + (u.cache_read_tokens or 0) + (u.cache_write_tokens or 0)
-    return u.cost_usd, tokens + (u.output_tokens or 0)
+def _tokens(u: Usage) -> int:
+    return (
+        (u.input_tokens or 0)
+        + (u.cache_read_tokens or 0)
+        + (u.cache_write_tokens or 0)
+        + (u.output_tokens or 0)
+    )
 
 
 class LimitsLayer:
@@ -100,7 +70,9 @@ class LimitsLayer:
         self.inner = inner
 
     async def _admit(self, turn: Turn, request: Request, scopes: list[Scope]) -> Any:
-        cost = worst_case(turn, request)
+        candidates = turn.candidates or []
+        session_bound = bool(turn.session_id)
+        cost = worst_case(candidates, request, session_bound=session_bound)
         if cost is None:
             hard = [f"{s.name} {b.period}" for s in scopes for b in s.budgets if b.hard]
             if hard:
@@ -110,26 +82,31 @@ class LimitsLayer:
                     param="model",
                 )
             cost = 0.0
-        try:
-            reservation = await self.gw.limits.admit(scopes, cost)
-        except LimitExceeded as err:
-            limit = "budget" if isinstance(err, BudgetExceeded) else str(getattr(err, "dimension", "rate"))
-            self.gw.metrics.limit_rejected(limit, str(err.scope).partition(":")[0])
-            log.info("limit_refused", request_id=turn.request_id, scope=err.scope, limit=limit)
-            raise
-        for alert in reservation.alerts:
-            self.gw.metrics.limit_rejected("soft_budget", alert.scope.partition(":")[0])
-            log.warning(
-                "soft_budget_exceeded",
-                request_id=turn.request_id,
-                scope=alert.scope,
-                period=alert.period,
-                limit_usd=alert.limit_usd,
-                spent_usd=alert.spent_usd,
-            )
+        admitter = Admitter(
+            self.gw.limits, self.gw.metrics, self.gw.identity, turn.principal, turn.request_id
+        )
+        looping = turn.loop_tools is not None and any(s.budgets for s in scopes)
+        # a tool loop's steps are each held on the budgets (the first too): the turn's own
+        # admission counts the request and takes the slot; nothing is reserved for it
+        reservation = await admitter.admit(scopes, 0.0 if looping else cost)
         if reservation.headers:
             turn.limit_headers = reservation.headers
+        if looping:
+            turn.step_holds = StepHolds(admitter, scopes, candidates, session_bound=session_bound)
         return reservation
+
+    async def _finish(self, turn: Turn, reservation: Any, response: Response | None) -> None:
+        """Settle ``reservation`` with what the turn cost as its row records it (see the
+        module docstring), or release it when the turn spent nothing."""
+        usage = response.usage if response is not None else turn.spent
+        if usage is None:
+            await self.gw.limits.release(reservation)
+            return
+        holds: StepHolds | None = turn.step_holds
+        cost = usage.cost_usd or 0.0
+        if holds is not None:
+            cost = max(cost - holds.settled_usd, 0.0)
+        await self.gw.limits.settle(reservation, cost, _tokens(usage))
 
     async def complete(self, turn: Turn, request: Request) -> Response:
         """The inner answer, admitted and settled (see the module docstring)."""
@@ -142,10 +119,9 @@ class LimitsLayer:
         try:
             response = await self.inner.complete(turn, request)
         except BaseException:
-            await self.gw.limits.release(reservation)
+            await self._finish(turn, reservation, None)
             raise
-        cost, tokens = _spent(response)
-        await self.gw.limits.settle(reservation, cost, tokens)
+        await self._finish(turn, reservation, response)
         return response
 
     async def stream(self, turn: Turn, request: Request) -> Batches:
@@ -159,7 +135,7 @@ class LimitsLayer:
         try:
             batches = await self.inner.stream(turn, request)
         except BaseException:
-            await self.gw.limits.release(reservation)
+            await self._finish(turn, reservation, None)
             raise
         return self._settled(turn, reservation, batches)
 
@@ -172,8 +148,4 @@ class LimitsLayer:
             if close is not None:
                 await close()  # the producer records how the stream ended (turn.outcome)
             outcome = turn.outcome
-            if outcome is not None and outcome.response is None and isinstance(outcome.error, TurnstileError):
-                await self.gw.limits.release(reservation)
-            else:
-                cost, tokens = _spent(outcome.response if outcome is not None else None)
-                await self.gw.limits.settle(reservation, cost, tokens)
+            await self._finish(turn, reservation, outcome.response if outcome is not None else None)

@@ -6,7 +6,10 @@ after kill -9; the wait is bounded (:class:`gateway.transcript.TranscriptWriter`
 the tool loop's steps (``turn.steps``) are written just before the turn's own. Exceptions are
 mapped to the row's error: a :class:`TurnstileError` as it is, any other exception as an
 internal error (the server answers 500 and logs it), a cancellation before the answer began
-as :class:`TurnCutByShutdown`; each is re-raised.
+as :class:`TurnCutByShutdown`; each is re-raised. The row's usage and cost are the answer's (a
+stream cut short: the part delivered, priced), or for a turn that failed after tool-loop steps
+answered, theirs (``turn.spent``): the spend ledger and the limits layer's settle charge the
+same number.
 
 With tracing on (``gw.tracing``) the turn's span starts here, before any other layer runs
 (``turn.trace``: the inner layers parent their spans on it explicitly), and ends with the row
@@ -100,7 +103,8 @@ class RecordLayer:
         transcript = self.gw.transcript
         if turn.steps:
             await _record_steps(self.gw, transcript, turn)
-        usage = resp.usage if resp is not None else Usage()
+        # no answer: what the tool loop's steps that answered cost (turn.spent), if any
+        usage = resp.usage if resp is not None else (turn.spent or Usage())
         dep = turn.deployment
         record = TurnRecord(
             request_id=turn.request_id,
@@ -186,13 +190,15 @@ async def record_refused(gw: Gateway, request_id: str, dialect: str, error: Turn
 
 def aborted(turn: Turn) -> Response:
     """The answer recorded for a whole turn cut before it had one: empty, stop reason
-    ``aborted`` (the tokens an upstream may have spent are not known)."""
+    ``aborted``, with the usage of the tool-loop steps that answered before the cut
+    (``turn.spent``; what the limits layer settles too), else none (what an upstream may have
+    spent on the call that was cut is not known)."""
     return Response(
         id="aborted",
         model=turn.request.model,
         message=AssistantMessage(),
         stop_reason="aborted",
-        usage=Usage(),
+        usage=turn.spent or Usage(),
     )
 
 

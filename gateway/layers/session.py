@@ -6,13 +6,24 @@ It binds the turn (:class:`gateway.sessions.turns.SessionBinding`, kept on ``tur
 the client's new messages are appended and the turn leaf read once. Below it, the tool loop
 appends its steps through that handle and the window layer rebuilds the context for each
 target from it. An unbound turn passes through untouched.
+
+A session the client names belongs to the caller that created it (the access layer above put
+the caller's key on ``turn.principal``; :mod:`gateway.sessions.owners`): a new id is created
+owned by the caller, an id of another owner's session is refused as not found (404) before
+anything is appended. The gateway's own sessions (stored responses, threads) were created and
+checked by the server.
 """
 
 from __future__ import annotations
 
 from gateway.schema import Request, Response
+from gateway.sessions import responses, threads
+from gateway.sessions.owners import caller_of, claim
 from gateway.sessions.turns import SessionBinding
 from gateway.turn import Batches, Gateway, Service, SessionHandle, Turn
+
+SERVER_MADE = (responses.PREFIX, threads.PREFIX)
+"""Prefixes of the session ids the server makes (and checks the owner of) before the chain."""
 
 
 class SessionLayer:
@@ -22,11 +33,20 @@ class SessionLayer:
         self.gw = gw
         self.inner = inner
 
+    async def _bind(self, turn: Turn, request: Request) -> SessionBinding:
+        """The turn's binding, once its session is the caller's. Raises
+        :class:`gateway.sessions.store.SessionNotFound` for another owner's session."""
+        sid = turn.session_id
+        assert sid is not None
+        if not sid.startswith(SERVER_MADE):
+            await claim(self.gw.sessions, sid, caller_of(turn.principal))
+        return await SessionBinding.open(self.gw, sid, turn.request_id, request)
+
     async def complete(self, turn: Turn, request: Request) -> Response:
         """The inner answer, appended to the bound session."""
         if not turn.session_id or self.gw.sessions is None:
             return await self.inner.complete(turn, request)
-        session = turn.session = await SessionBinding.open(self.gw, turn.session_id, turn.request_id, request)
+        session = turn.session = await self._bind(turn, request)
         response = await self.inner.complete(turn, request)
         await session.finish(response)
         return response
@@ -35,7 +55,7 @@ class SessionLayer:
         """The inner stream; its answer (as delivered) is appended when it ends."""
         if not turn.session_id or self.gw.sessions is None:
             return await self.inner.stream(turn, request)
-        session = turn.session = await SessionBinding.open(self.gw, turn.session_id, turn.request_id, request)
+        session = turn.session = await self._bind(turn, request)
         return _appended(turn, session, await self.inner.stream(turn, request))
 
 

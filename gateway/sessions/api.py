@@ -1,13 +1,20 @@
 """HTTP routes of the session store (OpenAI-style error bodies).
 
-* ``GET  /v1/sessions?limit=&offset=``            — sessions, newest first (limit 1..1000)
+Every route sees only the caller's sessions (:mod:`gateway.sessions.owners`: those its virtual
+key created; an anonymous caller's, those anonymous callers created; the admin key, all): a
+session of another owner answers exactly as an absent one (404).
+
+* ``GET  /v1/sessions?limit=&offset=``            — the caller's sessions, newest first (limit
+  1..1000); the admin key sees all of them, or one owner's with ``key_id=`` / ``team_id=``
 * ``GET  /v1/sessions/{id}``                       — the session, its path (root→leaf) and all
   its own entries (``?leaf=<entry>`` reads another branch)
 * ``POST /v1/sessions/{id}/fork``                  — body ``{"entry_id"?, "session_id"?, "title"?}``
 * ``POST /v1/sessions/{id}/entries/{entry}/label`` — body ``{"label": str | null}``; the entry
   must be on the session's tree (404 naming it otherwise)
 * ``POST /v1/sessions/{id}/compact``               — body ``{"deployment"?}``: compact for that
-  deployment's window (default: the compaction deployment's own window)
+  deployment's window (default: the compaction deployment's own window); it calls a model, so
+  it is held to the caller's budgets and rate limits and its cost is charged to its key
+  (:mod:`gateway.sessions.compact_api`)
 """
 
 from __future__ import annotations
@@ -20,8 +27,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.errors import InvalidRequest, TurnstileError
+from gateway.sessions.owners import Caller, fork_owner, request_caller, visible
 from gateway.sessions.reserved import check_client_session_id
-from gateway.sessions.store import MAX_LIST_LIMIT, MAX_LIST_OFFSET, SessionStore
+from gateway.sessions.store import ANY_OWNER, MAX_LIST_LIMIT, MAX_LIST_OFFSET, SessionStore
 
 
 def _json(body: Any, status: int = 200) -> Response:
@@ -40,6 +48,11 @@ def _error(err: TurnstileError) -> Response:
         },
         err.status,
     )
+
+
+def _caller(request: Request) -> Caller:
+    """Who asks (left in the request's state by the key check)."""
+    return request_caller(request.scope.get("state"))
 
 
 def _store(request: Request) -> SessionStore:
@@ -82,11 +95,25 @@ def _opt_str(body: dict[str, Any], name: str) -> str | None:
 
 
 async def list_sessions(request: Request) -> Response:
-    """Sessions, newest first (``limit`` 1..1000, default 50; ``offset`` >= 0)."""
+    """The caller's sessions, newest first (``limit`` 1..1000, default 50; ``offset`` >= 0);
+    for the admin key every session, or one owner's (``key_id``, ``team_id``)."""
     try:
         limit = _int(request, "limit", 50, 1, MAX_LIST_LIMIT)
         offset = _int(request, "offset", 0, 0, MAX_LIST_OFFSET)
-        items = await _store(request).list_sessions(limit, offset)
+        caller = _caller(request)
+        key_id: str | None = ANY_OWNER
+        team_id: str | None = ANY_OWNER
+        if caller.admin:
+            key_id = request.query_params.get("key_id", ANY_OWNER)
+            team_id = request.query_params.get("team_id", ANY_OWNER)
+        else:
+            for name in ("key_id", "team_id"):
+                if name in request.query_params:
+                    raise InvalidRequest(
+                        f"{name}: only the admin key lists other owners' sessions", param=name
+                    )
+            key_id = caller.key_id
+        items = await _store(request).list_sessions(limit, offset, key_id=key_id, team_id=team_id)
         return _json({"object": "list", "data": [s.public() for s in items]})
     except TurnstileError as err:
         return _error(err)
@@ -97,7 +124,7 @@ async def get_session(request: Request) -> Response:
     sid = request.path_params["session_id"]
     try:
         store = _store(request)
-        info = await store.get_session(sid)
+        info = await visible(store, sid, _caller(request))
         path = await store.path(sid, request.query_params.get("leaf"))
         own = await store.entries(sid)
         return _json(
@@ -115,7 +142,10 @@ async def fork_session(request: Request) -> Response:
         entry_id, new_sid, title = (_opt_str(body, k) for k in ("entry_id", "session_id", "title"))
         if new_sid is not None:
             check_client_session_id(new_sid, "session_id")
-        info = await _store(request).fork(sid, entry_id, new_session_id=new_sid, title=title)
+        store, caller = _store(request), _caller(request)
+        source = await visible(store, sid, caller)
+        owner = fork_owner(caller, source)
+        info = await store.fork(sid, entry_id, new_session_id=new_sid, title=title, owner=owner)
         return _json(info.public(), 201)
     except TurnstileError as err:
         return _error(err)
@@ -129,45 +159,28 @@ async def label_entry(request: Request) -> Response:
         label = body.get("label")
         if label is not None and not isinstance(label, str):
             raise InvalidRequest("label must be a string or null", param="label")
-        entry = await _store(request).label(sid, eid, label)
+        store = _store(request)
+        await visible(store, sid, _caller(request))
+        entry = await store.label(sid, eid, label)
         return _json(entry.public(), 201)
     except TurnstileError as err:
         return _error(err)
 
 
 async def compact_session(request: Request) -> Response:
-    """Compact now (reason ``request``) for a deployment's window."""
-    from gateway.context import budget_for
-    from gateway.schema import Request as TurnRequest
-    from gateway.sessions.turns import compactor_for, window_of
+    """Compact now (reason ``request``) for a deployment's window, as the caller whose session
+    it is: held to its limits, charged to its key (:mod:`gateway.sessions.compact_api`)."""
+    from gateway.sessions import compact_api
 
     sid = request.path_params["session_id"]
-    gw = request.app.state.gateway
     try:
         body = await _body(request)
-        store = _store(request)
-        await store.get_session(sid)
-        compactor = compactor_for(gw, sid)
-        if compactor is None:
-            raise InvalidRequest(
-                "no sessions.compaction_deployment is configured and enabled", param="deployment"
-            )
-        name = _opt_str(body, "deployment") or gw.config.sessions.compaction_deployment
-        dep = gw.table.deployments.get(name)
-        if dep is None:
-            raise InvalidRequest(f"unknown or disabled deployment {name!r}", param="deployment")
-        budget = budget_for(
-            TurnRequest(model=dep.name, messages=[]),
-            window_of(dep) or 128_000,
-            reserved_output=dep.max_output_tokens or 4096,
-        )
-        before = len(await store.entries(sid))
-        await compactor(budget, "request")
-        own = await store.entries(sid)
-        added = own[before:]
-        return _json({"compacted": bool(added), "entry": added[-1].public() if added else None})
+        return _json(await compact_api.compact(request, _store(request), sid, body))
     except TurnstileError as err:
-        return _error(err)
+        response = _error(err)
+        for name, value in (getattr(err, "headers", None) or {}).items():  # retry-after, x-ratelimit-*
+            response.headers[name] = value
+        return response
 
 
 ROUTES = [

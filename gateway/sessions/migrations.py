@@ -19,6 +19,11 @@ Migration 2 closes the replace paths and guards the session rows:
   migration 1, which raises; nothing to add for the entries.
 * ``sessions``: DELETE (and TRUNCATE) raise; UPDATE raises unless only ``leaf_id`` changes and
   the new leaf is an existing entry. The leaf pointer is the one mutable value.
+
+Migration 3 adds who owns a session (:mod:`gateway.sessions.owners`): ``owner_key`` and
+``owner_team`` (the virtual key and team of the caller that created it; NULL for an anonymous
+caller), written when the row is inserted and never changed (a trigger raises on an UPDATE
+that changes either), and an index for the list of one owner's sessions.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from dataclasses import dataclass
 
 APPEND_ONLY_MESSAGE = "turnstile: session entries are append-only"
 SESSION_ROW_MESSAGE = "turnstile: sessions are never deleted or replaced; only their leaf pointer changes"
+OWNER_MESSAGE = "turnstile: the owner of a session is set when it is created and never changed"
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,18 @@ SQLITE: tuple[Migration, ...] = (
             BEGIN SELECT RAISE(ABORT, 'turnstile: schema_migrations is append-only'); END""",
         ),
     ),
+    Migration(
+        3,
+        "session owners",
+        (
+            "ALTER TABLE sessions ADD COLUMN owner_key TEXT",
+            "ALTER TABLE sessions ADD COLUMN owner_team TEXT",
+            "CREATE INDEX sessions_owner ON sessions (owner_key, created_at)",
+            f"""CREATE TRIGGER sessions_owner_fixed BEFORE UPDATE ON sessions
+            WHEN NEW.owner_key IS NOT OLD.owner_key OR NEW.owner_team IS NOT OLD.owner_team
+            BEGIN SELECT RAISE(ABORT, '{OWNER_MESSAGE}'); END""",
+        ),
+    ),
 )
 
 POSTGRES: tuple[Migration, ...] = (
@@ -173,6 +191,24 @@ POSTGRES: tuple[Migration, ...] = (
             FOR EACH STATEMENT EXECUTE FUNCTION turnstile_session_row_guard()""",
             """CREATE TRIGGER schema_migrations_no_truncate BEFORE TRUNCATE ON schema_migrations
             FOR EACH STATEMENT EXECUTE FUNCTION turnstile_append_only()""",
+        ),
+    ),
+    Migration(
+        3,
+        "session owners",
+        (
+            "ALTER TABLE sessions ADD COLUMN owner_key TEXT",
+            "ALTER TABLE sessions ADD COLUMN owner_team TEXT",
+            "CREATE INDEX sessions_owner ON sessions (owner_key, created_at)",
+            f"""CREATE FUNCTION turnstile_session_owner_fixed() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                RAISE EXCEPTION '{OWNER_MESSAGE} (% on %)', TG_OP, TG_TABLE_NAME
+                    USING ERRCODE = 'restrict_violation';
+            END $$""",
+            """CREATE TRIGGER sessions_owner_fixed BEFORE UPDATE ON sessions FOR EACH ROW
+            WHEN (NEW.owner_key IS DISTINCT FROM OLD.owner_key
+                  OR NEW.owner_team IS DISTINCT FROM OLD.owner_team)
+            EXECUTE FUNCTION turnstile_session_owner_fixed()""",
         ),
     ),
 )

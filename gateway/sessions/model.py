@@ -167,8 +167,24 @@ class Entry(BaseModel):
         }
 
 
+class Owner(BaseModel):
+    """Who a session belongs to: the virtual key (``key_id``) and its team (``team_id``) of the
+    caller that created it; both None for an anonymous caller (:mod:`gateway.sessions.owners`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key_id: str | None = None
+    team_id: str | None = None
+
+
+ANONYMOUS = Owner()
+"""The owner of a session an anonymous caller created."""
+
+
 class SessionInfo(BaseModel):
-    """A session row: its leaf pointer and, for a fork, where it came from."""
+    """A session row: its leaf pointer, for a fork where it came from, and who owns it
+    (``owner_key``, ``owner_team``: the virtual key and team of the caller that created it,
+    None for an anonymous caller; :mod:`gateway.sessions.owners`)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -179,6 +195,8 @@ class SessionInfo(BaseModel):
     forked_from_entry: str | None = None
     title: str | None = None
     entry_count: int = 0
+    owner_key: str | None = None
+    owner_team: str | None = None
 
     def public(self) -> dict[str, Any]:
         """The session as the HTTP API and CLI show it."""
@@ -186,6 +204,7 @@ class SessionInfo(BaseModel):
 
 
 __all__ = [
+    "ANONYMOUS",
     "ENTRY_TYPES",
     "PAYLOADS",
     "BranchSummaryPayload",
@@ -195,6 +214,7 @@ __all__ = [
     "LabelPayload",
     "MessagePayload",
     "ModelChangePayload",
+    "Owner",
     "SessionInfo",
     "ThreadPayload",
     "encode_payload",

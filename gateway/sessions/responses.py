@@ -11,7 +11,9 @@ A stored response ``R`` is the session whose id is ``R`` (``resp_`` + 32 hex cha
   client's new input items, the window layer rebuilds the context from the chain for the routed
   deployment's window, the session layer appends the answer), so ``R``'s leaf is its answer;
 * ``DELETE`` appends a ``label`` entry ``deleted`` (nothing is ever removed): from then on the
-  id answers 404, as a previous response too.
+  id answers 404, as a previous response too;
+* a response belongs to the caller that created it (:mod:`gateway.sessions.owners`): for any
+  other caller it is not found (404), whether read, deleted or named as a previous response.
 
 The session's ``title`` is the model name the client asked for (the Response object's
 ``model`` when it is read back). Usage and status are not stored: a response read back says
@@ -25,7 +27,8 @@ from dataclasses import dataclass
 
 from gateway.errors import ResponseNotFound
 from gateway.schema import AssistantMessage, Message
-from gateway.sessions.model import Entry
+from gateway.sessions.model import Entry, SessionInfo
+from gateway.sessions.owners import ANONYMOUS_CALLER, Caller, fork_owner, may_see
 from gateway.sessions.store import SessionNotFound, SessionStore
 
 PREFIX = "resp_"
@@ -56,19 +59,23 @@ class StoredResponse:
     answer: AssistantMessage
     inputs: list[tuple[str, Message]]
     history: list[Message]
+    info: SessionInfo
 
 
 def _deleted(entries: list[Entry]) -> bool:
     return any(e.type == "label" and e.payload.get("label") == DELETED for e in entries)
 
 
-async def load(store: SessionStore, response_id: str) -> StoredResponse:
-    """The stored response ``response_id``. Raises :class:`ResponseNotFound` for an id that is
-    not a response's, never stored, deleted, or whose turn stored no answer."""
+async def load(store: SessionStore, response_id: str, caller: Caller = ANONYMOUS_CALLER) -> StoredResponse:
+    """The stored response ``response_id`` as ``caller`` may see it. Raises
+    :class:`ResponseNotFound` for an id that is not a response's, never stored, deleted, whose
+    turn stored no answer, or of another owner (the same answer for each)."""
     if not response_id.startswith(PREFIX):
         raise _not_found(response_id)
     try:
         info = await store.get_session(response_id)
+        if not may_see(caller, info):
+            raise _not_found(response_id)
         own = await store.entries(response_id)
         path = await store.path(response_id)
     except SessionNotFound:
@@ -89,27 +96,34 @@ async def load(store: SessionStore, response_id: str) -> StoredResponse:
         answer=answer,
         inputs=inputs,
         history=history,
+        info=info,
     )
 
 
 async def open_response(
-    store: SessionStore, response_id: str, model: str, previous_id: str | None
+    store: SessionStore,
+    response_id: str,
+    model: str,
+    previous_id: str | None,
+    caller: Caller = ANONYMOUS_CALLER,
 ) -> list[Message]:
-    """Make the session of response ``response_id`` (empty, or a fork of ``previous_id`` at
-    its leaf) and return the history it continues (the messages of the previous chain, [] for
-    none). Raises :class:`ResponseNotFound` for an unknown or deleted ``previous_id``."""
+    """Make the session of response ``response_id``, owned by ``caller`` (empty, or a fork of
+    ``previous_id`` at its leaf) and return the history it continues (the messages of the
+    previous chain, [] for none). Raises :class:`ResponseNotFound` for an unknown or deleted
+    ``previous_id``, or one of another owner."""
     if previous_id is None:
-        await store.create_session(response_id, title=model)
+        await store.create_session(response_id, title=model, owner=caller.owner)
         return []
-    previous = await load(store, previous_id)
-    await store.fork(previous_id, new_session_id=response_id, title=model)
+    previous = await load(store, previous_id, caller)
+    owner = fork_owner(caller, previous.info)
+    await store.fork(previous_id, new_session_id=response_id, title=model, owner=owner)
     return previous.history
 
 
-async def delete(store: SessionStore, response_id: str) -> None:
+async def delete(store: SessionStore, response_id: str, caller: Caller = ANONYMOUS_CALLER) -> None:
     """Mark response ``response_id`` deleted (a ``label`` entry on its leaf; nothing is
-    removed). Raises :class:`ResponseNotFound` as :func:`load`."""
-    await load(store, response_id)
+    removed). Raises :class:`ResponseNotFound` as :func:`load` (``caller`` must see it)."""
+    await load(store, response_id, caller)
     info = await store.get_session(response_id)
     if info.leaf_id is None:  # an empty session: a label needs an entry to name
         raise _not_found(response_id)

@@ -48,7 +48,7 @@ from pydantic import BaseModel
 
 from gateway.errors import ConfigError, InvalidRequest, TurnstileError
 from gateway.sessions.migrations import MIGRATIONS, MIGRATIONS_TABLE, Migration
-from gateway.sessions.model import Entry, SessionInfo, encode_payload, validate_payload
+from gateway.sessions.model import ANONYMOUS, Entry, Owner, SessionInfo, encode_payload, validate_payload
 
 T = TypeVar("T")
 
@@ -57,6 +57,9 @@ LEAF = "__leaf__"
 
 ANY_LEAF = "__any_leaf__"
 """Sentinel ``expect_leaf``: move the session leaf whatever it is (no compare-and-set)."""
+
+ANY_OWNER = "__any_owner__"
+"""Sentinel of :meth:`SessionStore.list_sessions`' ``key_id`` / ``team_id``: no filter."""
 
 SESSION_ID_PATTERN = r"[A-Za-z0-9._:-]{1,200}"
 """Session ids the store creates: 1-200 of ``A-Z a-z 0-9 . _ : -`` (not ``.`` or ``..``), so
@@ -91,8 +94,10 @@ def check_session_id(session_id: object, param: str = "session") -> str:
 _ENTRY_COLS = "e.seq, e.id, e.session_id, e.parent_id, e.type, e.created_at, e.payload"
 _SESSION_COLS = (
     "s.id, s.created_at, s.leaf_id, s.forked_from_session, s.forked_from_entry, s.title, "
-    "(SELECT COUNT(*) FROM session_entries c WHERE c.session_id = s.id)"
+    "(SELECT COUNT(*) FROM session_entries c WHERE c.session_id = s.id), s.owner_key, s.owner_team"
 )
+_SESSION_COLS_BEFORE_OWNERS = _SESSION_COLS.replace("s.owner_key, s.owner_team", "NULL, NULL")
+"""The columns read from a store opened read-only before its migration 3 (no owners yet)."""
 
 
 class SessionNotFound(TurnstileError):
@@ -122,16 +127,27 @@ class SessionStore(abc.ABC):
         """Release the connection."""
 
     @abc.abstractmethod
-    async def create_session(self, session_id: str | None = None, *, title: str | None = None) -> SessionInfo:
-        """Create an empty session (id generated when None); an existing id is returned as is."""
+    async def create_session(
+        self, session_id: str | None = None, *, title: str | None = None, owner: Owner = ANONYMOUS
+    ) -> SessionInfo:
+        """Create an empty session owned by ``owner`` (id generated when None); an existing id
+        is returned as is, with its own owner (the caller compares)."""
 
     @abc.abstractmethod
     async def get_session(self, session_id: str) -> SessionInfo:
         """The session row. Raises :class:`SessionNotFound`."""
 
     @abc.abstractmethod
-    async def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
-        """Sessions, newest first."""
+    async def list_sessions(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        *,
+        key_id: str | None = ANY_OWNER,
+        team_id: str | None = ANY_OWNER,
+    ) -> list[SessionInfo]:
+        """Sessions, newest first; only those whose owner key is ``key_id`` (None: anonymous
+        callers' sessions) and owner team ``team_id``, unless :data:`ANY_OWNER`."""
 
     @abc.abstractmethod
     async def append_at(
@@ -206,8 +222,10 @@ class SessionStore(abc.ABC):
         *,
         new_session_id: str | None = None,
         title: str | None = None,
+        owner: Owner = ANONYMOUS,
     ) -> SessionInfo:
-        """A new session whose leaf is ``entry_id`` (default: the source's leaf)."""
+        """A new session owned by ``owner`` whose leaf is ``entry_id`` (default: the source's
+        leaf)."""
 
     @abc.abstractmethod
     async def label(self, session_id: str, entry_id: str, label: str | None) -> Entry:
@@ -229,6 +247,7 @@ class SqlSessionStore(SessionStore):
         self.readonly = readonly
         self._conn: Any = None
         self._lock = threading.Lock()
+        self._session_cols = _SESSION_COLS
 
     # ------------------------------------------------------------------ backend hooks
 
@@ -299,6 +318,9 @@ class SqlSessionStore(SessionStore):
                     f"session store {self.url}: migration {m.version} ({m.name}) was rewritten after it "
                     "was applied; migrations may only be added"
                 )
+        cur.execute("SELECT * FROM sessions WHERE 1 = 0")
+        if "owner_key" not in {d[0] for d in cur.description}:  # read-only: not migrated here
+            self._session_cols = _SESSION_COLS_BEFORE_OWNERS
 
     async def close(self) -> None:
         """Close the connection."""
@@ -347,7 +369,7 @@ class SqlSessionStore(SessionStore):
 
     @staticmethod
     def _session(row: Sequence[Any]) -> SessionInfo:
-        sid, created, leaf, f_s, f_e, title, count = row
+        sid, created, leaf, f_s, f_e, title, count, owner_key, owner_team = row
         return SessionInfo(
             id=sid,
             created_at=float(created),
@@ -356,10 +378,12 @@ class SqlSessionStore(SessionStore):
             forked_from_entry=f_e,
             title=title,
             entry_count=int(count),
+            owner_key=owner_key,
+            owner_team=owner_team,
         )
 
     def _get_session(self, cur: Any, session_id: str) -> SessionInfo:
-        rows = self._q(cur, f"SELECT {_SESSION_COLS} FROM sessions s WHERE s.id = ?", (session_id,))
+        rows = self._q(cur, f"SELECT {self._session_cols} FROM sessions s WHERE s.id = ?", (session_id,))
         if not rows:
             raise SessionNotFound(f"no session {session_id!r}", param="session")
         return self._session(rows[0])
@@ -395,17 +419,37 @@ class SqlSessionStore(SessionStore):
     async def get_session(self, session_id: str) -> SessionInfo:
         return await self._run(lambda cur: self._get_session(cur, session_id))
 
-    async def list_sessions(self, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
-        """Sessions, newest first. Raises :class:`InvalidRequest` unless ``1 <= limit <=``
-        :data:`MAX_LIST_LIMIT` and ``0 <= offset <=`` :data:`MAX_LIST_OFFSET`."""
+    async def list_sessions(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        *,
+        key_id: str | None = ANY_OWNER,
+        team_id: str | None = ANY_OWNER,
+    ) -> list[SessionInfo]:
+        """Sessions, newest first, of one owner unless :data:`ANY_OWNER` (see the interface).
+        Raises :class:`InvalidRequest` unless ``1 <= limit <=`` :data:`MAX_LIST_LIMIT` and
+        ``0 <= offset <=`` :data:`MAX_LIST_OFFSET`."""
         check_range("limit", limit, 1, MAX_LIST_LIMIT)
         check_range("offset", offset, 0, MAX_LIST_OFFSET)
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (("owner_key", key_id), ("owner_team", team_id)):
+            if value == ANY_OWNER:
+                continue
+            if value is None:
+                where.append(f"s.{column} IS NULL")
+            else:
+                where.append(f"s.{column} = ?")
+                params.append(value)
+        cond = f"WHERE {' AND '.join(where)} " if where else ""
 
         def go(cur: Any) -> list[SessionInfo]:
             rows = self._q(
                 cur,
-                f"SELECT {_SESSION_COLS} FROM sessions s ORDER BY s.created_at DESC, s.id LIMIT ? OFFSET ?",
-                (int(limit), int(offset)),
+                f"SELECT {self._session_cols} FROM sessions s {cond}"
+                "ORDER BY s.created_at DESC, s.id LIMIT ? OFFSET ?",
+                (*params, int(limit), int(offset)),
             )
             return [self._session(r) for r in rows]
 
@@ -448,23 +492,28 @@ class SqlSessionStore(SessionStore):
         leaf: str | None = None,
         f_s: str | None = None,
         f_e: str | None = None,
+        owner: Owner = ANONYMOUS,
     ) -> None:
-        """Insert the session row unless it exists. ``WHERE NOT EXISTS`` keeps SQLite's
-        no-replace trigger quiet; ``ON CONFLICT DO NOTHING`` covers PostgreSQL's concurrent
-        creators (the SELECT needs its WHERE for SQLite to parse the upsert clause)."""
+        """Insert the session row unless it exists (an existing row keeps its owner).
+        ``WHERE NOT EXISTS`` keeps SQLite's no-replace trigger quiet; ``ON CONFLICT DO
+        NOTHING`` covers PostgreSQL's concurrent creators (the SELECT needs its WHERE for
+        SQLite to parse the upsert clause)."""
         self._q(
             cur,
-            "INSERT INTO sessions (id, created_at, leaf_id, forked_from_session, forked_from_entry, title) "
-            "SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = ?) "
+            "INSERT INTO sessions (id, created_at, leaf_id, forked_from_session, forked_from_entry, title, "
+            "owner_key, owner_team) "
+            "SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = ?) "
             "ON CONFLICT (id) DO NOTHING",
-            (session_id, time.time(), leaf, f_s, f_e, title, session_id),
+            (session_id, time.time(), leaf, f_s, f_e, title, owner.key_id, owner.team_id, session_id),
         )
 
-    async def create_session(self, session_id: str | None = None, *, title: str | None = None) -> SessionInfo:
+    async def create_session(
+        self, session_id: str | None = None, *, title: str | None = None, owner: Owner = ANONYMOUS
+    ) -> SessionInfo:
         sid = check_session_id(session_id) if session_id is not None else new_id()
 
         def go(cur: Any) -> SessionInfo:
-            self._create(cur, sid, title)
+            self._create(cur, sid, title, owner=owner)
             return self._get_session(cur, sid)
 
         return await self._run(go)
@@ -566,6 +615,7 @@ class SqlSessionStore(SessionStore):
         *,
         new_session_id: str | None = None,
         title: str | None = None,
+        owner: Owner = ANONYMOUS,
     ) -> SessionInfo:
         sid = check_session_id(new_session_id) if new_session_id is not None else new_id()
 
@@ -576,7 +626,7 @@ class SqlSessionStore(SessionStore):
                 raise InvalidRequest(f"entry {at!r} is not in session {session_id!r}", param="entry")
             if self._q(cur, "SELECT id FROM sessions WHERE id = ?", (sid,)):
                 raise InvalidRequest(f"session {sid!r} already exists", param="session")
-            self._create(cur, sid, title, leaf=at, f_s=session_id, f_e=at)
+            self._create(cur, sid, title, leaf=at, f_s=session_id, f_e=at, owner=owner)
             return self._get_session(cur, sid)
 
         return await self._run(go)

@@ -18,8 +18,9 @@ continues from) is the session whose id is ``M``:
 
 ``P`` that is no thread's answer (unknown, another kind of session, or a turn that stored no
 answer of its own) raises :class:`gateway.errors.ThreadNotFound`, on which the Anthropic SDK
-replays the whole conversation under a new thread. The session's ``title`` is the model the
-client asked for.
+replays the whole conversation under a new thread, and so does a ``P`` of another owner
+(:mod:`gateway.sessions.owners`: a thread belongs to the caller that created it). The session's
+``title`` is the model the client asked for.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from dataclasses import dataclass
 
 from gateway.errors import ThreadNotFound
 from gateway.schema import AssistantMessage, Message
-from gateway.sessions.model import ThreadPayload
+from gateway.sessions.model import SessionInfo, ThreadPayload
+from gateway.sessions.owners import ANONYMOUS_CALLER, Caller, fork_owner, may_see
 from gateway.sessions.store import SessionNotFound, SessionStore
 
 PREFIX = "msg_"
@@ -56,14 +58,19 @@ class StoredThread:
     id: str
     settings: ThreadPayload
     history: list[Message]
+    info: SessionInfo
 
 
-async def load(store: SessionStore, message_id: str) -> StoredThread:
-    """The thread turn answered as ``message_id``. Raises :class:`ThreadNotFound` for an id
-    that is not a thread answer's, never stored, or whose turn stored no answer."""
+async def load(store: SessionStore, message_id: str, caller: Caller = ANONYMOUS_CALLER) -> StoredThread:
+    """The thread turn answered as ``message_id``, as ``caller`` may see it. Raises
+    :class:`ThreadNotFound` for an id that is not a thread answer's, never stored, whose turn
+    stored no answer, or of another owner (the same answer for each)."""
     if not message_id.startswith(PREFIX):
         raise _not_found(message_id)
     try:
+        info = await store.get_session(message_id)
+        if not may_see(caller, info):
+            raise _not_found(message_id)
         own = await store.entries(message_id)
         path = await store.path(message_id)
     except SessionNotFound:
@@ -75,16 +82,30 @@ async def load(store: SessionStore, message_id: str) -> StoredThread:
     history = [m for e in path if (m := e.message()) is not None]
     if not isinstance(history[-1], AssistantMessage):
         raise _not_found(message_id)
-    return StoredThread(id=message_id, settings=settings, history=history)
+    return StoredThread(id=message_id, settings=settings, history=history, info=info)
 
 
-async def create(store: SessionStore, message_id: str, model: str, settings: ThreadPayload) -> None:
-    """Open the session of a new thread's first answer ``message_id``: its ``thread`` entry
-    holds ``settings``."""
-    await store.create_session(message_id, title=model)
+async def create(
+    store: SessionStore,
+    message_id: str,
+    model: str,
+    settings: ThreadPayload,
+    caller: Caller = ANONYMOUS_CALLER,
+) -> None:
+    """Open the session of a new thread's first answer ``message_id``, owned by ``caller``:
+    its ``thread`` entry holds ``settings``."""
+    await store.create_session(message_id, title=model, owner=caller.owner)
     await store.append(message_id, "thread", settings)
 
 
-async def continue_from(store: SessionStore, message_id: str, model: str, previous: StoredThread) -> None:
-    """Open the session of answer ``message_id`` as a fork of ``previous`` at its leaf."""
-    await store.fork(previous.id, new_session_id=message_id, title=model)
+async def continue_from(
+    store: SessionStore,
+    message_id: str,
+    model: str,
+    previous: StoredThread,
+    caller: Caller = ANONYMOUS_CALLER,
+) -> None:
+    """Open the session of answer ``message_id`` as a fork of ``previous`` at its leaf, owned
+    by ``caller``."""
+    owner = fork_owner(caller, previous.info)
+    await store.fork(previous.id, new_session_id=message_id, title=model, owner=owner)

@@ -147,3 +147,17 @@ def test_redis_fail_mode_and_limits_time_zone_are_validated() -> None:
         parse_config({"redis": {"fail": "sometimes"}})
     with pytest.raises(ConfigError, match="Mars/Olympus"):
         parse_config({"limits": {"timezone": "Mars/Olympus"}})
+
+
+def test_one_admin_key_the_deprecated_mcp_setting_names_it_when_access_does_not() -> None:
+    from gateway.config import deprecations
+
+    default = parse_config({})
+    assert default.access.admin_key_env == "TURNSTILE_ADMIN_KEY" and deprecations(default) == []
+    old = parse_config({"mcp": {"admin_key_env": "OLD_ADMIN"}})
+    assert old.access.admin_key_env == "OLD_ADMIN"
+    assert [n.split(" ")[0] for n in deprecations(old)] == ["mcp.admin_key_env"]
+    both = parse_config({"mcp": {"admin_key_env": "SAME"}, "access": {"admin_key_env": "SAME"}})
+    assert both.access.admin_key_env == "SAME"
+    with pytest.raises(ConfigError, match="two admin keys"):
+        parse_config({"mcp": {"admin_key_env": "ONE"}, "access": {"admin_key_env": "TWO"}})

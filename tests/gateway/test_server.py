@@ -88,3 +88,14 @@ def test_a_model_whose_deployments_lack_keys_is_named_disabled_in_each_sdk_diale
         assert "model 'gpt-4.1' is disabled: set OPENAI_API_KEY" in err.message, err.message
     assert o_err.value.body["code"] == "model_not_found" and o_err.value.body["param"] == "model"
     assert health["disabled_aliases"] == {"gpt-4.1": "set OPENAI_API_KEY"}
+
+
+def test_the_deprecated_mcp_admin_key_setting_is_named_in_a_warning_at_start(
+    capfd: Any, tmp_path: Any
+) -> None:
+    from gateway.config import Settings, parse_config
+
+    config = parse_config({"server": {"db_path": str(tmp_path / "g.db")}, "mcp": {"admin_key_env": "OLD"}})
+    server.create_app(config=config, settings=Settings(log_level="warning"))
+    err = capfd.readouterr().err
+    assert "deprecated_setting" in err and "mcp.admin_key_env is deprecated" in err

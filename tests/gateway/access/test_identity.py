@@ -149,3 +149,37 @@ async def test_a_keys_mcp_allow_list_and_its_teams_decide_its_visibility(store: 
     )
     unrestricted = key_visibility(principal_of((await store.create_key("u", actor="x"))[0], None), None)
     assert unrestricted.allows("anything__at_all") and unrestricted.client is not None
+
+
+async def test_limit_refusals_are_audited_once_a_minute_per_key_scope_and_limit(
+    store: SqliteAccessStore,
+) -> None:
+    from gateway.access.identity import AUDIT_REFUSALS_EVERY_S
+    from gateway.errors import RateLimitExceeded
+
+    clock = Clock()
+    identity = Identity(store, required=True, clock=clock)
+    key, _ = await store.create_key("k", actor="cli")
+    principal = principal_of(key, None)
+
+    def refusal() -> RateLimitExceeded:
+        return RateLimitExceeded(
+            "rate limit", scope=f"key:{key.id}", dimension="requests", limit=1, retry_after_s=5, headers={}
+        )
+
+    for i in range(4):  # a client hammering past its limit: one event, the rest counted
+        await identity.limit_refused(principal, refusal(), limit="requests", request_id=f"r{i}")
+    await identity.limit_refused(principal, refusal(), limit="tokens", request_id="t0")  # another limit
+    clock.t += AUDIT_REFUSALS_EVERY_S
+    await identity.limit_refused(principal, refusal(), limit="requests", request_id="r9")
+    events = [e for e in await store.audit_events(100) if e.action == "limit.refused"]
+    got = [
+        (e.actor, e.target, e.reason, e.detail["request_id"], e.detail["refused_since_last_event"])
+        for e in events
+    ]
+    assert got == [
+        (key.id, f"key:{key.id}", "requests", "r9", 3),
+        (key.id, f"key:{key.id}", "tokens", "t0", 0),
+        (key.id, f"key:{key.id}", "requests", "r0", 0),
+    ]
+    assert events[0].detail["limit"]["dimension"] == "requests"

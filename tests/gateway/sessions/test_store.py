@@ -14,7 +14,7 @@ import pytest
 from gateway.errors import ConfigError, InvalidRequest
 from gateway.schema import AssistantMessage, Request, TextPart, UserMessage
 from gateway.sessions import migrations
-from gateway.sessions.model import MessagePayload
+from gateway.sessions.model import MessagePayload, encode_payload, validate_payload
 from gateway.sessions.open import open_store, parse_store_url
 from gateway.sessions.postgres import PostgresSessionStore
 from gateway.sessions.sqlite import SqliteSessionStore
@@ -389,15 +389,26 @@ async def test_a_store_at_migration_1_is_upgraded_on_open(
     monkeypatch.setitem(migrations.MIGRATIONS, "sqlite", full[:1])
     old = SqliteSessionStore(tmp_path / "s.db")
     await old.open()
-    a = await old.append("s", "message", user("before"))
+    # rows as the code of migration 1 wrote them (today's code writes the owner columns)
+    payload = encode_payload(validate_payload("message", user("before")))
+    _exec(old, "INSERT INTO sessions (id, created_at, leaf_id) VALUES ('s', 1.0, NULL)")
+    _exec(
+        old,
+        "INSERT INTO session_entries (id, session_id, parent_id, type, created_at, payload) "
+        "VALUES ('e1', 's', NULL, 'message', 1.0, ?)",
+        (payload,),
+    )
+    _exec(old, "UPDATE sessions SET leaf_id = 'e1' WHERE id = 's'")
     await old.close()
     monkeypatch.setitem(migrations.MIGRATIONS, "sqlite", full)
     new = SqliteSessionStore(tmp_path / "s.db")
     await new.open()
     try:
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-            _exec(new, _COPY, (a.id,))
+            _exec(new, _COPY, ("e1",))
         assert texts(await new.path("s")) == ["before"]
+        info = await new.get_session("s")
+        assert (info.owner_key, info.owner_team) == (None, None)  # made before owners: anonymous
     finally:
         await new.close()
 

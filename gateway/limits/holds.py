@@ -1,0 +1,188 @@
+"""A keyed caller's model calls held to its limits: the turn's admission and a budget hold for
+every model call after it.
+
+The limits layer admits a turn once (:class:`Admitter`): its first model call's worst case
+reserved on the key's and team's hard budgets, one request counted, one concurrent slot taken.
+A turn can make more model calls than that one — every step of the server-side tool loop after
+the first, every summary call of ``POST /v1/sessions/{id}/compact`` — and each of them is held
+here before it goes upstream (:class:`StepHolds`): its own worst case reserved on every budget
+of the key and team (no request counted, no slot: those are the turn's), settled with its
+priced cost when it ends, released when it fails without an answer. A call whose worst case
+does not fit is refused (:class:`gateway.errors.BudgetExceeded`) before it is sent, so a hard
+budget is never exceeded by a turn's later calls either, under any concurrency (every
+admission is the backend's atomic check-and-reserve).
+
+The turn's own reservation is settled last, with the turn's cost less what its holds settled
+(:attr:`StepHolds.settled_usd`), so the counters charge exactly the turn's cost, as its
+transcript row does.
+
+Every admission is reported alike (:meth:`Admitter.admit`): a refusal is counted in
+``turnstile_limit_rejections_total`` and audited (``limit.refused``), a soft budget passed is
+logged and counted, an admission without the shared counters (``redis.fail: open``) or refused
+for their absence is counted in ``turnstile_limit_counters_unreachable_total``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+
+from gateway.config import Deployment
+from gateway.errors import BudgetExceeded, LimitExceeded, LimitsUnavailable
+from gateway.limits.backend import Limits
+from gateway.limits.cost import worst_case_usd
+from gateway.limits.decisions import Reservation
+from gateway.limits.model import Scope
+from gateway.schema import Request
+
+log = structlog.get_logger("turnstile.limits")
+
+DEFAULT_OUTPUT_BUDGET = 4096
+"""Output tokens assumed for a call that names no limit, on a deployment that names none."""
+SESSION_WINDOW = 200_000
+"""Input tokens a session-bound call may send to a deployment whose ``context_window`` is not
+configured (its history is rebuilt below the limits layer, to fit the window)."""
+
+
+def worst_case(candidates: Sequence[Deployment], request: Request, *, session_bound: bool) -> float | None:
+    """USD one model call of ``request`` can cost at most on the dearest of ``candidates``
+    (the deployments it may be routed to): its input estimate (an upper bound while the
+    tokenizer loads; a session-bound call: the deployment's whole context window, which its
+    rebuilt history fits) plus its output budget (``max_output_tokens``, else the
+    deployment's, else :data:`DEFAULT_OUTPUT_BUDGET`). None when there is no candidate or one
+    has no price."""
+    from gateway.providers.catalog import count_tokens
+
+    if not candidates:
+        return None
+    worst = 0.0
+    input_tokens = count_tokens(request, candidates[0].model, wait=False, bound=True)  # never blocks the loop
+    for dep in candidates:
+        budget = request.max_output_tokens or dep.max_output_tokens or DEFAULT_OUTPUT_BUDGET
+        sent = input_tokens
+        if session_bound:
+            sent = max(sent, (dep.context_window or SESSION_WINDOW) - budget)
+        cost = worst_case_usd(sent, budget, dep.price)
+        if cost is None:
+            return None
+        worst = max(worst, cost)
+    return worst
+
+
+def principal_scopes(principal: Any) -> list[Scope]:
+    """The limited scopes of a caller (a :class:`gateway.access.model.Principal`, or None for
+    an anonymous one): its key, then its team; empty without a key or limits."""
+    if principal is None:
+        return []
+    p = principal
+    out = [Scope.of("key", p.key_id, p.key_budgets, p.key_rate_limits)]
+    if p.team_id:
+        out.append(Scope.of("team", p.team_id, p.team_budgets, p.team_rate_limits))
+    return [s for s in out if s.limited]
+
+
+def limit_name(err: LimitExceeded) -> str:
+    """What refused: ``budget``, or the rate dimension (``requests``, ``tokens``,
+    ``concurrent``)."""
+    return "budget" if isinstance(err, BudgetExceeded) else str(getattr(err, "dimension", "rate"))
+
+
+class Admitter:
+    """Admits one keyed caller's model calls on ``limits`` and reports each admission (see
+    the module docstring): to ``metrics`` (:class:`gateway.metrics.Metrics`), the log and, for
+    refusals, ``identity``'s audit (:meth:`gateway.access.identity.Identity.limit_refused`;
+    None: not audited). ``principal`` is the caller, ``request_id`` its turn's."""
+
+    def __init__(self, limits: Limits, metrics: Any, identity: Any, principal: Any, request_id: str) -> None:
+        self.limits = limits
+        self.metrics = metrics
+        self.identity = identity
+        self.principal = principal
+        self.request_id = request_id
+
+    async def admit(self, scopes: Sequence[Scope], cost_usd: float) -> Reservation:
+        """:meth:`gateway.limits.backend.Limits.admit`, reported. Raises what it raises."""
+        try:
+            reservation = await self.limits.admit(scopes, cost_usd)
+        except LimitExceeded as err:
+            limit = limit_name(err)
+            self.metrics.limit_rejected(limit, err.scope.partition(":")[0])
+            log.info("limit_refused", request_id=self.request_id, scope=err.scope, limit=limit)
+            if self.identity is not None and self.principal is not None:
+                await self.identity.limit_refused(
+                    self.principal, err, limit=limit, request_id=self.request_id
+                )
+            raise
+        except LimitsUnavailable:
+            self.metrics.limit_counters_unreachable("refused")
+            raise
+        if reservation.degraded:
+            self.metrics.limit_counters_unreachable("admitted")
+            log.warning("limits_unchecked", request_id=self.request_id, scopes=[s.name for s in scopes])
+        for alert in reservation.alerts:
+            self.metrics.limit_rejected("soft_budget", alert.scope.partition(":")[0])
+            log.warning(
+                "soft_budget_exceeded",
+                request_id=self.request_id,
+                scope=alert.scope,
+                period=alert.period,
+                limit_usd=alert.limit_usd,
+                spent_usd=alert.spent_usd,
+            )
+        return reservation
+
+
+class StepHolds:
+    """Budget holds for a turn's model calls after its admission (see the module docstring).
+
+    ``scopes``: the turn's limited scopes (their budgets are held; their rate limits are the
+    turn's, not repeated); ``candidates``: the deployments a call may go to;
+    ``session_bound``: the calls carry a session's rebuilt history (worst case: the window).
+    ``settled_usd``: USD the holds charged so far."""
+
+    def __init__(
+        self,
+        admitter: Admitter,
+        scopes: Sequence[Scope],
+        candidates: Sequence[Deployment],
+        *,
+        session_bound: bool,
+    ) -> None:
+        self.admitter = admitter
+        self.scopes = [Scope(s.kind, s.id, s.budgets, None) for s in scopes if s.budgets]
+        self.candidates = list(candidates)
+        self.session_bound = session_bound
+        self.settled_usd = 0.0
+
+    async def hold(self, request: Request) -> Reservation | None:
+        """Reserve the worst case of one call of ``request`` on every budget (None: no budget
+        to hold). Raises :class:`gateway.errors.BudgetExceeded` when a hard budget cannot take
+        it, :class:`gateway.errors.LimitsUnavailable` (fail closed)."""
+        if not self.scopes:
+            return None
+        cost = worst_case(self.candidates, request, session_bound=self.session_bound)
+        # None: an unpriced deployment, admitted only where no budget is hard (the turn's
+        # admission refused it otherwise); nothing to reserve then
+        return await self.hold_usd(cost or 0.0)
+
+    async def hold_usd(self, cost_usd: float) -> Reservation | None:
+        """Reserve ``cost_usd`` (a call's worst case, USD) on every budget; as :meth:`hold`."""
+        if not self.scopes:
+            return None
+        return await self.admitter.admit(self.scopes, cost_usd)
+
+    async def settle(self, hold: Reservation | None, cost_usd: float | None) -> None:
+        """The call ended having cost ``cost_usd`` (None: nothing priced, charged as 0, as its
+        transcript row counts it)."""
+        if hold is None:
+            return
+        charged = max(cost_usd or 0.0, 0.0)
+        await self.admitter.limits.settle(hold, charged, 0)
+        self.settled_usd += charged
+
+    async def release(self, hold: Reservation | None) -> None:
+        """The call failed without an answer: its hold is given back."""
+        if hold is not None:
+            await self.admitter.limits.release(hold)

@@ -1,0 +1,121 @@
+"""A turn's model calls held one by one (``gateway.limits.holds``), on both backends: concurrent
+tool loops whose later steps cost more than their first never take a hard budget past its
+limit; a step's hold counts no request and takes no slot; every admission is reported —
+refusals counted and audited, admissions without the shared counters counted."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import pytest
+from limits_support import Factory, spent
+
+from gateway.errors import BudgetExceeded, LimitsUnavailable, RateLimitExceeded
+from gateway.limits.decisions import Reservation
+from gateway.limits.holds import Admitter, StepHolds
+from gateway.limits.model import BudgetLimit, RateLimit, Scope
+
+
+class Recorder:
+    """Stands for the metrics and the identity: what they were told."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def limit_rejected(self, limit: str, scope: str) -> None:
+        self.calls.append(("rejected", limit, scope))
+
+    def limit_counters_unreachable(self, outcome: str) -> None:
+        self.calls.append(("unreachable", outcome))
+
+    async def limit_refused(self, principal: Any, err: Any, *, limit: str, request_id: str | None) -> None:
+        self.calls.append(("audit", principal, err.scope, limit, request_id))
+
+
+def _key(limit: float, rates: RateLimit | None = None) -> Scope:
+    return Scope("key", "k1", (BudgetLimit("total", limit),), rates)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_concurrent_loops_with_each_step_held_never_pass_a_hard_budget(
+    make_limits: Factory, seed: int
+) -> None:
+    lim = make_limits()
+    rec = Recorder()
+    scope = _key(1.0)
+    rng = random.Random(seed)
+    worst = [0.05, 0.15, 0.3]  # later steps carry more history: dearer
+
+    async def loop() -> int:
+        admitter = Admitter(lim, rec, rec, "principal", "r")
+        turn = await admitter.admit([scope], 0.0)
+        holds = StepHolds(admitter, [scope], [], session_bound=False)
+        done = 0
+        try:
+            for w in worst:
+                hold = await holds.hold_usd(w)
+                await asyncio.sleep(0)  # the upstream call: other loops run meanwhile
+                await holds.settle(hold, w * rng.uniform(0.5, 1.0))
+                done += 1
+        except BudgetExceeded:
+            pass
+        await lim.settle(turn, 0.0, tokens=0)
+        return done
+
+    steps = await asyncio.gather(*(loop() for _ in range(8)))
+    used, reserved = await spent(lim, "key:k1", "total")
+    assert reserved == 0
+    assert 0 < used <= 1.0
+    assert min(steps) >= 1 and min(steps) < 3  # all ran a step; the budget stopped some later
+
+
+async def test_a_steps_hold_counts_no_request_and_takes_no_slot(make_limits: Factory) -> None:
+    lim = make_limits()
+    rec = Recorder()
+    scope = _key(10.0, RateLimit(rpm=1, concurrent=1))
+    admitter = Admitter(lim, rec, rec, "principal", "r")
+    turn = await admitter.admit([scope], 0.0)  # the turn: its one request, its one slot
+    holds = StepHolds(admitter, [scope], [], session_bound=False)
+    for _ in range(3):  # would be refused by rpm 1 and concurrent 1 if it counted either
+        await holds.settle(await holds.hold_usd(1.0), 0.5)
+    assert holds.settled_usd == 1.5
+    with pytest.raises(RateLimitExceeded):
+        await admitter.admit([scope], 0.0)  # another turn is
+    await lim.settle(turn, 0.0, tokens=0)
+    assert await spent(lim, "key:k1", "total") == (1.5, 0.0)
+
+
+async def test_a_refusal_is_counted_and_audited(make_limits: Factory) -> None:
+    lim = make_limits()
+    rec = Recorder()
+    admitter = Admitter(lim, rec, rec, "principal", "req-1")
+    with pytest.raises(BudgetExceeded):
+        await admitter.admit([_key(1.0)], 2.0)
+    assert rec.calls == [("rejected", "budget", "key"), ("audit", "principal", "key:k1", "budget", "req-1")]
+
+
+class Unreachable:
+    """Limit counters that are not there: admitted unchecked (open) or refused (closed)."""
+
+    def __init__(self, fail: str) -> None:
+        self.fail = fail
+
+    async def admit(self, scopes: Any, cost_usd: float) -> Reservation:
+        if self.fail == "closed":
+            raise LimitsUnavailable("Redis is unreachable")
+        return Reservation(id="r", cost_nano=0, degraded=True)
+
+
+@pytest.mark.parametrize("fail", ["open", "closed"])
+async def test_an_admission_without_the_shared_counters_is_counted(fail: str) -> None:
+    rec = Recorder()
+    admitter = Admitter(Unreachable(fail), rec, rec, "principal", "r")  # type: ignore[arg-type]
+    if fail == "closed":
+        with pytest.raises(LimitsUnavailable):
+            await admitter.admit([_key(1.0)], 0.1)
+        assert rec.calls == [("unreachable", "refused")]
+    else:
+        assert (await admitter.admit([_key(1.0)], 0.1)).degraded
+        assert rec.calls == [("unreachable", "admitted")]
