@@ -16,6 +16,9 @@ Routes
 * ``GET /health`` — liveness plus the deployment table.
 * ``/admin/keys``, ``/admin/teams``, ``/admin/audit`` — virtual keys and teams
   (:mod:`gateway.access.admin_api`, behind the admin key).
+* ``GET /metrics`` — the Prometheus exposition (:mod:`gateway.metrics`); where keys are
+  required, it takes the admin key or a virtual key.
+* ``/ui`` — the admin console (:mod:`gateway.console`, behind the admin key; ``console.enabled``).
 
 Callers: the access layer judges a turn's virtual key; :class:`gateway.access.middleware.KeyCheck`
 every other request's (``access.auth``).
@@ -47,7 +50,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import exposure
 from gateway.access import admin_api
-from gateway.access.middleware import KeyCheck
+from gateway.access.identity import may_hold_key
+from gateway.access.middleware import KeyCheck, caller_headers
 from gateway.coalesce import coalesce
 from gateway.config import (
     GatewayConfig,
@@ -57,6 +61,7 @@ from gateway.config import (
     load_config,
     sessions_url,
 )
+from gateway.console import app as console_app
 from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import gemini as gemini_edge
@@ -696,12 +701,43 @@ async def models(request: Request) -> Response:
 
 async def metrics(request: Request) -> Response:
     """``GET /metrics``: the Prometheus text exposition (:mod:`gateway.metrics`); 404 when
-    ``metrics.enabled`` is off."""
+    ``metrics.enabled`` is off. Where clients must present a key (``access.auth: required``) a
+    scraper presents the admin key (``Authorization: Bearer``, :func:`_admin_key_given`) or a
+    virtual key; anything else is a 401 (a presented virtual key is checked under ``optional``
+    too, as on every other endpoint)."""
     gw: Gateway = request.app.state.gateway
     if not gw.config.metrics.enabled:
         return await not_found(request, LookupError(request.url.path))
+    identity = gw.identity
+    if identity is not None and not _admin_key_given(request):
+        headers = caller_headers(request.scope)
+        if identity.required or may_hold_key(headers):
+            try:
+                await identity.admit(headers)
+            except TurnstileError as err:
+                status, body = _refuse_key(request.url.path, err)
+                return Response(
+                    body, status, media_type="application/json", headers={"www-authenticate": "Bearer"}
+                )
     body, content_type = gw.metrics.render()
     return Response(body, media_type=content_type)
+
+
+def _admin_key_given(request: Request) -> bool:
+    """Whether the request presents the admin key (``access.admin_key_env``) as ``Authorization:
+    Bearer`` or ``x-api-key`` (compared in constant time; False when none is configured)."""
+    import hmac
+
+    expected: str | None = getattr(request.app.state, "admin_key", None)
+    if not expected:
+        return False
+    auth = request.headers.get("authorization", "")
+    given = (
+        auth[7:].strip()
+        if auth[:7].lower() == "bearer "
+        else (request.headers.get("x-api-key") or "").strip()
+    )
+    return bool(given) and hmac.compare_digest(given.encode(), expected.encode())
 
 
 def _watch_metrics(gw: Gateway, mcp: Any) -> None:
@@ -958,6 +994,8 @@ def create_app(
             await gw.sessions.close()
             await app.state.access.close()
             await session.close()
+            if getattr(app.state, "console", None) is not None:
+                await app.state.console.close()
             if gw.tracing is not None:  # the spans still batched: exported (bounded), off the loop
                 await asyncio.to_thread(gw.tracing.shutdown)
 
@@ -982,6 +1020,7 @@ def create_app(
             *mcp_api.routes(),
             *session_api.ROUTES,
             *admin_api.ROUTES,
+            *(console_app.routes() if config.console.enabled else []),
         ],
         lifespan=lifespan,
         exception_handlers={404: not_found, 405: method_not_allowed},
@@ -989,6 +1028,20 @@ def create_app(
     app.state.admin_key = (
         settings.read_key(config.access.admin_key_env) if config.access.admin_key_env else None
     )
+    if config.console.enabled:
+        from gateway.ledger import transcript_location
+
+        app.state.console = console_app.make_state(
+            config,
+            transcript_location(config),
+            app.state.admin_key,
+            [  # what no console page may show (gateway.console.redact)
+                *table.keys.values(),
+                settings.read_key(config.mcp.admin_key_env),
+                *(settings.read_key(c.key_env) for c in config.mcp.clients),
+                *trace_headers.values(),
+            ],
+        )
     app.add_middleware(KeyCheck, refuse=_refuse_key)  # inside Front: turns are judged by the access layer
     app.add_middleware(
         Front,

@@ -4,7 +4,8 @@ responses, the session API...
 Turns are judged by the access layer (:mod:`gateway.layers.access`); :class:`KeyCheck`
 judges every other HTTP request the same way (:meth:`gateway.access.identity.Identity.admit`),
 except those that judge callers themselves or need none: ``/health``, ``/admin`` (the admin
-key), ``/mcp``, ``/sse`` and ``/messages/`` (virtual keys, then ``mcp.clients``). Gemini's
+key), ``/mcp``, ``/sse`` and ``/messages/`` (virtual keys, then ``mcp.clients``), ``/metrics``
+(the admin key or a virtual key) and ``/ui`` (the console: the admin key's log-in). Gemini's
 ``?key=`` counts as ``x-goog-api-key``.
 """
 
@@ -20,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from gateway.access.identity import Identity, may_hold_key
 from gateway.errors import TurnstileError
 
-EXEMPT = ("/health", "/admin/", "/mcp", "/sse", "/messages/")
+EXEMPT = ("/health", "/admin/", "/mcp", "/sse", "/messages/", "/metrics", "/ui")
 """Path prefixes :class:`KeyCheck` leaves to their own checks."""
 
 
