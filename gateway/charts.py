@@ -2,11 +2,13 @@
 
 Used by the admin console's pages (:mod:`gateway.console`) and by the self-contained report of
 ``turnstile replay --html`` (:mod:`gateway.replay.html`). Every chart is one ``<svg>`` element
-that scales with its container (``viewBox``, ``width="100%"``), is announced to assistive
+that shrinks with its container (``viewBox``), is announced to assistive
 technology as an image with a title and a one-sentence description (``role="img"``,
 ``aria-labelledby``), and draws with presentation attributes only (``fill``, ``stroke``): no
 ``style`` attribute, so a strict Content-Security-Policy (``style-src 'self'``) holds. The
-numbers themselves belong in a table next to the chart; a chart is only the picture.
+numbers themselves belong in a table next to the chart; a chart is only the picture. Its
+``width`` and ``height`` are its natural size in CSS pixels (text 12 px); a page shrinks it to
+a narrower container with ``max-width: 100%; height: auto`` (the ``viewBox`` keeps it whole).
 
 Colours (:data:`PALETTE`) have a contrast of at least 3:1 against white, the WCAG 2.2 minimum
 for graphical objects (SC 1.4.11); text is drawn in :data:`INK` (at least 4.5:1).
@@ -83,7 +85,8 @@ def _frame(chart_id: str, title: str, description: str, width: int, height: int,
     return Markup(
         f'<svg class="chart" id="{escape(chart_id)}" role="img" '
         f'aria-labelledby="{escape(chart_id)}-t {escape(chart_id)}-d" viewBox="0 0 {width} {height}" '
-        f'width="100%" preserveAspectRatio="xMidYMid meet" xmlns="http://www.w3.org/2000/svg">'
+        f'width="{width}" height="{height}" preserveAspectRatio="xMidYMid meet" '
+        f'xmlns="http://www.w3.org/2000/svg">'
         f'<title id="{escape(chart_id)}-t">{escape(title)}</title>'
         f'<desc id="{escape(chart_id)}-d">{escape(description)}</desc>' + "".join(body) + "</svg>"
     )

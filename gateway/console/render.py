@@ -126,7 +126,15 @@ def make_environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        when=when, iso=iso, usd=usd, ms=ms, tokens=tokens, pct=pct, rate=rate, short=short, pretty_json=pretty_json
+        when=when,
+        iso=iso,
+        usd=usd,
+        ms=ms,
+        tokens=tokens,
+        pct=pct,
+        rate=rate,
+        short=short,
+        pretty_json=pretty_json,
     )
     env.globals["query"] = query
     return env
