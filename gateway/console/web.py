@@ -5,7 +5,8 @@ Every answer under ``/ui`` carries a strict Content-Security-Policy (:data:`CSP`
 styles, images and requests from the gateway itself only; no inline script or style, no
 framing, forms post only back to it), ``X-Content-Type-Options: nosniff``,
 ``Referrer-Policy: same-origin`` (no console URL, which may hold a search, reaches another
-site) and, for pages, ``Cache-Control: no-store`` (they show prompts and answers). Every page body is passed through the :class:`~gateway.console.redact.Redactor`.
+site) and, for pages, ``Cache-Control: no-store`` (they show prompts and answers). Every page
+body is passed through the :class:`~gateway.console.redact.Redactor`.
 """
 
 from __future__ import annotations
