@@ -13,6 +13,9 @@ from gateway.console.render import pct, usd
 from gateway.console.web import render, state
 from gateway.errors import InvalidRequest
 
+WIDTH, HEIGHT = 480, 220
+"""The charts' natural size (CSS pixels): half a laptop screen; a phone shrinks them to fit."""
+
 
 def charts(ov: Overview) -> dict[str, object]:
     """The overview's four charts (inline SVG) for ``ov``."""
@@ -28,6 +31,8 @@ def charts(ov: Overview) -> dict[str, object]:
             [Series("turns/s", per_s)],
             unit="turns/s",
             description=f"{ov.turns} turns in the window; busiest bucket {max(per_s, default=0):.3g} turns/s",
+            width=WIDTH,
+            height=HEIGHT,
         ),
         "errors": line_chart(
             "chart-errors",
@@ -39,6 +44,8 @@ def charts(ov: Overview) -> dict[str, object]:
             fmt=lambda v: f"{100 * v:.0f}%",
             description=f"{ov.errors} of {ov.turns} turns answered with an error "
             f"({pct(ov.errors / ov.turns if ov.turns else None)})",
+            width=WIDTH,
+            height=HEIGHT,
         ),
         "spend": column_chart(
             "chart-spend",
@@ -48,6 +55,8 @@ def charts(ov: Overview) -> dict[str, object]:
             unit="USD",
             fmt=usd,
             description=f"{usd(ov.spend_usd)} spent in the window",
+            width=WIDTH,
+            height=HEIGHT,
         ),
         "savings": column_chart(
             "chart-savings",
@@ -58,6 +67,8 @@ def charts(ov: Overview) -> dict[str, object]:
             fmt=usd,
             description=f"{usd(ov.saving_usd)} saved against the strongest tier over "
             f"{ov.routed_turns} routed turns",
+            width=WIDTH,
+            height=HEIGHT,
         ),
     }
 

@@ -118,6 +118,24 @@ def strongest_prices(config: GatewayConfig, prices: dict[str, Price]) -> dict[st
     return out
 
 
+_TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+
+_GROUPS = (
+    "SELECT {bucket} AS b, t.deployment AS deployment, t.requested_model AS model, "
+    'CASE WHEN t.status < 400 AND t.cost_usd IS NOT NULL AND t.attempts LIKE \'%"tier":"%\' '
+    "THEN 1 ELSE 0 END AS routed, "
+    "COUNT(*) AS turns, SUM(CASE WHEN t.status >= 400 THEN 1 ELSE 0 END) AS errors, "
+    "COALESCE(SUM(t.cost_usd), 0) AS cost, COALESCE(SUM(t.latency_ms), 0) AS latency_sum, "
+    "COUNT(t.latency_ms) AS latency_n, "
+    + ", ".join(f"COALESCE(SUM(t.{c}), 0) AS {c}" for c in _TOKENS)
+    + " FROM turns t WHERE t.ts >= ? AND "
+    + NOT_A_STEP
+    + " GROUP BY 1, 2, 3, 4"
+)
+"""One pass over the window: its turns grouped by bucket, deployment, model and whether a
+routing policy placed them on a tier (and they have a cost); everything else is summed here."""
+
+
 async def overview(
     reader: TranscriptReader,
     window: Window,
@@ -125,83 +143,67 @@ async def overview(
     now: float | None = None,
 ) -> Overview:
     """The buckets of ``window`` ending now (``now``: epoch seconds, for tests), with routing
-    savings priced at ``strongest`` (:func:`strongest_prices`)."""
+    savings priced at ``strongest`` (:func:`strongest_prices`) and the window's deployments (the
+    20 with the most turns: ``{deployment, turns, errors, cost, latency_ms}``, latency the mean).
+    One query (:data:`_GROUPS`), one pass over the window's rows."""
     now = time.time() if now is None else now
     first = int((now - window.span_s) // window.bucket_s) + 1
     last = int(now // window.bucket_s)
     since = first * window.bucket_s
-    bucket = _BUCKET[reader.dialect]
-    rows = await reader.rows(
-        f"SELECT {bucket} AS b, COUNT(*) AS turns, "
-        "SUM(CASE WHEN t.status >= 400 THEN 1 ELSE 0 END) AS errors, "
-        "COALESCE(SUM(t.cost_usd), 0) AS cost "
-        f"FROM turns t WHERE t.ts >= ? AND {NOT_A_STEP} GROUP BY 1",
-        [window.bucket_s, since],
-    )
+    rows = await reader.rows(_GROUPS.format(bucket=_BUCKET[reader.dialect]), [window.bucket_s, since])
     by_index = {i: Bucket(start=float(i * window.bucket_s)) for i in range(first, last + 1)}
+    result = Overview(window, list(by_index.values()))
+    deployments: dict[str, dict[str, Any]] = {}
+    routed: dict[tuple[int, str], dict[str, float]] = {}
     for r in rows:
         b = by_index.get(int(r["b"]))
-        if b is not None:
-            b.turns, b.errors, b.spend_usd = int(r["turns"]), int(r["errors"] or 0), float(r["cost"] or 0.0)
-    result = Overview(window, list(by_index.values()))
-    if strongest:
-        await _savings(reader, result, by_index, strongest, since, bucket)
-    result.deployments = await reader.rows(
-        "SELECT t.deployment AS deployment, COUNT(*) AS turns, "
-        "SUM(CASE WHEN t.status >= 400 THEN 1 ELSE 0 END) AS errors, "
-        "COALESCE(SUM(t.cost_usd), 0) AS cost, AVG(t.latency_ms) AS latency_ms "
-        f"FROM turns t WHERE t.ts >= ? AND {NOT_A_STEP} AND t.deployment IS NOT NULL "
-        "GROUP BY t.deployment ORDER BY COUNT(*) DESC LIMIT 20",
-        [since],
-    )
+        if b is None:
+            continue
+        b.turns += int(r["turns"])
+        b.errors += int(r["errors"] or 0)
+        b.spend_usd += float(r["cost"] or 0.0)
+        if r["deployment"] is not None:
+            d = deployments.setdefault(
+                r["deployment"],
+                {"deployment": r["deployment"], "turns": 0, "errors": 0, "cost": 0.0, "n": 0, "ms": 0.0},
+            )
+            d["turns"] += int(r["turns"])
+            d["errors"] += int(r["errors"] or 0)
+            d["cost"] += float(r["cost"] or 0.0)
+            d["n"] += int(r["latency_n"] or 0)
+            d["ms"] += float(r["latency_sum"] or 0.0)
+        if r["routed"] and strongest:
+            sums = routed.setdefault(
+                (int(r["b"]), r["model"]), dict.fromkeys((*_TOKENS, "cost", "turns"), 0.0)
+            )
+            for c in (*_TOKENS, "cost", "turns"):
+                sums[c] += float(r[c] or 0)
+    for d in deployments.values():
+        d["latency_ms"] = d.pop("ms") / d["n"] if d["n"] else None
+        del d["n"]
+    result.deployments = sorted(deployments.values(), key=lambda d: -d["turns"])[:20]
+    for (index, model), sums in routed.items():
+        _saving(result, by_index[index], strongest.get(model), sums)
     return result
 
 
-async def _savings(
-    reader: TranscriptReader,
-    result: Overview,
-    by_index: dict[int, Bucket],
-    strongest: dict[str, Price],
-    since: float,
-    bucket: str,
-) -> None:
-    """Fill each bucket's ``saving_usd`` (see the module docstring) and the window's totals."""
-    rows = await reader.rows(
-        f"SELECT {bucket} AS b, t.requested_model AS model, COUNT(*) AS turns, "
-        "COALESCE(SUM(t.input_tokens), 0) AS input_tokens, "
-        "COALESCE(SUM(t.output_tokens), 0) AS output_tokens, "
-        "COALESCE(SUM(t.cache_read_tokens), 0) AS cache_read_tokens, "
-        "COALESCE(SUM(t.cache_write_tokens), 0) AS cache_write_tokens, "
-        "COALESCE(SUM(t.reasoning_tokens), 0) AS reasoning_tokens, COALESCE(SUM(t.cost_usd), 0) AS cost "
-        f"FROM turns t WHERE t.ts >= ? AND {NOT_A_STEP} AND t.status < 400 "
-        'AND t.attempts LIKE \'%"tier":"%\' AND t.cost_usd IS NOT NULL '
-        "GROUP BY 1, 2",
-        [result.window.bucket_s, since],
-    )
-    for r in rows:
-        b = by_index.get(int(r["b"]))
-        price = strongest.get(r["model"])
-        if b is None:
-            continue
-        baseline = (
-            compute_cost(
-                Usage(
-                    input_tokens=int(r["input_tokens"]),
-                    output_tokens=int(r["output_tokens"]),
-                    cache_read_tokens=int(r["cache_read_tokens"]),
-                    cache_write_tokens=int(r["cache_write_tokens"]),
-                    reasoning_tokens=int(r["reasoning_tokens"]),
-                ),
-                price,
-            )
-            if price is not None
-            else None
+def _saving(result: Overview, bucket: Bucket, price: Price | None, sums: dict[str, float]) -> None:
+    """Add one bucket's routed turns of one alias (summed tokens, cost and turns) to its saving
+    and the window's totals (see the module docstring); without a price, to ``unpriced_turns``."""
+    baseline = None
+    if price is not None:
+        usage = Usage(
+            input_tokens=int(sums["input_tokens"]),
+            output_tokens=int(sums["output_tokens"]),
+            cache_read_tokens=int(sums["cache_read_tokens"]),
+            cache_write_tokens=int(sums["cache_write_tokens"]),
+            reasoning_tokens=int(sums["reasoning_tokens"]),
         )
-        if baseline is None:
-            result.unpriced_turns += int(r["turns"])
-            continue
-        cost = float(r["cost"])
-        result.routed_turns += int(r["turns"])
-        result.strong_usd += baseline
-        result.routed_usd += cost
-        b.saving_usd = (b.saving_usd or 0.0) + (baseline - cost)
+        baseline = compute_cost(usage, price)
+    if baseline is None:
+        result.unpriced_turns += int(sums["turns"])
+        return
+    result.routed_turns += int(sums["turns"])
+    result.strong_usd += baseline
+    result.routed_usd += sums["cost"]
+    bucket.saving_usd = (bucket.saving_usd or 0.0) + (baseline - sums["cost"])

@@ -76,7 +76,7 @@ def _summarize(entry: Entry) -> tuple[str, dict[str, Any]]:
             {"compaction": payload},
         )
     if entry.type == "label":
-        return f"label {payload.get('label')!r} on {payload.get('target_id')}", {}
+        return f"label {payload.get('label')!r} on entry {str(payload.get('target_id'))[:8]}", {}
     if entry.type == "model_change":
         return f"model change: {payload.get('deployment') or payload.get('model')}", {}
     if entry.type == "branch_summary":

@@ -217,12 +217,13 @@ async def one(reader: TranscriptReader, request_id: str) -> dict[str, Any] | Non
     return rows[0] if rows else None
 
 
-async def steps(reader: TranscriptReader, request_id: str) -> list[dict[str, Any]]:
-    """The rows of ``request_id``'s tool-loop steps (``<request id>.step<n>``), in step order
-    (:data:`LIST_COLUMNS`)."""
+async def steps(reader: TranscriptReader, request_id: str, max_steps: int = 100) -> list[dict[str, Any]]:
+    """The rows of ``request_id``'s tool-loop steps (``<request id>.step1`` to
+    ``.step<max_steps>``; ``tool_loop.max_steps`` is at most 100), in step order
+    (:data:`LIST_COLUMNS`), looked up by primary key."""
+    ids = [f"{request_id}.step{n}" for n in range(1, max_steps + 1)]
     rows = await reader.rows(
-        f"SELECT {LIST_COLUMNS} FROM turns t WHERE t.request_id LIKE ? ESCAPE '\\'",
-        [like_escape(request_id) + ".step%"],
+        f"SELECT {LIST_COLUMNS} FROM turns t WHERE t.request_id IN ({', '.join('?' * len(ids))})", ids
     )
     return sorted(rows, key=lambda r: _step_number(r["request_id"]))
 

@@ -4,8 +4,9 @@ deployment, outcome, guard outcome, tool name, session, virtual key and team
 rows at a time (``?before=<cursor>``).
 
 The form works without script (a plain ``GET``); with htmx, a search or a page link replaces
-only the results (``#results``) and keeps the URL in the address bar. A virtual key may be
-given by its id (``key-...``) or its name.
+only the results (``#results``) and puts the search in the address bar (``HX-Push-Url``: the
+filters that are set, not the form's empty fields). A virtual key may be given by its id
+(``key-...``) or its name.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gateway.console.render import query
 from gateway.console.turn_query import GUARD_OUTCOMES, OUTCOMES, Cursor, TurnFilter, page
 from gateway.console.web import render, state
 
@@ -66,4 +68,7 @@ async def turns_page(request: Request) -> Response:
         "elapsed_ms": elapsed_ms,
         "suggest": suggestions(request),
     }
-    return render(request, "turns.html", title="Requests", section="turns", **context)
+    headers = None
+    if request.headers.get("hx-request") == "true":  # the address bar shows the search, not the empty fields
+        headers = {"hx-push-url": query("/ui/turns", flt.query(), before=before.token() if before else None)}
+    return render(request, "turns.html", title="Requests", section="turns", headers=headers, **context)
