@@ -35,7 +35,7 @@ def records(n: int, now: float) -> list[Any]:
     from gateway.transcript import TurnRecord
 
     rng = random.Random(7)
-    words = "the of and to in is that for it as with was on be at by this had not are but from".split()
+    words = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "on", "be", "at"]
     out = []
     for i in range(n):
         text = " ".join(rng.choice(words) for _ in range(90))
@@ -45,6 +45,8 @@ def records(n: int, now: float) -> list[Any]:
             if call
             else [{"type": "text", "text": text + " " + text}]
         )
+        route = {"kind": "route", "route": "cheap", "reason": "rules", "policy": "rules", "tier": "cheap"}
+        answer = {"role": "assistant", "content": content}
         status = 500 if rng.random() < 0.02 else 400 if rng.random() < 0.01 else 200
         key = f"key-{rng.randrange(20):016x}"
         out.append(
@@ -60,13 +62,13 @@ def records(n: int, now: float) -> list[Any]:
                 usage={"input_tokens": 800 + rng.randrange(4000), "output_tokens": 50 + rng.randrange(800)},
                 cost_usd=rng.random() / 1000 if status == 200 else None,
                 latency_ms=100 + rng.random() * 3000,
-                attempts=[{"kind": "route", "route": "cheap", "reason": "rules", "policy": "rules", "tier": "cheap"}],
+                attempts=[route],
                 request={
                     "model": "auto",
                     "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
                     "tools": [{"name": t, "parameters": {"type": "object"}} for t in TOOLS[:3]],
                 },
-                response={"id": "r", "model": "m", "message": {"role": "assistant", "content": content}, "usage": {}},
+                response={"id": "r", "model": "m", "message": answer, "usage": {}},
                 principal=Principal(key_id=key, key_name=key, team_id=None, team_name=None, expires_at=None),
                 session_id=f"s-{rng.randrange(500)}" if rng.random() < 0.2 else None,
             )

@@ -16,7 +16,8 @@ and becomes one SQL ``WHERE`` clause (:meth:`TurnFilter.where`) for SQLite or Po
 
 Pages are keyset-paginated on ``(ts, request_id)`` (:class:`Cursor`): a row written while
 someone pages never shifts the pages they already saw, and each page costs the same however
-deep it is. The ``ts`` index serves the order; the ``turns_session`` index the session filter.
+deep it is. The ``ts`` index serves the order, the ``turns_session`` index the session filter
+and, on SQLite, the primary key a request id's start (a range of it, beside the ``LIKE``).
 """
 
 from __future__ import annotations
@@ -171,6 +172,9 @@ class TurnFilter:
         if self.request_id is not None:
             conds.append("t.request_id LIKE ? ESCAPE '\\'")
             params.append(like_escape(self.request_id) + "%")
+            if dialect == "sqlite":  # the same rows as a range of the primary key (binary order)
+                conds.append("t.request_id >= ? AND t.request_id < ?")
+                params += [self.request_id, self.request_id + "\U0010ffff"]
         for column, value in (
             ("requested_model", self.model),
             ("deployment", self.deployment),

@@ -147,3 +147,14 @@ def test_redis_fail_mode_and_limits_time_zone_are_validated() -> None:
         parse_config({"redis": {"fail": "sometimes"}})
     with pytest.raises(ConfigError, match="Mars/Olympus"):
         parse_config({"limits": {"timezone": "Mars/Olympus"}})
+
+
+def test_example_config_documents_every_console_option_at_its_default() -> None:
+    from gateway.config import ConsoleConfig
+
+    text = (ROOT / "config" / "example.yaml").read_text()
+    assert load_config(ROOT / "config" / "example.yaml").console == ConsoleConfig()
+    for name in ConsoleConfig.model_fields:
+        assert f"\n  {name}:" in text, name
+    with pytest.raises(ConfigError, match="session_hours"):
+        parse_config({"console": {"session_hours": 0}})
