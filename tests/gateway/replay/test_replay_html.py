@@ -5,13 +5,10 @@ charts inline; nothing in it asks for anything from anywhere."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-import pytest
-import structlog
 from typer.testing import CliRunner
 
 from gateway.cli import app
@@ -38,15 +35,6 @@ class Tags(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
-
-
-@pytest.fixture(autouse=True)
-def _logging_restored() -> Iterator[None]:
-    """A replay silences structlog below CRITICAL for its run (gateway/replay/runner.py); put the
-    configuration back, so that a later test's captured logs are not filtered by it."""
-    saved = structlog.get_config()
-    yield
-    structlog.configure(**saved)
 
 
 def _report() -> dict[str, Any]:
