@@ -568,6 +568,20 @@ class MetricsConfig(BaseModel):
     enabled: bool = True
 
 
+class ConsoleConfig(BaseModel):
+    """The admin console at ``/ui`` (:mod:`gateway.console`).
+
+    * ``enabled``: serve it. Its pages need the admin key (``access.admin_key_env``); without
+      one configured they answer 503 saying so, on a loopback address too.
+    * ``session_hours``: how long a log-in lasts (hours).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    session_hours: float = Field(default=12.0, gt=0, le=720)
+
+
 class TracingConfig(BaseModel):
     """OpenTelemetry traces (:mod:`gateway.tracing`), exported over OTLP/HTTP; off unless
     ``enabled``.
@@ -617,6 +631,7 @@ class GatewayConfig(BaseModel):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
+    console: ConsoleConfig = Field(default_factory=ConsoleConfig)
 
     @model_validator(mode="after")
     def _one_admin_key(self) -> GatewayConfig:

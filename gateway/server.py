@@ -19,6 +19,7 @@ Routes
   governs the MCP registry's ``/admin/mcp/*`` too).
 * ``GET /metrics`` — Prometheus metrics; where keys are required, a virtual key or the admin
   key reads them.
+* ``/ui`` — the admin console (:mod:`gateway.console`, behind the admin key; ``console.enabled``).
 
 Callers: the access layer judges a turn's virtual key; :class:`gateway.access.middleware.KeyCheck`
 every other request's (``access.auth``), or sees the admin key. A caller sees only the models its
@@ -64,6 +65,7 @@ from gateway.config import (
     load_config,
     sessions_url,
 )
+from gateway.console import app as console_app
 from gateway.deployments import DeploymentTable
 from gateway.edges import anthropic_messages as anthropic_edge
 from gateway.edges import gemini as gemini_edge
@@ -746,7 +748,8 @@ async def models(request: Request) -> Response:
 
 async def metrics(request: Request) -> Response:
     """``GET /metrics``: the Prometheus text exposition (:mod:`gateway.metrics`); 404 when
-    ``metrics.enabled`` is off."""
+    ``metrics.enabled`` is off. Its callers are judged by :class:`KeyCheck` (the admin key, or a
+    virtual key where keys are required)."""
     gw: Gateway = request.app.state.gateway
     if not gw.config.metrics.enabled:
         return await not_found(request, LookupError(request.url.path))
@@ -1010,6 +1013,8 @@ def create_app(
             await gw.sessions.close()
             await app.state.access.close()
             await session.close()
+            if getattr(app.state, "console", None) is not None:
+                await app.state.console.close()
             if gw.tracing is not None:  # the spans still batched: exported (bounded), off the loop
                 await asyncio.to_thread(gw.tracing.shutdown)
 
@@ -1034,6 +1039,7 @@ def create_app(
             *mcp_api.routes(),
             *session_api.ROUTES,
             *admin_api.ROUTES,
+            *(console_app.routes() if config.console.enabled else []),
         ],
         lifespan=lifespan,
         exception_handlers={404: not_found, 405: method_not_allowed},
@@ -1041,6 +1047,19 @@ def create_app(
     app.state.admin_key = (
         settings.read_key(config.access.admin_key_env) if config.access.admin_key_env else None
     )
+    if config.console.enabled:
+        from gateway.ledger import transcript_location
+
+        app.state.console = console_app.make_state(
+            config,
+            transcript_location(config),
+            app.state.admin_key,
+            [  # what no console page may show (gateway.console.redact)
+                *table.keys.values(),
+                *(settings.read_key(c.key_env) for c in config.mcp.clients),
+                *trace_headers.values(),
+            ],
+        )
     app.add_middleware(KeyCheck, refuse=_refuse_key)  # inside Front: turns are judged by the access layer
     app.add_middleware(
         Front,

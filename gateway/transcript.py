@@ -60,15 +60,23 @@ CREATE TABLE IF NOT EXISTS turns (
     request         TEXT,
     response        TEXT,
     key_id          TEXT,
-    team_id         TEXT
+    team_id         TEXT,
+    session_id      TEXT
 );
 CREATE INDEX IF NOT EXISTS turns_ts ON turns (ts);
 """
 
-ADDED_COLUMNS = (("key_id", "TEXT"), ("team_id", "TEXT"))
+ADDED_COLUMNS = (("key_id", "TEXT"), ("team_id", "TEXT"), ("session_id", "TEXT"))
 """Columns added to ``turns`` after its first release, in order: a transcript made before
 them gets them (``ALTER TABLE ... ADD COLUMN``, NULL in the old rows) when it is opened.
 Only ever appended to, never edited."""
+
+ADDED_INDEXES = (
+    # the console's session page and its request-log filter: only session-bound rows are indexed
+    "CREATE INDEX IF NOT EXISTS turns_session ON turns (session_id, ts) WHERE session_id IS NOT NULL",
+)
+"""Indexes made after :data:`ADDED_COLUMNS` (they may name those columns), in SQL both SQLite
+and PostgreSQL read; ``IF NOT EXISTS``, so opening a transcript again makes none twice."""
 
 COLUMNS = (
     "request_id",
@@ -97,6 +105,7 @@ COLUMNS = (
     "response",
     "key_id",
     "team_id",
+    "session_id",
 )
 
 
@@ -104,7 +113,7 @@ STORED_JSON_BYTES = 1024 * 1024
 """Default bytes of request and of response JSON one row keeps (``server.transcript_max_json_bytes``)."""
 
 MAX_ROWS_PER_STATEMENT = 256
-"""Rows per ``INSERT`` (26 parameters each: well below SQLite's 32,766-parameter limit)."""
+"""Rows per ``INSERT`` (27 parameters each: well below SQLite's 32,766-parameter limit)."""
 
 _INSERT_HEAD = f"INSERT INTO turns ({', '.join(COLUMNS)}) VALUES "
 
@@ -151,7 +160,8 @@ class TurnRecord:
     ``withheld`` items likewise a dict or a ``schema`` model; ``latency_ms`` in milliseconds;
     ``cost_usd`` in USD; ``guard_outcome`` is ``ok``, ``repaired`` or ``rejected``;
     ``principal`` the caller's virtual key (:class:`gateway.access.model.Principal`: its
-    ``key_id`` and ``team_id`` are stored) or None."""
+    ``key_id`` and ``team_id`` are stored) or None; ``session_id`` the session the turn is
+    bound to (``x-turnstile-session``, a stored response, a message thread) or None."""
 
     request_id: str
     ts: float
@@ -173,6 +183,7 @@ class TurnRecord:
     request: dict[str, Any] | BaseModel | None = None
     response: dict[str, Any] | BaseModel | None = None
     principal: Any = None
+    session_id: str | None = None
 
     def row(self, max_json_bytes: int = STORED_JSON_BYTES) -> tuple[Any, ...]:
         """The record as a row tuple in :data:`COLUMNS` order (models dumped here: the request
@@ -222,6 +233,7 @@ class TurnRecord:
             response_json,
             who.key_id if who is not None else None,
             who.team_id if who is not None else None,
+            self.session_id,
         )
 
 
@@ -282,12 +294,13 @@ def open_target(location: Path | str) -> SqliteTranscript | Any:
     from gateway.transcript_pg import PostgresTranscript, is_postgres_url
 
     if is_postgres_url(location):
-        return PostgresTranscript(str(location), ADDED_COLUMNS)
+        return PostgresTranscript(str(location), ADDED_COLUMNS, ADDED_INDEXES)
     return SqliteTranscript(location)
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Add the :data:`ADDED_COLUMNS` a transcript made before them lacks (adds only)."""
+    """Add the :data:`ADDED_COLUMNS` a transcript made before them lacks, then the
+    :data:`ADDED_INDEXES` (adds only)."""
     have = {r[1] for r in conn.execute("PRAGMA table_info(turns)")}
     for name, kind in ADDED_COLUMNS:
         if name not in have:
@@ -296,6 +309,8 @@ def migrate(conn: sqlite3.Connection) -> None:
             except sqlite3.OperationalError as err:  # another process added it meanwhile
                 if "duplicate column" not in str(err):
                     raise
+    for sql in ADDED_INDEXES:
+        conn.execute(sql)
 
 
 def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:

@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS turns (
     request         TEXT,
     response        TEXT,
     key_id          TEXT,
-    team_id         TEXT
+    team_id         TEXT,
+    session_id      TEXT
 );
 CREATE INDEX IF NOT EXISTS turns_ts ON turns (ts);
 """
@@ -56,7 +57,7 @@ def is_postgres_url(location: object) -> bool:
 class PostgresTranscript:
     """One psycopg connection holding the ``turns`` table (created when missing; the
     ``added_columns`` — ``(name, SQL type)``, :data:`gateway.transcript.ADDED_COLUMNS` — added to
-    a table made before them).
+    a table made before them, then the ``indexes``, :data:`gateway.transcript.ADDED_INDEXES`).
 
     ``write`` runs a batch's statements in one transaction; a unique-key clash raises
     :attr:`duplicate` (``psycopg.errors.UniqueViolation``), a value the column cannot hold
@@ -64,7 +65,9 @@ class PostgresTranscript:
 
     marks = "%s"
 
-    def __init__(self, url: str, added_columns: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(
+        self, url: str, added_columns: tuple[tuple[str, str], ...] = (), indexes: tuple[str, ...] = ()
+    ) -> None:
         import psycopg
 
         self.duplicate: tuple[type[BaseException], ...] = (psycopg.errors.UniqueViolation,)
@@ -81,6 +84,8 @@ class PostgresTranscript:
             self.conn.execute(PG_SCHEMA_SQL)
             for name, kind in added_columns:  # a transcript made before them gets them
                 self.conn.execute(f"ALTER TABLE turns ADD COLUMN IF NOT EXISTS {name} {kind}".encode())
+            for sql in indexes:
+                self.conn.execute(sql.encode())
 
     def write(self, statements: list[tuple[str, list[Any]]]) -> None:
         """Run ``statements`` in one transaction (rolled back when one fails)."""

@@ -199,6 +199,39 @@ class McpStore:
         keys = ("ts", "server", "tool", "exposed", "tier", "outcome", "reason", "action", "client")
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
+    def audit_page(
+        self,
+        limit: int = 50,
+        before: int | None = None,
+        server: str | None = None,
+        tool: str | None = None,
+        outcome: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Audit rows newest first, read-only (the console's audit log): at most ``limit``, with
+        a ``rowid`` below ``before`` (the previous page's last ``seq``), of ``server``, of
+        ``tool`` (its original or its exposed name) and of ``outcome`` when given. Each row is
+        a dict of the table's columns plus ``seq`` (its rowid)."""
+        where: list[str] = []
+        args: list[Any] = []
+        if before is not None:
+            where.append("rowid < ?")
+            args.append(before)
+        if server is not None:
+            where.append("server = ?")
+            args.append(server)
+        if tool is not None:
+            where.append("(tool = ? OR exposed = ?)")
+            args += [tool, tool]
+        if outcome is not None:
+            where.append("outcome = ?")
+            args.append(outcome)
+        sql = "SELECT rowid, ts, server, tool, exposed, tier, outcome, reason, action, client FROM mcp_audit"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        rows = self._run(sql + " ORDER BY rowid DESC LIMIT ?", (*args, limit))
+        keys = ("seq", "ts", "server", "tool", "exposed", "tier", "outcome", "reason", "action", "client")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
     def close(self) -> None:
         """Close the connection."""
         with self._lock:

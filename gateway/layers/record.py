@@ -127,6 +127,7 @@ class RecordLayer:
             request=turn_part(turn.request),
             response=resp,
             principal=turn.principal,
+            session_id=turn.session_id,
         )
         self.gw.metrics.turn(record, turn.first_byte_s)
         if turn.trace is not None:
@@ -159,6 +160,7 @@ async def _record_steps(gw: Gateway, transcript: TranscriptWriter | None, turn: 
             request=step.request.model_dump(mode="json", exclude_none=True),
             response=resp.model_dump(mode="json"),
             principal=turn.principal,
+            session_id=turn.session_id,
         )
         gw.metrics.turn(record)
         if transcript is not None:

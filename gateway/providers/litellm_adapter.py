@@ -17,6 +17,10 @@ failing the turn. Timeouts are the gateway's: connect + first byte for the call 
 Errors: litellm's exceptions become :class:`gateway.errors.UpstreamError` with the upstream
 status and the parsed ``retry-after`` (:func:`map_litellm_error`); timeouts become
 :class:`gateway.errors.UpstreamTimeout`.
+
+Tracing: the attempt's ``traceparent`` (:data:`gateway.providers.transport.UPSTREAM_TRACEPARENT`,
+set by :mod:`gateway.tracing` while the call is made) goes upstream as an extra header, as the
+other wire APIs send it from :func:`gateway.providers.transport._open`.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from gateway.config import Deployment, TimeoutConfig, effective_timeouts
 from gateway.errors import TurnstileError, UpstreamError, UpstreamTimeout
 from gateway.providers.base import Provider
 from gateway.providers.naming import NameMap
+from gateway.providers.transport import UPSTREAM_TRACEPARENT
 from gateway.providers.wire import CallContext
 from gateway.schema import Request, Response, StreamError, StreamEvent
 
@@ -127,7 +132,9 @@ class LitellmProvider(Provider):
     ) -> dict[str, Any]:
         """The keyword arguments of ``litellm.acompletion`` for ``request`` (the OpenAI Chat
         body of :func:`gateway.providers.openai_chat.to_wire_body` plus model, key, base URL,
-        headers, timeout and ``stream``). Fills ``names`` with the name / id rewrites."""
+        headers — the deployment's ``quirks.extra_headers`` and, with tracing on, the
+        attempt's ``traceparent`` — timeout and ``stream``). Fills ``names`` with the name / id
+        rewrites."""
         from gateway.providers.openai_chat import to_wire_body
 
         body = to_wire_body(request, deployment, names)
@@ -141,8 +148,12 @@ class LitellmProvider(Provider):
             kwargs["api_key"] = api_key
         if deployment.base_url:
             kwargs["api_base"] = deployment.base_url
-        if deployment.quirks.extra_headers:
-            kwargs["extra_headers"] = dict(deployment.quirks.extra_headers)
+        headers = dict(deployment.quirks.extra_headers)
+        parent = UPSTREAM_TRACEPARENT.get()
+        if parent is not None:  # tracing on: this attempt's span continues upstream
+            headers["traceparent"] = parent
+        if headers:
+            kwargs["extra_headers"] = headers
         if request.stream:
             kwargs["stream_options"] = {"include_usage": True}
         return kwargs

@@ -1,4 +1,5 @@
-"""``turnstile replay PATH... [--json]``: the report of a replay, for people or machines."""
+"""``turnstile replay PATH... [--json] [--html FILE]``: the report of a replay, for people or
+machines, and as one self-contained page (:mod:`gateway.replay.html`)."""
 
 from __future__ import annotations
 
@@ -208,6 +209,14 @@ def replay(
         ),
     ] = None,
     no_routing: Annotated[bool, typer.Option("--no-routing", help="Skip the routing estimate.")] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write the report as one self-contained HTML page (inline CSS and SVG charts, "
+            "nothing fetched) to this file.",
+        ),
+    ] = None,
 ) -> None:
     """Replay recorded conversations and provider traffic through the whole pipeline and report
     what the guards catch, what conversions lose and what it would cost. Progress shows from
@@ -217,6 +226,9 @@ def replay(
         if not p.exists():
             typer.echo(f"no such file or directory: {p}", err=True)
             raise typer.Exit(2)
+    if html is not None and not html.parent.is_dir():
+        typer.echo(f"--html {html}: folder {html.parent} does not exist", err=True)
+        raise typer.Exit(2)
     from gateway.replay.progress import make_progress
 
     tty = stdout_is_terminal()
@@ -259,4 +271,13 @@ def replay(
         sys.stdout.write("\n")
     else:
         print_report(data, console, seconds)
+    if html is not None:
+        from gateway.replay.html import write
+
+        try:
+            write(html, data, seconds=seconds, inputs=[str(p) for p in paths])
+        except OSError as err:
+            typer.echo(f"--html {html}: cannot write the report: {err}", err=True)
+            raise typer.Exit(2) from err
+        typer.echo(f"report written to {html}", err=True)
     raise typer.Exit(1 if report.failed else 0)

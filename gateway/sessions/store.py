@@ -470,6 +470,22 @@ class SqlSessionStore(SessionStore):
     async def get_entry(self, entry_id: str) -> Entry:
         return await self._run(lambda cur: self._get_entry(cur, entry_id))
 
+    async def forks(self, session_id: str, limit: int = 200) -> list[SessionInfo]:
+        """The sessions forked from ``session_id`` (``forked_from_session``), oldest first, at
+        most ``limit`` (read-only: the console's session tree)."""
+        check_range("limit", limit, 1, MAX_LIST_LIMIT)
+
+        def go(cur: Any) -> list[SessionInfo]:
+            rows = self._q(
+                cur,
+                f"SELECT {_SESSION_COLS} FROM sessions s WHERE s.forked_from_session = ? "
+                "ORDER BY s.created_at, s.id LIMIT ?",
+                (session_id, int(limit)),
+            )
+            return [self._session(r) for r in rows]
+
+        return await self._run(go)
+
     async def path(self, session_id: str, leaf_id: str | None = None) -> list[Entry]:
         def go(cur: Any) -> list[Entry]:
             session = self._get_session(cur, session_id)

@@ -161,3 +161,14 @@ def test_one_admin_key_the_deprecated_mcp_setting_names_it_when_access_does_not(
     assert both.access.admin_key_env == "SAME"
     with pytest.raises(ConfigError, match="two admin keys"):
         parse_config({"mcp": {"admin_key_env": "ONE"}, "access": {"admin_key_env": "TWO"}})
+
+
+def test_example_config_documents_every_console_option_at_its_default() -> None:
+    from gateway.config import ConsoleConfig
+
+    text = (ROOT / "config" / "example.yaml").read_text()
+    assert load_config(ROOT / "config" / "example.yaml").console == ConsoleConfig()
+    for name in ConsoleConfig.model_fields:
+        assert f"\n  {name}:" in text, name
+    with pytest.raises(ConfigError, match="session_hours"):
+        parse_config({"console": {"session_hours": 0}})

@@ -307,14 +307,17 @@ async def test_a_row_that_arrives_after_close_is_logged_and_counted(tmp_path: Pa
     assert [e["request_id"] for e in logs if e["event"] == "transcript_row_dropped"] == ["r0", "r1"]
 
 
-def test_an_older_transcript_gets_the_key_and_team_columns_when_opened(tmp_path: Path) -> None:
-    """A file made before virtual keys: ``key_id`` and ``team_id`` are added (NULL in the old
-    rows), nothing else changes, and opening it again adds nothing."""
+def test_an_older_transcript_gets_the_added_columns_and_indexes_when_opened(tmp_path: Path) -> None:
+    """A file made before virtual keys and session ids: ``key_id``, ``team_id`` and
+    ``session_id`` are added (NULL in the old rows) with the session index, nothing else
+    changes, and opening it again adds nothing."""
     from gateway.transcript import COLUMNS, SCHEMA_SQL, connect
 
     path = tmp_path / "old.db"
     old = sqlite3.connect(path)
-    old.executescript(SCHEMA_SQL.replace(",\n    key_id          TEXT,\n    team_id         TEXT", ""))
+    added = ",\n    key_id          TEXT,\n    team_id         TEXT,\n    session_id      TEXT"
+    assert added in SCHEMA_SQL
+    old.executescript(SCHEMA_SQL.replace(added, ""))
     old.execute(
         "INSERT INTO turns (request_id, ts, client_dialect, stream, status) VALUES ('r', 1, 'x', 0, 200)"
     )
@@ -325,5 +328,12 @@ def test_an_older_transcript_gets_the_key_and_team_columns_when_opened(tmp_path:
         cols = [r[1] for r in conn.execute("PRAGMA table_info(turns)")]
         conn.close()
         assert cols == list(COLUMNS)
-    row = sqlite3.connect(path).execute("SELECT request_id, key_id, team_id FROM turns").fetchone()
-    assert row == ("r", None, None)
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT request_id, key_id, team_id, session_id FROM turns").fetchone() == (
+        "r",
+        None,
+        None,
+        None,
+    )
+    indexes = {r[1] for r in db.execute("PRAGMA index_list(turns)")}
+    assert {"turns_ts", "turns_session"} <= indexes

@@ -112,7 +112,13 @@ class Upstream:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        self.seen.append({"body": body, "auth": request.headers.get("authorization")})
+        self.seen.append(
+            {
+                "body": body,
+                "auth": request.headers.get("authorization"),
+                "traceparent": request.headers.get("traceparent"),
+            }
+        )
         if self.mode == "429":
             return web.json_response(
                 {"error": {"message": "slow down", "type": "rate_limit_error"}},
@@ -192,6 +198,30 @@ async def test_complete_converts_openai_shaped_answer_and_splits_cached_tokens(
     assert sent["body"]["tools"][0]["function"]["name"] == "get_weather"
     assert [m["role"] for m in sent["body"]["messages"]] == ["user", "assistant", "tool"]
     assert sent["body"]["messages"][2]["tool_call_id"] == "toolu_1"
+
+
+async def test_the_attempts_traceparent_goes_upstream_whole_and_streamed(
+    upstream: tuple[Upstream, str],
+) -> None:
+    """With tracing on, the attempt layer puts its span's ``traceparent`` in
+    ``UPSTREAM_TRACEPARENT`` while the call is made; a litellm upstream gets it as a header, next
+    to the deployment's own extra headers; with tracing off it gets none."""
+    from gateway.config import Quirks
+    from gateway.providers.transport import UPSTREAM_TRACEPARENT
+
+    up, base = upstream
+    dep = _deployment(base).model_copy(update={"quirks": Quirks(extra_headers={"x-team": "a"})})
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    token = UPSTREAM_TRACEPARENT.set(parent)
+    try:
+        await LitellmProvider(TimeoutConfig()).complete(_request(), dep, "sk-local")
+        _ = [ev async for ev in LitellmProvider().stream(_request(stream=True), dep, "sk-local")]
+    finally:
+        UPSTREAM_TRACEPARENT.reset(token)
+    await LitellmProvider(TimeoutConfig()).complete(_request(), dep, "sk-local")
+    assert [s["traceparent"] for s in up.seen] == [parent, parent, None]
+    kwargs = LitellmProvider().call_kwargs(_request(), dep, None, NameMap())
+    assert kwargs["extra_headers"] == {"x-team": "a"}  # nothing left behind in the deployment's headers
 
 
 async def test_stream_yields_text_then_tool_call_and_usage(upstream: tuple[Upstream, str]) -> None:

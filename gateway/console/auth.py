@@ -1,0 +1,160 @@
+"""Who may open the console: the holder of the admin key, through a login form and a session cookie.
+
+**The admin key** is the one the admin API takes (``access.admin_key_env`` names the environment
+variable holding it; :mod:`gateway.access.admin_api`). Without one configured the console is
+closed to everyone, on a loopback address too: every page answers 503 with how to configure
+one. A gateway on loopback serves anonymous clients, but the console shows every client's
+prompts and answers, and any local process or user (or a web page the operator visits, through
+a rebound DNS name) can reach a loopback port; so an open console is never the default.
+
+**The session** is a cookie (:data:`COOKIE`: ``HttpOnly``, ``SameSite=Strict``, ``Path=/ui``,
+``Secure`` over HTTPS) holding ``<expiry>.<nonce>.<mac>``: the expiry (epoch seconds) and a
+random nonce signed with HMAC-SHA256 under a key derived from the admin key. Nothing is kept on
+the server, so every worker process and every instance sharing the admin key accepts it, and
+changing the admin key ends every session at once. Logging out removes the cookie from the
+browser; a copy taken before stays valid until it expires (``console.session_hours``).
+
+**CSRF**: every form that changes state (log in, log out) carries a token that a page of
+another site cannot know: for log-out, an HMAC of the session cookie; for log-in, the value of
+a short-lived ``SameSite=Strict`` cookie set with the form (a double submit). A ``POST`` whose
+``Origin`` (or ``Sec-Fetch-Site``) says it came from another site is refused outright.
+
+**Guessing**: a client address gets :data:`LOGIN_FAILURES` wrong keys per
+:data:`LOGIN_WINDOW_S`, then 429 until the window has passed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+COOKIE = "turnstile_console"
+"""The session cookie's name."""
+
+LOGIN_COOKIE = "turnstile_console_login"
+"""The log-in form's CSRF cookie's name."""
+
+LOGIN_COOKIE_S = 1800
+"""How long a log-in form may stay open (seconds): its CSRF cookie's lifetime."""
+
+LOGIN_FAILURES = 10
+"""Wrong admin keys one client address may send per :data:`LOGIN_WINDOW_S`."""
+
+LOGIN_WINDOW_S = 300.0
+"""The window of :data:`LOGIN_FAILURES` (seconds)."""
+
+MAX_TRACKED_ADDRESSES = 10_000
+"""Client addresses whose failures are remembered at most (the oldest is forgotten first)."""
+
+
+def _mac(key: bytes, message: str) -> str:
+    return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
+
+
+class ConsoleAuth:
+    """Session tokens and CSRF tokens bound to ``admin_key`` (None: the console is closed).
+
+    ``session_s`` is a session's lifetime (seconds); ``clock`` the wall clock (epoch seconds),
+    injectable for tests."""
+
+    def __init__(
+        self, admin_key: str | None, session_s: float, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._admin_key = admin_key.encode() if admin_key else None
+        self._key = (
+            hmac.new(self._admin_key, b"turnstile console session v1", hashlib.sha256).digest()
+            if self._admin_key
+            else b""
+        )
+        self.session_s = session_s
+        self.clock = clock
+
+    @property
+    def configured(self) -> bool:
+        """Whether an admin key is configured (else nobody may log in)."""
+        return self._admin_key is not None
+
+    def is_admin_key(self, given: str | None) -> bool:
+        """Whether ``given`` is the admin key (compared in constant time; False when none is
+        configured)."""
+        if self._admin_key is None or not given:
+            return False
+        return hmac.compare_digest(given.encode(), self._admin_key)
+
+    def issue(self) -> str:
+        """A new session token, valid for ``session_s`` seconds from now."""
+        expires = int(self.clock() + self.session_s)
+        nonce = os.urandom(16).hex()
+        body = f"{expires}.{nonce}"
+        return f"{body}.{_mac(self._key, body)}"
+
+    def valid(self, token: str | None) -> bool:
+        """Whether ``token`` is a session token signed under the current admin key and not
+        expired."""
+        if not token or self._admin_key is None or len(token) > 200:
+            return False
+        expires, _, rest = token.partition(".")
+        nonce, _, mac = rest.partition(".")
+        if not expires.isdigit() or not nonce or not mac:
+            return False
+        if not hmac.compare_digest(mac, _mac(self._key, f"{expires}.{nonce}")):
+            return False
+        return int(expires) > self.clock()
+
+    def csrf(self, token: str) -> str:
+        """The CSRF token of the session ``token`` (for the forms of its pages)."""
+        return _mac(self._key, f"csrf:{token}")[:32]
+
+    def csrf_ok(self, token: str | None, given: str | None) -> bool:
+        """Whether ``given`` is the CSRF token of the valid session ``token``."""
+        if not given or token is None or not self.valid(token):
+            return False
+        return hmac.compare_digest(given, self.csrf(token))
+
+
+class LoginThrottle:
+    """Wrong admin keys per client address in a sliding window (see the module docstring)."""
+
+    def __init__(
+        self,
+        failures: int = LOGIN_FAILURES,
+        window_s: float = LOGIN_WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.failures = failures
+        self.window_s = window_s
+        self.clock = clock
+        self._seen: OrderedDict[str, list[float]] = OrderedDict()
+
+    def _recent(self, address: str) -> list[float]:
+        now = self.clock()
+        times = [t for t in self._seen.get(address, []) if now - t < self.window_s]
+        if times:
+            self._seen[address] = times
+        else:
+            self._seen.pop(address, None)
+        return times
+
+    def retry_after(self, address: str) -> float | None:
+        """Seconds until ``address`` may try again, or None when it may now."""
+        times = self._recent(address)
+        if len(times) < self.failures:
+            return None
+        return max(0.0, times[0] + self.window_s - self.clock())
+
+    def failed(self, address: str) -> None:
+        """``address`` sent a wrong key."""
+        times = self._recent(address)
+        times.append(self.clock())
+        self._seen[address] = times
+        self._seen.move_to_end(address)
+        while len(self._seen) > MAX_TRACKED_ADDRESSES:
+            self._seen.popitem(last=False)
+
+    def succeeded(self, address: str) -> None:
+        """``address`` logged in: its failures are forgotten."""
+        self._seen.pop(address, None)

@@ -1,0 +1,65 @@
+"""The console's log-in tokens (gateway/console/auth.py): signed with the admin key, expiring,
+never valid without an admin key; CSRF tokens bound to one session; wrong keys throttled per
+address."""
+
+from __future__ import annotations
+
+from gateway.console.auth import ConsoleAuth, LoginThrottle
+
+
+class Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_a_session_token_is_valid_until_it_expires_and_only_under_its_admin_key() -> None:
+    clock = Clock(1_000.0)
+    auth = ConsoleAuth("admin-key-1", session_s=3600, clock=clock)
+    token = auth.issue()
+    assert auth.valid(token)
+    assert not ConsoleAuth("admin-key-2", session_s=3600, clock=clock).valid(token)  # key changed
+    expires, nonce, mac = token.split(".")
+    assert not auth.valid(f"{int(expires) + 99}.{nonce}.{mac}")  # a longer life, forged
+    assert not auth.valid(f"{expires}.{nonce}.{'0' * len(mac)}")
+    for junk in (None, "", "x", "1.2", "a.b.c", "9" * 300):
+        assert not auth.valid(junk)
+    clock.t += 3600
+    assert not auth.valid(token)
+
+
+def test_without_an_admin_key_nothing_is_valid_and_no_key_is_the_admin_key() -> None:
+    auth = ConsoleAuth(None, session_s=60)
+    assert not auth.configured
+    assert not auth.is_admin_key("") and not auth.is_admin_key(None) and not auth.is_admin_key("x")
+    assert not auth.valid(ConsoleAuth("k", session_s=60).issue())
+    keyed = ConsoleAuth("right", session_s=60)
+    assert keyed.is_admin_key("right") and not keyed.is_admin_key("wrong") and not keyed.is_admin_key("")
+
+
+def test_a_csrf_token_belongs_to_one_valid_session() -> None:
+    auth = ConsoleAuth("k", session_s=60)
+    one, two = auth.issue(), auth.issue()
+    assert auth.csrf(one) != auth.csrf(two)
+    assert auth.csrf_ok(one, auth.csrf(one))
+    assert not auth.csrf_ok(one, auth.csrf(two)) and not auth.csrf_ok(one, "") and not auth.csrf_ok(None, "x")
+    assert not auth.csrf_ok("forged.token.here", auth.csrf("forged.token.here"))
+
+
+def test_wrong_keys_are_throttled_per_address_for_the_window() -> None:
+    clock = Clock(0.0)
+    throttle = LoginThrottle(failures=3, window_s=60, clock=clock)
+    for _ in range(3):
+        assert throttle.retry_after("1.2.3.4") is None
+        throttle.failed("1.2.3.4")
+    assert throttle.retry_after("1.2.3.4") == 60
+    assert throttle.retry_after("5.6.7.8") is None  # another address is not held back
+    clock.t = 45.0
+    assert throttle.retry_after("1.2.3.4") == 15
+    clock.t = 60.0
+    assert throttle.retry_after("1.2.3.4") is None
+    throttle.failed("1.2.3.4")
+    throttle.succeeded("1.2.3.4")
+    assert throttle.retry_after("1.2.3.4") is None
