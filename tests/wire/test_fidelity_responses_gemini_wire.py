@@ -109,16 +109,24 @@ def test_call_items_caller_and_async_and_output_part_keys_reach_a_responses_upst
     assert output["output"] == [{"type": "input_text", "text": "ok", "prompt_cache_breakpoint": BREAK}]
 
 
-def test_call_items_caller_and_async_toward_openai_chat_are_dropped_and_named(
+def test_call_items_async_and_output_part_keys_toward_openai_chat_are_dropped_and_named(
     upstream: UpstreamStandin, oai: openai.OpenAI
 ) -> None:
     upstream.script(replay(text_answer("openai_chat", "done", stream=False)))
-    raw = oai.responses.with_raw_response.create(model=OA, input=ITEMS, tools=[FN], store=False)  # type: ignore[arg-type, list-item]
-    assert raw.headers["x-turnstile-dropped"] == (
-        "input[1].caller,input[1].async,input[2].caller,input[2].output[0].prompt_cache_breakpoint"
-    )
+    items = [{k: v for k, v in item.items() if k != "caller"} for item in ITEMS]
+    raw = oai.responses.with_raw_response.create(model=OA, input=items, tools=[FN], store=False)  # type: ignore[arg-type, list-item]
+    assert raw.headers["x-turnstile-dropped"] == "input[2].output[0].prompt_cache_breakpoint,input[1].async"
     (got,) = upstream.requests()
-    assert "prog_1" not in str(got.body) and "prompt_cache_breakpoint" not in str(got.body)
+    assert "prompt_cache_breakpoint" not in str(got.body)
+
+
+def test_a_program_caller_toward_openai_chat_is_refused_by_its_paths(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    with pytest.raises(openai.BadRequestError) as exc:
+        oai.responses.create(model=OA, input=ITEMS, tools=[FN], store=False)  # type: ignore[arg-type, list-item]
+    assert "input[1].caller" in exc.value.message and "input[2].caller" in exc.value.message
+    assert upstream.requests() == []
 
 
 USER = {"role": "user", "parts": [{"text": "hello"}]}
