@@ -14,7 +14,8 @@ and ``safetensors``, instead of importing ``wordllama``:
 Speed: the Llama tokenizer costs about 0.3 µs per character, too slow for a 4000-character
 message inside a 1 ms routing decision. No token of this vocabulary holds ``▁`` (the space
 marker) other than at its start, so a text's tokens are the concatenation of the tokens of its
-space-separated segments; segments are tokenized once and remembered (a bounded map), and only
+space-separated segments (runs of spaces aside, which the tokenizer may merge); segments are
+tokenized once and remembered (a bounded map), and only
 the first :data:`HEAD_CHARS` and last :data:`TAIL_CHARS` characters are embedded. Training and
 serving call the same :meth:`Embedder.embed`, so their vectors agree exactly.
 """
@@ -87,8 +88,16 @@ class Embedder:
             if i < len(starts) and piece.startswith(_SPACE):
                 starts[i] = True
         self._starts = starts
+        self._space_id = int(vocab[_SPACE])
         self._segments: dict[str, tuple[int, ...]] = {}
         self._lock = threading.Lock()
+
+    def _alone(self, segment: str) -> list[int]:
+        """Ids of one segment tokenized on its own: what it contributes inside a text (an empty
+        segment, between two spaces, is the lone space marker)."""
+        if not segment:
+            return [self._space_id]
+        return self.tokenizer.encode(segment, add_special_tokens=False).ids
 
     def _tokenize_missing(self, missing: list[str]) -> None:
         """Tokenize ``missing`` segments in one tokenizer call and remember each one's ids."""
@@ -100,7 +109,7 @@ class Embedder:
             else:
                 groups[-1].append(i)
         if len(groups) != len(missing):  # not separable as expected: one call per segment
-            groups = [self.tokenizer.encode(s, add_special_tokens=False).ids for s in missing]
+            groups = [self._alone(s) for s in missing]
         with self._lock:
             if len(self._segments) + len(missing) > SEGMENT_CACHE:
                 self._segments.clear()
@@ -108,7 +117,12 @@ class Embedder:
                 self._segments[seg] = tuple(g)
 
     def token_ids(self, text: str) -> list[int]:
-        """Token ids of ``clip(text)`` (the tokenizer's, segment by segment)."""
+        """Token ids of ``clip(text)``: the tokenizer's, segment by segment (equal to the
+        tokenizer's on the whole text except for runs of spaces, which it may merge into one
+        token; here each extra space is its own marker). Never depends on which segments were
+        seen before."""
+        if not text:
+            return []
         segments = clip(text).split(" ")
         known = self._segments
         missing = [s for s in dict.fromkeys(segments) if s not in known]
@@ -119,7 +133,7 @@ class Embedder:
         for s in segments:
             got = known.get(s)
             if got is None:  # cleared by another thread meanwhile
-                got = tuple(self.tokenizer.encode(s, add_special_tokens=False).ids)
+                got = tuple(self._alone(s))
             out.extend(got)
         return out
 

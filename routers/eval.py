@@ -1,7 +1,8 @@
 """``turnstile route-eval DATA``: offline evaluation of the learned router.
 
 For every benchmark group in DATA (MMLU, GSM8K, MT-Bench from RouteLLM's file; each other
-file as one group, plus ``mmlu-unseen-subjects``: MMLU rows of the subjects held out whole),
+file as one group; MMLU also split into ``mmlu-seen-subjects`` and ``mmlu-unseen-subjects``,
+the rows of the subjects held out of training whole),
 two kinds of figures (:mod:`routers.metrics`), each with a 95% bootstrap interval:
 
 * **curve figures**, comparable with RouteLLM: APGR (computed as RouteLLM's evaluation does)
@@ -120,7 +121,8 @@ def evaluate_group(
 
 
 def groups_of(data: Dataset, p: np.ndarray) -> list[Group]:
-    """Split scored rows into groups (plus ``mmlu-unseen-subjects``), in first-seen order."""
+    """Split scored rows into groups, in first-seen order, plus MMLU split by whether its
+    subject was in training (``mmlu-seen-subjects``, ``mmlu-unseen-subjects``)."""
     out = []
     names = list(dict.fromkeys(data.group.tolist()))
     for name in names:
@@ -128,11 +130,13 @@ def groups_of(data: Dataset, p: np.ndarray) -> list[Group]:
         strong, cheap = data.pair[name]
         out.append(Group(name, strong, cheap, p[m], data.qs[m], data.qc[m], data.cs[m], data.cc[m]))
     if data.unseen.any():
-        m = data.unseen
         strong, cheap = data.pair["mmlu"]
-        out.append(
-            Group("mmlu-unseen-subjects", strong, cheap, p[m], data.qs[m], data.qc[m], data.cs[m], data.cc[m])
-        )
+        for name, m in (
+            ("mmlu-seen-subjects", (data.group == "mmlu") & ~data.unseen),
+            ("mmlu-unseen-subjects", data.unseen),
+        ):
+            if m.any():
+                out.append(Group(name, strong, cheap, p[m], data.qs[m], data.qc[m], data.cs[m], data.cc[m]))
     return out
 
 

@@ -31,8 +31,8 @@ class Hyper:
 
     c: float = 1.0
     keep: int = 6000
-    hidden: int = 64
-    alpha: float = 3.0
+    hidden: int = 128
+    alpha: float = 10.0
     folds: int = 5
     seed: int = 0
 

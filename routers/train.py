@@ -128,8 +128,8 @@ def route_train(
     out: Annotated[Path, typer.Option(help="Where to write the weights file (.npz).")] = DEFAULT_MODEL,
     c: Annotated[float, typer.Option("--c", help="Inverse L2 strength of the lexical model.")] = 1.0,
     keep: Annotated[int, typer.Option(help="Largest lexical coefficients kept (0: all).")] = 6000,
-    hidden: Annotated[int, typer.Option(min=1, help="Hidden units of the embedding network.")] = 64,
-    alpha: Annotated[float, typer.Option(help="L2 penalty of the embedding network.")] = 3.0,
+    hidden: Annotated[int, typer.Option(min=1, help="Hidden units of the embedding network.")] = 128,
+    alpha: Annotated[float, typer.Option(help="L2 penalty of the embedding network.")] = 10.0,
     folds: Annotated[int, typer.Option(min=2, help="Folds for the out-of-fold scores.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
     with_compare: Annotated[

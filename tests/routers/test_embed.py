@@ -39,6 +39,16 @@ def test_segment_memory_gives_the_same_ids_cold_and_warm() -> None:
     assert np.array_equal(cold.embed_many(texts[:3]), np.stack([cold.embed(t) for t in texts[:3]]))
 
 
+def test_ids_do_not_depend_on_which_segments_were_tokenized_together() -> None:
+    texts = ["a  b", "  lead", "x\ny  z.", "b", "", " "]
+    together = Embedder()
+    together.token_ids(" ".join(texts))  # every segment first seen in one call
+    alone = Embedder()
+    for t in texts:
+        assert alone.token_ids(t) == together.token_ids(t)
+    assert alone.token_ids("x\ny z.") == alone.tokenizer.encode("x\ny z.", add_special_tokens=False).ids
+
+
 def test_long_texts_are_clipped_to_head_and_tail_and_empty_text_is_zero() -> None:
     text = "a" * 5000 + "tail"
     c = clip(text)

@@ -75,3 +75,16 @@ def test_a_model_without_calibration_refuses_a_target() -> None:
     model.targets = np.zeros(0)
     with pytest.raises(ValueError, match="no calibration table"):
         model.threshold_for(0.95)
+
+
+def test_serving_imports_neither_scikit_learn_nor_wordllama() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from routers.engine import make_router; from routers.scorer import load_model; "
+        "load_model().score('What is 2+2?'); "
+        "print(sorted(m for m in ('sklearn', 'wordllama', 'scipy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]"

@@ -25,9 +25,11 @@ def _data(n: int = 2000, seed: int = 0) -> tuple[np.ndarray, ...]:
 
 def test_a_perfect_ranking_beats_random_and_random_is_near_one_half() -> None:
     qs, qc, cs, cc = _data()
-    perfect = qs - qc
     rand = np.random.default_rng(1).random(len(qs))
-    assert apgr_routellm(perfect, qs, qc) > 0.9
+    perfect = qs - qc + rand * 1e-3  # ties broken: RouteLLM's quantile thresholds need distinct scores
+    # the oracle's curve reaches the strong quality once every row the strong model wins is
+    # routed (a third of them here): RouteLLM's 10-bin area is then about 1 - 0.34 / 2
+    assert apgr_routellm(perfect, qs, qc) > 0.8
     assert apgr_routellm(rand, qs, qc) == pytest.approx(0.5, abs=0.05)
     assert apgr_fine(curve(rand, qs, qc, cs, cc)[0]) == pytest.approx(0.5, abs=0.05)
 
