@@ -86,5 +86,7 @@ def test_serving_imports_neither_scikit_learn_nor_wordllama() -> None:
         "load_model().score('What is 2+2?'); "
         "print(sorted(m for m in ('sklearn', 'wordllama', 'scipy') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     assert out.stdout.strip() == "[]"
