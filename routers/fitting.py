@@ -60,7 +60,7 @@ def features(texts: list[str], embedder: Embedder) -> Features:
 
 
 def fit_lexical(
-    lex: list[dict[str, float]], y: np.ndarray, w: np.ndarray, c: float, keep: int
+    lex: list[dict[str, float]], y: np.ndarray, w: np.ndarray, c: float, keep: int, seed: int = 0
 ) -> tuple[float, dict[str, float]]:
     """Logistic regression (liblinear, L2, ``c``) over the terms of ``lex`` present in at least
     :data:`MIN_ROWS` rows; ``(intercept, coefficients)`` with the ``keep`` largest by magnitude
@@ -75,7 +75,10 @@ def fit_lexical(
     x = x[:, seen].tocsr()
     x.indices = x.indices.astype(np.int32)  # liblinear takes 32-bit indices only
     x.indptr = x.indptr.astype(np.int32)
-    model = LogisticRegression(C=c, solver="liblinear", max_iter=3000).fit(x, y, sample_weight=w)
+    # liblinear shuffles with its random_state: fixed, so a retrain writes the same weights
+    model = LogisticRegression(C=c, solver="liblinear", max_iter=3000, random_state=seed).fit(
+        x, y, sample_weight=w
+    )
     coef = model.coef_[0]
     names = vec.get_feature_names_out()[seen]
     order = np.argsort(-np.abs(coef), kind="stable")
@@ -166,7 +169,7 @@ def fit_base(
     feats: Features, y: np.ndarray, w: np.ndarray, hyper: Hyper
 ) -> tuple[float, dict[str, float], Network]:
     """The lexical model ``(intercept, weights)`` and the network fitted on all of ``feats``."""
-    intercept, weights = fit_lexical(feats.lex, y, w, hyper.c, hyper.keep)
+    intercept, weights = fit_lexical(feats.lex, y, w, hyper.c, hyper.keep, hyper.seed)
     return intercept, weights, fit_network(feats.net, y, w, hyper)
 
 

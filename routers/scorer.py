@@ -151,9 +151,10 @@ class RouteModel:
                 b1=self.b1.astype(np.float32),
                 w2=self.w2.astype(np.float32),
                 b2=np.array(self.b2, dtype=np.float64),
-                blend=self.blend.astype(np.float64),
-                targets=self.targets.astype(np.float64),
-                thresholds=self.thresholds.astype(np.float64),
+                # rounded: a retrain's last-bit differences (threaded BLAS) do not reach the file
+                blend=np.round(self.blend.astype(np.float64), 12),
+                targets=np.round(self.targets.astype(np.float64), 6),
+                thresholds=np.round(self.thresholds.astype(np.float64), 12),
             )
 
     @classmethod

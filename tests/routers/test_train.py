@@ -45,3 +45,14 @@ def test_held_out_rule_keeps_whole_subjects_test_splits_and_mt_bench_apart() -> 
     seen = [Row(id=str(i), prompt="p", scores={}, source="mmlu/anatomy") for i in range(200)]
     share = sum(held_out(r) for r in seen) / len(seen)
     assert 0.1 < share < 0.3  # other subjects: about one row in five by id hash
+
+
+def test_retraining_with_the_same_seed_writes_the_same_weights(tmp_path: Path) -> None:
+    import numpy as np
+
+    args = ["--keep", "50", "--hidden", "8", "--folds", "2"]
+    for name in ("a.npz", "b.npz"):
+        res = CliRunner().invoke(app, ["route-train", str(FIXTURES), "--out", str(tmp_path / name), *args])
+        assert res.exit_code == 0, res.output
+    a, b = np.load(tmp_path / "a.npz"), np.load(tmp_path / "b.npz")
+    assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
