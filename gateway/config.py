@@ -186,9 +186,13 @@ class RoutingConfig(BaseModel):
       no tier joins the last (strongest) tier.
     * ``default_tier``: tier when no rule matches (default: the strongest).
     * ``rules``: :class:`RouteRule` list, first match wins (``rules`` and ``learned``).
-    * ``threshold``: ``learned``: a turn whose scorer probability of needing the strong tier is
-      at least this goes to the strongest tier, else the cheapest. ``model_path``: the scorer
-      artifact (default: the one shipped in ``routers/data``).
+    * ``target_quality``: ``learned``: the share of the strongest tier's quality to keep (0.95 =
+      95% of always-strong's mean quality); turned into a threshold on the scorer's probability
+      by the calibration table stored with the model weights (``turnstile route-train``,
+      docs/routing.md). ``threshold``: a fixed threshold instead (expert override; it wins when
+      set). A turn whose probability of needing the strong tier is at least the threshold goes
+      to the strongest tier, else the cheapest. ``model_path``: the weights file (default: the
+      one shipped in ``routers/data``).
     * ``sticky``/``horizon_turns``: keep a session on its current model unless the expected
       saving over ``horizon_turns`` turns exceeds the cost of a cold prompt cache.
     * ``max_attempts``: deployments tried per turn at most (fallbacks and cascade steps).
@@ -202,7 +206,8 @@ class RoutingConfig(BaseModel):
     tiers: dict[str, list[str]] = Field(default_factory=dict)
     default_tier: str | None = None
     rules: list[RouteRule] = Field(default_factory=list)
-    threshold: float = 0.5
+    target_quality: float = Field(default=0.95, gt=0.0, le=1.0)
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     model_path: str | None = None
     sticky: bool = True
     horizon_turns: int = 3

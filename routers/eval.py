@@ -1,20 +1,22 @@
 """``turnstile route-eval DATA``: offline evaluation of the learned router.
 
 For every benchmark group in DATA (MMLU, GSM8K, MT-Bench from RouteLLM's file; each other
-file as one group) the router's score orders the prompts; sending the top ``k`` to the strong
-model for every ``k`` gives a cost–quality curve. Reported per group, with 95% bootstrap
-intervals (rows resampled):
+file as one group; MMLU also split into ``mmlu-seen-subjects`` and ``mmlu-unseen-subjects``,
+the rows of the subjects held out of training whole),
+two kinds of figures (:mod:`routers.metrics`), each with a 95% bootstrap interval:
 
-* **APGR**: area under the performance-gap-recovered curve over the strong-call share
-  (RouteLLM, arXiv 2406.18665; random routing has 0.5 by construction);
-* **cost saved at 95%**: ``1 - cost / cost(always strong)`` at the cheapest point whose mean
-  quality reaches 95% of the strong model's, and the **strong-call share** there;
-* the same for always-strong, always-cheap, random mix (expected value) and the oracle.
+* **curve figures**, comparable with RouteLLM: APGR (computed as RouteLLM's evaluation does)
+  and cost saved at 95% of the strong model's quality with the strong-call share there — the
+  best point of the curve, chosen on the rows scored;
+* the **fixed-threshold outcome**: the threshold stored with the model for ``--target``
+  (calibrated on development rows, never on the rows scored), and what it reaches here: the
+  quality as a share of always-strong's, the cost saved and the strong-call share.
 
-Cost of a row on a model = (prompt characters / 4 + :data:`OUTPUT_TOKENS`) x the model's
-blended USD per million tokens (:func:`routers.routing_data.prices_for`). By default only
-held-out rows (:func:`routers.routing_data.held_out`) are scored; ``--all`` scores every row
-(for files never seen in development). Rows marked ``contaminated`` are always excluded.
+Baselines: always-strong, always-cheap, random mix (expected value) and the oracle.
+``--by-domain`` adds leave-one-domain-out figures (:mod:`routers.eval_domains`).
+
+By default only held-out rows are scored; ``--all`` scores every row (for files never seen in
+development). Contaminated rows are always excluded.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ import numpy as np
 import orjson
 import typer
 
-from routers.learned import DEFAULT_ARTIFACT, Scorer
-from routers.routing_data import data_files, held_out, pick_pair, prices_for, read_rows, unseen_subject
+from routers.dataset import Dataset, load
+from routers.metrics import TARGET, bootstrap, curve, curve_figures, fixed_outcome
+from routers.scorer import DEFAULT_MODEL, RouteModel
 
-OUTPUT_TOKENS = 256
-TARGET = 0.95
+#: Published reference points (RouteLLM paper): cost saved at 95% of GPT-4 quality.
+ROUTELLM = {"mmlu": 0.45, "gsm8k": 0.35, "mt_bench": 0.85}
 
 
 @dataclass
@@ -46,39 +49,6 @@ class Group:
     qc: np.ndarray
     cs: np.ndarray
     cc: np.ndarray
-
-
-def curve(order: np.ndarray, g: Group, idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Mean quality and total cost when the first ``k`` rows of ``order`` go to the strong
-    model, for k = 0..n (arrays of length n+1). ``idx`` selects rows (a bootstrap sample)."""
-    qs, qc, cs, cc = (g.qs, g.qc, g.cs, g.cc) if idx is None else (g.qs[idx], g.qc[idx], g.cs[idx], g.cc[idx])
-    qs, qc, cs, cc = qs[order], qc[order], cs[order], cc[order]
-    n = len(qs)
-    zero = np.zeros(1)
-    quality = (
-        np.concatenate([zero, np.cumsum(qs)]) + np.concatenate([[qc.sum()], qc.sum() - np.cumsum(qc)])
-    ) / n
-    cost = np.concatenate([zero, np.cumsum(cs)]) + np.concatenate([[cc.sum()], cc.sum() - np.cumsum(cc)])
-    return quality, cost
-
-
-def summarise(quality: np.ndarray, cost: np.ndarray) -> dict[str, float]:
-    """APGR, cost saved at 95% of strong quality and the strong-call share there, from a curve
-    whose last point is always-strong and first always-cheap."""
-    n = len(quality) - 1
-    q_strong, q_cheap, c_strong = quality[-1], quality[0], cost[-1]
-    gap = q_strong - q_cheap
-    share = np.arange(n + 1) / n
-    pgr = (quality - q_cheap) / gap if gap > 0 else np.ones_like(quality)
-    apgr = float(np.sum((pgr[1:] + pgr[:-1]) / 2 * np.diff(share)))
-    ok = np.nonzero(quality >= TARGET * q_strong - 1e-12)[0]
-    best = int(ok[np.argmin(cost[ok])])
-    return {
-        "apgr": apgr,
-        "cost_saved_at_95": float(1 - cost[best] / c_strong),
-        "strong_share_at_95": best / n,
-        "quality_at_95": float(quality[best]),
-    }
 
 
 def _random(g: Group) -> dict[str, float]:
@@ -97,24 +67,32 @@ def _random(g: Group) -> dict[str, float]:
     }
 
 
-def evaluate_group(g: Group, *, boots: int = 200, seed: int = 0) -> dict[str, Any]:
-    """Router, baselines and bootstrap intervals for one group (see module docstring)."""
+def evaluate_group(
+    g: Group, threshold: float | None = None, *, boots: int = 200, seed: int = 0
+) -> dict[str, Any]:
+    """Router figures, baselines and bootstrap intervals for one group; with ``threshold``
+    also the fixed-threshold outcome (see module docstring)."""
     n = len(g.p)
-    router = summarise(*curve(np.argsort(-g.p, kind="stable"), g))
-    oracle = summarise(*curve(np.lexsort((g.cs, -(g.qs - g.qc))), g))
-    rng = np.random.default_rng(seed)
-    samples: dict[str, list[float]] = {"apgr": [], "cost_saved_at_95": []}
-    for _ in range(boots):
-        idx = rng.integers(0, n, n)
-        if g.qs[idx].mean() <= g.qc[idx].mean():
-            continue
-        s = summarise(*curve(np.argsort(-g.p[idx], kind="stable"), g, idx))
-        for k in samples:
-            samples[k].append(s[k])
-    ci = {
-        k: [float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5))] if v else None
-        for k, v in samples.items()
-    }
+    router: dict[str, Any] = curve_figures(g.p, g.qs, g.qc, g.cs, g.cc)
+    oracle_p = (g.qs - g.qc) - 1e-9 * g.cs / max(float(g.cs.max()), 1e-12)
+    oracle = curve_figures(oracle_p, g.qs, g.qc, g.cs, g.cc)
+
+    def stat(idx: np.ndarray) -> dict[str, float]:
+        qs, qc = g.qs[idx], g.qc[idx]
+        if qs.mean() <= qc.mean():
+            return {}
+        fig = curve_figures(g.p[idx], qs, qc, g.cs[idx], g.cc[idx])
+        out = {"apgr": fig["apgr"], "cost_saved_at_95": fig["cost_saved_at_95"]}
+        if threshold is not None:
+            fixed = fixed_outcome(g.p[idx], threshold, qs, qc, g.cs[idx], g.cc[idx])
+            out.update(
+                {"fixed_quality_share": fixed["quality_share"], "fixed_cost_saved": fixed["cost_saved"]}
+            )
+        return out
+
+    router["ci95"] = bootstrap(n, stat, boots=boots, seed=seed) if boots else {}
+    if threshold is not None:
+        router["fixed"] = {"threshold": threshold, **fixed_outcome(g.p, threshold, g.qs, g.qc, g.cs, g.cc)}
     q_strong, q_cheap = float(g.qs.mean()), float(g.qc.mean())
     return {
         "group": g.name,
@@ -123,7 +101,7 @@ def evaluate_group(g: Group, *, boots: int = 200, seed: int = 0) -> dict[str, An
         "cheap": g.cheap,
         "quality_strong": q_strong,
         "quality_cheap": q_cheap,
-        "router": {**router, "ci95": ci},
+        "router": router,
         "always_strong": {
             "apgr": 1.0,
             "cost_saved_at_95": 0.0,
@@ -142,45 +120,34 @@ def evaluate_group(g: Group, *, boots: int = 200, seed: int = 0) -> dict[str, An
     }
 
 
-def load_groups(data: Path, scorer: Scorer, *, all_rows: bool = False) -> list[Group]:
-    """Score every eligible row under ``data`` and split into groups (an extra
-    ``mmlu-unseen-subjects`` group holds MMLU rows whose whole subject was held out)."""
-    buckets: dict[str, list[tuple[float, float, float, float, float]]] = {}
-    pairs: dict[str, tuple[str, str]] = {}
-    for path in data_files(data):
-        rows = list(read_rows(path))
-        prices = prices_for(path)
-        strong, cheap = pick_pair(rows, prices)
-        ps, pc = prices.get(strong, 1.0), prices.get(cheap, 1.0)
-        for r in rows:
-            if r.contaminated or strong not in r.scores or cheap not in r.scores:
-                continue
-            if not all_rows and not held_out(r):
-                continue
-            tokens = len(r.text()) / 4 + OUTPUT_TOKENS
-            item = (
-                scorer.score(r.text()),
-                r.scores[strong],
-                r.scores[cheap],
-                tokens * ps / 1e6,
-                tokens * pc / 1e6,
-            )
-            names = [r.group if r.group != "all" else (path.parent.name or path.stem)]
-            if unseen_subject(r):
-                names.append("mmlu-unseen-subjects")
-            for name in names:
-                buckets.setdefault(name, []).append(item)
-                pairs[name] = (strong, cheap)
+def groups_of(data: Dataset, p: np.ndarray) -> list[Group]:
+    """Split scored rows into groups, in first-seen order, plus MMLU split by whether its
+    subject was in training (``mmlu-seen-subjects``, ``mmlu-unseen-subjects``)."""
     out = []
-    for name, items in buckets.items():
-        a = np.array(items, dtype=float)
-        out.append(Group(name, *pairs[name], a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4]))
+    names = list(dict.fromkeys(data.group.tolist()))
+    for name in names:
+        m = data.group == name
+        strong, cheap = data.pair[name]
+        out.append(Group(name, strong, cheap, p[m], data.qs[m], data.qc[m], data.cs[m], data.cc[m]))
+    if data.unseen.any():
+        strong, cheap = data.pair["mmlu"]
+        for name, m in (
+            ("mmlu-seen-subjects", (data.group == "mmlu") & ~data.unseen),
+            ("mmlu-unseen-subjects", data.unseen),
+        ):
+            if m.any():
+                out.append(Group(name, strong, cheap, p[m], data.qs[m], data.qc[m], data.cs[m], data.cc[m]))
     return out
+
+
+def scored(data: Dataset, model: RouteModel) -> np.ndarray:
+    """The model's score of every row of ``data``."""
+    return np.array([model.score(t) for t in data.texts])
 
 
 def plot(groups: list[Group], results: list[dict[str, Any]], path: Path) -> None:
     """Cost (share of always-strong) against quality per group: router, random, oracle,
-    always-strong/cheap points, and the 95% line. Writes a PNG to ``path``."""
+    always-strong/cheap points, the 95% line and the fixed-threshold point. Writes a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -188,15 +155,22 @@ def plot(groups: list[Group], results: list[dict[str, Any]], path: Path) -> None
 
     fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.8), squeeze=False)
     for ax, g, res in zip(axes[0], groups, results, strict=True):
-        for label, order, style in (
-            ("router", np.argsort(-g.p, kind="stable"), "-"),
-            ("oracle", np.lexsort((g.cs, -(g.qs - g.qc))), ":"),
-        ):
-            q, c = curve(order, g)
+        for label, p, style in (("router", g.p, "-"), ("oracle", g.qs - g.qc, ":")):
+            q, c = curve(p, g.qs, g.qc, g.cs, g.cc)
             ax.plot(c / c[-1], q, style, label=label)
         ax.plot([g.cc.sum() / g.cs.sum(), 1], [g.qc.mean(), g.qs.mean()], "--", label="random")
         ax.axhline(TARGET * g.qs.mean(), color="grey", lw=0.6)
         ax.scatter([1, g.cc.sum() / g.cs.sum()], [g.qs.mean(), g.qc.mean()], c="k", s=12)
+        fixed = res["router"].get("fixed")
+        if fixed:
+            ax.scatter(
+                [1 - fixed["cost_saved"]],
+                [fixed["quality"]],
+                marker="x",
+                c="r",
+                s=30,
+                label="fixed threshold",
+            )
         ax.set_title(f"{g.name} (n={len(g.p)}), APGR {res['router']['apgr']:.2f}")
         ax.set_xlabel("cost / always-strong")
         ax.set_ylabel("mean quality")
@@ -206,8 +180,50 @@ def plot(groups: list[Group], results: list[dict[str, Any]], path: Path) -> None
     plt.close(fig)
 
 
-#: Published reference points (RouteLLM paper): cost saved at 95% of GPT-4 quality.
-ROUTELLM = {"mmlu": 0.45, "gsm8k": 0.35, "mt_bench": 0.85}
+def _ci(ci: dict[str, Any], key: str, pct: bool) -> str:
+    v = ci.get(key)
+    if not v:
+        return ""
+    return f" [{v[0]:.1%}, {v[1]:.1%}]" if pct else f" [{v[0]:.3f}, {v[1]:.3f}]"
+
+
+def _fixed_cost(fixed: dict[str, Any], ci: dict[str, Any]) -> str:
+    saved = f"{fixed['cost_saved']:.1%}{_ci(ci, 'fixed_cost_saved', True)}"
+    return f"{saved} ({fixed['strong_share']:.0%} strong)"
+
+
+def print_table(results: list[dict[str, Any]], title: str, target: float) -> None:
+    """The results as a rich table on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    cols = ("group", "rows", "strong / cheap", "policy", "APGR", "cost saved @95%", "strong share")
+    for col in (*cols, f"fixed threshold: quality / strong (target {target:g})", "cost saved", "RouteLLM"):
+        table.add_column(col)
+    for r in results:
+        ci = r["router"].get("ci95", {})
+        for name in ("router", "random", "oracle", "always_cheap", "always_strong"):
+            m = r[name]
+            first = name == "router"
+            saved = f"{m['cost_saved_at_95']:.1%}" + (_ci(ci, "cost_saved_at_95", True) if first else "")
+            if name == "always_cheap" and not m["reaches_95"]:
+                saved = "below 95%"
+            fixed = m.get("fixed") if first else None
+            ref = ROUTELLM.get(r["group"])
+            table.add_row(
+                r["group"] if first else "",
+                str(r["rows"]) if first else "",
+                f"{r['quality_strong']:.3f} / {r['quality_cheap']:.3f}" if first else "",
+                name,
+                f"{m['apgr']:.3f}" + (_ci(ci, "apgr", False) if first else ""),
+                saved,
+                f"{m['strong_share_at_95']:.1%}",
+                f"{fixed['quality_share']:.1%}{_ci(ci, 'fixed_quality_share', True)}" if fixed else "",
+                _fixed_cost(fixed, ci) if fixed else "",
+                f"{ref:.0%}" if first and ref is not None else "",
+            )
+    Console(width=200).print(table)
 
 
 def route_eval(
@@ -218,17 +234,33 @@ def route_eval(
     plot_path: Annotated[
         Path | None, typer.Option("--plot", help="Write the cost–quality plot (PNG).")
     ] = None,
-    scorer_path: Annotated[Path, typer.Option("--scorer", help="Scorer artifact.")] = DEFAULT_ARTIFACT,
+    model_path: Annotated[Path, typer.Option("--model", help="Router weights file (.npz).")] = DEFAULT_MODEL,
     all_rows: Annotated[
         bool,
         typer.Option(
             "--all", help="Score every row, not only held-out ones (for data never used in development)."
         ),
     ] = False,
+    target: Annotated[
+        float, typer.Option(min=0.5, max=1.0, help="Quality target whose calibrated threshold is applied.")
+    ] = TARGET,
+    by_domain: Annotated[
+        bool,
+        typer.Option(
+            "--by-domain",
+            help="Also train with each domain left out (benchmark families, MMLU subject groups) and "
+            "score it: generalisation beside the in-domain figures (minutes).",
+        ),
+    ] = False,
+    train_data: Annotated[
+        Path | None,
+        typer.Option(help="--by-domain: routing data to train on (default $TURNSTILE_CORPUS/routing)."),
+    ] = None,
     boots: Annotated[int, typer.Option(min=0, help="Bootstrap resamples for the intervals.")] = 200,
 ) -> None:
-    """Evaluate the learned router: cost–quality curve, APGR, cost saved at 95% of strong
-    quality and strong-call share, against always-strong, always-cheap, random and oracle."""
+    """Evaluate the learned router: curve figures (APGR, cost saved at 95% of strong quality)
+    and the outcome at the threshold calibrated for --target, against always-strong,
+    always-cheap, random and oracle."""
     if not data.exists():
         typer.echo(f"{data}: no such file or directory", err=True)
         raise typer.Exit(2)
@@ -236,63 +268,51 @@ def route_eval(
         typer.echo(f"--plot {plot_path}: folder {plot_path.parent} does not exist", err=True)
         raise typer.Exit(2)
     try:
-        scorer = Scorer.load(scorer_path)
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        typer.echo(f"--scorer {scorer_path}: not a readable scorer artifact ({err})", err=True)
+        model = RouteModel.load(model_path)
+        threshold = model.threshold_for(target)
+    except (OSError, ValueError, KeyError) as err:
+        typer.echo(f"--model {model_path}: not a readable router weights file ({err})", err=True)
         raise typer.Exit(2) from err
     try:
-        groups = load_groups(data, scorer, all_rows=all_rows)
+        rows = load(data)
     except ValueError as err:  # names the data file and line
         typer.echo(str(err), err=True)
         raise typer.Exit(2) from err
-    if not groups:
+    if not all_rows:
+        rows = rows.take(np.nonzero(rows.held)[0])
+    if not len(rows):
         typer.echo(f"{data}: no evaluable rows", err=True)
         raise typer.Exit(2)
-    results = [evaluate_group(g, boots=boots) for g in groups]
+    groups = groups_of(rows, scored(rows, model))
+    results = [evaluate_group(g, threshold, boots=boots) for g in groups]
+    domains = None
+    if by_domain:
+        from routers.eval_domains import leave_one_domain_out
+        from routers.train import default_data
+
+        domains = leave_one_domain_out(train_data or default_data(), rows, model, threshold, boots=boots)
     if plot_path is not None:
         plot(groups, results, plot_path)
     if json:
-        typer.echo(orjson.dumps({"results": results, "routellm_published": ROUTELLM}).decode())
+        out: dict[str, Any] = {
+            "results": results,
+            "target": target,
+            "threshold": threshold,
+            "routellm_published": ROUTELLM,
+        }
+        if domains is not None:
+            out["by_domain"] = domains
+        typer.echo(orjson.dumps(out, option=orjson.OPT_SERIALIZE_NUMPY).decode())
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(
-        title=f"route-eval {data} ({'all rows' if all_rows else 'held-out rows'}; 95% bootstrap CI)"
+    which = "all rows" if all_rows else "held-out rows"
+    print_table(
+        results,
+        f"route-eval {data} ({which}; threshold {threshold:.4f} for target {target:g}; 95% bootstrap CI)",
+        target,
     )
-    for col in (
-        "group",
-        "rows",
-        "strong / cheap quality",
-        "policy",
-        "APGR",
-        "cost saved @95%",
-        "strong share",
-        "RouteLLM",
-    ):
-        table.add_column(col)
-    for r in results:
-        ci = r["router"]["ci95"]
-        for name in ("router", "random", "oracle", "always_cheap", "always_strong"):
-            m = r[name]
-            apgr = f"{m['apgr']:.3f}"
-            saved = f"{m['cost_saved_at_95']:.1%}"
-            if name == "router" and ci["apgr"]:
-                apgr += f" [{ci['apgr'][0]:.3f}, {ci['apgr'][1]:.3f}]"
-                saved += f" [{ci['cost_saved_at_95'][0]:.1%}, {ci['cost_saved_at_95'][1]:.1%}]"
-            if name == "always_cheap" and not m["reaches_95"]:
-                saved = "below 95%"
-            ref = ROUTELLM.get(r["group"])
-            table.add_row(
-                r["group"] if name == "router" else "",
-                str(r["rows"]) if name == "router" else "",
-                f"{r['quality_strong']:.3f} / {r['quality_cheap']:.3f}" if name == "router" else "",
-                name,
-                apgr,
-                saved,
-                f"{m['strong_share_at_95']:.1%}",
-                f"{ref:.0%}" if name == "router" and ref is not None else "",
-            )
-    Console(width=160).print(table)
+    if domains is not None:
+        from routers.eval_domains import print_domains
+
+        print_domains(domains)
     if plot_path is not None:
         typer.echo(f"plot written to {plot_path}")

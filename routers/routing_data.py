@@ -60,6 +60,11 @@ def _bucket(key: str) -> int:
     return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % BUCKETS
 
 
+def subject_bucket_of(subject: str) -> int:
+    """The hash bucket (0..BUCKETS-1) of an MMLU subject; bucket 0's subjects are held out."""
+    return _bucket("subject:" + subject)
+
+
 def held_out(row: Row) -> bool:
     """True when ``row`` is kept out of training (see module docstring)."""
     if row.split == "test" or row.group == "mt_bench":

@@ -148,7 +148,8 @@ def print_routing(r: dict[str, Any] | None, console: Console) -> None:
         *tiers,
         "switches",
         "recorded",
-        "routed",
+        "routed (net of lost cache)",
+        "of it lost cache",
         "always strong",
         "saving",
     )
@@ -162,6 +163,7 @@ def print_routing(r: dict[str, Any] | None, console: Console) -> None:
             d["switches"],
             _usd(d["recorded_usd"]),
             _usd(d["routed_usd"]),
+            _usd(d.get("cache_loss_usd", 0.0)),
             _usd(d["strong_usd"]),
             _pct(sav),
         )
@@ -174,7 +176,8 @@ def print_routing(r: dict[str, Any] | None, console: Console) -> None:
     )
     console.print(
         f"routing saves {_pct(t['saving_vs_recorded'])} of the recorded cost and "
-        f"{_pct(t['saving_vs_strong'])} of always-strong over {t['priced_turns']} priced turns "
+        f"{_pct(t['saving_vs_strong'])} of always-strong over {t['priced_turns']} priced turns, net of "
+        f"{_usd(t.get('cache_loss_usd', 0.0))} of prompt cache lost on {t['switches']} switches "
         f"({t['unpriced_turns']} routed turns of unpriced models left out); cost only — quality is "
         "estimated offline by `turnstile route-eval`"
     )

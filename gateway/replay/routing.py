@@ -11,10 +11,14 @@ Turnstile's token estimate when the recording has none):
   when the recording has no cost (turns of models with no catalog price are left out of all
   three sums and counted in ``unpriced_turns``; a turn with a recorded cost but no recorded
   token usage counts its recorded cost in all three sums);
-* ``routed_usd``: the chosen deployment's catalog price. When the route switches model from
-  the previous routed turn the prompt cache of the new model is cold: the turn's cache-read
-  tokens are priced as cache writes (the input price where the model has no write price) —
-  every switch is treated as cold, even back to a model used earlier (an upper bound);
+* ``routed_usd``: the chosen deployment's catalog price, **net of lost prompt cache**: when the
+  route switches model from the previous routed turn, the prefix the previous deployment had
+  cached (the turn's recorded cache-read tokens) is not in the new deployment's cache, so it
+  is paid in full: at the new deployment's cache-write price where it has one (the prefix is
+  written to its cache, as a client marking cache breakpoints is billed) and its input price
+  otherwise. Every switch is treated as cold, even back to a model used earlier within its
+  cache lifetime (an upper bound). ``cache_loss_usd`` is that extra paid on switches (already
+  inside ``routed_usd``), so the saving shown is what a bill would show;
 * ``strong_usd``: always the strongest tier's first deployment (no switches), the baseline that
   separates the saving of routing from the saving of a different model family.
 
@@ -56,6 +60,7 @@ def empty_totals() -> dict[str, Any]:
         "unpriced_turns": 0,
         "recorded_usd": 0.0,
         "routed_usd": 0.0,
+        "cache_loss_usd": 0.0,
         "strong_usd": 0.0,
     }
 
@@ -80,6 +85,7 @@ class ConversationRoute:
     unpriced_turns: int = 0
     recorded_usd: float = 0.0
     routed_usd: float = 0.0
+    cache_loss_usd: float = 0.0
     strong_usd: float = 0.0
 
 
@@ -154,15 +160,17 @@ class ReplayRouting:
                 }
             )
         routed = compute_cost(routed_usage, self.prices[chosen])
+        warm = compute_cost(usage, self.prices[chosen]) if routed_usage is not usage else routed
         strong = compute_cost(usage, self.prices[self._strong(route)])
         if not repriceable:
-            routed = strong = recorded_usd
+            routed = warm = strong = recorded_usd
         if recorded_usd is None or routed is None or strong is None:
             route.unpriced_turns += 1
         else:
             route.priced_turns += 1
             route.recorded_usd += recorded_usd
             route.routed_usd += routed
+            route.cache_loss_usd += routed - (warm if warm is not None else routed)
             route.strong_usd += strong
         return chosen
 
@@ -180,6 +188,7 @@ def conversation_entry(file: str, name: str, route: ConversationRoute) -> dict[s
         "unpriced_turns": route.unpriced_turns,
         "recorded_usd": round(route.recorded_usd, 6),
         "routed_usd": round(route.routed_usd, 6),
+        "cache_loss_usd": round(route.cache_loss_usd, 6),
         "strong_usd": round(route.strong_usd, 6),
         "saving": saving(route.recorded_usd, route.routed_usd),
         "route": route.tiers,
@@ -192,7 +201,15 @@ def add_conversation(totals: dict[str, Any], route: ConversationRoute) -> None:
     for tier, n in route.by_tier.items():
         totals["by_tier"][tier] = totals["by_tier"].get(tier, 0) + n
         totals["turns"] += n
-    for k in ("switches", "priced_turns", "unpriced_turns", "recorded_usd", "routed_usd", "strong_usd"):
+    for k in (
+        "switches",
+        "priced_turns",
+        "unpriced_turns",
+        "recorded_usd",
+        "routed_usd",
+        "cache_loss_usd",
+        "strong_usd",
+    ):
         totals[k] += getattr(route, k)
 
 
@@ -210,8 +227,8 @@ def totals_dict(totals: dict[str, Any]) -> dict[str, Any]:
     """The totals as JSON-ready data (USD rounded to 1e-6, saving fractions added)."""
     out = dict(totals)
     out["by_tier"] = dict(sorted(totals["by_tier"].items()))
-    for k in ("recorded_usd", "routed_usd", "strong_usd"):
-        out[k] = round(totals[k], 6)
+    for k in ("recorded_usd", "routed_usd", "cache_loss_usd", "strong_usd"):
+        out[k] = round(totals.get(k, 0.0), 6)
     out["saving_vs_recorded"] = saving(totals["recorded_usd"], totals["routed_usd"])
     out["saving_vs_strong"] = saving(totals["strong_usd"], totals["routed_usd"])
     return out

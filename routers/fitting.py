@@ -1,0 +1,223 @@
+"""Fitting the learned router's model (offline; scikit-learn is imported only here and in
+:mod:`routers.candidates`, never on the serving path).
+
+The model (:class:`routers.scorer.RouteModel`) blends a lexical logistic regression and a
+small ReLU network over the prompt embedding; :func:`fit_model` fits both on training rows
+and the blend on their out-of-fold logits. The label of a row is "the strong model did
+better than the cheap one"; every benchmark group gets the same total weight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from routers.embed import Embedder
+from routers.lexical import DENSE_FEATURES, featurize
+from routers.scorer import RouteModel
+
+#: A lexical term is a feature when it occurs in at least this many training rows.
+MIN_ROWS = 2
+
+
+@dataclass
+class Hyper:
+    """Training settings (the defaults are what the shipped model uses): ``c`` inverse L2
+    strength of the lexical model, ``keep`` its largest coefficients kept (0 = all),
+    ``hidden`` units and ``alpha`` L2 penalty of the network, ``folds`` for out-of-fold
+    scores, ``seed`` for every random choice."""
+
+    c: float = 1.0
+    keep: int = 6000
+    hidden: int = 128
+    alpha: float = 10.0
+    folds: int = 5
+    seed: int = 0
+
+
+@dataclass
+class Features:
+    """Features of rows: ``lex`` (:func:`featurize` dicts) and ``net`` (embedding then dense
+    shape features, not standardised; shape (n, dim + len(DENSE_FEATURES)))."""
+
+    lex: list[dict[str, float]]
+    net: np.ndarray
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def take(self, idx: np.ndarray) -> Features:
+        """The rows at ``idx``."""
+        return Features([self.lex[i] for i in idx], self.net[idx])
+
+
+def features(texts: list[str], embedder: Embedder) -> Features:
+    """:class:`Features` of ``texts`` (the serving scorer computes the same per text)."""
+    lex = [featurize(t) for t in texts]
+    emb = embedder.embed_many(texts)
+    dense = np.array([[f[k] for k in DENSE_FEATURES] for f in lex], dtype=np.float32)
+    return Features(lex, np.hstack([emb, dense]).astype(np.float32))
+
+
+def fit_lexical(
+    lex: list[dict[str, float]], y: np.ndarray, w: np.ndarray, c: float, keep: int, seed: int = 0
+) -> tuple[float, dict[str, float]]:
+    """Logistic regression (liblinear, L2, ``c``) over the terms of ``lex`` present in at least
+    :data:`MIN_ROWS` rows; ``(intercept, coefficients)`` with the ``keep`` largest by magnitude
+    (all when ``keep`` is 0), rounded to 1e-5."""
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    vec = DictVectorizer()
+    x = vec.fit_transform(lex).tocsc()
+    # terms of a single row cannot generalise: left out (and the fit is several times faster)
+    seen = np.nonzero(np.diff(x.indptr) >= MIN_ROWS)[0]
+    x = x[:, seen].tocsr()
+    x.indices = x.indices.astype(np.int32)  # liblinear takes 32-bit indices only
+    x.indptr = x.indptr.astype(np.int32)
+    # liblinear shuffles with its random_state: fixed, so a retrain writes the same weights
+    model = LogisticRegression(C=c, solver="liblinear", max_iter=3000, random_state=seed).fit(
+        x, y, sample_weight=w
+    )
+    coef = model.coef_[0]
+    names = vec.get_feature_names_out()[seen]
+    order = np.argsort(-np.abs(coef), kind="stable")
+    top = order[:keep] if keep else order
+    weights = {str(names[i]): round(float(coef[i]), 5) for i in top if coef[i] != 0}
+    return round(float(model.intercept_[0]), 6), dict(sorted(weights.items()))
+
+
+def lexical_logits(intercept: float, weights: dict[str, float], lex: list[dict[str, float]]) -> np.ndarray:
+    """The lexical logit of each row, as :meth:`RouteModel.lexical_logit` computes it."""
+    out = np.empty(len(lex))
+    for i, feats in enumerate(lex):
+        z = intercept
+        for k, v in feats.items():
+            coef = weights.get(k)
+            if coef is not None:
+                z += coef * v
+        out[i] = z
+    return out
+
+
+@dataclass
+class Network:
+    """A fitted network: standardisation ``mean``/``scale`` and layers ``w1``, ``b1``, ``w2``,
+    ``b2`` (float32)."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+    w1: np.ndarray
+    b1: np.ndarray
+    w2: np.ndarray
+    b2: float
+
+    def logits(self, net: np.ndarray) -> np.ndarray:
+        """Logits of rows ``net`` (not standardised), as :meth:`RouteModel.network_logit`."""
+        x = (net.astype(np.float32) - self.mean) / self.scale
+        h = np.maximum(x @ self.w1 + self.b1, 0.0)
+        return (h @ self.w2).astype(np.float64) + self.b2
+
+
+def fit_network(net: np.ndarray, y: np.ndarray, w: np.ndarray, hyper: Hyper) -> Network:
+    """A one-hidden-layer ReLU network (scikit-learn ``MLPClassifier``, Adam, early stopping on
+    10% of the rows) on standardised ``net``."""
+    from sklearn.neural_network import MLPClassifier
+
+    mean = net.mean(axis=0).astype(np.float32)
+    scale = net.std(axis=0).astype(np.float32)
+    scale[scale < 1e-6] = 1.0
+    x = (net - mean) / scale
+    model = MLPClassifier(
+        hidden_layer_sizes=(hyper.hidden,),
+        alpha=hyper.alpha,
+        max_iter=300,
+        early_stopping=True,
+        random_state=hyper.seed,
+    ).fit(x, y, sample_weight=w)
+    return Network(
+        mean=mean,
+        scale=scale,
+        w1=model.coefs_[0].astype(np.float32),
+        b1=model.intercepts_[0].astype(np.float32),
+        w2=model.coefs_[1][:, 0].astype(np.float32),
+        b2=float(model.intercepts_[1][0]),
+    )
+
+
+def fit_blend(z_lex: np.ndarray, z_net: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``[a, b, c]`` of ``a * z_lex + b * z_net + c`` by logistic regression (weak L2)."""
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(C=100.0, max_iter=1000).fit(
+        np.column_stack([z_lex, z_net]), y, sample_weight=w
+    )
+    return np.array([model.coef_[0][0], model.coef_[0][1], model.intercept_[0]], dtype=np.float64)
+
+
+def folds_of(groups: np.ndarray, k: int, seed: int) -> list[np.ndarray]:
+    """``k`` disjoint test folds covering the rows, stratified by group (row indices)."""
+    rng = np.random.default_rng(seed)
+    fold = np.empty(len(groups), dtype=int)
+    for g in dict.fromkeys(groups.tolist()):
+        idx = np.nonzero(groups == g)[0]
+        fold[rng.permutation(idx)] = np.arange(len(idx)) % k
+    return [np.nonzero(fold == i)[0] for i in range(k)]
+
+
+def fit_base(
+    feats: Features, y: np.ndarray, w: np.ndarray, hyper: Hyper
+) -> tuple[float, dict[str, float], Network]:
+    """The lexical model ``(intercept, weights)`` and the network fitted on all of ``feats``."""
+    intercept, weights = fit_lexical(feats.lex, y, w, hyper.c, hyper.keep, hyper.seed)
+    return intercept, weights, fit_network(feats.net, y, w, hyper)
+
+
+def oof_base_logits(
+    feats: Features, y: np.ndarray, w: np.ndarray, groups: np.ndarray, hyper: Hyper
+) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold lexical and network logits of every row (each from models fitted on the
+    other folds)."""
+    z_lex = np.zeros(len(y))
+    z_net = np.zeros(len(y))
+    for test in folds_of(groups, hyper.folds, hyper.seed):
+        train = np.setdiff1d(np.arange(len(y)), test)
+        intercept, weights, network = fit_base(feats.take(train), y[train], w[train], hyper)
+        part = feats.take(test)
+        z_lex[test] = lexical_logits(intercept, weights, part.lex)
+        z_net[test] = network.logits(part.net)
+    return z_lex, z_net
+
+
+def fit_model(
+    feats: Features, y: np.ndarray, w: np.ndarray, groups: np.ndarray, hyper: Hyper
+) -> tuple[RouteModel, np.ndarray]:
+    """The model fitted on all the rows, and the out-of-fold probability of every row (for
+    calibration). The blend is fitted on out-of-fold logits."""
+    z_lex, z_net = oof_base_logits(feats, y, w, groups, hyper)
+    blend = fit_blend(z_lex, z_net, y, w)
+    oof = 1.0 / (1.0 + np.exp(-(blend[0] * z_lex + blend[1] * z_net + blend[2])))
+    intercept, weights, network = fit_base(feats, y, w, hyper)
+    model = RouteModel(
+        lex_weights=weights,
+        lex_intercept=intercept,
+        mean=network.mean,
+        scale=network.scale,
+        w1=network.w1,
+        b1=network.b1,
+        w2=network.w2,
+        b2=network.b2,
+        blend=blend,
+    )
+    return model, oof
+
+
+def model_probabilities(model: RouteModel, feats: Features) -> np.ndarray:
+    """The training-time computation of :meth:`RouteModel.score` for rows ``feats``."""
+    net = Network(model.mean, model.scale, model.w1, model.b1, model.w2, model.b2)
+    z = (
+        model.blend[0] * lexical_logits(model.lex_intercept, model.lex_weights, feats.lex)
+        + model.blend[1] * net.logits(feats.net)
+        + model.blend[2]
+    )
+    return 1.0 / (1.0 + np.exp(-z))
