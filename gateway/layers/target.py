@@ -3,9 +3,9 @@
 The deployment must be able to take what the request carries (tools, images: else
 :class:`CapabilityError`, HTTP 400, naming the message); a request without an output limit
 gets the deployment's ``max_output_tokens``; the thinking policy adapts thinking parts to the
-target's provenance (:func:`gateway.invariants.apply_thinking_policy`, repairs kept on the turn;
-thinking turned off for a request that could not carry its signed thinking is noted as dropped:
-transcript row, ``x-turnstile-dropped: thinking``);
+target's provenance (:mod:`gateway.thinking_fit`: repairs kept on the turn, thinking removed or
+turned off named ``thinking`` in ``x-turnstile-dropped``; for a session-bound turn the window
+layer applies it to the context it rebuilds);
 the client's ``anthropic-beta`` / ``anthropic-version`` headers are admitted for an Anthropic
 deployment or dropped for any other (a version the Anthropic edge does not speak is named
 toward every target), and the headers ``anthropic.forward`` names sent on to an
@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import structlog
 
-from gateway import invariants
 from gateway.anthropic_headers import EDGE_VERSIONS, admit, client_betas, forwarded
 from gateway.config import Deployment
-from gateway.deployments import provenance_of
 from gateway.errors import CapabilityError
 from gateway.layers.target_fields import check_fields
 from gateway.layers.target_media import check_media
@@ -50,14 +48,10 @@ from gateway.schema import (
     evolve,
 )
 from gateway.sessions.turns import foreign_own_keys, note_foreign_keys
+from gateway.thinking_fit import fit_thinking
 from gateway.turn import Batches, Gateway, Service, Turn
 
 log = structlog.get_logger("turnstile.pipeline")
-
-LEADING_THINKING_APIS = frozenset({"anthropic_messages"})
-"""Wire APIs that refuse a tool-loop continuation with thinking on whose final assistant turn
-does not start with thinking they signed (Anthropic, "Extended thinking" docs:
-https://docs.claude.com/en/docs/build-with-claude/extended-thinking#preserving-thinking-blocks)."""
 
 NO_PARALLEL_LIMIT_APIS = frozenset({"gemini"})
 """Wire APIs with no setting that limits an answer to one tool call (Gemini's
@@ -121,29 +115,9 @@ class TargetLayer:
             request = self.client_headers(turn, request, dep)
         if native is not None and native.api == dep.api and native.api in passthrough.MODEL_BOUND:
             note_passthrough(turn, request, dep)
-        prepared, repairs = invariants.apply_thinking_policy(
-            request, provenance_of(dep), self.policy, leading_thinking=dep.api in LEADING_THINKING_APIS
-        )
-        if repairs:
-            turn.add_repairs(repairs)
-            for r in repairs:
-                if r.code == "thinking_disabled":
-                    turn.note_dropped(
-                        {
-                            "kind": "dropped",
-                            "field": "thinking",
-                            "values": [],
-                            "deployment": dep.name,
-                            "reason": r.message,
-                        }
-                    )
-            log.info(
-                "thinking_policy_applied",
-                request_id=turn.request_id,
-                deployment=dep.name,
-                repairs=len(repairs),
-            )
-        return prepared
+        if turn.session is not None:
+            return request  # the window layer fits the context it rebuilds from the session log
+        return fit_thinking(turn, request, dep, self.policy)
 
     def client_headers(self, turn: Turn, request: Request, dep: Deployment) -> Request:
         """``request`` carrying the client's Anthropic headers that ``dep`` may get (none for

@@ -16,6 +16,7 @@ from gateway.config import Deployment
 from gateway.errors import UpstreamError
 from gateway.schema import Request, Response
 from gateway.sessions.turns import foreign_own_keys, note_foreign_keys
+from gateway.thinking_fit import fit_thinking
 from gateway.turn import Batches, Gateway, Service, Turn
 
 
@@ -24,16 +25,14 @@ class WindowLayer:
 
     def __init__(self, gw: Gateway, inner: Service) -> None:
         self.inner = inner
+        self.policy = gw.config.guards
 
     async def complete(self, turn: Turn, request: Request) -> Response:
         """The inner answer to the rebuilt request (retried once after a context overflow)."""
         session, dep = turn.session, turn.deployment
         if session is None or dep is None:
             return await self.inner.complete(turn, request)
-        rebuilt = await session.view(request, dep)
-        if any(m.own is not None for m in rebuilt.messages):
-            note_history_keys(turn, rebuilt, request, dep)
-        request = rebuilt
+        request = self.fit(turn, await session.view(request, dep), request, dep)
         try:
             return await self.inner.complete(turn, request)
         except UpstreamError as err:
@@ -47,11 +46,16 @@ class WindowLayer:
         """The inner stream of the rebuilt request."""
         session, dep = turn.session, turn.deployment
         if session is not None and dep is not None:
-            rebuilt = await session.view(request, dep)
-            if any(m.own is not None for m in rebuilt.messages):
-                note_history_keys(turn, rebuilt, request, dep)
-            request = rebuilt
+            request = self.fit(turn, await session.view(request, dep), request, dep)
         return await self.inner.stream(turn, request)
+
+    def fit(self, turn: Turn, rebuilt: Request, request: Request, dep: Deployment) -> Request:
+        """The context ``rebuilt`` from the session log, fit for ``dep``: its history's own keys
+        of another wire API named (:func:`note_history_keys`), the thinking policy applied
+        (:func:`gateway.thinking_fit.fit_thinking`)."""
+        if any(m.own is not None for m in rebuilt.messages):
+            note_history_keys(turn, rebuilt, request, dep)
+        return fit_thinking(turn, rebuilt, dep, self.policy)
 
 
 def note_history_keys(turn: Turn, rebuilt: Request, request: Request, dep: Deployment) -> None:
