@@ -49,3 +49,68 @@ def fit_thinking(turn: Turn, request: Request, dep: Deployment, policy: GuardPol
             )
     log.info("thinking_policy_applied", request_id=turn.request_id, deployment=dep.name, repairs=len(repairs))
     return prepared
+
+
+def fit_claude_thinking(turn: Turn, request: Request, dep: Deployment) -> Request:
+    """``request`` made acceptable to an Anthropic deployment ``dep`` when the gateway turns its
+    thinking into Claude's extended thinking (a client of another dialect: ``reasoning_effort``,
+    ``thinkingConfig``, ``reasoning.effort``; an Anthropic client's own ``thinking`` goes as sent).
+    Claude's rules (Anthropic "Extended thinking" docs, feature compatibility: thinking is not
+    compatible with ``temperature`` or ``top_k`` changes nor forced tool use; ``top_p`` only from
+    0.95 to 1; ``budget_tokens`` at least 1024 and below ``max_tokens``):
+
+    * forced tool use (tool choice ``required`` or a named tool): thinking off for the request;
+    * ``temperature`` other than 1, ``top_p`` below 0.95, ``top_k``: not sent;
+    * the client's output limit (``max_output_tokens``: tokens of thinking and answer, as in
+      OpenAI's ``max_completion_tokens``) is kept, never raised: the thinking budget is at most
+      half of it (never below 1024); at a limit of 1024 tokens or less thinking is off.
+
+    Each is named in ``x-turnstile-dropped`` (``thinking``, ``temperature``, ...). Call it before
+    the deployment's own output limit is filled in. The input itself when nothing applies."""
+    from gateway.providers.anthropic_messages import MIN_THINKING_BUDGET, thinking_budget
+
+    cfg = request.thinking
+    if cfg is None or not cfg.enabled or not dep.supports_thinking or _own_claude_thinking(request):
+        return request
+    update: dict[str, object] = {}
+    choice = request.tool_choice
+    limit = request.max_output_tokens
+    off = None
+    if choice is not None and request.tools and choice.mode in ("required", "tool"):
+        off = "Claude takes no forced tool use with thinking on"
+    elif limit is not None and limit <= MIN_THINKING_BUDGET:
+        off = f"an output limit of {limit} tokens leaves no room for Claude's smallest thinking budget (1024)"
+    if off is not None:
+        update["thinking"] = cfg.model_copy(update={"enabled": False})
+        _note(turn, dep, "thinking", [], f"thinking off for this request: {off}")
+    else:
+        if limit is not None and thinking_budget(request) >= limit:
+            budget = max(MIN_THINKING_BUDGET, limit // 2)
+            update["thinking"] = cfg.model_copy(update={"budget_tokens": budget, "effort": None})
+        for field, value, ok in (
+            ("temperature", request.temperature, request.temperature in (None, 1, 1.0)),
+            ("top_p", request.top_p, request.top_p is None or request.top_p >= 0.95),
+            ("top_k", request.top_k, request.top_k is None),
+        ):
+            if not ok:
+                update[field] = None
+                _note(turn, dep, field, [value], f"Claude takes no {field} {value} with thinking on")
+    return request.model_copy(update=update) if update else request
+
+
+def _own_claude_thinking(request: Request) -> bool:
+    """Whether the request is an Anthropic client's with its own ``thinking`` or effort (sent as
+    it is: :func:`gateway.providers.anthropic_messages.merge_native`)."""
+    native = request.native
+    return (
+        native is not None
+        and native.api == "anthropic_messages"
+        and ("thinking" in native.fields or "output_config" in native.fields)
+    )
+
+
+def _note(turn: Turn, dep: Deployment, field: str, values: list[object], reason: str) -> None:
+    turn.note_dropped(
+        {"kind": "dropped", "field": field, "values": values, "deployment": dep.name, "reason": reason}
+    )
+    log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=[field])

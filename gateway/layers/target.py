@@ -48,7 +48,7 @@ from gateway.schema import (
     evolve,
 )
 from gateway.sessions.turns import foreign_own_keys, note_foreign_keys
-from gateway.thinking_fit import fit_thinking
+from gateway.thinking_fit import fit_claude_thinking, fit_thinking
 from gateway.turn import Batches, Gateway, Service, Turn
 
 log = structlog.get_logger("turnstile.pipeline")
@@ -108,6 +108,8 @@ class TargetLayer:
             note_parallel_limit(turn, dep)
         if request.tools and dep.api in NO_STRICT_CHECK_APIS:
             note_strict_tools(turn, request, dep)
+        if request.thinking is not None and dep.api == ANTHROPIC:
+            request = fit_claude_thinking(turn, request, dep)
         if request.max_output_tokens is None and dep.max_output_tokens is not None:
             request = request.model_copy(update={"max_output_tokens": dep.max_output_tokens})
         headers = turn.headers_in
