@@ -392,6 +392,10 @@ class ServerConfig(BaseModel):
 
     Answer bounds:
 
+    * ``stream_keepalive_s``: while a streamed answer's tool calls are held until their stop
+      reason is known (invariant 3: arguments not fully received are never handed on), a
+      keep-alive goes to the client every this many seconds with nothing else to send (each
+      dialect's own: Anthropic ``ping``, an SSE comment, Responses ``response.in_progress``).
     * ``max_response_bytes``: bytes one upstream answer may have (a whole body, or all of a
       stream's SSE bytes), counted while they are read, decompressed; past it the answer is a
       502 naming the cap and the deployment (a stream already started ends with the dialect's
@@ -432,6 +436,7 @@ class ServerConfig(BaseModel):
     max_tool_schema_nodes: int = Field(default=10_000, gt=0)
     max_json_depth: int = Field(default=64, ge=16, le=200)
     max_response_bytes: int = Field(default=8 * 1024 * 1024, ge=64 * 1024)
+    stream_keepalive_s: float = Field(default=15.0, gt=0)
     db_path: str = "turnstile.db"
     transcript_queue: int = Field(default=2_000, ge=1)
     transcript_commit_timeout_s: float = Field(

@@ -358,6 +358,9 @@ async def _handle_turn(scope: Scope, receive: Receive, edge: ModuleType, parse: 
                 render = renderer.render
                 last: list[bytes] = []  # the frames that end the answer, sent after its row commits
                 async for batch in turn.batches:  # one batch: the events ready at one instant
+                    if not batch:  # held tool calls: the dialect's keep-alive
+                        yield renderer.ping()
+                        continue
                     out: list[bytes] = []
                     for event in batch:
                         if isinstance(event, ToolProgress):  # server-side tool loop progress

@@ -124,6 +124,9 @@ async def run_stream(
             renamed = ids.renamed
             failed = False
             async for up in source:
+                if type(up) is ToolProgress:  # a keep-alive from below (tool calls held)
+                    yield up
+                    continue
                 upstream_events.append(up)
                 ev = ids.claim_event(up, n)
                 events.append(ev)

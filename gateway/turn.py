@@ -286,15 +286,28 @@ class StreamingTurn:
 
     @property
     def batches(self) -> AsyncIterator[Sequence[StreamItem]]:
-        """The events as non-empty lists, each handed on the moment it is complete."""
+        """The events as lists, each handed on the moment it is complete (an empty one:
+        :data:`KEEPALIVE`)."""
         if self._batches is None:
             self._batches = _singletons(self.events)
         return self._batches
 
 
+KEEPALIVE: list[Any] = []
+"""An empty batch: the stream is alive but has nothing to hand on yet (the attempt layer holds
+a tool call's arguments until their stop reason is known); the server sends the dialect's
+keep-alive for it. Never mutated."""
+
+KEEPALIVE_EVENT = ToolProgress(id="", name="", done=False)
+""":data:`KEEPALIVE` as one event, where batches are flattened (:func:`flatten`)."""
+
+
 async def flatten(batches: AsyncIterator[Sequence[Any]]) -> AsyncIterator[Any]:
-    """The items of ``batches``, one at a time."""
+    """The items of ``batches``, one at a time; an empty batch (:data:`KEEPALIVE`) as
+    :data:`KEEPALIVE_EVENT`."""
     async for batch in batches:
+        if not batch:
+            yield KEEPALIVE_EVENT
         for item in batch:
             yield item
 

@@ -38,7 +38,7 @@ from gateway.schema import (
     WithheldToolCall,
     evolve,
 )
-from gateway.turn import Batches, Gateway, StreamOutcome, Turn
+from gateway.turn import KEEPALIVE, Batches, Gateway, StreamOutcome, Turn
 
 log = structlog.get_logger("turnstile.pipeline")
 
@@ -189,8 +189,10 @@ class AttemptLayer:
     ) -> Batches:
         """The client's stream of one upstream stream: each upstream batch through the
         truncation guard (tool calls held until the stop reason is known), the final usage
-        priced, every event kept; yields the non-empty batches of events to forward. The very
-        first event goes on alone (time to first byte). Failures end the stream with a
+        priced, every event kept; yields the non-empty batches of events to forward, and an empty
+        one (:data:`gateway.turn.KEEPALIVE`) every ``server.stream_keepalive_s`` while tool
+        calls are held with nothing else to hand on. The very first event goes on alone (time
+        to first byte). Failures end the stream with a
         ``StreamError`` event, and so does the gateway's shutdown bound
         (:mod:`gateway.shutdown`); ``turn.outcome`` says how it ended, however it ends (status
         499 when the client went away first, 503 when the shutdown bound cut it: both with
@@ -205,6 +207,8 @@ class AttemptLayer:
         final: Response | None = None
         status = 200
         unsent: list[StreamEvent] = []  # guarded events not yet handed on (nor collected)
+        keepalive = self.gw.config.server.stream_keepalive_s
+        quiet: float | None = None  # since when tool calls were held with nothing handed on
         try:
             pending = first[:1]
             rest: list[StreamEvent] | None = first[1:]
@@ -225,7 +229,15 @@ class AttemptLayer:
                 if unsent:
                     batch, unsent = unsent, []
                     collected += batch
+                    quiet = None
                     yield batch  # type: ignore[misc]
+                elif guard.holding:  # tool calls held: the client hears nothing meanwhile
+                    now = time.monotonic()
+                    if quiet is None:
+                        quiet = now
+                    elif now - quiet >= keepalive:
+                        quiet = now
+                        yield KEEPALIVE  # type: ignore[misc]
                 if rest:
                     pending, rest = rest, None
                     continue

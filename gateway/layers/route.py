@@ -28,7 +28,8 @@ import structlog
 
 from gateway import accounting
 from gateway.config import Deployment
-from gateway.errors import UpstreamError
+from gateway.errors import CapabilityError, UpstreamError
+from gateway.layers.target_media import check_capabilities
 from gateway.schema import Request, Response
 from gateway.turn import Batches, Gateway, Service, Turn
 from routers.cascade import validate
@@ -84,11 +85,25 @@ class RouteLayer:
     ) -> T:
         """The answer of the first deployment of ``order[start:]`` that gives one; raises the
         last retryable failure when none did, the first other failure at once, and a 503
-        when the retry budget let none be tried."""
+        when the retry budget let none be tried. A deployment that cannot take the request
+        (:func:`gateway.layers.target_media.check_capabilities`: tools, images, media, the
+        client's same-wire fields) is skipped, never tried; when no deployment could, the first
+        such refusal is raised (a 400 naming what it cannot take), unless an upstream failed
+        first (that failure is the answer: the request was fine for the model it named)."""
         gw = self.gw
         last: UpstreamError | None = None
+        refusal: CapabilityError | None = None
         for n in range(start, len(order)):
             dep = order[n]
+            if len(order) > 1:
+                try:
+                    check_capabilities(request, dep)
+                except CapabilityError as err:
+                    turn.attempts.append(
+                        {"deployment": dep.name, "skipped": f"cannot take the request: {err.message}"}
+                    )
+                    refusal = refusal or err
+                    continue
             if not may_attempt(gw, turn, dep, n):
                 continue
             turn.deployment = dep
@@ -104,7 +119,11 @@ class RouteLayer:
             succeeded(gw, dep, (time.perf_counter() - t0) * 1000)
             turn.tried = n
             return answer
-        raise last if last is not None else UpstreamError(NO_DEPLOYMENT, status=503)
+        if last is not None:
+            raise last
+        if refusal is not None:
+            raise refusal
+        raise UpstreamError(NO_DEPLOYMENT, status=503)
 
     async def _cascade(self, turn: Turn, request: Request, order: list[Deployment]) -> Response:
         """:meth:`_fallback`, then each answer that must escalate

@@ -30,21 +30,18 @@ import structlog
 
 from gateway.anthropic_headers import EDGE_VERSIONS, admit, client_betas, forwarded
 from gateway.config import Deployment
-from gateway.errors import CapabilityError
 from gateway.layers.target_fields import check_fields
-from gateway.layers.target_media import check_media
+from gateway.layers.target_media import check_capabilities
 from gateway.providers import passthrough
 from gateway.providers.anthropic_common import API as ANTHROPIC
 from gateway.providers.anthropic_output import strict_input_schema
 from gateway.schema import (
-    ImagePart,
     NativeFields,
     NativePart,
     Request,
     Response,
     TextPart,
     ToolResultMessage,
-    UserMessage,
     evolve,
 )
 from gateway.sessions.turns import foreign_own_keys, note_foreign_keys
@@ -253,42 +250,6 @@ def note_passthrough(turn: Turn, request: Request, dep: Deployment) -> None:
     if dropped:
         fields = [d["field"] for d in dropped]
         log.info("passthrough_dropped", request_id=turn.request_id, deployment=dep.name, fields=fields)
-
-
-def check_capabilities(request: Request, dep: Deployment) -> None:
-    """Raise :class:`CapabilityError` when ``dep`` cannot take the request's tools, images,
-    documents or audio (:func:`gateway.layers.target_media.check_media`), or
-    the request carries answer-changing fields of a wire API (``request.native.paths``) that
-    ``dep`` does not speak (its serving-only fields are dropped instead: :meth:`TargetLayer.drop_serving`)."""
-    native = request.native
-    if native is not None and native.paths and native.api != dep.api:
-        raise CapabilityError(
-            f"{', '.join(native.paths)}: carried only to a {native.api} upstream, and model {dep.name!r} "
-            f"is served by the {dep.api} wire API; remove them or use a {native.api} model",
-            param=native.paths[0],
-        )
-    if request.tools and not dep.supports_tools:
-        raise CapabilityError(
-            f"the request offers {len(request.tools)} tool(s), and model {dep.name!r} cannot take tools",
-            param="tools",
-        )
-    check_media(request, dep)
-    if dep.supports_images:
-        return
-    for i, msg in enumerate(request.messages):
-        if (type(msg) is UserMessage or type(msg) is ToolResultMessage) and any(
-            type(p) is ImagePart for p in msg.content
-        ):
-            where = msg.src or f"messages[{i}]"
-            what = (
-                f"the tool result for {msg.tool_call_id}"
-                if type(msg) is ToolResultMessage
-                else "a user message"
-            )
-            raise CapabilityError(
-                f"{what} ({where}) contains an image, and model {dep.name!r} cannot take images",
-                param=where,
-            )
 
 
 def translate_native_parts(request: Request) -> Request:

@@ -1,4 +1,6 @@
-"""Which document and audio parts a deployment can take (part of the target layer).
+"""What a deployment can take (part of the target layer): tools, images, the client's same-wire
+fields (:func:`check_capabilities`, also asked by the route layer before it tries a deployment),
+and which document and audio parts.
 
 A part a target cannot carry is refused by name (:class:`CapabilityError`, a 400 naming
 ``messages[i].content[j]`` and the deployment), never dropped. What each wire API accepts:
@@ -27,7 +29,7 @@ from gateway.config import Deployment
 from gateway.errors import CapabilityError
 from gateway.providers.catalog import model_info
 from gateway.providers.media_wire import OPENAI_AUDIO_FORMATS
-from gateway.schema import AudioPart, DocumentPart, Request, UserMessage
+from gateway.schema import AudioPart, DocumentPart, ImagePart, Request, ToolResultMessage, UserMessage
 
 _DOC_URL = frozenset({"anthropic_messages", "openai_responses", "gemini", "demo"})
 _FILE_IDS = frozenset({"anthropic_messages", "openai_chat", "openai_responses"})
@@ -102,3 +104,39 @@ def _check_all(request: Request, dep: Deployment) -> None:
                 _check_document(part, part.src or f"{msg.src or f'messages[{i}]'}.content[{j}]", dep)
             elif type(part) is AudioPart:
                 _check_audio(part, part.src or f"{msg.src or f'messages[{i}]'}.content[{j}]", dep)
+
+
+def check_capabilities(request: Request, dep: Deployment) -> None:
+    """Raise :class:`CapabilityError` when ``dep`` cannot take the request's tools, images,
+    documents or audio (:func:`gateway.layers.target_media.check_media`), or
+    the request carries answer-changing fields of a wire API (``request.native.paths``) that
+    ``dep`` does not speak (its serving-only fields are dropped instead: :meth:`TargetLayer.drop_serving`)."""
+    native = request.native
+    if native is not None and native.paths and native.api != dep.api:
+        raise CapabilityError(
+            f"{', '.join(native.paths)}: carried only to a {native.api} upstream, and model {dep.name!r} "
+            f"is served by the {dep.api} wire API; remove them or use a {native.api} model",
+            param=native.paths[0],
+        )
+    if request.tools and not dep.supports_tools:
+        raise CapabilityError(
+            f"the request offers {len(request.tools)} tool(s), and model {dep.name!r} cannot take tools",
+            param="tools",
+        )
+    check_media(request, dep)
+    if dep.supports_images:
+        return
+    for i, msg in enumerate(request.messages):
+        if (type(msg) is UserMessage or type(msg) is ToolResultMessage) and any(
+            type(p) is ImagePart for p in msg.content
+        ):
+            where = msg.src or f"messages[{i}]"
+            what = (
+                f"the tool result for {msg.tool_call_id}"
+                if type(msg) is ToolResultMessage
+                else "a user message"
+            )
+            raise CapabilityError(
+                f"{what} ({where}) contains an image, and model {dep.name!r} cannot take images",
+                param=where,
+            )

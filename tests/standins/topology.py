@@ -63,6 +63,7 @@ FALLBACK = "wire-fallback"  # anthropic primary -> openai backup
 SLOW = "wire-slow"  # gemini with a tiny first-byte timeout -> openai backup
 SLOW_ONLY = "wire-slow-only"
 RS_FALLBACK = "wire-rs-fallback"  # openai_responses primary -> openai_chat backup
+CHAT_FIRST = "wire-chat-first"  # openai_chat first -> anthropic (capability skips)
 AUTO_A_FIRST = "auto"  # C16 turn 1: model-A primary
 AUTO_B_FIRST = "auto-b"  # C16 turn 2: the routing would pick model-B
 
@@ -115,6 +116,7 @@ def build_config(standin_url: str, db_path: str) -> GatewayConfig:
         ModelAlias(name=SLOW, deployments=["ge-slow", "oa-backup"]),
         ModelAlias(name=SLOW_ONLY, deployments=["ge-slow"]),
         ModelAlias(name=RS_FALLBACK, deployments=[MATRIX["openai_responses"][0], "oa-backup"]),
+        ModelAlias(name=CHAT_FIRST, deployments=["oa-backup", "an-primary"]),
         ModelAlias(name=AUTO_A_FIRST, deployments=["model-A", "model-B"]),
         ModelAlias(name=AUTO_B_FIRST, deployments=["model-B", "model-A"]),
     ]

@@ -17,7 +17,8 @@ import openai
 import pytest
 from standins import recordings
 from standins.drive import ADD_MULTIPLY, ask, user
-from standins.topology import FALLBACK, MATRIX, SLOW, SLOW_ONLY
+from standins.tool_answers import text_answer
+from standins.topology import CHAT_FIRST, FALLBACK, MATRIX, SLOW, SLOW_ONLY
 from standins.upstream import (
     Gate,
     UpstreamStandin,
@@ -400,3 +401,38 @@ def test_length_stop_while_calling_tools_withholds_every_call(
     if not stream:
         h = {k.lower(): v for k, v in turn.headers.items()}
         assert h.get("x-turnstile-withheld-tool-calls"), "withheld calls are reported in a header"
+
+
+def test_a_fallback_that_cannot_take_the_request_leaves_the_primarys_failure_as_the_answer(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    """The primary (Anthropic) fails; the backup (OpenAI Chat) cannot take the client's
+    Anthropic-only ``container``: it is skipped, not tried, and the client gets the primary's
+    5xx (retryable), not a 400 blaming its request."""
+    upstream.script(http_error(500, ANTHROPIC_500, model="claude-primary"))
+    with pytest.raises(anthropic.APIStatusError) as exc:
+        ant.with_options(max_retries=0).messages.create(
+            model=FALLBACK,
+            max_tokens=64,
+            messages=[{"role": "user", "content": "hi"}],
+            extra_body={"container": "cntr_1"},
+        )
+    assert exc.value.status_code == 500
+    assert len(upstream.requests()) == 1
+
+
+def test_a_deployment_that_cannot_take_the_request_is_skipped_for_one_that_can(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    """The alias lists an OpenAI Chat deployment first; the client's Anthropic-only
+    ``container`` goes to the Anthropic one after it, the first never tried."""
+    upstream.script(replay(text_answer("anthropic_messages", "ok", stream=False)))
+    raw = ant.messages.with_raw_response.create(
+        model=CHAT_FIRST,
+        max_tokens=64,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_body={"container": "cntr_1"},
+    )
+    assert raw.headers["x-turnstile-deployment"] == "an-primary"
+    (got,) = upstream.requests()
+    assert got.body["container"] == "cntr_1"

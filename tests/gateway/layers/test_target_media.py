@@ -9,7 +9,7 @@ import pytest
 
 from gateway.config import Deployment
 from gateway.errors import CapabilityError
-from gateway.layers.target import check_capabilities
+from gateway.layers.target_media import check_capabilities
 from gateway.schema import AudioPart, DocumentPart, Request, TextPart, UserMessage
 
 PDF = DocumentPart(data="JVBERi0=", media_type="application/pdf", src="messages[0].content[1]")
