@@ -41,14 +41,32 @@ def fit_thinking(turn: Turn, request: Request, dep: Deployment, policy: GuardPol
     if not repairs:
         return prepared
     turn.add_repairs(repairs)
+    echoed = _echoed(request, dep.api)
     for r in repairs:
         field = _NAMED.get(r.code)
-        if field is not None:
+        if field is not None and not (echoed and (r.location or "").partition(".content[")[0] in echoed):
             turn.note_dropped(
                 {"kind": "dropped", "field": field, "values": [], "deployment": dep.name, "reason": r.message}
             )
     log.info("thinking_policy_applied", request_id=turn.request_id, deployment=dep.name, repairs=len(repairs))
     return prepared
+
+
+_REASONING_ECHO = ("reasoning_content", "reasoning")
+"""An OpenAI Chat assistant message's own keys that carry its reasoning text back to an OpenAI
+Chat upstream (DeepSeek, vLLM): the unsigned thinking read from them is not lost there."""
+
+
+def _echoed(request: Request, api: str) -> set[str]:
+    """Locations (``src``, else ``messages[i]``) of the messages whose reasoning reaches an
+    upstream of ``api`` as their own keys although the thinking part read from it is removed."""
+    if api != "openai_chat":
+        return set()
+    return {
+        m.src or f"messages[{i}]"
+        for i, m in enumerate(request.messages)
+        if m.own is not None and m.own.api == api and any(k in m.own.keys for k in _REASONING_ECHO)
+    }
 
 
 def fit_claude_thinking(turn: Turn, request: Request, dep: Deployment) -> Request:

@@ -106,7 +106,7 @@ from gateway.edges.call_ids import BadIds, plain_call_id, refusal
 from gateway.edges.fidelity import ANTHROPIC_MESSAGES, native_fields
 from gateway.edges.signatures import ID_SEPARATOR, unwrap_signature, unwrap_tool_call_id
 from gateway.errors import InvalidRequest
-from gateway.providers.anthropic_common import API
+from gateway.providers.anthropic_common import API, SERVER_TOOL_AT
 from gateway.schema import Provenance, Request
 
 NATIVE = Provenance(api="anthropic_messages", provider="anthropic", model="")
@@ -540,11 +540,12 @@ class _Extras:
     """Per-tool fields carried to an Anthropic upstream: tool name -> its extra keys, and
     their paths by class."""
 
-    __slots__ = ("paths", "server_tools", "serving", "tool_fields", "translated")
+    __slots__ = ("paths", "server_at", "server_tools", "serving", "tool_fields", "translated")
 
     def __init__(self) -> None:
         self.tool_fields: dict[str, JSONObj] = {}
         self.server_tools: list[JSONObj] = []
+        self.server_at: list[int] = []
         self.paths: list[str] = []
         self.serving: list[str] = []
         self.translated: list[str] = []
@@ -553,7 +554,7 @@ class _Extras:
 def _tools(data: JSONObj, extras: _Extras) -> tuple[list[JSONObj], bool]:
     """Tool definition dicts of ``tools``, and whether it has an ``mcp`` entry (read by
     :func:`gateway.edges._common.mcp_server_entries`); the tools' other keys go to ``extras``."""
-    out = []
+    out: list[JSONObj] = []
     has_mcp = False
     for i, raw in enumerate(opt(data, "tools", list, "") or ()):
         path = f"tools[{i}]"
@@ -569,6 +570,7 @@ def _tools(data: JSONObj, extras: _Extras) -> tuple[list[JSONObj], bool]:
                     "an Anthropic server tool type such as web_search_20250305)",
                     param=join(path, "type"),
                 )
+            extras.server_at.append(len(out) + len(extras.server_tools))  # its place among the tools sent
             extras.server_tools.append(tool)
             extras.paths.append(f"{path} ({ttype} {tool.get('name')!r})")
             continue
@@ -643,6 +645,7 @@ def _native(data: JSONObj, extra: set[str], extras: _Extras) -> JSONObj | None:
         fields["tool_fields"] = extras.tool_fields
     if extras.server_tools:
         fields["server_tools"] = extras.server_tools
+        fields[SERVER_TOOL_AT] = extras.server_at
     native["paths"] += extras.paths
     native["serving"] += extras.serving
     if extras.translated:

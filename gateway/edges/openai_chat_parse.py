@@ -309,6 +309,18 @@ def _native(data: JSONObj, extra: set[str]) -> JSONObj | None:
     return native
 
 
+OWN_METADATA = ("_turnstile", "turnstile_")
+"""Prefixes of ``metadata`` keys that speak to the gateway (``turnstile_session``: the session
+id), never sent upstream."""
+
+
+def _client_metadata(metadata: JSONObj) -> JSONObj:
+    """``metadata`` less the gateway's own keys (:data:`OWN_METADATA`)."""
+    if not any(type(k) is str and k.startswith(OWN_METADATA) for k in metadata):
+        return metadata
+    return {k: v for k, v in metadata.items() if not k.startswith(OWN_METADATA)}
+
+
 def _max_tokens(body: JSONObj) -> int | None:
     for key in ("max_completion_tokens", "max_tokens"):
         value = opt(body, key, int, "")
@@ -415,8 +427,9 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
         native = _native(data, extra)
         if st.native or st.tool_fields or metadata or st.serving:
             native = native or {"api": API, "fields": {}, "paths": [], "serving": []}
-            if metadata:  # verbatim for OpenAI Chat; elsewhere the schema's (target_fields)
-                native["fields"]["metadata"] = metadata
+            sent = _client_metadata(metadata) if metadata else None
+            if sent:  # verbatim for OpenAI Chat; elsewhere the schema's (target_fields)
+                native["fields"]["metadata"] = sent
             if st.tool_fields:
                 native["fields"]["tool_fields"] = st.tool_fields
             native["serving"] += st.serving

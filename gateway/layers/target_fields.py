@@ -132,14 +132,15 @@ def _client_metadata(request: Request, api: str) -> list[str]:
     """The locations (``metadata.<key>``) of the client's metadata entries an upstream of ``api``
     does not get: none when the client's own wire API is ``api`` and carries it verbatim
     (``request.native``); the gateway's own keys and Anthropic's ``user_id`` (sent as the
-    end-user id, named as ``user`` where that has no slot) are not the client's entries."""
+    end-user id, named as ``user`` where that has no slot) are not the client's entries, and a
+    null value asks for nothing."""
     native = request.native
     if native is not None and native.api == api and "metadata" in native.fields:
         return []
     return [
         f"metadata.{k}"
-        for k in request.metadata
-        if not k.startswith(_OWN_METADATA) and not (k == "user_id" and request.user)
+        for k, v in request.metadata.items()
+        if v is not None and not k.startswith(_OWN_METADATA) and not (k == "user_id" and request.user)
     ]
 
 

@@ -59,3 +59,9 @@ def is_server_block(kind: str) -> bool:
     """True for an answer block type of a server tool call or its result (``server_tool_use``,
     ``web_search_tool_result``, ``tool_search_tool_result``, ``mcp_tool_use``, ...)."""
     return kind in SERVER_BLOCKS or kind.endswith("_tool_result")
+
+
+SERVER_TOOL_AT = "server_tool_at"
+"""Key of ``NativeFields.fields`` (not a body field): each server tool's index among the tools
+sent, so that an Anthropic upstream gets the client's order (a cached prefix covers the tools in
+order: moving one changes every cache key after it)."""

@@ -68,7 +68,7 @@ from gateway.config import Deployment
 from gateway.errors import CapabilityError, UpstreamProtocolError
 from gateway.providers import media_wire, wire_common
 from gateway.providers.anthropic_common import API as API  # the wire API name (WireModule.API)
-from gateway.providers.anthropic_common import is_server_block, map_stop_reason, provenance
+from gateway.providers.anthropic_common import SERVER_TOOL_AT, is_server_block, map_stop_reason, provenance
 from gateway.providers.anthropic_output import add_output, map_back_parts, strict_input_schema
 from gateway.providers.anthropic_stream import AnthropicStreamParser
 from gateway.providers.naming import ANTHROPIC_ID, TOOL_NAME, NameMap
@@ -433,11 +433,12 @@ def merge_native(body: dict[str, Any], fields: dict[str, Any], names: NameMap) -
     """Lay an Anthropic client's own fields (``NativeFields.fields``) over ``body``: ``thinking``
     is already placed (:func:`_thinking`), ``output_config`` keys are added to that object,
     ``tool_fields`` (client tool name -> keys such as ``defer_loading``) set on the tool of that
-    name, ``server_tools`` (server tool definitions, ``web_search_20250305``) appended to
-    ``tools`` as sent, any other top-level key (``cache_control``, ``service_tier``, ``speed``,
-    ``context_management``, ``container``, ``mcp_servers``) set as sent."""
+    name, ``server_tools`` (server tool definitions, ``web_search_20250305``) put into
+    ``tools`` as sent, each at the client's place for it (``server_tool_at``), any other
+    top-level key (``cache_control``, ``service_tier``, ``speed``, ``context_management``,
+    ``container``, ``mcp_servers``) set as sent."""
     for key, value in fields.items():
-        if key == "thinking" or key == "message_fields":  # placed already (_thinking, _messages)
+        if key == "thinking":  # placed already (_thinking)
             continue
         if key == "output_config":
             body["output_config"] = {**body.get("output_config", {}), **value}
@@ -448,7 +449,12 @@ def merge_native(body: dict[str, Any], fields: dict[str, Any], names: NameMap) -
                 if extra:
                     tool.update(extra)
         elif key == "server_tools":
-            body.setdefault("tools", []).extend(value)
+            tools = body.setdefault("tools", [])
+            for at, tool in zip(fields.get(SERVER_TOOL_AT) or (), value, strict=False):
+                tools.insert(at, tool)  # the client's place for it (ascending: earlier ones are in)
+            tools.extend(value[len(fields.get(SERVER_TOOL_AT) or ()) :])
+        elif key == SERVER_TOOL_AT:
+            continue
         else:
             body[key] = value
 

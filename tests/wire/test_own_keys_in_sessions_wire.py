@@ -70,7 +70,7 @@ def test_an_earlier_chat_turns_own_keys_toward_anthropic_are_named_as_history(
     raw = oai.chat.completions.with_raw_response.create(
         model="an", messages=[{"role": "user", "content": "And 4+4?"}], **_session("own-keys-chat-2")
     )
-    assert raw.headers["x-turnstile-dropped"] == "history.audio,history.reasoning_content"
+    assert raw.headers["x-turnstile-dropped"] == "history.audio,history.reasoning_content,thinking"
     _, got = upstream.requests()
     assert "audio_1" not in str(got.body)
 
@@ -160,3 +160,30 @@ def test_a_gemini_clients_function_response_object_reaches_gemini_again_from_the
     for got in upstream.requests():
         parts = [p for c in got.body["contents"] for p in c["parts"] if "functionResponse" in p]
         assert [p["functionResponse"]["response"] for p in parts] == [{"temp": 21}]
+
+
+def test_the_gateways_own_metadata_key_is_not_sent_upstream(
+    upstream: UpstreamStandin, oai: openai.OpenAI
+) -> None:
+    upstream.script(_answer("oa"))
+    oai.chat.completions.create(
+        model="oa",
+        messages=[{"role": "user", "content": "hi"}],
+        metadata={"turnstile_session": "own-keys-meta-1", "team": "blue"},
+    )
+    (got,) = upstream.requests()
+    assert got.body["metadata"] == {"team": "blue"}
+
+
+def test_a_null_metadata_entry_asks_for_nothing(upstream: UpstreamStandin, gateway_url: str) -> None:
+    import httpx
+
+    upstream.script(_answer("oa"))
+    body = {
+        "model": "oa",
+        "max_tokens": 16,
+        "messages": [{"role": "user", "content": "hi"}],
+        "metadata": {"user_id": None},
+    }
+    resp = httpx.post(f"{gateway_url}/v1/messages", json=body, headers={"x-api-key": "k"}, timeout=15)
+    assert resp.status_code == 200 and "x-turnstile-dropped" not in resp.headers

@@ -514,6 +514,7 @@ def test_server_tools_server_blocks_and_tool_references_are_native_and_classed()
     assert [t.name for t in req.tools] == ["ToolSearch", "Read"]
     assert req.native is not None and req.native.api == "anthropic_messages"
     assert req.native.fields["server_tools"] == [SEARCH_TOOL]
+    assert req.native.fields["server_tool_at"] == [2]  # after ToolSearch and Read, as sent
     assert req.native.fields["tool_fields"] == {"Read": {"defer_loading": True}}
     asst = req.messages[1]
     assert isinstance(asst, AssistantMessage)

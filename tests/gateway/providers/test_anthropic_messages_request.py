@@ -424,6 +424,20 @@ def test_server_tools_and_server_blocks_and_tool_references_are_sent_verbatim() 
     assert b["messages"][2]["content"] == [want]
 
 
+def test_server_tools_keep_their_place_among_the_tools() -> None:
+    """The tools are a cached prefix: each server tool goes where the client put it."""
+    search = {"type": "web_search_20250305", "name": "web_search"}
+    fetch = {"type": "web_fetch_20250910", "name": "web_fetch"}
+    tools = [ToolDefinition(name=n, parameters={"type": "object"}) for n in ("Read", "Write")]
+    req = Request(
+        model="m",
+        messages=[UserMessage(content=[TextPart(text="q")])],
+        tools=tools,
+        native=_native(server_tools=[search, fetch], server_tool_at=[0, 2]),
+    )
+    assert [t["name"] for t in body_of(req)["tools"]] == ["web_search", "Read", "web_fetch", "Write"]
+
+
 def test_server_tools_alone_are_sent_with_the_tool_choice() -> None:
     search = {"type": "web_search_20250305", "name": "web_search"}
     req = Request(
