@@ -26,7 +26,7 @@ from standins.serve_process import ServeProcess, free_port
 KILLS = 3
 THREADS = 12
 ANSWERS_BEFORE_KILL = 40  # per round: the kill comes while answers flow, not at start-up
-ROUND_BOUND_S = 8.0  # a round's load phase ends by then even on a slow machine
+ROUND_BOUND_S = 30.0  # a round's load phase ends by then even on a loaded machine (40 answers come first)
 KILL_JITTER_S = 0.4  # the kill comes up to this long after ANSWERS_BEFORE_KILL were seen
 
 USER = [{"role": "user", "content": "durability check"}]
