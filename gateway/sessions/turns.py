@@ -33,7 +33,8 @@ leaf, by compare-and-set against the base (see :mod:`gateway.sessions.store`). H
 
 * the session leaf is always the end of a finished turn (or an entry an API call chose), never
   a question in flight, so a turn never sees another turn's unanswered question: turns that
-  start while others run attach below the same finished interaction and are sibling branches;
+  start while others run attach below the same finished interaction and are sibling branches
+  (a log written before this rule may end at a dead question: ``S`` leaves it out);
 * of turns that read the same base, the *first to finish* moves the session leaf to its answer;
   the others' questions and answers stay parent and child on their branches. A turn started
   after that answer attaches below it (a slower sibling never pulls the leaf off a
