@@ -176,11 +176,13 @@ def plan_step(
     return Step("tools", resp, assistant, calls=assistant.tool_calls, blocked=blocked)
 
 
-def assert_paired(request: Request) -> None:
-    """The pre-request assertion: strict pairing and ordering over ``request``. Raises
-    :class:`ToolLoopGuardViolation` naming every offending call id."""
+def assert_paired(request: Request, *, session_bound: bool = False) -> None:
+    """The pre-request assertion: strict pairing and ordering over ``request`` (of a
+    ``session_bound`` turn, a client's tool result whose call is only in the session's history
+    is not an offence: the session layer paired it). Raises :class:`ToolLoopGuardViolation`
+    naming every offending call id."""
     try:
-        invariants.check_request(request, STRICT)
+        invariants.check_request(request, STRICT, defer_unmatched_results=session_bound)
     except GuardViolation as err:
         log.error("tool_loop_guard_violation", problems=[p.message for p in err.problems])
         raise ToolLoopGuardViolation(err.problems) from None
@@ -193,6 +195,8 @@ class ToolLoop:
     """The loop over an injected model (``ask``) and tool ``runner`` (see the module doc).
 
     ``order`` and ``tamper`` exist for the fault-injection tests; production code leaves them.
+    ``session_bound``: the turn is bound to a session, whose history the client need not
+    resend (:func:`assert_paired`).
     """
 
     def __init__(
@@ -207,6 +211,7 @@ class ToolLoop:
         order: Ordering = in_call_order,
         tamper: Tamper | None = None,
         record: StepRecorder | None = None,
+        session_bound: bool = False,
     ) -> None:
         self.loop_tools = loop_tools
         self.client_tools = client_tools
@@ -217,6 +222,7 @@ class ToolLoop:
         self.order = order
         self.tamper = tamper
         self.record = record
+        self.session_bound = session_bound
         self.usage = Usage()
 
     def step_request(self, request: Request, messages: Sequence[Message], step: int) -> Request:
@@ -229,7 +235,7 @@ class ToolLoop:
         elif step > 1 and choice is not None and choice.mode in ("required", "tool"):
             update["tool_choice"] = choice.model_copy(update={"mode": "auto", "name": None})
         req = request.model_copy(update=update)
-        assert_paired(req)
+        assert_paired(req, session_bound=self.session_bound)
         return req
 
     def plan(self, resp: Response, step: int) -> Step:

@@ -282,11 +282,13 @@ def _missing_result(call: ToolCallPart) -> ToolResultMessage:
 def _rebuild(messages: list[Message], scan: _Scan, missing: set[str]) -> list[Message]:
     """The canonical layout: every assistant message followed by its results in call order;
     every other message keeps its relative order (so anything that sat between a call and
-    its result now follows the results)."""
+    its result now follows the results; so does a deferred result whose call is not here)."""
     out: list[Message] = []
     for i, msg in enumerate(messages):
         if type(msg) is ToolResultMessage:
-            continue  # every result is owned by a call here (otherwise we raised)
+            if msg.tool_call_id not in scan.calls:  # deferred (otherwise we raised)
+                out.append(msg)
+            continue  # every other result is owned by a call here
         out.append(scan.replaced.get(i, msg))
         for tid in scan.order.get(i, ()):
             p = scan.result_at.get(tid)
@@ -297,7 +299,9 @@ def _rebuild(messages: list[Message], scan: _Scan, missing: set[str]) -> list[Me
     return out
 
 
-def check_request(request: Request, policy: GuardPolicy) -> GuardOutcome:
+def check_request(
+    request: Request, policy: GuardPolicy, *, defer_unmatched_results: bool = False
+) -> GuardOutcome:
     """Check pairing and ordering of tool calls and results (invariants 2 and 4).
 
     Returns a :class:`GuardOutcome` holding a new :class:`Request` when anything was repaired,
@@ -311,7 +315,11 @@ def check_request(request: Request, policy: GuardPolicy) -> GuardOutcome:
       assistant message WITHOUT tool calls, a prefill, is fine);
     * a result whose id no earlier call issued (``orphan_tool_result``, or
       ``result_before_call`` when a later call has that id) and a second result for one call
-      (``duplicate_tool_result``) are always rejected;
+      (``duplicate_tool_result``) are always rejected — except, with
+      ``defer_unmatched_results`` (a session-bound turn, whose history the client need not
+      send), a result whose id no call in the request has: it is left where it is, for the
+      session layer to pair against the session's history
+      (:func:`gateway.sessions.turns.check_deferred_results`);
     * one id on two calls (``duplicate_tool_call``): identical copies (same name, same raw
       arguments or equal parsed arguments, no conflicting signatures) inside one assistant
       message are collapsed into the first (a repair); different calls, or calls in two
@@ -329,6 +337,8 @@ def check_request(request: Request, policy: GuardPolicy) -> GuardOutcome:
     """
     messages = request.messages
     scan = _scan(messages)
+    if defer_unmatched_results:
+        scan.problems = [p for p in scan.problems if p[1].code != "orphan_tool_result"]
     missing = _check_orphan_calls(scan, policy.pairing == "repair")
     issues = _ordering_issues(messages, scan)
     if policy.ordering == "strict":

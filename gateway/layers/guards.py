@@ -4,7 +4,9 @@ In order: the model's deployments are looked up (an unknown or disabled model is
 the tool loop's MCP tools are attached (:func:`gateway.mcp_tools.offer`, so validation counts
 them as offered), the request is validated (:func:`gateway.validation.validate_request`), the
 pairing and ordering guards run (:func:`gateway.invariants.check_request`: a repair is kept in
-``turn.repairs``, a rejection raises :class:`GuardViolation`), and thinking signatures are
+``turn.repairs``, a rejection raises :class:`GuardViolation`; for a session-bound turn a tool
+result whose call is not in the request is left to the session layer, which pairs it against
+the session's history: the client need not resend what the session holds), and thinking signatures are
 resolved for the model's deployments (:func:`gateway.signers.resolve`), and signed thinking the
 client did not send back is restored from the gateway's memory where it is known
 (:meth:`gateway.thinking_memory.ThinkingMemory.restore`, repair ``thinking_restored``). Long conversations
@@ -65,7 +67,11 @@ class GuardLayer:
         candidates = turn.candidates = self.gw.table.candidates(turn.request.model)
         validate_request(request)
         try:
-            outcome = invariants.check_request(request, self.policy)
+            if turn.session_id is None:
+                outcome = invariants.check_request(request, self.policy)
+            else:  # the session layer pairs a result with its history (gateway.sessions.turns)
+                bound = self.gw.sessions is not None
+                outcome = invariants.check_request(request, self.policy, defer_unmatched_results=bound)
         except GuardViolation as err:
             turn.guard_outcome = "rejected"
             log.warning(

@@ -3,9 +3,17 @@
 what the client sent before the turn runs and the answer after it.
 
 It binds the turn (:class:`gateway.sessions.turns.SessionBinding`, kept on ``turn.session``):
-the client's new messages are appended and the turn leaf read once. Below it, the tool loop
-appends its steps through that handle and the window layer rebuilds the context for each
-target from it. An unbound turn passes through untouched.
+the client's new messages are appended below the session's last finished interaction and the
+session leaf read once (the rule, and what concurrent turns see:
+:mod:`gateway.sessions.turns`). Below it, the tool loop appends its steps through that handle
+and the window layer rebuilds the context for each target from it; the answer moves the
+session leaf. An unbound turn passes through untouched.
+
+A tool result the client sent without its call (the guards layer deferred it, the call being
+in the session's history) is paired here against the path it attaches below: a result whose
+call is not there either is refused with the guards' 400 (``orphan_tool_result``, or
+``duplicate_tool_result`` for a call answered already) before anything is stored, and counted
+as a guard rejection (``turn.guard_outcome``).
 
 A session the client names belongs to the caller that created it (the access layer above put
 the caller's key on ``turn.principal``; :mod:`gateway.sessions.owners`): a new id is created
@@ -16,11 +24,16 @@ checked by the server.
 
 from __future__ import annotations
 
+import structlog
+
+from gateway.errors import GuardViolation
 from gateway.schema import Request, Response
 from gateway.sessions import responses, threads
 from gateway.sessions.owners import caller_of, claim
 from gateway.sessions.turns import SessionBinding
 from gateway.turn import Batches, Gateway, Service, SessionHandle, Turn
+
+log = structlog.get_logger("turnstile.pipeline")
 
 SERVER_MADE = (responses.PREFIX, threads.PREFIX)
 """Prefixes of the session ids the server makes (and checks the owner of) before the chain."""
@@ -35,12 +48,23 @@ class SessionLayer:
 
     async def _bind(self, turn: Turn, request: Request) -> SessionBinding:
         """The turn's binding, once its session is the caller's. Raises
-        :class:`gateway.sessions.store.SessionNotFound` for another owner's session."""
+        :class:`gateway.sessions.store.SessionNotFound` for another owner's session and
+        :class:`GuardViolation` for a tool result paired with no call (module doc)."""
         sid = turn.session_id
         assert sid is not None
         if not sid.startswith(SERVER_MADE):
             await claim(self.gw.sessions, sid, caller_of(turn.principal))
-        return await SessionBinding.open(self.gw, sid, turn.request_id, request)
+        try:
+            return await SessionBinding.open(self.gw, sid, turn.request_id, request)
+        except GuardViolation as err:
+            turn.guard_outcome = "rejected"
+            log.warning(
+                "guard_rejected",
+                request_id=turn.request_id,
+                session=sid,
+                problems=[p.message for p in err.problems],
+            )
+            raise
 
     async def complete(self, turn: Turn, request: Request) -> Response:
         """The inner answer, appended to the bound session."""

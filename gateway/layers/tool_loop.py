@@ -63,6 +63,7 @@ class ToolLoopLayer:
             "timeout_s": cfg.call_timeout_s,
             "keepalive_s": cfg.keepalive_s,
             "record": record,
+            "session_bound": turn.session is not None,
             **overrides,
         }
         return ToolLoop(**kwargs)

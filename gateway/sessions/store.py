@@ -17,16 +17,18 @@ Invariants kept here and in the database:
 Concurrent turns on one session (one gateway or several sharing the database). A turn reads
 the leaf once, then appends every entry of its own under the entry it appended last (its
 *turn leaf*), never under "whatever the leaf is now": a turn's user message and its answer
-stay parent and child. Each append passes ``expect_leaf`` (the turn leaf) and moves the
-session leaf by compare-and-set, inside the append's transaction, with the session row
-locked (``SELECT ... FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite)::
+stay parent and child. Its question and tool-loop steps never move the session leaf
+(:data:`KEEP_LEAF`); its answer moves it by compare-and-set against the leaf the turn read,
+inside the append's transaction, with the session row locked (``SELECT ... FOR UPDATE`` on
+PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite)::
 
     UPDATE sessions SET leaf_id = <new> WHERE id = <session> AND leaf_id IS <expected>
 
-When another turn moved the leaf meanwhile, the UPDATE matches no row: the turn's entries
-stay in the session as a branch (readable with ``path(session, leaf)``) and the leaf stays
-where the other turn put it. The database decides, so this holds across gateway instances.
-Turns are deliberately not serialised: that would hold a lock across upstream model calls.
+When another turn's answer moved the leaf meanwhile, the UPDATE matches no row: the turn's
+entries stay in the session as a branch (readable with ``path(session, leaf)``) and the leaf
+stays where the other turn put it. The database decides, so this holds across gateway
+instances. Turns are deliberately not serialised: that would hold a lock across upstream
+model calls. (The rule a turn follows is :mod:`gateway.sessions.turns`'.)
 
 A fork is a new session whose leaf is an entry of another session; nothing is copied. Paths
 follow ``parent_id`` across sessions, so the fork sees its source's history up to the fork
@@ -57,6 +59,10 @@ LEAF = "__leaf__"
 
 ANY_LEAF = "__any_leaf__"
 """Sentinel ``expect_leaf``: move the session leaf whatever it is (no compare-and-set)."""
+
+KEEP_LEAF = "__keep_leaf__"
+"""Sentinel ``expect_leaf``: never move the session leaf (a turn's question and tool-loop steps,
+which stay a branch until its answer moves the leaf)."""
 
 ANY_OWNER = "__any_owner__"
 """Sentinel of :meth:`SessionStore.list_sessions`' ``key_id`` / ``team_id``: no filter."""
@@ -163,9 +169,10 @@ class SessionStore(abc.ABC):
         parent is ``parent_id`` (default: the current leaf), each next item's parent is the
         previous one. The session leaf moves to the last item when ``expect_leaf`` is
         :data:`ANY_LEAF` or equals the leaf at commit time (compare-and-set; None = no leaf);
-        otherwise the items stay as a branch. Returns ``(entries, leaf_moved)``. ``create``
-        makes a missing session. Raises :class:`SessionNotFound`, :class:`InvalidRequest`
-        (bad id, parent not on the session's tree) and ``ValueError`` (bad payload)."""
+        otherwise (and always with :data:`KEEP_LEAF`) the items stay as a branch. Returns
+        ``(entries, leaf_moved)``. ``create`` makes a missing session. Raises
+        :class:`SessionNotFound`, :class:`InvalidRequest` (bad id, parent not on the session's
+        tree) and ``ValueError`` (bad payload)."""
 
     async def append_many(
         self,
@@ -574,7 +581,7 @@ class SqlSessionStore(SessionStore):
                 )
                 out.append(self._get_entry(cur, eid))
                 parent = eid
-            if not out:
+            if not out or expect_leaf == KEEP_LEAF:
                 return out, False
             if expect_leaf == ANY_LEAF:
                 self._q(cur, "UPDATE sessions SET leaf_id = ? WHERE id = ?", (parent, session_id))

@@ -5,36 +5,63 @@ Binding: header ``x-turnstile-session`` wins; else ``metadata.turnstile_session`
 request body (both dialects carry ``metadata``); else a ``user`` field of the form
 ``session:<id>`` (OpenAI ``user``, Anthropic ``metadata.user_id``).
 
-What is recorded: the client's non-system messages that the session does not hold yet. With
-``H`` the session's message history (root→leaf) and ``C`` the client's messages, ``p`` their
-longest common prefix: ``p == len(H)`` appends ``C[p:]`` (a client resending everything, or
-sending only new messages when H is empty); ``0 < p < len(H)`` branches at ``H[p-1]`` (the
-client edited history) and appends ``C[p:]``; ``p == 0`` with H non-empty treats ``C`` as the
-continuation (a client sending only its new messages). Comparison is on canonical bytes.
+What is recorded, and where. With ``P`` the path from the root to the session leaf, its
+*settled* part ``S`` is ``P`` without its trailing user messages and tool results: those are a
+question whose answer never came (a turn still running elsewhere, or one that failed or was
+killed), and nothing attaches below them. The *attach point* is the last entry of ``S`` (an
+answer, or a compaction, thread or label entry; None for an empty session). With ``H`` the
+messages of ``S`` and ``C`` the client's non-system messages, ``p`` their longest common prefix
+(compared on :func:`_key`): ``p == len(H)`` appends ``C[p:]`` below the attach point (a client
+resending everything, or sending only new messages to an empty session); ``0 < p < len(H)``
+branches at ``H[p-1]`` (the client edited or regenerated history) and appends ``C[p:]`` there;
+``p == 0`` with ``H`` non-empty takes ``C`` as the continuation (a client sending only its new
+messages) and appends it below the attach point. What the turn appended, or where the client's
+messages end when nothing was new, is the *turn leaf*.
 
-Concurrent turns on one session: a turn reads the session leaf once (when recording the
-request) and from then on works on its own *turn leaf* (kept on the turn context): the
-context it sends upstream is the path to that leaf, and every entry it appends (its new
-messages, tool-loop steps, a compaction, the answer) goes under it, with a compare-and-set of
-the session leaf (see :mod:`gateway.sessions.store`). A turn that lost the race is a branch;
-its question and answer stay parent and child. Session ids must match
-:data:`~gateway.sessions.store.SESSION_ID_PATTERN`; anything else is refused (HTTP 400) before
-anything is stored.
+A tool result among the client's new messages whose call is not in the request (a client that
+sends only the result, as Responses- and thread-style clients do; the guards layer deferred it)
+must pair with a call on the path it attaches below, and must not be that call's second result:
+otherwise the turn is refused before anything is stored, with the guards' 400
+(``orphan_tool_result`` / ``duplicate_tool_result``) naming the id and where it sits.
+
+Concurrent turns on one session (no lock is held across a turn: turns take minutes and run on
+many instances). A turn reads the session leaf once (its *base*); from then on it works on its
+own turn leaf: the context it sends upstream is the path to that leaf, and everything it
+appends (its new messages, tool-loop steps, a compaction) goes below it without moving the
+session leaf (:data:`gateway.sessions.store.KEEP_LEAF`). Only its answer moves the session
+leaf, by compare-and-set against the base (see :mod:`gateway.sessions.store`). Hence:
+
+* the session leaf is always the end of a finished turn (or an entry an API call chose), never
+  a question in flight, so a turn never sees another turn's unanswered question: turns that
+  start while others run attach below the same finished interaction and are sibling branches
+  (a log written before this rule may end at a dead question: ``S`` leaves it out);
+* of turns that read the same base, the *first to finish* moves the session leaf to its answer;
+  the others' questions and answers stay parent and child on their branches. A turn started
+  after that answer attaches below it (a slower sibling never pulls the leaf off a
+  conversation that continued);
+* a turn that stores no answer (an upstream failure, the process killed mid-stream) leaves the
+  leaf where it was: the next turn branches past its dangling question, so a
+  rebuilt context never holds two user turns where the client sent one.
+
+Session ids must match :data:`~gateway.sessions.store.SESSION_ID_PATTERN`; anything else is
+refused (HTTP 400) before anything is stored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from gateway.context import Budget, budget_for, build_context, message_bytes
-from gateway.errors import InvalidRequest, UpstreamError
-from gateway.schema import Message, Request, Response, SystemMessage
+from gateway.errors import GuardProblem, GuardViolation, InvalidRequest, UpstreamError
+from gateway.guards.common import result_location
+from gateway.schema import AssistantMessage, Message, Request, Response, SystemMessage, ToolResultMessage
 from gateway.sessions.model import Entry, MessagePayload
 from gateway.sessions.reserved import check_client_session_id
-from gateway.sessions.store import LEAF, SessionStore
+from gateway.sessions.store import KEEP_LEAF, LEAF, SessionStore
 
 if TYPE_CHECKING:
     from gateway.config import Deployment
@@ -94,7 +121,7 @@ def _key(msg: Message) -> bytes:
     dialect may drop what the gateway stored (thinking provenance, raw argument spacing)."""
     import orjson
 
-    from gateway.schema import AssistantMessage, TextPart, ToolResultMessage, UserMessage
+    from gateway.schema import TextPart, UserMessage
 
     if isinstance(msg, AssistantMessage):
         parts = [p.text for p in msg.content if isinstance(p, TextPart)]
@@ -107,57 +134,138 @@ def _key(msg: Message) -> bytes:
     return message_bytes(msg)
 
 
-async def record_request(store: SessionStore, session_id: str, request: Request) -> tuple[int, str | None]:
-    """Append the client's messages the session does not hold yet (see module doc) under the
-    leaf read now; returns ``(how many were appended, the turn leaf)`` (None: empty history)."""
+@dataclass(frozen=True)
+class Recorded:
+    """What :func:`record_request` did: ``appended`` messages; ``leaf`` the turn leaf (the
+    last entry appended, or where the client's messages end on the tree when nothing was new;
+    None: empty history); ``base`` the session leaf read (None: none), the only value its
+    answer's compare-and-set moves the session leaf from."""
+
+    appended: int
+    leaf: str | None
+    base: str | None
+
+
+def settled_end(path: list[Entry], messages: list[Message | None]) -> int:
+    """How many entries of ``path`` (root first; ``messages`` its entries' messages, None for
+    other entries) are settled: the path without its trailing user messages and tool results
+    (a question no stored answer follows). O(trailing entries)."""
+    end = len(path)
+    while end and messages[end - 1] is not None and not isinstance(messages[end - 1], AssistantMessage):
+        end -= 1
+    return end
+
+
+async def record_request(store: SessionStore, session_id: str, request: Request) -> Recorded:
+    """Append the client's messages the session does not hold yet below the attach point
+    (see module doc), without moving the session leaf. Raises
+    :class:`gateway.errors.GuardViolation` (nothing appended) for a tool result of the
+    client's whose call is neither in the request nor on the path it attaches below, or whose
+    call has a result there already."""
     client = [m for m in request.messages if not isinstance(m, SystemMessage)]
     await store.create_session(session_id)
     path = await store.path(session_id)
-    read = path[-1].id if path else None
-    held = [(e.id, e.message()) for e in path if e.type == "message"]
+    base = path[-1].id if path else None
+    messages = [e.message() for e in path]
+    end = settled_end(path, messages)
+    attach = path[end - 1].id if end else None
+    held = [(e.id, m) for e, m in zip(path[:end], messages[:end], strict=True) if m is not None]
     p = 0
-    while p < len(held) and p < len(client) and _key(held[p][1]) == _key(client[p]):  # type: ignore[arg-type]
+    while p < len(held) and p < len(client) and _key(held[p][1]) == _key(client[p]):
         p += 1
-    if p == len(held) or p == 0:
-        new = client[p:]  # p == 0 with history held: the client sent only its new messages
-        parent = read
+    if p == len(held) or p == 0:  # p == 0 with history held: the client sent only its new messages
+        parent, below = attach, held
     else:
-        new, parent = client[p:], held[p - 1][0]
+        parent, below = held[p - 1][0], held[:p]
+    new = client[p:]
+    check_deferred_results(request, new, [m for _, m in below], session_id)
     if not new:
-        return 0, read
-    return len(new), await append_for_turn(store, session_id, list(new), parent=parent, expect=read)
+        return Recorded(0, parent, base)
+    return Recorded(len(new), await append_for_turn(store, session_id, list(new), parent=parent), base)
+
+
+def check_deferred_results(
+    request: Request, new: Sequence[Message], below: Sequence[Message], session_id: str
+) -> None:
+    """Refuse the tool results among ``new`` (the client's messages to append) whose call is
+    not in ``request`` (the guards layer deferred them to here) unless a call on ``below``
+    (the history they attach below) issued them and has no result there yet. Raises
+    :class:`GuardViolation` naming each id and its place in the client's request."""
+    deferred = {id(m) for m in new if isinstance(m, ToolResultMessage)}
+    if not deferred:
+        return
+    in_request = {c.id for m in request.messages if isinstance(m, AssistantMessage) for c in m.tool_calls}
+    calls = {c.id for m in below if isinstance(m, AssistantMessage) for c in m.tool_calls}
+    answered = {m.tool_call_id for m in below if isinstance(m, ToolResultMessage)}
+    problems: list[GuardProblem] = []
+    for i, msg in enumerate(request.messages):
+        if id(msg) not in deferred or not isinstance(msg, ToolResultMessage):
+            continue
+        if msg.tool_call_id in in_request:
+            continue
+        tid, loc = msg.tool_call_id, result_location(i, msg)
+        if tid not in calls:
+            problems.append(
+                GuardProblem(
+                    "orphan_tool_result",
+                    tid,
+                    loc,
+                    f"tool result {tid} ({loc}) has no matching earlier tool call, in the request or "
+                    f"in session {session_id!r}",
+                )
+            )
+        elif tid in answered:
+            problems.append(
+                GuardProblem(
+                    "duplicate_tool_result",
+                    tid,
+                    loc,
+                    f"tool result {tid} ({loc}) is a second result for tool call {tid} (session "
+                    f"{session_id!r} holds its result already)",
+                )
+            )
+    if problems:
+        raise GuardViolation(problems)
 
 
 async def append_for_turn(
-    store: SessionStore, session_id: str, messages: list[Message], *, parent: str | None, expect: str | None
+    store: SessionStore, session_id: str, messages: list[Message], *, parent: str | None
 ) -> str | None:
-    """Append ``messages`` as a chain under ``parent``, moving the session leaf only if it is
-    still ``expect`` (compare-and-set); returns the id of the last entry (the new turn leaf),
+    """Append ``messages`` as a chain under ``parent`` without moving the session leaf (a
+    turn's question, a tool-loop step); returns the id of the last entry (the new turn leaf),
     or ``parent`` when there is nothing to append."""
     if not messages:
         return parent
-    entries, moved = await store.append_at(
+    entries, _ = await store.append_at(
         session_id,
         [("message", MessagePayload(message=m)) for m in messages],
         parent_id=parent,
-        expect_leaf=expect,
+        expect_leaf=KEEP_LEAF,
     )
-    if not moved:
-        log.info("session_turn_branched", session=session_id, at=parent, leaf=entries[-1].id)
     return entries[-1].id
 
 
 async def record_response(
-    store: SessionStore, session_id: str, response: Response, leaf: str | None = LEAF
-) -> None:
+    store: SessionStore, session_id: str, response: Response, recorded: Recorded | None = None
+) -> bool:
     """Append the assistant message of ``response`` (withheld tool calls are not in it) under
-    ``leaf`` (a turn leaf; default: the session's current leaf)."""
+    the turn leaf of ``recorded`` and move the session leaf to it if the leaf is still that
+    turn's base (compare-and-set); without ``recorded``, under the session's current leaf.
+    Returns whether the session leaf moved to it (False too when there is nothing to append)."""
     if not response.message.content:
-        return
-    if leaf == LEAF:
+        return False
+    if recorded is None:
         await store.append(session_id, "message", MessagePayload(message=response.message))
-    else:
-        await append_for_turn(store, session_id, [response.message], parent=leaf, expect=leaf)
+        return True
+    (entry,), moved = await store.append_at(
+        session_id,
+        [("message", MessagePayload(message=response.message))],
+        parent_id=recorded.leaf,
+        expect_leaf=recorded.base,
+    )
+    if not moved:
+        log.info("session_turn_branched", session=session_id, at=recorded.leaf, leaf=entry.id)
+    return moved
 
 
 def window_of(dep: Deployment) -> int | None:
@@ -276,8 +384,9 @@ def note_foreign_keys(turn: Turn, keys: list[str], dep: Deployment) -> None:
 def compactor_for(gw: Gateway, session_id: str, binding: SessionBinding | None = None) -> Compactor | None:
     """``async (budget, reason) -> Entry | None`` compacting ``session_id`` with the configured
     ``sessions.compaction_deployment``, or None when none is configured/enabled. With a turn's
-    ``binding`` it compacts the turn's own leaf and moves that leaf to the compaction entry;
-    without, the session's leaf."""
+    ``binding`` it compacts the turn's own leaf and moves that leaf to the compaction entry
+    (and the turn's base with it when the turn appended nothing: the entry went under the
+    session leaf and moved it); without, the session's leaf."""
     from gateway.compaction import compact, deployment_summarizer
 
     cfg = gw.config.sessions
@@ -303,6 +412,8 @@ def compactor_for(gw: Gateway, session_id: str, binding: SessionBinding | None =
         )
         if entry is not None and binding is not None and leaf != LEAF:
             binding.leaf = entry.id
+            if binding.base == leaf:  # the entry moved the session leaf (or lost to an answer)
+                binding.base = entry.id
         log.info(
             "session_compacted",
             session=session_id,
@@ -320,9 +431,10 @@ def compactor_for(gw: Gateway, session_id: str, binding: SessionBinding | None =
 class SessionBinding:
     """A turn's handle on the session it is bound to (:class:`gateway.turn.SessionHandle`):
     made by the session layer (:meth:`open` records the client's new messages and reads the
-    turn leaf once); the tool loop appends its steps through :meth:`append`, the window layer
-    asks :meth:`view` for the context of each target, the session layer appends the answer
-    with :meth:`finish`. Every entry goes under the turn's own leaf (``leaf``)."""
+    session leaf once, its ``base``); the tool loop appends its steps through :meth:`append`,
+    the window layer asks :meth:`view` for the context of each target, the session layer
+    appends the answer with :meth:`finish`. Every entry goes under the turn's own leaf
+    (``leaf``); only the answer moves the session leaf (from ``base``: module doc)."""
 
     def __init__(self, gw: Gateway, session_id: str, request_id: str) -> None:
         self.gw = gw
@@ -330,20 +442,23 @@ class SessionBinding:
         self.session_id = session_id
         self.request_id = request_id
         self.leaf: str | None = LEAF  # the turn leaf (LEAF until read; None: empty history)
+        self.base: str | None = None  # the session leaf read by open (None: none)
         self.overflow_retried = False
 
     @classmethod
     async def open(cls, gw: Gateway, session_id: str, request_id: str, request: Request) -> SessionBinding:
         """Bind a turn: append the client's messages the session does not hold yet
-        (:func:`record_request`) and keep the turn leaf."""
+        (:func:`record_request`; raises its :class:`GuardViolation`) and keep the turn leaf
+        and base."""
         binding = cls(gw, session_id, request_id)
-        n, binding.leaf = await record_request(binding.store, session_id, request)
-        log.info("session_recorded", request_id=request_id, session=session_id, appended=n)
+        recorded = await record_request(binding.store, session_id, request)
+        binding.leaf, binding.base = recorded.leaf, recorded.base
+        log.info("session_recorded", request_id=request_id, session=session_id, appended=recorded.appended)
         return binding
 
     async def append(self, messages: list[Message]) -> None:
         """Append ``messages`` (e.g. a tool-loop step) under the turn leaf, which then moves to
-        the last of them."""
+        the last of them (the session leaf does not move)."""
         if not messages:
             return
         if self.leaf == LEAF:  # never read (a binding made without open)
@@ -351,9 +466,7 @@ class SessionBinding:
                 self.session_id, [("message", MessagePayload(message=m)) for m in messages]
             )
             return
-        self.leaf = await append_for_turn(
-            self.store, self.session_id, messages, parent=self.leaf, expect=self.leaf
-        )
+        self.leaf = await append_for_turn(self.store, self.session_id, messages, parent=self.leaf)
 
     async def view(self, request: Request, dep: Deployment, *, reason: str = "window") -> Request:
         """The request for ``dep`` with the session's context rebuilt for its window
@@ -397,16 +510,13 @@ class SessionBinding:
         return await self.view(request, dep, reason="overflow")
 
     async def finish(self, response: Response | None) -> None:
-        """Append the turn's answer under its leaf; a store failure is logged, never raised
-        (the client already has its answer)."""
+        """Append the turn's answer under its leaf, moving the session leaf there if it is
+        still the turn's base (:func:`record_response`); a store failure is logged, never
+        raised (the client already has its answer)."""
         if response is None:
             return
         try:
-            if self.leaf == LEAF:
-                await record_response(self.store, self.session_id, response)
-            elif response.message.content:
-                self.leaf = await append_for_turn(
-                    self.store, self.session_id, [response.message], parent=self.leaf, expect=self.leaf
-                )
+            recorded = None if self.leaf == LEAF else Recorded(0, self.leaf, self.base)
+            await record_response(self.store, self.session_id, response, recorded)
         except Exception:
             log.exception("session_record_failed", request_id=self.request_id, session=self.session_id)

@@ -306,3 +306,13 @@ def test_edges_parse_the_mcp_tool_entry_into_mcp_servers() -> None:
         )
     )
     assert an.mcp_servers == ["time"] and [t.name for t in an.tools] == ["g"]
+
+
+def test_a_session_bound_loop_lets_a_result_whose_call_the_session_holds_go_to_its_first_step() -> None:
+    only_result = Request(
+        model="m", messages=[ToolResultMessage(tool_call_id="call_client", content=[TextPart(text="r")])]
+    )
+    step = loop(Tools(0), session_bound=True).step_request(only_result, only_result.messages, 1)
+    assert step.messages == only_result.messages  # the window layer rebuilds it from the session
+    with pytest.raises(ToolLoopGuardViolation):
+        loop(Tools(0)).step_request(only_result, only_result.messages, 1)

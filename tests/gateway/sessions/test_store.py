@@ -230,7 +230,7 @@ async def test_concurrent_turns_from_two_instances_keep_each_question_with_its_a
         async def turn(i: int) -> None:
             s = stores[i % 2]
             req = Request(model="m", messages=[UserMessage(content=[TextPart(text=f"q{i}")])])
-            _, leaf = await record_request(s, "shared", req)
+            recorded = await record_request(s, "shared", req)
             resp = Response(
                 id=f"r{i}",
                 model="m",
@@ -238,7 +238,7 @@ async def test_concurrent_turns_from_two_instances_keep_each_question_with_its_a
                 stop_reason="stop",
                 usage=Usage(),
             )
-            await record_response(s, "shared", resp, leaf)
+            await record_response(s, "shared", resp, recorded)
 
         await asyncio.gather(*(turn(i) for i in range(20)))
     finally:

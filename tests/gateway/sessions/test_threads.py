@@ -113,10 +113,10 @@ async def test_the_context_is_rebuilt_from_the_log_without_the_thread_entry(stor
     result = ToolResultMessage(tool_call_id="toolu_1", content=[TextPart(text="sunny")])
     # the request as the server fills it: the thread's system, its history, the new tool result
     request = Request(model="x", messages=[*SETTINGS.system, *previous.history, result], tools=SETTINGS.tools)
-    appended, leaf = await record_request(store, m2, request)
-    assert appended == 1, "only the tool result is new to the log"
+    recorded = await record_request(store, m2, request)
+    assert recorded.appended == 1, "only the tool result is new to the log"
     dep = Deployment(name="small", api="demo", model="turnstile-demo", context_window=100_000)
-    view = await view_for(store, m2, request, dep, leaf=leaf)
+    view = await view_for(store, m2, request, dep, leaf=recorded.leaf)
     assert [type(m).__name__ for m in view.messages] == [
         "SystemMessage",
         "UserMessage",
