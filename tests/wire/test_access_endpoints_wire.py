@@ -57,7 +57,7 @@ def test_the_model_lists_show_only_what_the_key_and_its_team_allow(ends_gw: dict
     with pytest.raises(openai.NotFoundError):
         oai.models.retrieve("other")
     assert oai.models.retrieve("default").id == "default"
-    ant = anthropic.Anthropic(base_url=url, api_key=secret, max_retries=0, timeout=60)  # first count loads the tokenizer
+    ant = anthropic.Anthropic(base_url=url, api_key=secret, max_retries=0, timeout=60)
     assert [m.id for m in ant.models.list()] == ["default"]
     gem = _gem(ends_gw, secret)
     assert [m.name for m in gem.models.list()] == ["models/default"]
@@ -77,7 +77,7 @@ def test_token_counts_refuse_a_model_outside_the_allow_list_with_a_403_naming_it
 ) -> None:
     url = ends_gw["url"]
     _, secret = make_key(url, models=["default"])
-    ant = anthropic.Anthropic(base_url=url, api_key=secret, max_retries=0, timeout=60)  # first count loads the tokenizer
+    ant = anthropic.Anthropic(base_url=url, api_key=secret, max_retries=0, timeout=60)
     hi = [{"role": "user", "content": "hi"}]
     assert ant.messages.count_tokens(model="default", messages=hi).input_tokens > 0  # type: ignore[arg-type]
     with pytest.raises(anthropic.PermissionDeniedError, match="'other'"):
