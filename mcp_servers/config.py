@@ -258,6 +258,26 @@ class McpSseConfig(BaseModel):
     idle_timeout_s: float = Field(default=1800.0, gt=0, le=86_400)
 
 
+class ToolSearchConfig(BaseModel):
+    """The ``mcp.tool_search`` section: progressive discovery for large catalogs
+    (:mod:`mcp_servers.tool_search`).
+
+    * ``enabled``: off (the default) lists every tool as before.
+    * ``callers``: ``fnmatch`` globs over the caller's name (an ``mcp.clients`` name, a virtual
+      key's id, ``anonymous`` for a caller with neither) that get the meta-tools
+      (search, describe, call) instead of the full catalog, on ``/mcp`` and in the tool loop.
+    * ``min_tools``: only when the caller may see at least this many tools (0: always).
+    * ``max_results``: tools a search answers at most (its ``limit`` argument may ask fewer).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    callers: list[str] = Field(default_factory=lambda: ["*"])
+    min_tools: int = Field(default=0, ge=0, le=1_000_000)
+    max_results: int = Field(default=8, ge=1, le=100)
+
+
 class McpConfig(BaseModel):
     """The ``mcp`` section.
 
@@ -283,6 +303,8 @@ class McpConfig(BaseModel):
     * ``admin_servers``: what servers added through the admin API may use
       (:class:`AdminServerPolicy`; default: no environment variable, no URL host, no command).
     * ``sse``: bounds of the legacy HTTP+SSE transport (:class:`McpSseConfig`).
+    * ``tool_search``: meta-tools instead of the full catalog for some callers
+      (:class:`ToolSearchConfig`; off by default).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -301,6 +323,7 @@ class McpConfig(BaseModel):
     clients: list[McpClient] = Field(default_factory=list)
     admin_servers: AdminServerPolicy = Field(default_factory=AdminServerPolicy)
     sse: McpSseConfig = Field(default_factory=McpSseConfig)
+    tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
 
     def resolved_workspace_roots(self) -> list[str]:
         """``workspace_roots`` as absolute paths (symlinks resolved), in order."""
