@@ -592,6 +592,74 @@ class ConsoleConfig(BaseModel):
     session_hours: float = Field(default=12.0, gt=0, le=720)
 
 
+GuardrailAction = Literal["redact", "block", "flag", "off"]
+GuardrailStage = Literal["tool_output", "input", "output"]
+PiiKind = Literal["email", "phone", "credit_card", "iban", "us_ssn"]
+_WEBHOOK_STAGES: tuple[GuardrailStage, ...] = ("tool_output",)
+_PII_KINDS: tuple[PiiKind, ...] = ("email", "phone", "credit_card", "iban", "us_ssn")
+
+
+class GuardrailWebhook(BaseModel):
+    """An external guardrail service (:mod:`gateway.guardrails.webhook`): each checked text is
+    POSTed to ``url`` as ``{"stage", "text", "context"}`` and the answer ``{"action": "allow" |
+    "redact" | "block" | "flag", "text"?, "reason"?}`` applied. ``headers_env``: header name ->
+    environment variable holding its value. No answer within ``timeout_s`` (or a bad one):
+    ``fail: open`` lets the text through (flagged ``webhook_unavailable``), ``closed`` blocks it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(pattern=r"^https?://")
+    headers_env: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(default=2.0, gt=0, le=60)
+    fail: Literal["open", "closed"] = "open"
+    stages: list[GuardrailStage] = Field(default_factory=lambda: list(_WEBHOOK_STAGES))
+
+
+class GuardrailsConfig(BaseModel):
+    """The ``guardrails`` section (off by default; :mod:`gateway.guardrails`,
+    :mod:`gateway.layers.guardrails`).
+
+    * ``tool_results``: check MCP tool output entering a model's context (the tool loop, and
+      results relayed on ``/mcp``) and the tool results a client sends; ``input``: the client's
+      user and system messages; ``output``: the model's answer text.
+    * ``secrets`` (provider key formats and ``detect-secrets``' detectors), ``pii`` (``pii_kinds``
+      of email, phone, credit_card, iban, us_ssn) and ``injection`` (``injection_markers``,
+      case-insensitive regular expressions; tool results only): the action each finding takes —
+      ``redact`` (the match replaced by ``[REDACTED:<kind>]``), ``block`` (a tool result becomes
+      an error result; input is refused 400; output is replaced, stop reason
+      ``content_filter``), ``flag`` (recorded only) or ``off``.
+    * ``webhook``: an external service asked too (:class:`GuardrailWebhook`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    tool_results: bool = True
+    input: bool = False
+    output: bool = False
+    secrets: GuardrailAction = "redact"
+    pii: GuardrailAction = "redact"
+    pii_kinds: list[PiiKind] = Field(default_factory=lambda: list(_PII_KINDS))
+    injection: Literal["block", "flag", "off"] = "flag"
+    injection_markers: list[str] | None = Field(
+        default=None,
+        description="regular expressions; None: the built-in list (gateway.guardrails.injection)",
+    )
+    webhook: GuardrailWebhook | None = None
+
+    @field_validator("injection_markers")
+    @classmethod
+    def _markers(cls, v: list[str] | None) -> list[str] | None:
+        import re
+
+        for marker in v or []:
+            try:
+                re.compile(marker)
+            except re.error as err:
+                raise ValueError(f"injection marker {marker!r} is not a regular expression: {err}") from err
+        return v
+
+
 class TracingConfig(BaseModel):
     """OpenTelemetry traces (:mod:`gateway.tracing`), exported over OTLP/HTTP; off unless
     ``enabled``.
@@ -641,6 +709,7 @@ class GatewayConfig(BaseModel):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
+    guardrails: GuardrailsConfig = Field(default_factory=GuardrailsConfig)
     console: ConsoleConfig = Field(default_factory=ConsoleConfig)
 
     @model_validator(mode="after")

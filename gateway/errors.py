@@ -61,6 +61,12 @@ class InvalidRequest(TurnstileError):
     kind = "invalid_request"
 
 
+class GuardrailBlocked(InvalidRequest):
+    """The client's input holds what the guardrails block (``guardrails.secrets``, ``pii`` or the
+    webhook set to ``block``); ``param`` names the message, the message the kinds found (never
+    the matched text)."""
+
+
 class PayloadTooLarge(InvalidRequest):
     """The request exceeds a size limit: its body ``server.max_body_bytes``, its messages or
     content parts ``server.max_request_messages`` / ``server.max_request_parts``, its tools

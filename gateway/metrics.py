@@ -33,6 +33,7 @@ Metrics (all prefixed ``turnstile_``):
 * ``guard_repairs_total{code}`` — each repair of :mod:`gateway.guards` by rule
 * ``mcp_tool_calls_total{server,tool,outcome}``, ``mcp_tool_call_duration_seconds{server}``;
   ``mcp_trust_decisions_total{server,tier,outcome}`` (confirmations asked, approved, declined)
+* ``guardrail_actions_total{stage,check,action}`` — each redact, block and flag of the guardrails
 * ``limit_rejections_total{limit,scope}`` — budget and rate-limit refusals (access control)
 * ``limit_counters_unreachable_total{outcome}`` — admissions (a turn's, a tool-loop step's, a
   compaction call's) that found the shared limit counters unreachable: ``admitted`` unchecked
@@ -159,6 +160,12 @@ class Metrics:
             "turnstile_mcp_trust_decisions", "MCP trust-tier decisions by server, tier and outcome "
             "(allowed, refused, asked, approved, declined, ...).", ["server", "tier", "outcome"], registry=r,
         )  # fmt: skip
+        self.guardrail_actions = Counter(
+            "turnstile_guardrail_actions", "Guardrail actions by stage (tool_output, input, output), check "
+            "(secrets, pii, injection, webhook) and action (redact, block, flag).",
+            ["stage", "check", "action"],
+            registry=r,
+        )  # fmt: skip
         self.limit_rejections = Counter(
             "turnstile_limit_rejections", "Turns refused by a budget or rate limit, by limit and scope.",
             ["limit", "scope"], registry=r,
@@ -256,6 +263,10 @@ class Metrics:
     def trust_decision(self, server: str, tier: str, outcome: str) -> None:
         """Count one trust-tier decision on an MCP tool call."""
         self.trust.labels(server, tier, outcome).inc()
+
+    def guardrail(self, stage: str, check: str, action: str) -> None:
+        """Count one guardrail action (:mod:`gateway.guardrails.engine`)."""
+        self.guardrail_actions.labels(stage, check, action).inc()
 
     def limit_rejected(self, limit: str, scope: str) -> None:
         """Count one turn refused by ``limit`` (e.g. ``budget``, ``rpm``) of ``scope`` (key, team,

@@ -785,6 +785,38 @@ def _watch_metrics(gw: Gateway, mcp: Any) -> None:
         mcp.endpoint.observer = gw.metrics
 
 
+def _start_guardrails(gw: Gateway, read_env: Any) -> None:
+    """Make the gateway's guardrails (:mod:`gateway.guardrails`): counted in the metrics,
+    each action audited in the MCP audit (tier ``guardrail``, outcome ``guardrail_<action>``),
+    and hooked into ``/mcp`` for the tool results it relays."""
+    from gateway.guardrails.engine import Guardrails
+    from gateway.guardrails.mcp import McpGuard
+
+    mcp = gw.mcp
+
+    async def audit(entry: dict[str, Any]) -> None:
+        if mcp is None:
+            return
+        await mcp.registry.store.audit(
+            {
+                "server": entry.get("server") or "-",
+                "tool": entry.get("tool") or "-",
+                "exposed": entry.get("tool") or "-",
+                "tier": "guardrail",
+                "outcome": f"guardrail_{entry['action']}",
+                "reason": f"{entry['check']}: {', '.join(entry['kinds'])}",
+                "action": f"{entry['stage']} (request {entry.get('request_id') or '-'})",
+                "client": entry.get("client"),
+            }
+        )
+
+    gw.guardrails = Guardrails(
+        gw.config.guardrails, read_env=read_env, audit=audit, count=gw.metrics.guardrail
+    )
+    if mcp is not None:
+        mcp.endpoint.guardrails = McpGuard(gw.guardrails)
+
+
 async def health(request: Request) -> Response:
     """Liveness and the deployment table (enabled and disabled with reasons)."""
     gw: Gateway = request.app.state.gateway
@@ -967,6 +999,8 @@ def create_app(
         )
         gw.mcp = app.state.mcp  # the server-side tool loop calls tools through it
         _watch_metrics(gw, app.state.mcp)
+        if config.guardrails.enabled:
+            _start_guardrails(gw, settings.read_key)
         if config.tracing.enabled or span_processor is not None:
             from gateway.tracing import Tracing
 
@@ -1018,6 +1052,8 @@ def create_app(
             await session.close()
             if getattr(app.state, "console", None) is not None:
                 await app.state.console.close()
+            if gw.guardrails is not None:
+                await gw.guardrails.close()
             if gw.tracing is not None:  # the spans still batched: exported (bounded), off the loop
                 await asyncio.to_thread(gw.tracing.shutdown)
 

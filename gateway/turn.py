@@ -71,6 +71,7 @@ class Gateway:
     identity: Identity | None = None  # virtual keys (access.auth not off; server lifespan)
     limits: Any = None  # gateway.limits.backend.Limits (server lifespan); None: no limits applied
     tracing: Any = None  # gateway.tracing.Tracing when tracing.enabled (server lifespan); None: off
+    guardrails: Any = None  # gateway.guardrails.engine.Guardrails when guardrails.enabled (server lifespan)
 
 
 @dataclass
@@ -158,6 +159,9 @@ class Turn:
     step_holds: Any = None  # gateway.limits.holds.StepHolds: the tool loop holds each later step's budget
     # tool loop layer (read by record and limits)
     spent: Usage | None = None  # what the steps that answered cost when the turn ends without an answer
+    # guardrails layer: checked messages by fingerprint (each checked once per turn, whatever
+    # the steps and deployments tried), and the actions taken (kept on the transcript row)
+    guarded: dict[str, Any] = field(default_factory=dict)
     # the layer that produced a stream's events
     outcome: StreamOutcome | None = None
 

@@ -11,7 +11,12 @@
   approval travels in a single-use sealed state, :mod:`mcp_servers.request_state`), every
   decision written to the audit log with the caller's client name, routed to (server, original
   name), the result capped (:func:`mcp_servers.output_cap.cap_text`), marked as external
-  untrusted data, and the upstream's ``serverInfo`` stamp replaced by the gateway's.
+  untrusted data, and the upstream's ``serverInfo`` stamp replaced by the gateway's; with
+  guardrails on, the relayed result checked (the ``guardrails`` hook: redacted, or an error
+  result when blocked).
+* With ``mcp.tool_search`` on for the caller, ``tools/list`` is the search/describe/call
+  meta-tools (:mod:`mcp_servers.tool_search`), and a call of the call meta-tool is handled as a
+  ``tools/call`` of the tool it names.
 * Upstream credentials are the gateway's own (config); nothing from the client's HTTP request
   (``Authorization`` included) is forwarded upstream: a call carries only name and arguments.
 
@@ -225,6 +230,10 @@ class McpEndpoint:
         # Spans of tool calls (``server_span``, ``client_span``, ``current``, ``end``:
         # gateway.tracing.McpTracer), set by the server when tracing is on; None: off.
         self.tracer: Any = None
+        # Checks a relayed tool result (``await tool_result(result, server=, tool=, client=)``:
+        # gateway.guardrails.mcp.McpGuard), set by the server when guardrails are on; None: off.
+        # The tool loop's results are checked by the guardrails layer instead.
+        self.guardrails: Any = None
         self.states = SealedStates(ttl_s=STATE_TTL_S)
         self.search = ToolSearch(registry)  # the meta-tools of mcp.tool_search
         self.aggregate = Aggregator(registry, name=name, version=version, page_size=registry.config.page_size)
@@ -373,7 +382,11 @@ class McpEndpoint:
                 return answer
         elif decision.outcome != "ask":
             await self._audit(t, decision, "allowed", visible)
-        return await self._forward(ctx, params, t, args, state, visible)
+        result = await self._forward(ctx, params, t, args, state, visible)
+        guard = self.guardrails
+        if guard is not None and isinstance(result, CallToolResult):  # tool output entering a model's context
+            result = await guard.tool_result(result, server=t.server, tool=t.name, client=visible.client)
+        return result
 
     async def _screen(
         self, t: RegisteredTool, args: dict[str, Any], visible: Visibility
