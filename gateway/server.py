@@ -103,6 +103,7 @@ from gateway.sse_response import EventStream
 from gateway.thinking_memory import ThinkingMemory
 from gateway.transcript import TranscriptWriter
 from mcp_servers import http_api as mcp_api
+from mcp_servers import registry_api
 
 log = structlog.get_logger("turnstile.server")
 
@@ -1076,6 +1077,7 @@ def create_app(
             Route("/health", health, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
             *mcp_api.routes(),
+            *registry_api.routes(),
             *session_api.ROUTES,
             *admin_api.ROUTES,
             *(console_app.routes() if config.console.enabled else []),

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -158,6 +158,11 @@ class McpServerSpec(BaseModel):
     stderr_line_bytes: int = Field(default=DEFAULT_STDERR_LINE_BYTES, ge=80, le=64 * 1024)
     stderr_lines_per_s: float = Field(default=DEFAULT_STDERR_LINES_PER_S, ge=0, le=10_000)
     stderr_bytes_per_s: int = Field(default=DEFAULT_STDERR_BYTES_PER_S, ge=0, le=16 * 1024 * 1024)
+    server_json: dict[str, Any] | None = Field(
+        default=None,
+        description="the official server.json this server was added from (turnstile mcp add; "
+        "mcp_servers.official), served back by GET /v0.1/servers; its version is pinned in the transport",
+    )
     protocol: Literal["auto", "legacy"] = Field(
         default="auto",
         description="auto: MCP 2026-07-28 when the server speaks it, else the initialize handshake; "
@@ -305,6 +310,9 @@ class McpConfig(BaseModel):
     * ``sse``: bounds of the legacy HTTP+SSE transport (:class:`McpSseConfig`).
     * ``tool_search``: meta-tools instead of the full catalog for some callers
       (:class:`ToolSearchConfig`; off by default).
+    * ``registry_namespace``: names in the official registry API (``GET /v0.1/servers``,
+      :mod:`mcp_servers.registry_api`) of servers not added from a ``server.json`` are
+      ``<registry_namespace>/<id>``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -324,6 +332,12 @@ class McpConfig(BaseModel):
     admin_servers: AdminServerPolicy = Field(default_factory=AdminServerPolicy)
     sse: McpSseConfig = Field(default_factory=McpSseConfig)
     tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
+    registry_namespace: str = Field(
+        default="local.turnstile",
+        pattern=r"^[a-zA-Z0-9.-]+$",
+        description="the reverse-DNS namespace of GET /v0.1/servers names for servers not added from a "
+        "server.json (<namespace>/<id>)",
+    )
 
     def resolved_workspace_roots(self) -> list[str]:
         """``workspace_roots`` as absolute paths (symlinks resolved), in order."""

@@ -20,6 +20,8 @@ Routes
   provider's tool format (:mod:`gateway.providers.tool_formats`), under their exposed names;
   400 for an unknown format or more tools than the provider takes.
 
+The official MCP Registry API (``GET /v0.1/servers...``) is :mod:`mcp_servers.registry_api`.
+
 The admin routes need the admin key — the value of the environment variable named by
 ``admin_key_env`` (in the gateway: ``access.admin_key_env``, the one admin key of every admin
 API) — as ``Authorization: Bearer <key>``, ``x-api-key`` or ``x-admin-key``

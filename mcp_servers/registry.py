@@ -37,6 +37,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,6 +148,7 @@ class McpRegistry:
         self._announced: dict[tuple[str, str], str] = {}  # (server, tool) -> last pending fingerprint audited
         self._blocked: dict[str, list[str]] = {}  # admin server -> why the policy keeps it stopped
         self._last_write: asyncio.Task[None] | None = None
+        self._times: dict[str, tuple[float, float]] = {}  # server -> (registered, last changed), epoch s
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -169,7 +171,9 @@ class McpRegistry:
             if found:
                 self._blocked[spec.id] = [f"not started: {v.message}" for v in found]
                 log.error("mcp_admin_server_blocked", server=spec.id, problems=[v.message for v in found])
+        now = time.time()
         for spec, _ in self._specs.values():
+            self._times[spec.id] = (now, now)
             if spec.id not in self._blocked:
                 self._start_upstream(spec)
 
@@ -254,6 +258,8 @@ class McpRegistry:
             self._drop_tools(spec.id)
             self._blocked.pop(spec.id, None)
             self._specs[spec.id] = (spec, "admin")
+            now = time.time()
+            self._times[spec.id] = (self._times.get(spec.id, (now, now))[0], now)
             self._start_upstream(spec)
             self._changed()
             return current is not None
@@ -271,6 +277,7 @@ class McpRegistry:
                 )
             await self.store.delete_server(server_id)
             del self._specs[server_id]
+            self._times.pop(server_id, None)
             up = self._upstreams.pop(server_id, None)
             if up is not None:
                 await up.stop()
@@ -462,6 +469,11 @@ class McpRegistry:
     def server_ids(self) -> list[str]:
         """Every registered server id, sorted."""
         return sorted(self._specs)
+
+    def times(self, server_id: str) -> tuple[float, float] | None:
+        """When ``server_id`` was registered in this process (or added) and last changed
+        (epoch seconds), or None for an unknown server."""
+        return self._times.get(server_id)
 
     def spec(self, server_id: str) -> McpServerSpec | None:
         """The spec of a registered server."""
