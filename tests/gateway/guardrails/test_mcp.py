@@ -93,7 +93,7 @@ async def test_a_relayed_tool_result_is_redacted_and_the_action_audited(endpoint
         result = await client.call_tool("ops__dump", {})
     text = result.content[0].text  # type: ignore[union-attr]
     assert text == "config dump: aws_access_key_id=[REDACTED:aws_access_key_id] owner=[REDACTED:email]"
-    assert result.structured_content is None and not result.is_error  # the copy held the same data
+    assert result.structured_content == {"dump": text} and not result.is_error  # redacted in place
     outcomes = {(r["outcome"], r["reason"]) for r in endpoint.registry.store.audit_rows()}
     assert ("guardrail_redact", "secrets: aws_access_key, aws_access_key_id") in outcomes
     assert ("guardrail_redact", "pii: email") in outcomes

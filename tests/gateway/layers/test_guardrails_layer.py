@@ -6,9 +6,11 @@ with guardrails off the layer is not in the chain."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from mcp.types import CallToolResult, TextContent
 
 from gateway.config import GuardPolicy, Settings, parse_config
 from gateway.deployments import DeploymentTable
@@ -16,6 +18,7 @@ from gateway.errors import GuardrailBlocked
 from gateway.guards.pairing import check_request
 from gateway.layers.guardrails import GuardrailsLayer
 from gateway.pipeline import Pipeline
+from gateway.providers.base import Provider
 from gateway.schema import (
     AssistantMessage,
     MessageEnd,
@@ -187,3 +190,73 @@ def test_the_chain_has_the_layer_only_when_guardrails_are_on() -> None:
         config=cfg, table=DeploymentTable.build(cfg, Settings(), resolve_prices=False), providers={}
     )
     assert "GuardrailsLayer" not in layers(off)
+
+
+class _SecretTool:
+    """The MCP registry and endpoint of a tool-loop turn: ``fx__dump`` returns a secret."""
+
+    def __init__(self) -> None:
+        tool = SimpleNamespace(description="dump", input_schema={"type": "object"})
+        self.registry = SimpleNamespace(
+            tools=lambda include_unavailable=False: [
+                SimpleNamespace(server="fx", exposed="fx__dump", available=True, tool=tool)
+            ],
+            spec=lambda sid: object() if sid == "fx" else None,
+            server_ids=lambda: ["fx"],
+        )
+        self.endpoint = self
+        self.read_env = None
+
+    async def call_for_loop(self, name: str, args: dict[str, Any], **kw: Any) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=f"config: token={KEY}")])
+
+
+class _CallsThenAnswers(Provider):
+    """Calls ``fx__dump`` once, then answers; keeps every request it was sent."""
+
+    api = "openai_chat"
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+
+    async def complete(self, request: Request, deployment: Any, api_key: str | None) -> Response:
+        self.requests.append(request)
+        if any(isinstance(m, ToolResultMessage) for m in request.messages):
+            return Response(
+                id="r",
+                model="p",
+                message=AssistantMessage(content=[TextPart(text="done")]),
+                stop_reason="stop",
+            )
+        call = ToolCallPart(id="c1", name="fx__dump", arguments={}, raw_arguments="{}")
+        return Response(id="r", model="p", message=AssistantMessage(content=[call]), stop_reason="tool_use")
+
+    async def stream(
+        self, request: Request, deployment: Any, api_key: str | None
+    ) -> AsyncIterator[StreamEvent]:
+        raise NotImplementedError
+
+
+async def test_in_the_tool_loop_the_mcp_tool_output_reaches_the_model_redacted() -> None:
+    cfg = parse_config(
+        {
+            "deployments": [{"name": "p", "api": "openai_chat", "model": "p"}],
+            "guardrails": {"enabled": True},
+        }
+    )
+    provider = _CallsThenAnswers()
+    gw = Gateway(
+        config=cfg,
+        table=DeploymentTable.build(cfg, Settings(), resolve_prices=False),
+        providers={"openai_chat": provider},
+    )
+    gw.mcp = _SecretTool()  # type: ignore[assignment]
+    request = Request(
+        model="p", messages=[UserMessage(content=[TextPart(text="dump it")])], mcp_servers=["fx"]
+    )
+    result = await Pipeline(gw).complete(Turn(request_id="t1", dialect="openai_chat", request=request))
+    assert result.response.message.text == "done"
+    step2 = provider.requests[1]
+    (sent,) = [m for m in step2.messages if isinstance(m, ToolResultMessage)]
+    assert sent.tool_call_id == "c1" and sent.content[0].text == "config: token=[REDACTED:github_token]"  # type: ignore[union-attr]
+    assert KEY not in step2.model_dump_json()
