@@ -159,8 +159,8 @@ class Turn:
     step_holds: Any = None  # gateway.limits.holds.StepHolds: the tool loop holds each later step's budget
     # tool loop layer (read by record and limits)
     spent: Usage | None = None  # what the steps that answered cost when the turn ends without an answer
-    # guardrails layer: checked messages by fingerprint (each checked once per turn, whatever
-    # the steps and deployments tried), and the actions taken (kept on the transcript row)
+    # guardrails layer: checked messages by fingerprint -> True (unchanged) or the message to
+    # send instead (each checked once per turn, whatever the steps and deployments tried)
     guarded: dict[str, Any] = field(default_factory=dict)
     # the layer that produced a stream's events
     outcome: StreamOutcome | None = None
