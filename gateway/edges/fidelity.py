@@ -129,22 +129,33 @@ OPENAI_CHAT: dict[str, Rule] = {
         "Gemini `generationConfig.presencePenalty`; elsewhere " + _REFUSED_ELSEWHERE,
     ),
     "logit_bias": Rule(PASSED, "as sent (`{}` asks for nothing)", _REFUSED_ELSEWHERE),
-    "verbosity": Rule(PASSED, "as sent", _REFUSED_ELSEWHERE),
+    "verbosity": Rule(PASSED, "as sent", "Responses `text.verbosity`; elsewhere " + _REFUSED_ELSEWHERE),
     "web_search_options": Rule(
         PASSED, "as sent (citations in `annotations` not relayed)", _REFUSED_ELSEWHERE
     ),
-    "moderation": Rule(PASSED, "as sent", _REFUSED_ELSEWHERE),
-    "service_tier": Rule(SERVING, "as sent", _DROPPED),
-    "store": Rule(SERVING, "as sent", _DROPPED),
+    "moderation": Rule(
+        PASSED, "as sent", "Responses `moderation` (the same type); elsewhere " + _REFUSED_ELSEWHERE
+    ),
+    "service_tier": Rule(SERVING, "as sent", "Responses `service_tier`; elsewhere " + _DROPPED),
+    "store": Rule(
+        SERVING,
+        "as sent",
+        "Responses `store` (`true`: the upstream keeps its copy, as asked; the gateway still sends the "
+        "whole conversation); elsewhere " + _DROPPED,
+    ),
     "metadata": Rule(
         CARRIED,
         "as sent (also read for the session id)",
         "Responses `metadata` (string values, at most 16); Anthropic, Gemini: " + _DROPPED,
     ),
-    "prompt_cache_key": Rule(SERVING, "as sent", _DROPPED),
-    "prompt_cache_options": Rule(SERVING, "as sent", _DROPPED),
-    "prompt_cache_retention": Rule(SERVING, "as sent", _DROPPED),
-    "safety_identifier": Rule(SERVING, "as sent", _DROPPED),
+    "prompt_cache_key": Rule(SERVING, "as sent", "Responses `prompt_cache_key`; elsewhere " + _DROPPED),
+    "prompt_cache_options": Rule(
+        SERVING, "as sent", "Responses `prompt_cache_options` (Chat's are a subset); elsewhere " + _DROPPED
+    ),
+    "prompt_cache_retention": Rule(
+        SERVING, "as sent", "Responses `prompt_cache_retention`; elsewhere " + _DROPPED
+    ),
+    "safety_identifier": Rule(SERVING, "as sent", "Responses `safety_identifier`; elsewhere " + _DROPPED),
     "seed": Rule(
         CARRIED,
         "as sent (best-effort determinism, no guarantee per OpenAI)",
@@ -505,6 +516,16 @@ the request is refused rather than answered differently. A value that asks for n
 null) is accepted and carries nothing. A top-level field the OpenAI Chat or Anthropic table
 does not list (a vendor extension such as vLLM's `repetition_penalty`) is passed through; the
 Responses and Gemini edges refuse an unknown top-level field by name (their notes below).
+
+The two OpenAI wire APIs share many same-wire fields, so between them such a field is
+translated, not dropped or refused (`gateway/providers/passthrough.py` `SIBLINGS`): a Chat
+client's `prompt_cache_key`, `prompt_cache_retention`, `prompt_cache_options`,
+`safety_identifier`, `service_tier`, `store`, `moderation` and `verbosity` (as `text.verbosity`)
+reach a Responses upstream; a Responses client's `prompt_cache_*`, `safety_identifier`,
+`service_tier`, `moderation` and `text.verbosity` (as `verbosity`) reach a Chat upstream when
+the value fits Chat's type. The other shared fields are in the schema (`user`, `metadata`,
+`parallel_tool_calls`, the output limit, the reasoning effort); log probabilities are refused
+on both, whatever the target (the gateway's answers carry none).
 
 Per-tool keys of the Anthropic dialect besides `name`, `description`, `input_schema`, `strict`
 and `cache_control` are carried to an Anthropic upstream on that tool: `defer_loading` and

@@ -153,7 +153,13 @@ class TargetLayer:
         wire API ``native.api`` that ``dep`` (another wire API) does not get."""
         api = native.api
         reason = f"steers serving on the {api} wire API only; model {dep.name!r} is served by {dep.api}"
-        for name in native.serving:
+        names = native.serving
+        if (api, dep.api) in passthrough.SIBLINGS:  # the other OpenAI API: some are translated
+            kept = passthrough.translated_names(native.fields, api, dep.api)
+            names = [n for n in names if n not in kept]
+            if not names:
+                return
+        for name in names:
             found = passthrough.value_of(native.fields, name)
             turn.note_dropped(
                 {
@@ -164,7 +170,7 @@ class TargetLayer:
                     "reason": reason,
                 }
             )
-        log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=native.serving)
+        log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=names)
 
     @staticmethod
     def drop_cache_marks(turn: Turn, where: str, dep: Deployment) -> None:
