@@ -113,7 +113,13 @@ OPENAI_CHAT: dict[str, Rule] = {
     "user": Rule(
         CARRIED, "as sent", "Responses `user`, Anthropic `metadata.user_id`; Gemini (no slot): " + _DROPPED
     ),
-    "n": Rule(REFUSED, "refused above 1 (`n: 1` accepted)", "refused above 1"),
+    "n": Rule(
+        REFUSED,
+        "refused above 1 (`n: 1` accepted): a turn is one answer in the schema (`Response.message`: the "
+        "guards, the tool loop, the session log and the transcript row each keep one message), so "
+        "several choices cannot be carried even to an OpenAI Chat upstream; send n requests",
+        "refused above 1",
+    ),
     "logprobs": Rule(REFUSED, "refused when true: answers carry no log probabilities", "refused when true"),
     "top_logprobs": Rule(REFUSED, "refused above 0", "refused above 0"),
     "audio": Rule(REFUSED, "refused: audio output is not relayed", "refused"),
