@@ -81,7 +81,7 @@ class TargetLayer:
         dep = turn.deployment
         assert dep is not None, "the route layer sets the deployment"
         check_capabilities(request, dep)
-        for note in check_fields(request, dep):
+        for note in check_fields(request, dep, turn.dialect):
             turn.note_dropped(note)
             log.info(
                 "fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=[note["field"]]
