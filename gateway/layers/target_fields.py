@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.client_names import client_name
 from gateway.config import Deployment
 from gateway.errors import CapabilityError
 from gateway.schema import (
@@ -70,8 +71,8 @@ def check_fields(request: Request, dep: Deployment, dialect: str = "openai_chat"
     fields that ``dep``'s wire API has no slot for (the table above), after raising
     :class:`CapabilityError` for a penalty it cannot take, or for stop sequences toward the
     Responses API (no slot). Fields are named as the client's ``dialect`` names them
-    (:func:`client_name`: a Gemini client's ``generationConfig.seed``). Empty for most requests
-    (one pass of attribute tests over the messages)."""
+    (:func:`gateway.client_names.client_name`: a Gemini client's ``generationConfig.seed``).
+    Empty for most requests (one pass of attribute tests over the messages)."""
     api = dep.api
     notes: list[dict[str, Any]] = []
     if (request.presence_penalty is not None or request.frequency_penalty is not None) and (
@@ -127,25 +128,6 @@ def check_fields(request: Request, dep: Deployment, dialect: str = "openai_chat"
 
 NO_STOP_APIS = frozenset({"openai_responses"})
 """Wire APIs with no stop sequences (the Responses API)."""
-
-CLIENT_NAMES: dict[str, dict[str, str]] = {
-    "gemini": {
-        "presence_penalty": "generationConfig.presencePenalty",
-        "frequency_penalty": "generationConfig.frequencyPenalty",
-        "seed": "generationConfig.seed",
-        "top_k": "generationConfig.topK",
-        "stop": "generationConfig.stopSequences",
-    },
-    "anthropic_messages": {"stop": "stop_sequences", "user": "metadata.user_id"},
-}
-"""Per client dialect: the client's own name of a schema field where it is not the schema's
-(the OpenAI Chat names are the schema's)."""
-
-
-def client_name(dialect: str, field: str) -> str:
-    """The name a client of ``dialect`` gives the schema's ``field`` (``generationConfig.seed``
-    for a Gemini client's ``seed``), for refusals and dropped notes in the client's own terms."""
-    return CLIENT_NAMES.get(dialect, {}).get(field, field)
 
 
 _WHATS = {
