@@ -363,6 +363,12 @@ class ResponseFormat(BaseModel):
     description: str | None = None
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     strict: bool | None = None
+    dialect_strict: bool = False
+    """True when the client's dialect has only strict structured output (Anthropic
+    ``output_config.format``: the answer always matches the schema) and ``strict`` was not
+    asked for by name: an OpenAI upstream is sent ``strict: true`` where the schema meets
+    OpenAI's strict rules (:func:`gateway.providers.wire_common.openai_strict_ok`), else the
+    strictness is dropped and named (:mod:`gateway.layers.target`)."""
 
     model_config = ConfigDict(populate_by_name=True)
 

@@ -228,7 +228,9 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         CARRIED,
         "`format` (structured output), `effort` and the beta `task_budget` as sent (any other key "
         "refused by name)",
-        "format: native structured output or a forced tool; effort: `reasoning_effort` / `thinkingConfig`; "
+        "format: native structured output or a forced tool (OpenAI: `strict: true`, as Anthropic's are "
+        "always strict, where the schema meets OpenAI's strict rules; else sent loose and "
+        "`output_config.format.strict` " + _DROPPED + "); effort: `reasoning_effort` / `thinkingConfig`; "
         "`output_config.task_budget`: " + _DROPPED,
     ),
     "output_format": Rule(TRANSLATED, "beta form -> `output_config.format`", "structured output"),

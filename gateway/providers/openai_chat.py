@@ -440,8 +440,9 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
             js: dict[str, Any] = {"name": rf.name or "response", "schema": rf.schema_ or {}}
             if rf.description is not None:
                 js["description"] = rf.description
-            if rf.strict is not None:
-                js["strict"] = rf.strict
+            strict = wire_common.openai_strict(rf)
+            if strict is not None:
+                js["strict"] = strict
             body["response_format"] = {"type": "json_schema", "json_schema": js}
     native = request.native
     own = native.fields if native is not None and native.api == deployment.api == API else None

@@ -440,8 +440,9 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
             }
             if rf.description is not None:
                 fmt["description"] = rf.description
-            if rf.strict is not None:
-                fmt["strict"] = rf.strict
+            strict = wire_common.openai_strict(rf)
+            if strict is not None:
+                fmt["strict"] = strict
             body["text"] = {"format": fmt}
     if is_reasoning_model(deployment):
         effort = _effort(request)
