@@ -71,6 +71,7 @@ class Gateway:
     identity: Identity | None = None  # virtual keys (access.auth not off; server lifespan)
     limits: Any = None  # gateway.limits.backend.Limits (server lifespan); None: no limits applied
     tracing: Any = None  # gateway.tracing.Tracing when tracing.enabled (server lifespan); None: off
+    fleet: Any = None  # gateway.fleet.open.Fleet when redis.url is set (server lifespan); None: alone
 
 
 @dataclass
