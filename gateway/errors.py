@@ -369,6 +369,16 @@ class BudgetExceeded(LimitExceeded):
         self.reset_at = reset_at
 
 
+class BudgetBusy(BudgetExceeded):
+    """A hard USD budget has room for the turn's worst-case cost in what is spent, but not
+    while other turns of the scope hold their reservations (turns in flight): still HTTP 429,
+    but a rate-limit error the SDKs retry (``retry-after``, ``x-should-retry: true``), without
+    the ``insufficient_quota`` code of a budget spent — the reservations are settled or
+    released as those turns end."""
+
+    error_code = None
+
+
 class LimitsUnavailable(TurnstileError):
     """The shared limit counters (Redis, ``redis.url``) cannot be reached and ``redis.fail``
     is ``closed``: the turn is refused rather than admitted unchecked. HTTP 503."""

@@ -30,7 +30,7 @@ from typing import Any
 import structlog
 
 from gateway.config import Deployment
-from gateway.errors import BudgetExceeded, LimitExceeded, LimitsUnavailable
+from gateway.errors import BudgetBusy, BudgetExceeded, LimitExceeded, LimitsUnavailable
 from gateway.limits.backend import Limits
 from gateway.limits.cost import worst_case_usd
 from gateway.limits.decisions import Reservation
@@ -84,8 +84,11 @@ def principal_scopes(principal: Any) -> list[Scope]:
 
 
 def limit_name(err: LimitExceeded) -> str:
-    """What refused: ``budget``, or the rate dimension (``requests``, ``tokens``,
+    """What refused: ``budget``, ``reserved`` (a budget full only of turns in flight:
+    :class:`gateway.errors.BudgetBusy`), or the rate dimension (``requests``, ``tokens``,
     ``concurrent``)."""
+    if isinstance(err, BudgetBusy):
+        return "reserved"
     return "budget" if isinstance(err, BudgetExceeded) else str(getattr(err, "dimension", "rate"))
 
 

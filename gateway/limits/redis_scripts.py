@@ -161,15 +161,21 @@ for _, c in ipairs(checks) do
   end
 end
 -- 2. check everything; nothing is taken unless all pass
-local soft, states, rate_deny = {}, {}, nil
+local soft, states, rate_deny, busy = {}, {}, nil, nil
 for i, c in ipairs(checks) do
   if c.t == 'b' then
     sweep_holds(c.key, c.holds, now_ms)
     local sr = redis.call('HMGET', c.key, 's', 'r')
     local spent, reserved = tonumber(sr[1] or '0'), tonumber(sr[2] or '0')
     if spent + reserved + cost > c.limit then
-      if c.hard then return {'deny', 'b', i, spent, reserved, 0} end
-      soft[#soft + 1] = i; soft[#soft + 1] = spent; soft[#soft + 1] = reserved
+      if c.hard then
+        -- spent past it: refused; full only of reservations in flight: the first such, unless
+        -- another budget is spent past it
+        if spent + cost > c.limit then return {'deny', 'b', i, spent, reserved, 0} end
+        busy = busy or {'deny', 'b', i, spent, reserved, 0}
+      else
+        soft[#soft + 1] = i; soft[#soft + 1] = spent; soft[#soft + 1] = reserved
+      end
     end
   elseif c.t == 'q' or c.t == 't' then
     local total, span = window(c.key, now_ms)
@@ -190,6 +196,7 @@ for i, c in ipairs(checks) do
     end
   end
 end
+if busy then return busy end
 if rate_deny then return rate_deny end
 -- 3. take it
 redis.call('SET', KEYS[1], '1', 'PX', 60000)
