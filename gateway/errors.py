@@ -344,7 +344,7 @@ class BudgetExceeded(LimitExceeded):
     None for ``total``) say which budget and when it starts again. ``error_code``
     ``insufficient_quota``: the type OpenAI's SDKs and clients read as "out of credit"."""
 
-    error_code = "insufficient_quota"
+    error_code: str | None = "insufficient_quota"
 
     def __init__(
         self,
