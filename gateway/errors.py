@@ -374,9 +374,10 @@ class BudgetBusy(BudgetExceeded):
     while other turns of the scope hold their reservations (turns in flight): still HTTP 429,
     but a rate-limit error the SDKs retry (``retry-after``, ``x-should-retry: true``), without
     the ``insufficient_quota`` code of a budget spent — the reservations are settled or
-    released as those turns end."""
+    released as those turns end. ``spent_usd``: what the budget has spent."""
 
     error_code = None
+    spent_usd: float = 0.0
 
 
 class LimitsUnavailable(TurnstileError):

@@ -156,6 +156,9 @@ class Turn:
     # limits layer
     limit_headers: dict[str, str] | None = None  # x-ratelimit-* of the caller's limits (admission)
     step_holds: Any = None  # gateway.limits.holds.StepHolds: the tool loop holds each later step's budget
+    context_hold: Any = (
+        None  # gateway.limits.holds.ContextHold: the window layer holds a bound turn's history
+    )
     # tool loop layer (read by record and limits)
     spent: Usage | None = None  # what the steps that answered cost when the turn ends without an answer
     # the layer that produced a stream's events

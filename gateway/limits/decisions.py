@@ -136,7 +136,7 @@ def budget_denial(
             f"{BUSY_RETRY_S} s"
         )
         busy = {"retry-after": str(BUSY_RETRY_S), "x-should-retry": "true"}
-        return BudgetBusy(
+        refused = BudgetBusy(
             msg,
             scope=scope,
             period=period,
@@ -145,6 +145,8 @@ def budget_denial(
             retry_after_s=BUSY_RETRY_S,
             headers=busy,
         )
+        refused.spent_usd = nano_to_usd(spent_nano)
+        return refused
     retry = None if reset_s is None else ceil_s(reset_s - now_s)
     reset_at = None if reset_s is None else datetime.fromtimestamp(reset_s, UTC)
     headers = {"x-should-retry": "false"}
