@@ -101,6 +101,18 @@ class Quirks(BaseModel):
     extra_headers: dict[str, str] = Field(default_factory=dict)
 
 
+class DeploymentQuota(BaseModel):
+    """The provider's own rate limits for one deployment (its account's quota), which the route
+    layer treats as capacity (:mod:`gateway.limits.quotas`): ``rpm`` requests per minute,
+    ``tpm`` tokens (input + output) per minute, ``concurrent`` calls at once; None: not limited."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    concurrent: int | None = Field(default=None, ge=1)
+
+
 class Deployment(BaseModel):
     """One upstream model endpoint: a wire API, a model id, a base URL and a key variable."""
 
@@ -134,6 +146,9 @@ class Deployment(BaseModel):
     )
     max_response_bytes: int | None = Field(default=None, ge=64 * 1024)
     """Overrides ``server.max_response_bytes`` for this deployment (bytes)."""
+    quota: DeploymentQuota | None = None
+    """The provider's rate limits for this deployment: calls past them go to the alias's next
+    deployment instead of meeting the provider's 429 (:mod:`gateway.limits.quotas`)."""
     description: str | None = None
 
     @model_validator(mode="after")

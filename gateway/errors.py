@@ -344,7 +344,7 @@ class BudgetExceeded(LimitExceeded):
     None for ``total``) say which budget and when it starts again. ``error_code``
     ``insufficient_quota``: the type OpenAI's SDKs and clients read as "out of credit"."""
 
-    error_code = "insufficient_quota"
+    error_code: str | None = "insufficient_quota"
 
     def __init__(
         self,
@@ -367,6 +367,17 @@ class BudgetExceeded(LimitExceeded):
         self.period = period
         self.limit_usd = limit_usd
         self.reset_at = reset_at
+
+
+class BudgetBusy(BudgetExceeded):
+    """A hard USD budget has room for the turn's worst-case cost in what is spent, but not
+    while other turns of the scope hold their reservations (turns in flight): still HTTP 429,
+    but a rate-limit error the SDKs retry (``retry-after``, ``x-should-retry: true``), without
+    the ``insufficient_quota`` code of a budget spent — the reservations are settled or
+    released as those turns end. ``spent_usd``: what the budget has spent."""
+
+    error_code = None
+    spent_usd: float = 0.0
 
 
 class LimitsUnavailable(TurnstileError):

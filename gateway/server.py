@@ -975,6 +975,9 @@ def create_app(
         folding = asyncio.create_task(fold_periodically(gw.metrics)) if gw.metrics.multiprocess else None
         if gw.identity is not None:
             gw.identity.owner = _tool_owner(gw.mcp.registry)
+        from gateway.fleet.open import open_fleet
+
+        gw.fleet = await open_fleet(gw, gw.mcp.registry)  # redis.url: health, memories, changes shared
         log.info(
             "started",
             deployments=sorted(table.deployments),
@@ -1010,6 +1013,8 @@ def create_app(
             if folding is not None:
                 folding.cancel()
             gw.metrics.fold()
+            if gw.fleet is not None:
+                await gw.fleet.close()
             await mcp_stack.aclose()
             await gw.limits.aclose()
             await transcript.close()

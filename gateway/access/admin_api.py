@@ -89,7 +89,9 @@ Handler = Callable[[Request, AccessStore], Awaitable[Response]]
 
 def _admin(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     """``handler`` behind the admin key, its errors rendered; every change forgets the
-    process's cached key lookups (other instances see it within ``access.cache_ttl_s``)."""
+    process's cached key lookups, and with ``redis.url`` every other instance's (a change
+    notification, :mod:`gateway.fleet.bus`; without it they see it within
+    ``access.cache_ttl_s``)."""
 
     async def endpoint(request: Request) -> Response:
         try:
@@ -99,9 +101,11 @@ def _admin(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         except TurnstileError as err:
             return _error(err)
         if request.method != "GET":
-            identity = request.app.state.gateway.identity
-            if identity is not None:
-                identity.forget()
+            gw = request.app.state.gateway
+            if gw.identity is not None:
+                gw.identity.forget()
+            if gw.fleet is not None:  # every other instance forgets its cached lookups too
+                await gw.fleet.access_changed(request.url.path)
         return response
 
     return endpoint
