@@ -50,9 +50,11 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from gateway import exposure
 from gateway.access import admin_api
+from gateway.access.guessing import KeyGuesses
 from gateway.access.identity import Identity, may_hold_key
 from gateway.access.middleware import KeyCheck, judge, judged
 from gateway.coalesce import coalesce
@@ -1050,6 +1052,7 @@ def create_app(
     app.state.admin_key = (
         settings.read_key(config.access.admin_key_env) if config.access.admin_key_env else None
     )
+    app.state.key_guesses = KeyGuesses()  # wrong admin keys per client address, every admin surface
     if config.console.enabled:
         from gateway.ledger import transcript_location
 
@@ -1062,6 +1065,7 @@ def create_app(
                 *(settings.read_key(c.key_env) for c in config.mcp.clients),
                 *trace_headers.values(),
             ],
+            app.state.key_guesses,
         )
     app.add_middleware(KeyCheck, refuse=_refuse_key)  # inside Front: turns are judged by the access layer
     app.add_middleware(
@@ -1078,4 +1082,6 @@ def create_app(
     )
     if not (exposure.client_auth_configured(config) or exposure.anonymous_allowed(config, settings)):
         app.add_middleware(exposure.LoopbackOnly, refuse=_refuse_anonymous)  # for hosts not seen here
+    if config.server.trusted_proxies:  # outermost: everything below sees the client's address
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=config.server.trusted_proxies)
     return app

@@ -19,8 +19,8 @@ another site cannot know: for log-out, an HMAC of the session cookie; for log-in
 a short-lived ``SameSite=Strict`` cookie set with the form (a double submit). A ``POST`` whose
 ``Origin`` (or ``Sec-Fetch-Site``) says it came from another site is refused outright.
 
-**Guessing**: a client address gets :data:`LOGIN_FAILURES` wrong keys per
-:data:`LOGIN_WINDOW_S`, then 429 until the window has passed.
+**Guessing**: wrong admin keys are counted per client address with every other place that
+takes the admin key (:mod:`gateway.access.guessing`: logged, audited, then 429 for a while).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import hashlib
 import hmac
 import os
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 
 COOKIE = "turnstile_console"
@@ -40,15 +39,6 @@ LOGIN_COOKIE = "turnstile_console_login"
 
 LOGIN_COOKIE_S = 1800
 """How long a log-in form may stay open (seconds): its CSRF cookie's lifetime."""
-
-LOGIN_FAILURES = 10
-"""Wrong admin keys one client address may send per :data:`LOGIN_WINDOW_S`."""
-
-LOGIN_WINDOW_S = 300.0
-"""The window of :data:`LOGIN_FAILURES` (seconds)."""
-
-MAX_TRACKED_ADDRESSES = 10_000
-"""Client addresses whose failures are remembered at most (the oldest is forgotten first)."""
 
 
 def _mac(key: bytes, message: str) -> str:
@@ -114,47 +104,3 @@ class ConsoleAuth:
         if not given or token is None or not self.valid(token):
             return False
         return hmac.compare_digest(given, self.csrf(token))
-
-
-class LoginThrottle:
-    """Wrong admin keys per client address in a sliding window (see the module docstring)."""
-
-    def __init__(
-        self,
-        failures: int = LOGIN_FAILURES,
-        window_s: float = LOGIN_WINDOW_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.failures = failures
-        self.window_s = window_s
-        self.clock = clock
-        self._seen: OrderedDict[str, list[float]] = OrderedDict()
-
-    def _recent(self, address: str) -> list[float]:
-        now = self.clock()
-        times = [t for t in self._seen.get(address, []) if now - t < self.window_s]
-        if times:
-            self._seen[address] = times
-        else:
-            self._seen.pop(address, None)
-        return times
-
-    def retry_after(self, address: str) -> float | None:
-        """Seconds until ``address`` may try again, or None when it may now."""
-        times = self._recent(address)
-        if len(times) < self.failures:
-            return None
-        return max(0.0, times[0] + self.window_s - self.clock())
-
-    def failed(self, address: str) -> None:
-        """``address`` sent a wrong key."""
-        times = self._recent(address)
-        times.append(self.clock())
-        self._seen[address] = times
-        self._seen.move_to_end(address)
-        while len(self._seen) > MAX_TRACKED_ADDRESSES:
-            self._seen.popitem(last=False)
-
-    def succeeded(self, address: str) -> None:
-        """``address`` logged in: its failures are forgotten."""
-        self._seen.pop(address, None)

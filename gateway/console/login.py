@@ -14,7 +14,6 @@ right CSRF token is refused (403) before anything else is read.
 from __future__ import annotations
 
 import hmac
-import math
 import os
 import re
 from urllib.parse import parse_qs, urlsplit
@@ -23,6 +22,7 @@ import structlog
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from gateway.access.guessing import TooManyKeyGuesses, client_address
 from gateway.console.auth import COOKIE, LOGIN_COOKIE, LOGIN_COOKIE_S
 from gateway.console.web import closed, render, secure_headers, session_token, state
 
@@ -116,17 +116,17 @@ async def login(request: Request) -> Response:
     next_path = safe_next(fields.get("next"))
     if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
         return _form_page(request, next_path, error="The form expired; please log in again.", status=403)
-    address = request.client.host if request.client else "?"
-    wait = st.throttle.retry_after(address)
-    if wait is not None:
+    address = client_address(request)
+    try:
+        await st.throttle.check(address, request.url.path, getattr(request.app.state, "access", None))
+    except TooManyKeyGuesses as err:
         response = _form_page(
             request, next_path, error="Too many wrong admin keys; try again in a few minutes.", status=429
         )
-        response.headers["retry-after"] = str(max(1, math.ceil(wait)))
+        response.headers["retry-after"] = str(int(err.retry_after_s))
         return response
     if not st.auth.is_admin_key(fields.get("admin_key", "").strip()):
-        st.throttle.failed(address)
-        log.info("console_login_refused", client=address)
+        await st.throttle.failed(address, request.url.path, getattr(request.app.state, "access", None))
         return _form_page(request, next_path, error="That is not the admin key.", status=401)
     st.throttle.succeeded(address)
     log.info("console_login", client=address)
