@@ -380,6 +380,12 @@ class ServerConfig(BaseModel):
     address. Empty (the default): the connection's peer is the client. ``Forwarded`` (RFC
     7239) is never read.
 
+    ``allowed_hosts`` and ``allowed_origins`` (:mod:`gateway.browser_guard`): where clients need
+    no key, a request must name this machine as its ``Host`` (a loopback name or address) or one
+    of ``allowed_hosts`` (``name``, any port, or ``name:port``), and a request from a web page
+    (one with an ``Origin``) is refused unless its origin (``scheme://host[:port]``) is in
+    ``allowed_origins``; the MCP transports take the same lists (and loopback origins).
+
     Request bounds, checked right after a body's JSON is decoded (:mod:`gateway.edges._bounds`):
 
     * ``max_request_messages`` (413 past it): 5× the longest conversation recorded in the
@@ -438,6 +444,8 @@ class ServerConfig(BaseModel):
     host: str = "127.0.0.1"
     allow_anonymous: bool = False
     trusted_proxies: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
     port: int = Field(default=4000, ge=1, le=65535)
     max_body_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
     max_request_messages: int = Field(default=5_000, gt=0)

@@ -57,6 +57,7 @@ from gateway.access import admin_api
 from gateway.access.guessing import KeyGuesses
 from gateway.access.identity import Identity, may_hold_key
 from gateway.access.middleware import KeyCheck, judge, judged
+from gateway.browser_guard import BrowserGuard, mcp_security
 from gateway.coalesce import coalesce
 from gateway.config import (
     GatewayConfig,
@@ -861,7 +862,8 @@ def _refuse_anonymous(path: str, address: str) -> tuple[int, bytes]:
 
 
 def _refuse_key(path: str, err: TurnstileError) -> tuple[int, bytes]:
-    """A refused key on a path that is not a turn, as (status, body) in the path's dialect."""
+    """A refusal before a handler (a refused key, a web page's request: :mod:`gateway.browser_guard`),
+    as (status, body) in the path's dialect."""
     status, body = _edge_for_path(path).render_error(err)
     return status, orjson.dumps(body)
 
@@ -963,7 +965,7 @@ def create_app(
                 config.mcp.model_copy(update={"admin_key_env": config.access.admin_key_env}),  # one admin key
                 db_path=config.server.db_path,
                 read_env=settings.read_key,
-                host=config.server.host,
+                security=mcp_security(config),  # the Host/Origin lists the model API checks too
                 keys=gw.identity.mcp_visibility if gw.identity is not None else None,
             )
         )
@@ -1082,6 +1084,8 @@ def create_app(
     )
     if not (exposure.client_auth_configured(config) or exposure.anonymous_allowed(config, settings)):
         app.add_middleware(exposure.LoopbackOnly, refuse=_refuse_anonymous)  # for hosts not seen here
+    if not exposure.client_auth_configured(config):  # no key needed: web pages are kept out
+        app.add_middleware(BrowserGuard, config=config, refuse=_refuse_key)
     if config.server.trusted_proxies:  # outermost: everything below sees the client's address
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=config.server.trusted_proxies)
     return app

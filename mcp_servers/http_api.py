@@ -79,7 +79,7 @@ async def open_mcp(
     *,
     db_path: str,
     read_env: EnvReader,
-    host: str = "127.0.0.1",
+    security: TransportSecuritySettings | None = None,
     version: str = "0.1.0",
     keys: KeyAuth | None = None,
 ) -> AsyncIterator[McpRuntime]:
@@ -87,19 +87,12 @@ async def open_mcp(
     manager and the legacy SSE transport; on exit end every SSE session and stop the others
     (every stdio child is terminated and reaped).
 
-    ``host`` is the gateway's listening address: on a loopback address, DNS-rebinding
-    protection admits only loopback ``Host``/``Origin`` headers (the SDK's own default), on
-    ``/mcp`` and the SSE transport alike.
+    ``security`` is the DNS-rebinding protection of ``/mcp`` and the SSE transport alike (the
+    ``Host``/``Origin`` lists the gateway's model API checks too:
+    :func:`gateway.browser_guard.mcp_security`); None checks nothing.
     """
     registry = McpRegistry(config, store=McpStore(db_path), read_env=read_env)
     endpoint = McpEndpoint(registry, version=version, workspace_roots=config.resolved_workspace_roots())
-    security = None
-    if host in ("127.0.0.1", "localhost", "::1"):
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
     manager = StreamableHTTPSessionManager(app=endpoint.server, security_settings=security)
     legacy = LegacySse(endpoint.server, config, read_env, security, keys)
     await registry.start()
