@@ -40,6 +40,10 @@ class Settings(BaseSettings):
     db_path: Path | None = None
     log_level: str = "info"
     log_json: bool = True
+    console_token: str | None = None
+    """TURNSTILE_CONSOLE_TOKEN: the console's one-time login token, made and printed by
+    ``turnstile serve`` on a loopback address when no admin key is configured (the console takes
+    it only then: :mod:`gateway.console.auth`)."""
     allow_anonymous: bool = False
     """TURNSTILE_ALLOW_ANONYMOUS: serve anonymous clients on a non-loopback address (see
     :mod:`gateway.exposure`); as ``--allow-anonymous`` and ``server.allow_anonymous``."""
@@ -612,7 +616,8 @@ class ConsoleConfig(BaseModel):
     """The admin console at ``/ui`` (:mod:`gateway.console`).
 
     * ``enabled``: serve it. Its pages need the admin key (``access.admin_key_env``); without
-      one configured they answer 503 saying so, on a loopback address too.
+      one, the one-time login link ``turnstile serve`` prints on a loopback address
+      (:mod:`gateway.console.auth`), and elsewhere they answer 503 saying so.
     * ``session_hours``: how long a log-in lasts (hours).
     """
 

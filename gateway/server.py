@@ -1068,6 +1068,8 @@ def create_app(
                 *trace_headers.values(),
             ],
             app.state.key_guesses,
+            # no admin key, on loopback: the one-time login link `turnstile serve` printed
+            settings.console_token if exposure.is_loopback(config.server.host) else None,
         )
     app.add_middleware(KeyCheck, refuse=_refuse_key)  # inside Front: turns are judged by the access layer
     app.add_middleware(

@@ -47,16 +47,18 @@ def make_state(
     admin_key: str | None,
     secrets: Iterable[str | None],
     guesses: KeyGuesses | None = None,
+    login_token: str | None = None,
 ) -> ConsoleState:
     """The console's state for a gateway with ``config``, its transcript at ``transcript`` (a
     file path or a PostgreSQL URL), the admin key (None: the console is closed), the
     ``secrets`` no page may show (:mod:`gateway.console.redact`) and the wrong admin keys per
-    address the gateway counts (``guesses``; default: the console's own)."""
+    address the gateway counts (``guesses``; default: the console's own) and, without an admin
+    key, the one-time login token (``login_token``: :mod:`gateway.console.auth`)."""
     return ConsoleState(
         config=config,
-        auth=ConsoleAuth(admin_key, config.console.session_hours * 3600),
+        auth=ConsoleAuth(admin_key, config.console.session_hours * 3600, login_token=login_token),
         reader=TranscriptReader(transcript),
-        redact=Redactor([admin_key, *secrets]),
+        redact=Redactor([admin_key, login_token, *secrets]),
         throttle=guesses if guesses is not None else KeyGuesses(),
     )
 

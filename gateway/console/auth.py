@@ -1,11 +1,19 @@
 """Who may open the console: the holder of the admin key, through a login form and a session cookie.
 
 **The admin key** is the one the admin API takes (``access.admin_key_env`` names the environment
-variable holding it; :mod:`gateway.access.admin_api`). Without one configured the console is
-closed to everyone, on a loopback address too: every page answers 503 with how to configure
-one. A gateway on loopback serves anonymous clients, but the console shows every client's
-prompts and answers, and any local process or user (or a web page the operator visits, through
-a rebound DNS name) can reach a loopback port; so an open console is never the default.
+variable holding it; :mod:`gateway.access.admin_api`). A gateway on loopback serves anonymous
+clients, but the console shows every client's prompts and answers, and any local process or
+user (or a web page the operator visits, through a rebound DNS name) can reach a loopback port;
+so an open console is never the default. Without an admin key:
+
+* on a loopback address, ``turnstile serve`` makes a random **one-time login token** (as Jupyter
+  does), hands it to the app (``TURNSTILE_CONSOLE_TOKEN``) and prints
+  ``http://127.0.0.1:<port>/ui/login?token=<token>``: opening that link logs the browser in
+  (:meth:`ConsoleAuth.redeem`), once; the session cookie is signed under a key derived from the
+  token. To log in again, restart the gateway (a new token) or configure an admin key. With
+  ``--workers N`` each worker process takes the link once.
+* anywhere else (or with no token), the console is closed: every page answers 503 with how to
+  configure an admin key.
 
 **The session** is a cookie (:data:`COOKIE`: ``HttpOnly``, ``SameSite=Strict``, ``Path=/ui``,
 ``Secure`` over HTTPS) holding ``<expiry>.<nonce>.<mac>``: the expiry (epoch seconds) and a
@@ -46,27 +54,48 @@ def _mac(key: bytes, message: str) -> str:
 
 
 class ConsoleAuth:
-    """Session tokens and CSRF tokens bound to ``admin_key`` (None: the console is closed).
+    """Session tokens and CSRF tokens bound to ``admin_key``, else to the one-time
+    ``login_token`` (neither: the console is closed).
 
     ``session_s`` is a session's lifetime (seconds); ``clock`` the wall clock (epoch seconds),
     injectable for tests."""
 
     def __init__(
-        self, admin_key: str | None, session_s: float, clock: Callable[[], float] = time.time
+        self,
+        admin_key: str | None,
+        session_s: float,
+        clock: Callable[[], float] = time.time,
+        login_token: str | None = None,
     ) -> None:
         self._admin_key = admin_key.encode() if admin_key else None
+        self._login_token = login_token.encode() if login_token and not admin_key else None
+        secret = self._admin_key or self._login_token
         self._key = (
-            hmac.new(self._admin_key, b"turnstile console session v1", hashlib.sha256).digest()
-            if self._admin_key
-            else b""
+            hmac.new(secret, b"turnstile console session v1", hashlib.sha256).digest() if secret else b""
         )
         self.session_s = session_s
         self.clock = clock
 
     @property
     def configured(self) -> bool:
-        """Whether an admin key is configured (else nobody may log in)."""
-        return self._admin_key is not None
+        """Whether anyone may log in: an admin key is configured, or a one-time login token
+        (used or not)."""
+        return bool(self._key)
+
+    @property
+    def by_token(self) -> bool:
+        """Whether the log-in is the one-time login link (no admin key is configured)."""
+        return self._admin_key is None and bool(self._key)
+
+    def redeem(self, given: str | None) -> bool:
+        """Whether ``given`` is the one-time login token, not used before (compared in constant
+        time); it is used from then on."""
+        if self._login_token is None or not given:
+            return False
+        if not hmac.compare_digest(given.encode(), self._login_token):
+            return False
+        self._login_token = None
+        return True
 
     def is_admin_key(self, given: str | None) -> bool:
         """Whether ``given`` is the admin key (compared in constant time; False when none is
@@ -85,7 +114,7 @@ class ConsoleAuth:
     def valid(self, token: str | None) -> bool:
         """Whether ``token`` is a session token signed under the current admin key and not
         expired."""
-        if not token or self._admin_key is None or len(token) > 200:
+        if not token or not self._key or len(token) > 200:
             return False
         expires, _, rest = token.partition(".")
         nonce, _, mac = rest.partition(".")

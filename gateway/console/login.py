@@ -1,6 +1,10 @@
 """Logging in and out of the console (:mod:`gateway.console.auth` says how it is protected).
 
-* ``GET /ui/login?next=<path>``: the form (and its CSRF cookie).
+* ``GET /ui/login?next=<path>``: the form (and its CSRF cookie); without an admin key, a page
+  saying to open the one-time login link ``turnstile serve`` printed.
+* ``GET /ui/login?token=<token>``: the one-time login link (no admin key configured,
+  :mod:`gateway.console.auth`): the right token, not used before, sets the session cookie and
+  redirects (303) to ``next``; any other is a 401 page (counted as a wrong admin key).
 * ``POST /ui/login``: form fields ``admin_key``, ``csrf``, ``next``; the right key sets the
   session cookie and redirects (303) to ``next`` (a console path; anything else goes to
   ``/ui``), a wrong one shows the form again (401), too many wrong ones answer 429 with
@@ -98,9 +102,36 @@ async def login_form(request: Request) -> Response:
     if not st.auth.configured:
         return closed(request)
     next_path = safe_next(request.query_params.get("next"))
+    token = request.query_params.get("token")
+    if token is not None:
+        return await _redeem(request, token, next_path)
     if st.auth.valid(session_token(request)):
         return secure_headers(RedirectResponse(next_path, status_code=303))
+    if st.auth.by_token:
+        return render(request, "token.html", title="Log in", status=401, used=False)
     return _form_page(request, next_path)
+
+
+async def _redeem(request: Request, token: str, next_path: str) -> Response:
+    """The one-time login link: a session for the right, unused token; else a 401 page (the
+    wrong token counted against the client address like a wrong admin key)."""
+    st = state(request)
+    address = client_address(request)
+    store = getattr(request.app.state, "access", None)
+    try:
+        await st.throttle.check(address, request.url.path, store)
+    except TooManyKeyGuesses as err:
+        page = render(request, "token.html", title="Log in", status=429, used=True)
+        page.headers["retry-after"] = str(int(err.retry_after_s))
+        return page
+    if not st.auth.redeem(token):
+        await st.throttle.failed(address, request.url.path, store)
+        return render(request, "token.html", title="Log in", status=401, used=True)
+    st.throttle.succeeded(address)
+    log.info("console_login", client=address, by="one-time login link")
+    response = secure_headers(RedirectResponse(next_path, status_code=303))
+    _cookie(response, request, COOKIE, st.auth.issue(), int(st.auth.session_s))
+    return response
 
 
 async def login(request: Request) -> Response:

@@ -46,3 +46,15 @@ def test_a_csrf_token_belongs_to_one_valid_session() -> None:
     assert auth.csrf_ok(one, auth.csrf(one))
     assert not auth.csrf_ok(one, auth.csrf(two)) and not auth.csrf_ok(one, "") and not auth.csrf_ok(None, "x")
     assert not auth.csrf_ok("forged.token.here", auth.csrf("forged.token.here"))
+
+
+def test_the_one_time_login_token_redeems_once_and_signs_sessions_only_without_an_admin_key() -> None:
+    auth = ConsoleAuth(None, session_s=60, login_token="t" * 43)
+    assert auth.configured and auth.by_token and not auth.is_admin_key("t" * 43)
+    assert not auth.redeem("t" * 42) and not auth.redeem(None)
+    assert auth.redeem("t" * 43)
+    assert not auth.redeem("t" * 43)  # used
+    assert auth.valid(auth.issue())
+    assert not ConsoleAuth(None, session_s=60, login_token="u" * 43).valid(auth.issue())  # another start
+    keyed = ConsoleAuth("admin", session_s=60, login_token="t" * 43)
+    assert not keyed.by_token and not keyed.redeem("t" * 43)  # an admin key: the token means nothing
