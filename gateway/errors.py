@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.redaction import redact_secrets
+
 
 class TurnstileError(Exception):
     """Base of all Turnstile errors.
@@ -193,7 +195,10 @@ class UpstreamError(TurnstileError):
     """The upstream answered with an error status.
 
     ``status`` is the upstream's (429 and 5xx are candidates for fallback);
-    ``retry_after_s`` is the parsed ``retry-after`` header in seconds, if any.
+    ``retry_after_s`` is the parsed ``retry-after`` header in seconds, if any. ``message`` and
+    ``body`` are kept with every credential cut out (:func:`gateway.redaction.redact_secrets`):
+    an upstream may quote the key it was sent, and this error reaches the client, the
+    transcript, the logs and the console.
     """
 
     kind = "upstream"
@@ -207,11 +212,11 @@ class UpstreamError(TurnstileError):
         deployment: str | None = None,
         body: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(redact_secrets(message))
         self.status = status
         self.retry_after_s = retry_after_s
         self.deployment = deployment
-        self.body = body
+        self.body = redact_secrets(body) if body is not None else None
         if status == 429:
             self.kind = "rate_limit"
         elif status in (400, 404, 413, 422):

@@ -23,7 +23,9 @@ Routes
 The admin routes need the admin key — the value of the environment variable named by
 ``admin_key_env`` (in the gateway: ``access.admin_key_env``, the one admin key of every admin
 API) — as ``Authorization: Bearer <key>``, ``x-api-key`` or ``x-admin-key``
-(:func:`mcp_servers.clients.is_admin_key`); with that variable unset they answer 403.
+(:func:`mcp_servers.clients.is_admin_key`); with that variable unset they answer 403. Wrong
+admin keys count per client address with every other admin surface's
+(:mod:`gateway.access.guessing`: 429 with ``retry-after`` past the limit).
 
 :func:`open_mcp` makes the runtime (store, registry, endpoint, session manager) for the app's
 lifespan; everything lives on ``app.state.mcp``.
@@ -46,8 +48,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from gateway.access.guessing import TooManyKeyGuesses, check_admin_key
 from mcp_servers.admin_policy import AdminPolicyViolation
-from mcp_servers.clients import CALLER, STATE_KEY, KeyAuth, admit, is_admin_key
+from mcp_servers.clients import CALLER, STATE_KEY, KeyAuth, admit
 from mcp_servers.config import McpConfig, McpServerSpec
 from mcp_servers.endpoint import McpEndpoint
 from mcp_servers.legacy_sse import MESSAGES_PATH, LegacySse
@@ -76,7 +79,7 @@ async def open_mcp(
     *,
     db_path: str,
     read_env: EnvReader,
-    host: str = "127.0.0.1",
+    security: TransportSecuritySettings | None = None,
     version: str = "0.1.0",
     keys: KeyAuth | None = None,
 ) -> AsyncIterator[McpRuntime]:
@@ -84,19 +87,12 @@ async def open_mcp(
     manager and the legacy SSE transport; on exit end every SSE session and stop the others
     (every stdio child is terminated and reaped).
 
-    ``host`` is the gateway's listening address: on a loopback address, DNS-rebinding
-    protection admits only loopback ``Host``/``Origin`` headers (the SDK's own default), on
-    ``/mcp`` and the SSE transport alike.
+    ``security`` is the DNS-rebinding protection of ``/mcp`` and the SSE transport alike (the
+    ``Host``/``Origin`` lists the gateway's model API checks too:
+    :func:`gateway.browser_guard.mcp_security`); None checks nothing.
     """
     registry = McpRegistry(config, store=McpStore(db_path), read_env=read_env)
     endpoint = McpEndpoint(registry, version=version, workspace_roots=config.resolved_workspace_roots())
-    security = None
-    if host in ("127.0.0.1", "localhost", "::1"):
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
     manager = StreamableHTTPSessionManager(app=endpoint.server, security_settings=security)
     legacy = LegacySse(endpoint.server, config, read_env, security, keys)
     await registry.start()
@@ -170,7 +166,7 @@ def _error(message: str, status: int, kind: str, details: Any = None) -> Respons
     return _json({"error": err}, status)
 
 
-def _admin(request: Request) -> tuple[McpRuntime | None, Response | None]:
+async def _admin(request: Request) -> tuple[McpRuntime | None, Response | None]:
     runtime: McpRuntime | None = getattr(request.app.state, "mcp", None)
     if runtime is None:
         return None, _error("the MCP registry is not running", 503, "unavailable")
@@ -184,14 +180,20 @@ def _admin(request: Request) -> tuple[McpRuntime | None, Response | None]:
             403,
             "permission",
         )
-    if not is_admin_key(request.headers, key):
+    try:
+        admitted = await check_admin_key(request, key)  # wrong keys counted per address
+    except TooManyKeyGuesses as err:
+        response = _error(err.message, 429, "rate_limit")
+        response.headers["retry-after"] = str(int(err.retry_after_s))
+        return None, response
+    if not admitted:
         return None, _error("admin key missing or wrong (Authorization: Bearer <key>)", 401, "authentication")
     return runtime, None
 
 
 async def post_server(request: Request) -> Response:
     """Add or replace one server (see the module docstring)."""
-    runtime, denied = _admin(request)
+    runtime, denied = await _admin(request)
     if runtime is None:
         assert denied is not None
         return denied
@@ -228,7 +230,7 @@ async def post_server(request: Request) -> Response:
 
 async def list_servers(request: Request) -> Response:
     """Every server with its source and status."""
-    runtime, denied = _admin(request)
+    runtime, denied = await _admin(request)
     if runtime is None:
         assert denied is not None
         return denied
@@ -237,7 +239,7 @@ async def list_servers(request: Request) -> Response:
 
 async def get_server(request: Request) -> Response:
     """One server."""
-    runtime, denied = _admin(request)
+    runtime, denied = await _admin(request)
     if runtime is None:
         assert denied is not None
         return denied
@@ -250,7 +252,7 @@ async def get_server(request: Request) -> Response:
 
 async def accept_tools(request: Request) -> Response:
     """Accept tools of one server that await review (see the module docstring)."""
-    runtime, denied = _admin(request)
+    runtime, denied = await _admin(request)
     if runtime is None:
         assert denied is not None
         return denied
@@ -279,7 +281,7 @@ async def accept_tools(request: Request) -> Response:
 
 async def delete_server(request: Request) -> Response:
     """Remove one admin server."""
-    runtime, denied = _admin(request)
+    runtime, denied = await _admin(request)
     if runtime is None:
         assert denied is not None
         return denied
