@@ -258,6 +258,58 @@ class McpSseConfig(BaseModel):
     idle_timeout_s: float = Field(default=1800.0, gt=0, le=86_400)
 
 
+JwtAlgorithm = Literal["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA"]
+
+
+def _default_algorithms() -> list[JwtAlgorithm]:
+    return ["RS256", "ES256", "PS256", "EdDSA"]
+
+
+class McpAuthorization(BaseModel):
+    """The ``mcp.authorization`` section: ``/mcp`` as an OAuth 2.1 protected resource (the MCP
+    authorization spec; :mod:`mcp_servers.oauth_resource`).
+
+    * ``issuer``: the authorization server whose JWT access tokens are accepted (its ``iss``);
+      listed in the protected-resource metadata (RFC 9728) that a 401 points to.
+    * ``resource``: this gateway's resource URL (``https://gw.example/mcp``), the audience a token
+      must carry (``aud``); null: the URL of ``/mcp`` as the request reached it (set it behind a
+      proxy that rewrites the host).
+    * ``jwks_url``: the issuer's key set; null: ``jwks_uri`` of its RFC 8414 metadata
+      (``/.well-known/oauth-authorization-server``, else ``openid-configuration``).
+    * ``jwks_ttl_s``: how long a fetched key set is used (a token with an unknown ``kid`` fetches
+      it again, at most once per ``jwks_min_refresh_s``).
+    * ``scopes``: scope -> globs of exposed names (``time__*``, ``*``) its tokens may see and
+      call; a token sees the union over its scopes, and one with none of them is refused 403
+      ``insufficient_scope``.
+    * ``algorithms``: signature algorithms accepted (never ``none``); ``leeway_s``: clock skew
+      allowed on ``exp``/``nbf``.
+
+    Virtual keys (``tsk-...``) and ``mcp.clients`` keys are accepted as bearer tokens beside
+    JWTs; a caller with no credential gets 401 even where ``mcp.clients`` is empty.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    issuer: str = Field(pattern=r"^https?://")
+    resource: str | None = Field(default=None, pattern=r"^https?://")
+    jwks_url: str | None = Field(default=None, pattern=r"^https?://")
+    jwks_ttl_s: float = Field(default=300.0, gt=0, le=86_400)
+    jwks_min_refresh_s: float = Field(default=30.0, ge=0, le=3600)
+    scopes: dict[str, list[str]] = Field(default_factory=lambda: {"mcp": ["*"]})
+    algorithms: list[JwtAlgorithm] = Field(default_factory=_default_algorithms, min_length=1)
+    leeway_s: float = Field(default=30.0, ge=0, le=600)
+
+    @field_validator("scopes")
+    @classmethod
+    def _scopes(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        if not v:
+            raise ValueError("scopes: name at least one scope and the tools it grants")
+        bad = [s for s in v if not s or " " in s]
+        if bad:
+            raise ValueError(f"scopes: not OAuth scope names (empty or with a space): {bad}")
+        return v
+
+
 class McpConfig(BaseModel):
     """The ``mcp`` section.
 
@@ -283,6 +335,8 @@ class McpConfig(BaseModel):
     * ``admin_servers``: what servers added through the admin API may use
       (:class:`AdminServerPolicy`; default: no environment variable, no URL host, no command).
     * ``sse``: bounds of the legacy HTTP+SSE transport (:class:`McpSseConfig`).
+    * ``authorization``: ``/mcp`` as an OAuth protected resource (:class:`McpAuthorization`);
+      null (the default): no JWTs, keys as above.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -301,6 +355,7 @@ class McpConfig(BaseModel):
     clients: list[McpClient] = Field(default_factory=list)
     admin_servers: AdminServerPolicy = Field(default_factory=AdminServerPolicy)
     sse: McpSseConfig = Field(default_factory=McpSseConfig)
+    authorization: McpAuthorization | None = None
 
     def resolved_workspace_roots(self) -> list[str]:
         """``workspace_roots`` as absolute paths (symlinks resolved), in order."""

@@ -16,6 +16,11 @@ Routes
   [names]}``; no body, or no names: all of them). 200 with the accepted tools, 400 naming
   tools that are not pending, 404 unknown server.
 * ``DELETE /admin/mcp/servers/{id}``: 204, 404 unknown, 409 defined in the config file.
+* ``GET /.well-known/oauth-protected-resource`` and ``.../oauth-protected-resource/mcp``: the
+  RFC 9728 metadata of ``/mcp`` when ``mcp.authorization`` is on (404 otherwise); then ``/mcp``
+  and ``/v1/mcp/tools`` take bearer JWTs of the issuer, virtual keys and client keys, and a
+  401/403 carries ``WWW-Authenticate: Bearer resource_metadata="..."``
+  (:mod:`mcp_servers.oauth_resource`).
 * ``GET /v1/mcp/tools?format=openai|anthropic|gemini``: the available registered tools in that
   provider's tool format (:mod:`gateway.providers.tool_formats`), under their exposed names;
   400 for an unknown format or more tools than the provider takes.
@@ -37,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import structlog
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
@@ -47,13 +53,23 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from mcp_servers.admin_policy import AdminPolicyViolation
-from mcp_servers.clients import CALLER, STATE_KEY, KeyAuth, admit, is_admin_key
+from mcp_servers.clients import CALLER, STATE_KEY, KeyAuth, Visibility, admit, is_admin_key
 from mcp_servers.config import McpConfig, McpServerSpec
 from mcp_servers.endpoint import McpEndpoint
 from mcp_servers.legacy_sse import MESSAGES_PATH, LegacySse
+from mcp_servers.oauth_resource import (
+    WELL_KNOWN,
+    BearerRefused,
+    OAuthResource,
+    challenge,
+    judge,
+    resource_url,
+)
 from mcp_servers.registry import McpRegistry, RegistryConflict
 from mcp_servers.store import McpStore
 from mcp_servers.upstream import EnvReader
+
+log = structlog.get_logger("turnstile.mcp.http")
 
 
 @dataclass
@@ -68,6 +84,8 @@ class McpRuntime:
     legacy_sse: LegacySse
     keys: KeyAuth | None = None
     """The gateway's virtual keys (:data:`mcp_servers.clients.KeyAuth`), judged before ``mcp.clients``."""
+    oauth: OAuthResource | None = None
+    """``/mcp`` as an OAuth protected resource (``mcp.authorization``); None: off."""
 
 
 @asynccontextmanager
@@ -103,7 +121,8 @@ async def open_mcp(
     try:
         async with manager.run():
             try:
-                yield McpRuntime(config, registry, endpoint, manager, read_env, legacy, keys)
+                oauth = OAuthResource(config.authorization) if config.authorization is not None else None
+                yield McpRuntime(config, registry, endpoint, manager, read_env, legacy, keys, oauth)
             finally:
                 legacy.close()
     finally:
@@ -119,9 +138,9 @@ class McpAsgi:
             response = _json({"error": {"message": "the MCP endpoint is not running"}}, 503)
             await response(scope, receive, send)
             return
-        visibility = await admit(runtime.config, runtime.read_env, Headers(scope=scope), runtime.keys)
-        if visibility is None:
-            await _unauthenticated()(scope, receive, send)
+        visibility = await _caller(runtime, scope)
+        if isinstance(visibility, Response):
+            await visibility(scope, receive, send)
             return
         scope.setdefault("state", {})[STATE_KEY] = visibility
         token = CALLER.set(visibility)  # for the SDK's Mcp-Param-* check (McpEndpoint.visible_input_schema)
@@ -147,6 +166,38 @@ class LegacySseAsgi:
             await runtime.legacy_sse.post_message(scope, receive, send)
         else:
             await runtime.legacy_sse.open_stream(scope, receive, send)
+
+
+async def _caller(runtime: McpRuntime, scope: Scope) -> Visibility | Response:
+    """The visibility of the caller of ``/mcp`` or ``/v1/mcp/tools``, or the 401/403 to answer:
+    with ``mcp.authorization`` on, :func:`mcp_servers.oauth_resource.judge` (a JWT, a virtual
+    key or a client key; the refusal's ``WWW-Authenticate`` names the resource metadata), else
+    :func:`mcp_servers.clients.admit`."""
+    headers = Headers(scope=scope)
+    if runtime.oauth is None:
+        found = await admit(runtime.config, runtime.read_env, headers, runtime.keys)
+        return _unauthenticated() if found is None else found
+    resource = resource_url(runtime.oauth.config, str(Request(scope).base_url))
+    try:
+        return await judge(runtime.oauth, runtime.config, runtime.read_env, headers, runtime.keys, resource)
+    except BearerRefused as refused:
+        log.info("mcp_bearer_refused", status=refused.status, error=refused.error, reason=refused.description)
+        body = {"error": refused.error or "invalid_request", "error_description": refused.description}
+        response = _json(body, refused.status)
+        response.headers["WWW-Authenticate"] = challenge(resource, refused)
+        return response
+
+
+async def resource_metadata(request: Request) -> Response:
+    """``GET /.well-known/oauth-protected-resource[/mcp]``: the RFC 9728 metadata of ``/mcp``;
+    404 when ``mcp.authorization`` is off."""
+    runtime: McpRuntime | None = getattr(request.app.state, "mcp", None)
+    if runtime is None or runtime.oauth is None:
+        return _error("this gateway's MCP endpoint is not an OAuth protected resource", 404, "not_found")
+    resource = resource_url(runtime.oauth.config, str(request.base_url))
+    response = _json(runtime.oauth.metadata(resource))
+    response.headers["access-control-allow-origin"] = "*"
+    return response
 
 
 def _unauthenticated() -> Response:
@@ -302,9 +353,9 @@ async def model_tools(request: Request) -> Response:
     runtime: McpRuntime | None = getattr(request.app.state, "mcp", None)
     if runtime is None:
         return _error("the MCP registry is not running", 503, "unavailable")
-    visibility = await admit(runtime.config, runtime.read_env, request.headers, runtime.keys)
-    if visibility is None:
-        return _unauthenticated()
+    visibility = await _caller(runtime, request.scope)
+    if isinstance(visibility, Response):
+        return visibility
     fmt = request.query_params.get("format", "openai")
     defs = [
         ToolDefinition(name=t.exposed, description=t.tool.description, parameters=dict(t.tool.input_schema))
@@ -331,4 +382,6 @@ def routes() -> list[BaseRoute]:
         Route("/admin/mcp/servers/{server_id}", delete_server, methods=["DELETE"]),
         Route("/admin/mcp/servers/{server_id}/tools/accept", accept_tools, methods=["POST"]),
         Route("/v1/mcp/tools", model_tools, methods=["GET"]),
+        Route(WELL_KNOWN, resource_metadata, methods=["GET"]),
+        Route(WELL_KNOWN + "/mcp", resource_metadata, methods=["GET"]),
     ]
