@@ -21,6 +21,8 @@ Routes
   and ``/v1/mcp/tools`` take bearer JWTs of the issuer, virtual keys and client keys, and a
   401/403 carries ``WWW-Authenticate: Bearer resource_metadata="..."``
   (:mod:`mcp_servers.oauth_resource`).
+* ``GET /mcp/oauth/callback``: the ``redirect_uri`` of upstreams signing in with the OAuth
+  authorization-code grant (:mod:`mcp_servers.upstream_oauth`).
 * ``GET /v1/mcp/tools?format=openai|anthropic|gemini``: the available registered tools in that
   provider's tool format (:mod:`gateway.providers.tool_formats`), under their exposed names;
   400 for an unknown format or more tools than the provider takes.
@@ -198,6 +200,31 @@ async def resource_metadata(request: Request) -> Response:
     response = _json(runtime.oauth.metadata(resource))
     response.headers["access-control-allow-origin"] = "*"
     return response
+
+
+async def oauth_callback(request: Request) -> Response:
+    """``GET /mcp/oauth/callback?code=...&state=...``: the redirect of an upstream's
+    authorization server after an admin authorized the gateway (the ``redirect_uri`` of an
+    ``authorization_code`` upstream); the flow waiting with that ``state`` goes on. 400 for an
+    error redirect or a state no flow waits for."""
+    runtime: McpRuntime | None = getattr(request.app.state, "mcp", None)
+    if runtime is None:
+        return _error("the MCP registry is not running", 503, "unavailable")
+    q = request.query_params
+    if q.get("error"):
+        log.warning("mcp_oauth_authorization_refused", error=q.get("error"), state=q.get("state"))
+        return _error(
+            f"the authorization server answered {q.get('error')}: {q.get('error_description', '')}",
+            400,
+            "invalid_request",
+        )
+    code, state = q.get("code", ""), q.get("state", "")
+    for status in runtime.registry.status()["servers"]:
+        up = runtime.registry.upstream(status["id"])
+        prompt = getattr(up, "prompt", None)
+        if prompt is not None and code and prompt.complete(code, state, q.get("iss")):
+            return _json({"server": status["id"], "authorized": True})
+    return _error("no OAuth authorization of this gateway waits for this state", 400, "invalid_request")
 
 
 def _unauthenticated() -> Response:
@@ -383,5 +410,6 @@ def routes() -> list[BaseRoute]:
         Route("/admin/mcp/servers/{server_id}/tools/accept", accept_tools, methods=["POST"]),
         Route("/v1/mcp/tools", model_tools, methods=["GET"]),
         Route(WELL_KNOWN, resource_metadata, methods=["GET"]),
+        Route("/mcp/oauth/callback", oauth_callback, methods=["GET"]),
         Route(WELL_KNOWN + "/mcp", resource_metadata, methods=["GET"]),
     ]
