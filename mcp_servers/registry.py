@@ -54,11 +54,12 @@ from mcp.types import Tool
 from gateway.errors import ConfigError
 from mcp_servers.admin_policy import AdminPolicyViolation, violations
 from mcp_servers.arguments import InvalidSchema, compile_schema
-from mcp_servers.config import McpConfig, McpServerSpec, StdioTransport
+from mcp_servers.config import HttpTransport, McpConfig, McpServerSpec, StdioTransport
 from mcp_servers.naming import ToolNameTable
 from mcp_servers.store import McpStore
 from mcp_servers.trust import Classification, classify, pending
 from mcp_servers.upstream import EnvReader, Upstream, expand_workspace
+from mcp_servers.upstream_oauth import TokenVault
 
 log = structlog.get_logger("turnstile.mcp.registry")
 
@@ -138,6 +139,8 @@ class McpRegistry:
         self.config = config
         self.store = store
         self._read_env = read_env
+        self.vault = TokenVault(store, read_env(config.token_key_env), config.token_key_env)
+        """Upstream OAuth tokens, encrypted at rest (:mod:`mcp_servers.upstream_oauth`)."""
         self._factory = upstream_factory
         self._specs: dict[str, tuple[McpServerSpec, Source]] = {}
         self._upstreams: dict[str, Upstream] = {}
@@ -214,6 +217,7 @@ class McpRegistry:
         return self._last_write
 
     def _start_upstream(self, spec: McpServerSpec) -> None:
+        oauth = isinstance(spec.transport, HttpTransport) and spec.transport.oauth is not None
         up = self._factory(
             spec,
             read_env=self._read_env,
@@ -226,6 +230,7 @@ class McpRegistry:
             workspace_roots=self.config.resolved_workspace_roots(),
             on_lists_changed=self._on_lists_changed,
             on_resource_updated=self._on_resource_updated,
+            **({"oauth_vault": self.vault} if oauth else {}),
         )
         self._upstreams[spec.id] = up
         up.start()
@@ -321,6 +326,7 @@ class McpRegistry:
             for key in [k for k in self._announced if k[0] == server_id]:
                 del self._announced[key]
             await self.store.forget_baseline(server_id)  # adding it again is a new registration
+            await self.vault.forget(server_id)
             self._changed()
             return True
 

@@ -4,9 +4,9 @@ responses, the session API, ``/metrics``...
 Turns are judged by the access layer (:mod:`gateway.layers.access`); :class:`KeyCheck`
 judges every other HTTP request the same way (:func:`judge`, then
 :meth:`gateway.access.identity.Identity.admit`), except those that judge callers themselves or
-need none: ``/health``, ``/admin`` (the admin key), ``/mcp``, ``/sse`` and ``/messages/``
-(virtual keys, then ``mcp.clients``) and ``/ui`` (the console: the admin key's log-in). Gemini's
-``?key=`` counts as ``x-goog-api-key``.
+need none: ``/health``, ``/.well-known/`` (public metadata), ``/admin`` (the admin key),
+``/mcp``, ``/sse`` and ``/messages/`` (JWTs, virtual keys, then ``mcp.clients``) and ``/ui``
+(the console: the admin key's log-in). Gemini's ``?key=`` counts as ``x-goog-api-key``.
 
 A request presenting the admin key (``access.admin_key_env``;
 :func:`mcp_servers.clients.is_admin_key`) passes as the admin, whatever ``access.auth`` says:
@@ -33,7 +33,7 @@ from gateway.errors import AuthenticationRequired, TurnstileError
 from gateway.sessions.owners import STATE_ADMIN, STATE_PRINCIPAL
 from mcp_servers.clients import is_admin_key, presented_keys
 
-EXEMPT = ("/health", "/admin/", "/mcp", "/sse", "/messages/", "/ui")
+EXEMPT = ("/health", "/admin/", "/mcp", "/sse", "/messages/", "/ui", "/.well-known/")
 """Path prefixes :class:`KeyCheck` leaves to their own checks."""
 
 
