@@ -135,7 +135,8 @@ class Turn:
     trace: Any = None  # gateway.tracing.TurnTrace: the turn's span (record layer); None: tracing off
     # access layer
     principal: Principal | None = None  # the caller's virtual key and team (None: anonymous)
-    mcp_visibility: Visibility = EVERYTHING  # the caller's MCP tools (its key)
+    # the caller's MCP tools (access: its key); guards narrow it to the turn's servers (mcp.tool_search)
+    mcp_visibility: Visibility = EVERYTHING
     # guards layer
     guard_outcome: str = "ok"
     repairs: list[dict[str, Any]] = field(default_factory=list)

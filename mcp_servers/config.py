@@ -383,6 +383,26 @@ class McpAuthorization(BaseModel):
         return v
 
 
+class ToolSearchConfig(BaseModel):
+    """The ``mcp.tool_search`` section: progressive discovery for large catalogs
+    (:mod:`mcp_servers.tool_search`).
+
+    * ``enabled``: off (the default) lists every tool as before.
+    * ``callers``: ``fnmatch`` globs over the caller's name (an ``mcp.clients`` name, a virtual
+      key's id, ``anonymous`` for a caller with neither) that get the meta-tools
+      (search, describe, call) instead of the full catalog, on ``/mcp`` and in the tool loop.
+    * ``min_tools``: only when the caller may see at least this many tools (0: always).
+    * ``max_results``: tools a search answers at most (its ``limit`` argument may ask fewer).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    callers: list[str] = Field(default_factory=lambda: ["*"])
+    min_tools: int = Field(default=0, ge=0, le=1_000_000)
+    max_results: int = Field(default=8, ge=1, le=100)
+
+
 class McpConfig(BaseModel):
     """The ``mcp`` section.
 
@@ -413,6 +433,8 @@ class McpConfig(BaseModel):
       ``oauth`` does not start while it is unset.
     * ``authorization``: ``/mcp`` as an OAuth protected resource (:class:`McpAuthorization`);
       null (the default): no JWTs, keys as above.
+    * ``tool_search``: meta-tools instead of the full catalog for some callers
+      (:class:`ToolSearchConfig`; off by default).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -433,6 +455,7 @@ class McpConfig(BaseModel):
     sse: McpSseConfig = Field(default_factory=McpSseConfig)
     authorization: McpAuthorization | None = None
     token_key_env: str = "TURNSTILE_MCP_TOKEN_KEY"
+    tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
 
     def resolved_workspace_roots(self) -> list[str]:
         """``workspace_roots`` as absolute paths (symlinks resolved), in order."""

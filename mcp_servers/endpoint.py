@@ -63,6 +63,7 @@ from mcp_servers.output_cap import cap_text
 from mcp_servers.registry import McpRegistry, RegisteredTool
 from mcp_servers.relay import LEVELS, UPSTREAM_KEY_PREFIX, Channel
 from mcp_servers.request_state import STATE_TTL_S, SealedStates, binding
+from mcp_servers.tool_search import CALL, META_NAMES, ToolSearch, call_target
 from mcp_servers.trust import (
     CallDecision,
     confirmation_message,
@@ -225,6 +226,7 @@ class McpEndpoint:
         # gateway.tracing.McpTracer), set by the server when tracing is on; None: off.
         self.tracer: Any = None
         self.states = SealedStates(ttl_s=STATE_TTL_S)
+        self.search = ToolSearch(registry)  # the meta-tools of mcp.tool_search
         self.aggregate = Aggregator(registry, name=name, version=version, page_size=registry.config.page_size)
         self._listen_handler = ListenHandler(self.aggregate.bus)
         with warnings.catch_warnings():  # logging/setLevel is deprecated in 2026-07-28, still served
@@ -284,6 +286,8 @@ class McpEndpoint:
         start = decode_cursor("tools", params.cursor if params else None)
         after = tuple(start["a"]) if start.get("a") else None
         visible = from_request(self.registry.config, ctx.request)
+        if self.search.applies(visible):
+            return ListToolsResult(tools=self.search.meta_tools(visible))
         tools = [
             t
             for t in self.registry.tools()
@@ -300,7 +304,10 @@ class McpEndpoint:
         None, as for a tool that does not exist. The MCP SDK checks a modern ``tools/call``'s
         ``Mcp-Param-*`` headers against it before :meth:`_call_tool` runs, and its errors name
         the schema's header properties: a hidden tool must not be looked up there."""
-        if not current_caller(self.registry.config).allows(exposed):
+        caller = current_caller(self.registry.config)
+        if exposed in META_NAMES and self.search.applies(caller):
+            return self.search.meta_schema(exposed)
+        if not caller.allows(exposed):
             return None
         return self.registry.input_schema(exposed)
 
@@ -333,6 +340,19 @@ class McpEndpoint:
     ) -> CallToolResult | InputRequiredResult:
         self.aggregate.track(ctx)
         visible = from_request(self.registry.config, ctx.request)
+        if params.name in META_NAMES and self.search.applies(visible):
+            args = dict(params.arguments or {})
+            if params.name != CALL:
+                return self.search.answer(params.name, args, visible)
+            target = call_target(args)
+            if isinstance(target, str):
+                return _text_result(target, is_error=True)
+            params = params.model_copy(update={"name": target[0], "arguments": target[1]})
+            found = self.registry.lookup(params.name)
+            if found is None or not visible.allows(found.exposed):  # a model's error: an error result
+                return _text_result(
+                    f"unknown tool {params.name!r}: not exposed by this gateway", is_error=True
+                )
         t = self.registry.lookup(params.name)
         if t is None or not visible.allows(t.exposed):
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}: not exposed by this gateway")
@@ -445,6 +465,13 @@ class McpEndpoint:
         the call's span is a child of, when tracing is on.
         """
         visible = visibility or EVERYTHING
+        if exposed in META_NAMES and self.search.applies(visible):
+            if exposed != CALL:
+                return self.search.answer(exposed, arguments, visible)
+            target = call_target(arguments)
+            if isinstance(target, str):
+                return _text_result(target, is_error=True)
+            exposed, arguments = target
         t = self.registry.lookup(exposed)
         if t is None or not visible.allows(t.exposed):
             return _text_result(f"unknown tool {exposed!r}: not exposed by this gateway", is_error=True)
