@@ -32,7 +32,8 @@ row: a page could fill the transcript).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import structlog
 from mcp.server.transport_security import TransportSecuritySettings
@@ -114,10 +115,16 @@ def _is_json(content_type: bytes | None) -> bool:
     return media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
 
 
+_API, _CONSOLE, _MCP = range(3)
+MAX_VERDICTS = 1024
+"""Verdicts remembered (by local address, Host, Origin, Content-Type, method and kind of path);
+past it they are forgotten at once and made again."""
+
+
 class BrowserGuard:
     """ASGI middleware of the module docstring; ``refuse(path, error) -> (status, JSON body)``
-    renders a refusal in the path's dialect. Per request: one pass over the headers and a dict
-    lookup (the verdict on the local address is cached)."""
+    renders a refusal in the path's dialect. Per request: one pass over the headers and one
+    dict lookup — the verdict for a combination of the values it reads is made once."""
 
     def __init__(
         self, app: ASGIApp, config: GatewayConfig, refuse: Callable[[str, TurnstileError], tuple[int, bytes]]
@@ -126,60 +133,35 @@ class BrowserGuard:
         self.refuse = refuse
         self.hosts = frozenset(h.lower() for h in config.server.allowed_hosts)
         self.origins = frozenset(o.lower().rstrip("/") for o in config.server.allowed_origins)
-        self._local: dict[object, bool | None] = {}
+        self._verdicts: dict[tuple[Any, ...], TurnstileError | None] = {}
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """The inner app's coroutine for a request that passes (no coroutine of its own: the
+        pass-through costs one header pass and one dict lookup), else the refusal's."""
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)
+        headers = dict(scope["headers"])  # a browser sends each of these once
+        host = headers.get(b"host")
+        origin = headers.get(b"origin")
+        content_type = headers.get(b"content-type")
         server = scope.get("server")
-        local = server[0] if server else None
-        try:
-            loopback = self._local[local]
-        except KeyError:
-            loopback = self._local[local] = _arrived_on(local)
-        if loopback is None:  # in process or a Unix socket: no browser gets here
-            await self.app(scope, receive, send)
-            return
         path: str = scope["path"]
-        if path.startswith(MCP_PATHS):
-            await self.app(scope, receive, send)
-            return
-        host = origin = content_type = None
-        for k, v in scope["headers"]:
-            if k == b"host":
-                host = v
-            elif k == b"origin":
-                origin = v
-            elif k == b"content-type":
-                content_type = v
-        err: TurnstileError | None = None
-        if (loopback or self.hosts) and not host_allowed(
-            host.decode("latin-1") if host is not None else None, self.hosts, loopback
-        ):
-            named = host.decode("latin-1") if host else "(none)"
-            err = ForeignHost(
-                f"Host {named!r} is not this gateway's: a web page may have rebound its name to this "
-                "address; add the name to server.allowed_hosts if it is yours",
-                param="Host",
-            )
-        elif not path.startswith(CONSOLE):
-            if origin is not None and origin.decode("latin-1").lower().rstrip("/") not in self.origins:
-                err = ForeignOrigin(
-                    f"requests from web pages are refused (Origin {origin.decode('latin-1')!r}): this "
-                    "gateway spends its provider keys for clients without a key; allow the origin in "
-                    "server.allowed_origins, or require keys (access.auth: required)",
-                    param="Origin",
-                )
-            elif scope["method"] == "POST" and not _is_json(content_type):
-                err = NotJson(
-                    "Content-Type must be application/json (got "
-                    f"{content_type.decode('latin-1') if content_type else 'none'!r})",
-                    param="Content-Type",
-                )
+        kind = _MCP if path.startswith(MCP_PATHS) else _CONSOLE if path.startswith(CONSOLE) else _API
+        key = (server[0] if server else None, host, origin, content_type, scope["method"], kind)
+        try:
+            err = self._verdicts[key]
+        except KeyError:
+            if len(self._verdicts) >= MAX_VERDICTS:
+                self._verdicts.clear()
+            err = self._verdicts[key] = self._judge(*key)
         if err is None:
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)
+        return self._refuse(scope, send, err, host, origin)
+
+    async def _refuse(
+        self, scope: Scope, send: Send, err: TurnstileError, host: bytes | None, origin: bytes | None
+    ) -> None:
+        path = scope["path"]
         status, body = self.refuse(path, err)
         log.warning(
             "browser_request_refused",
@@ -200,6 +182,40 @@ class BrowserGuard:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+    def _judge(
+        self,
+        local: object,
+        host: bytes | None,
+        origin: bytes | None,
+        content_type: bytes | None,
+        method: str,
+        kind: int,
+    ) -> TurnstileError | None:
+        """The refusal of a request with these values (see the module docstring), or None."""
+        loopback = _arrived_on(local)
+        if loopback is None or kind == _MCP:  # in process, a Unix socket; the MCP transports' own checks
+            return None
+        named = host.decode("latin-1") if host is not None else None
+        if (loopback or self.hosts) and not host_allowed(named, self.hosts, loopback):
+            return ForeignHost(
+                f"Host {named or '(none)'!r} is not this gateway's: a web page may have rebound its name "
+                "to this address; add the name to server.allowed_hosts if it is yours",
+                param="Host",
+            )
+        if kind == _CONSOLE:  # the console's own CSRF rules
+            return None
+        if origin is not None and origin.decode("latin-1").lower().rstrip("/") not in self.origins:
+            return ForeignOrigin(
+                f"requests from web pages are refused (Origin {origin.decode('latin-1')!r}): this gateway "
+                "spends its provider keys for clients without a key; allow the origin in "
+                "server.allowed_origins, or require keys (access.auth: required)",
+                param="Origin",
+            )
+        if method == "POST" and not _is_json(content_type):
+            got = content_type.decode("latin-1") if content_type else "none"
+            return NotJson(f"Content-Type must be application/json (got {got!r})", param="Content-Type")
+        return None
 
 
 def mcp_security(config: GatewayConfig) -> TransportSecuritySettings | None:

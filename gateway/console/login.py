@@ -103,7 +103,7 @@ async def login_form(request: Request) -> Response:
         return closed(request)
     next_path = safe_next(request.query_params.get("next"))
     token = request.query_params.get("token")
-    if token is not None:
+    if token is not None and st.auth.by_token:  # with an admin key a link means nothing: the form
         return await _redeem(request, token, next_path)
     if st.auth.valid(session_token(request)):
         return secure_headers(RedirectResponse(next_path, status_code=303))

@@ -22,6 +22,7 @@ import asyncio
 import time
 
 from gateway.errors import TurnCutByShutdown, TurnstileError
+from gateway.redaction import redact_secrets
 from gateway.schema import AssistantMessage, Request, Response, SystemMessage, Usage
 from gateway.transcript import TranscriptWriter, TurnRecord
 from gateway.turn import Batches, Gateway, Service, Turn
@@ -207,8 +208,9 @@ def aborted(turn: Turn) -> Response:
 
 
 def internal_error(exc: Exception) -> TurnstileError:
-    """The row's error for an exception that is not a :class:`TurnstileError` (a bug)."""
-    return TurnstileError(f"internal error: {type(exc).__name__}: {exc}")
+    """The row's error for an exception that is not a :class:`TurnstileError` (a bug); its text
+    redacted (:func:`gateway.redaction.redact_secrets`: an SDK's exception may quote a key)."""
+    return TurnstileError(redact_secrets(f"internal error: {type(exc).__name__}: {exc}"))
 
 
 def turn_part(request: Request) -> Request:

@@ -43,3 +43,10 @@ def test_upstream_errors_and_stream_errors_are_redacted_when_they_are_made() -> 
     proto = UpstreamProtocolError(f"cut: {ANTHROPIC_KEY}", body=ANTHROPIC_KEY)
     assert ANTHROPIC_KEY not in proto.message and ANTHROPIC_KEY not in (proto.body or "")
     assert GOOGLE_KEY not in StreamError(kind="upstream", message=f"key={GOOGLE_KEY}").message
+
+
+def test_an_unexpected_exception_quoting_a_key_becomes_a_redacted_row_error() -> None:
+    from gateway.layers.record import internal_error
+
+    err = internal_error(RuntimeError(f"client built with api_key={OPENAI_KEY}"))
+    assert OPENAI_KEY not in err.message and "RuntimeError" in err.message

@@ -327,6 +327,12 @@ def test_on_loopback_without_an_admin_key_the_one_time_login_link_logs_in_once(t
         used = other.get("/ui/login", params={"token": token})
         assert used.status_code == 401 and "used already" in used.text
         assert other.get("/ui", follow_redirects=False).status_code == 303  # still logged out
+    with pytest.MonkeyPatch.context() as mp:  # with an admin key the link is not a way in: the form
+        mp.setenv("TURNSTILE_ADMIN_KEY", "the-operators-admin-key")
+        app = create_app(config=config, settings=settings)
+        with TestClient(app, base_url="http://127.0.0.1") as http:
+            form = http.get("/ui/login", params={"token": token})
+            assert form.status_code == 200 and 'name="admin_key"' in form.text
     public = config.model_copy(update={"server": config.server.model_copy(update={"host": "0.0.0.0"})})
     keyed = public.model_copy(update={"access": public.access.model_copy(update={"auth": "required"})})
     app = create_app(config=keyed, settings=settings)
