@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gateway.redaction import redact_secrets
 
 # ---------------------------------------------------------------------------- provenance
 
@@ -363,6 +365,12 @@ class ResponseFormat(BaseModel):
     description: str | None = None
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     strict: bool | None = None
+    dialect_strict: bool = False
+    """True when the client's dialect has only strict structured output (Anthropic
+    ``output_config.format``: the answer always matches the schema) and ``strict`` was not
+    asked for by name: an OpenAI upstream is sent ``strict: true`` where the schema meets
+    OpenAI's strict rules (:func:`gateway.providers.wire_common.openai_strict_ok`), else the
+    strictness is dropped and named (:mod:`gateway.layers.target`)."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -598,12 +606,19 @@ class MessageEnd(BaseModel):
 
 
 class StreamError(BaseModel):
-    """The stream failed after it started; ``kind`` is an error type of ``gateway.errors``."""
+    """The stream failed after it started; ``kind`` is an error type of ``gateway.errors``.
+    ``message`` (an upstream's text) is kept with every credential cut out
+    (:func:`gateway.redaction.redact_secrets`)."""
 
     type: Literal["error"] = "error"
     kind: str
     message: str
     status: int = 502
+
+    @field_validator("message")
+    @classmethod
+    def _redacted(cls, message: str) -> str:
+        return redact_secrets(message)
 
 
 StreamEvent = MessageStart | PartStart | PartDelta | PartEnd | MessageEnd | StreamError

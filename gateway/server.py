@@ -50,11 +50,14 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from gateway import exposure
 from gateway.access import admin_api
+from gateway.access.guessing import KeyGuesses
 from gateway.access.identity import Identity, may_hold_key
 from gateway.access.middleware import KeyCheck, judge, judged
+from gateway.browser_guard import BrowserGuard, mcp_security
 from gateway.coalesce import coalesce
 from gateway.config import (
     GatewayConfig,
@@ -892,7 +895,8 @@ def _refuse_anonymous(path: str, address: str) -> tuple[int, bytes]:
 
 
 def _refuse_key(path: str, err: TurnstileError) -> tuple[int, bytes]:
-    """A refused key on a path that is not a turn, as (status, body) in the path's dialect."""
+    """A refusal before a handler (a refused key, a web page's request: :mod:`gateway.browser_guard`),
+    as (status, body) in the path's dialect."""
     status, body = _edge_for_path(path).render_error(err)
     return status, orjson.dumps(body)
 
@@ -994,7 +998,7 @@ def create_app(
                 config.mcp.model_copy(update={"admin_key_env": config.access.admin_key_env}),  # one admin key
                 db_path=config.server.db_path,
                 read_env=settings.read_key,
-                host=config.server.host,
+                security=mcp_security(config),  # the Host/Origin lists the model API checks too
                 keys=gw.identity.mcp_visibility if gw.identity is not None else None,
             )
         )
@@ -1010,6 +1014,9 @@ def create_app(
         folding = asyncio.create_task(fold_periodically(gw.metrics)) if gw.metrics.multiprocess else None
         if gw.identity is not None:
             gw.identity.owner = _tool_owner(gw.mcp.registry)
+        from gateway.fleet.open import open_fleet
+
+        gw.fleet = await open_fleet(gw, gw.mcp.registry)  # redis.url: health, memories, changes shared
         log.info(
             "started",
             deployments=sorted(table.deployments),
@@ -1045,6 +1052,8 @@ def create_app(
             if folding is not None:
                 folding.cancel()
             gw.metrics.fold()
+            if gw.fleet is not None:
+                await gw.fleet.close()
             await mcp_stack.aclose()
             await gw.limits.aclose()
             await transcript.close()
@@ -1088,6 +1097,7 @@ def create_app(
     app.state.admin_key = (
         settings.read_key(config.access.admin_key_env) if config.access.admin_key_env else None
     )
+    app.state.key_guesses = KeyGuesses()  # wrong admin keys per client address, every admin surface
     if config.console.enabled:
         from gateway.ledger import transcript_location
 
@@ -1100,6 +1110,9 @@ def create_app(
                 *(settings.read_key(c.key_env) for c in config.mcp.clients),
                 *trace_headers.values(),
             ],
+            app.state.key_guesses,
+            # no admin key, on loopback: the one-time login link `turnstile serve` printed
+            settings.console_token if exposure.is_loopback(config.server.host) else None,
         )
     app.add_middleware(KeyCheck, refuse=_refuse_key)  # inside Front: turns are judged by the access layer
     app.add_middleware(
@@ -1116,4 +1129,8 @@ def create_app(
     )
     if not (exposure.client_auth_configured(config) or exposure.anonymous_allowed(config, settings)):
         app.add_middleware(exposure.LoopbackOnly, refuse=_refuse_anonymous)  # for hosts not seen here
+    if not exposure.client_auth_configured(config):  # no key needed: web pages are kept out
+        app.add_middleware(BrowserGuard, config=config, refuse=_refuse_key)
+    if config.server.trusted_proxies:  # outermost: everything below sees the client's address
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=config.server.trusted_proxies)
     return app

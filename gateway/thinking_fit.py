@@ -15,6 +15,7 @@ from __future__ import annotations
 import structlog
 
 from gateway import invariants
+from gateway.client_names import client_name
 from gateway.config import Deployment, GuardPolicy
 from gateway.deployments import provenance_of
 from gateway.schema import Request
@@ -83,7 +84,8 @@ def fit_claude_thinking(turn: Turn, request: Request, dep: Deployment) -> Reques
       OpenAI's ``max_completion_tokens``) is kept, never raised: the thinking budget is at most
       half of it (never below 1024); at a limit of 1024 tokens or less thinking is off.
 
-    Each is named in ``x-turnstile-dropped`` (``thinking``, ``temperature``, ...). Call it before
+    Each is named in ``x-turnstile-dropped`` (``thinking``, ``temperature``, ... as the client's
+    dialect names them: a Gemini client's ``generationConfig.temperature``). Call it before
     the deployment's own output limit is filled in. The input itself when nothing applies."""
     from gateway.providers.anthropic_messages import MIN_THINKING_BUDGET, thinking_budget
 
@@ -112,7 +114,8 @@ def fit_claude_thinking(turn: Turn, request: Request, dep: Deployment) -> Reques
         ):
             if not ok:
                 update[field] = None
-                _note(turn, dep, field, [value], f"Claude takes no {field} {value} with thinking on")
+                name = client_name(turn.dialect, field)
+                _note(turn, dep, name, [value], f"Claude takes no {name} {value} with thinking on")
     return request.model_copy(update=update) if update else request
 
 

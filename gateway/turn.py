@@ -72,6 +72,7 @@ class Gateway:
     limits: Any = None  # gateway.limits.backend.Limits (server lifespan); None: no limits applied
     tracing: Any = None  # gateway.tracing.Tracing when tracing.enabled (server lifespan); None: off
     guardrails: Any = None  # gateway.guardrails.engine.Guardrails when guardrails.enabled (server lifespan)
+    fleet: Any = None  # gateway.fleet.open.Fleet when redis.url is set (server lifespan); None: alone
 
 
 @dataclass
@@ -157,6 +158,9 @@ class Turn:
     # limits layer
     limit_headers: dict[str, str] | None = None  # x-ratelimit-* of the caller's limits (admission)
     step_holds: Any = None  # gateway.limits.holds.StepHolds: the tool loop holds each later step's budget
+    context_hold: Any = (
+        None  # gateway.limits.holds.ContextHold: the window layer holds a bound turn's history
+    )
     # tool loop layer (read by record and limits)
     spent: Usage | None = None  # what the steps that answered cost when the turn ends without an answer
     # guardrails layer: checked messages by fingerprint -> True (unchanged) or the message to

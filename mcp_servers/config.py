@@ -92,15 +92,88 @@ class StdioTransport(BaseModel):
         return env_names(v)
 
 
+class TokenExchange(BaseModel):
+    """Per-user delegation (RFC 8693): a call from a caller that presented a JWT of
+    ``mcp.authorization``'s issuer is made with a token the upstream's authorization server
+    issues in exchange for the caller's (``subject_token``), for the upstream's resource, with
+    ``scope``; the gateway authenticates as the upstream's OAuth client. ``required``: a caller
+    without a JWT is refused (else it is served with the gateway's own token)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scope: str | None = None
+    required: bool = False
+
+
+class UpstreamOAuth(BaseModel):
+    """OAuth 2.1 to a streamable HTTP upstream (the MCP authorization spec, the gateway as the
+    client; :mod:`mcp_servers.upstream_oauth`). Discovery runs from the upstream's 401
+    (protected-resource metadata, then the authorization server's).
+
+    * ``grant``: ``client_credentials`` (``client_id`` and ``client_secret_env`` needed) or
+      ``authorization_code`` (PKCE; an admin opens the authorization URL the server's status
+      shows once, the authorization server redirects to ``redirect_uri``, the gateway's
+      ``/mcp/oauth/callback``; the client is pre-registered (``client_id``), a client ID
+      metadata document (``client_metadata_url``, an https URL) or, neither given, registered
+      dynamically).
+    * ``client_secret_env``: the environment variable holding the client secret (none: a
+      public client); ``token_endpoint_auth_method`` how it is presented.
+    * ``scope``: asked for; null: as the server's challenge or metadata says.
+    * ``issuer``: the authorization server the credentials belong to (tokens are asked only there).
+    * ``refresh_margin_s``: a token is renewed this long before it expires (at most half its life).
+    * ``token_exchange``: per-user delegation (:class:`TokenExchange`).
+
+    Tokens are stored encrypted (Fernet, key in ``mcp.token_key_env``) in the gateway's database.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    grant: Literal["client_credentials", "authorization_code"]
+    client_id: str | None = Field(default=None, min_length=1)
+    client_secret_env: str | None = None
+    token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post", "none"] = (
+        "client_secret_basic"
+    )
+    client_metadata_url: str | None = Field(default=None, pattern=r"^https://")
+    redirect_uri: str | None = Field(default=None, pattern=r"^https?://")
+    scope: str | None = None
+    issuer: str | None = Field(default=None, pattern=r"^https?://")
+    refresh_margin_s: float = Field(default=60.0, ge=0, le=3600)
+    token_exchange: TokenExchange | None = None
+
+    @field_validator("client_secret_env")
+    @classmethod
+    def _secret_env(cls, v: str | None) -> str | None:
+        if v is not None:
+            env_names([v])
+        return v
+
+    @model_validator(mode="after")
+    def _grant_needs(self) -> UpstreamOAuth:
+        if self.grant == "client_credentials" and (self.client_id is None or self.client_secret_env is None):
+            raise ValueError("oauth: client_credentials needs client_id and client_secret_env")
+        if self.grant == "authorization_code" and self.redirect_uri is None:
+            raise ValueError(
+                "oauth: authorization_code needs redirect_uri (the gateway's /mcp/oauth/callback URL)"
+            )
+        if self.token_exchange is not None and (self.client_id is None or self.client_secret_env is None):
+            raise ValueError(
+                "oauth: token_exchange needs client_id and client_secret_env (the gateway's client)"
+            )
+        return self
+
+
 class HttpTransport(BaseModel):
     """Streamable HTTP at ``url``; ``headers_env`` maps a header name to the environment
-    variable holding its value (the gateway's own upstream credential, never a client's)."""
+    variable holding its value (the gateway's own upstream credential, never a client's);
+    ``oauth``: the gateway signs in to the upstream with OAuth (:class:`UpstreamOAuth`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["streamable_http"] = "streamable_http"
     url: str = Field(pattern=r"^https?://")
     headers_env: dict[str, str] = Field(default_factory=dict)
+    oauth: UpstreamOAuth | None = None
 
     @field_validator("headers_env")
     @classmethod
@@ -263,6 +336,58 @@ class McpSseConfig(BaseModel):
     idle_timeout_s: float = Field(default=1800.0, gt=0, le=86_400)
 
 
+JwtAlgorithm = Literal["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA"]
+
+
+def _default_algorithms() -> list[JwtAlgorithm]:
+    return ["RS256", "ES256", "PS256", "EdDSA"]
+
+
+class McpAuthorization(BaseModel):
+    """The ``mcp.authorization`` section: ``/mcp`` as an OAuth 2.1 protected resource (the MCP
+    authorization spec; :mod:`mcp_servers.oauth_resource`).
+
+    * ``issuer``: the authorization server whose JWT access tokens are accepted (its ``iss``);
+      listed in the protected-resource metadata (RFC 9728) that a 401 points to.
+    * ``resource``: this gateway's resource URL (``https://gw.example/mcp``), the audience a token
+      must carry (``aud``); null: the URL of ``/mcp`` as the request reached it (set it behind a
+      proxy that rewrites the host).
+    * ``jwks_url``: the issuer's key set; null: ``jwks_uri`` of its RFC 8414 metadata
+      (``/.well-known/oauth-authorization-server``, else ``openid-configuration``).
+    * ``jwks_ttl_s``: how long a fetched key set is used (a token with an unknown ``kid`` fetches
+      it again, at most once per ``jwks_min_refresh_s``).
+    * ``scopes``: scope -> globs of exposed names (``time__*``, ``*``) its tokens may see and
+      call; a token sees the union over its scopes, and one with none of them is refused 403
+      ``insufficient_scope``.
+    * ``algorithms``: signature algorithms accepted (never ``none``); ``leeway_s``: clock skew
+      allowed on ``exp``/``nbf``.
+
+    Virtual keys (``tsk-...``) and ``mcp.clients`` keys are accepted as bearer tokens beside
+    JWTs; a caller with no credential gets 401 even where ``mcp.clients`` is empty.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    issuer: str = Field(pattern=r"^https?://")
+    resource: str | None = Field(default=None, pattern=r"^https?://")
+    jwks_url: str | None = Field(default=None, pattern=r"^https?://")
+    jwks_ttl_s: float = Field(default=300.0, gt=0, le=86_400)
+    jwks_min_refresh_s: float = Field(default=30.0, ge=0, le=3600)
+    scopes: dict[str, list[str]] = Field(default_factory=lambda: {"mcp": ["*"]})
+    algorithms: list[JwtAlgorithm] = Field(default_factory=_default_algorithms, min_length=1)
+    leeway_s: float = Field(default=30.0, ge=0, le=600)
+
+    @field_validator("scopes")
+    @classmethod
+    def _scopes(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        if not v:
+            raise ValueError("scopes: name at least one scope and the tools it grants")
+        bad = [s for s in v if not s or " " in s]
+        if bad:
+            raise ValueError(f"scopes: not OAuth scope names (empty or with a space): {bad}")
+        return v
+
+
 class ToolSearchConfig(BaseModel):
     """The ``mcp.tool_search`` section: progressive discovery for large catalogs
     (:mod:`mcp_servers.tool_search`).
@@ -308,6 +433,11 @@ class McpConfig(BaseModel):
     * ``admin_servers``: what servers added through the admin API may use
       (:class:`AdminServerPolicy`; default: no environment variable, no URL host, no command).
     * ``sse``: bounds of the legacy HTTP+SSE transport (:class:`McpSseConfig`).
+    * ``token_key_env``: the environment variable holding the Fernet key (``cryptography``;
+      ``Fernet.generate_key()``) that encrypts upstream OAuth tokens at rest; a server with
+      ``oauth`` does not start while it is unset.
+    * ``authorization``: ``/mcp`` as an OAuth protected resource (:class:`McpAuthorization`);
+      null (the default): no JWTs, keys as above.
     * ``tool_search``: meta-tools instead of the full catalog for some callers
       (:class:`ToolSearchConfig`; off by default).
     * ``registry_namespace``: names in the official registry API (``GET /v0.1/servers``,
@@ -331,6 +461,8 @@ class McpConfig(BaseModel):
     clients: list[McpClient] = Field(default_factory=list)
     admin_servers: AdminServerPolicy = Field(default_factory=AdminServerPolicy)
     sse: McpSseConfig = Field(default_factory=McpSseConfig)
+    authorization: McpAuthorization | None = None
+    token_key_env: str = "TURNSTILE_MCP_TOKEN_KEY"
     tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
     registry_namespace: str = Field(
         default="local.turnstile",

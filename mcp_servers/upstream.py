@@ -85,6 +85,7 @@ from mcp_servers.config import WORKSPACE_PLACEHOLDER, HttpTransport, McpServerSp
 from mcp_servers.relay import CURRENT, Channel, upstream_meta
 from mcp_servers.stdio_stderr import StderrLimits
 from mcp_servers.stdio_transport import WireStats, stdio_transport, wire_fault
+from mcp_servers.upstream_oauth import AuthorizationPrompt, OAuthKeyMissing, TokenVault, build_auth
 
 log = structlog.get_logger("turnstile.mcp.upstream")
 
@@ -154,13 +155,18 @@ T = TypeVar("T")
 
 
 def build_target(
-    spec: McpServerSpec, read_env: EnvReader, stack: AsyncExitStack, workspace_roots: list[str] | None = None
+    spec: McpServerSpec,
+    read_env: EnvReader,
+    stack: AsyncExitStack,
+    workspace_roots: list[str] | None = None,
+    auth: Any = None,
 ) -> Any:
     """What ``mcp.Client`` connects to for ``spec``: ``StdioServerParameters`` (the child gets the
     SDK's minimal safe environment, the allow-listed variables and ``env``; ``${workspace}`` in
     ``args``/``cwd`` expanded; raises :class:`CommandNotFound`), or a streamable HTTP
     transport whose ``httpx2`` client carries the configured headers read from the environment
-    (registered on ``stack`` so it is closed with the connection)."""
+    and ``auth`` (the upstream's OAuth, :mod:`mcp_servers.upstream_oauth`), registered on
+    ``stack`` so it is closed with the connection."""
     t = spec.transport
     if isinstance(t, StdioTransport):
         env = {name: value for name in t.env_passthrough if (value := read_env(name)) is not None}
@@ -177,7 +183,7 @@ def build_target(
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     headers = {h: value for h, var in t.headers_env.items() if (value := read_env(var)) is not None}
-    http = create_mcp_http_client(headers=headers or None)
+    http = create_mcp_http_client(headers=headers or None, auth=auth)
     stack.push_async_callback(http.aclose)
     return streamable_http_client(t.url, http_client=http)
 
@@ -199,8 +205,18 @@ class Upstream:
         workspace_roots: list[str] | None = None,
         on_lists_changed: ListsCallback | None = None,
         on_resource_updated: UpdatedCallback | None = None,
+        oauth_vault: TokenVault | None = None,
     ) -> None:
         self.spec = spec
+        self._oauth_vault = oauth_vault
+        oauth = spec.transport.oauth if isinstance(spec.transport, HttpTransport) else None
+        self.prompt = (
+            AuthorizationPrompt(spec.id, self._authorizing)
+            if oauth is not None and oauth.grant == "authorization_code"
+            else None
+        )
+        """The authorization-code grant's wait for a person (None for other servers)."""
+        self._connect_deadline: asyncio.Timeout | None = None
         self._on_lists_changed = on_lists_changed
         self._on_resource_updated = on_resource_updated
         self._inflight: dict[int, Channel | None] = {}
@@ -323,7 +339,7 @@ class Upstream:
         if not self._stopping:
             self._dead.clear()  # before connecting: the transport may judge this connection lost at once
         async with AsyncExitStack() as stack:
-            target = build_target(self.spec, self._read_env, stack, self._workspace_roots)
+            target = build_target(self.spec, self._read_env, stack, self._workspace_roots, self._auth())
             if isinstance(target, StdioServerParameters) and sys.platform != "win32":
                 target = stdio_transport(
                     target,
@@ -344,9 +360,11 @@ class Upstream:
                 elicitation_callback=self._on_elicit,
                 sampling_callback=self._on_sample,
             )
-            async with asyncio.timeout(self._connect_timeout_s):
+            async with asyncio.timeout(self._connect_timeout_s) as deadline:
+                self._connect_deadline = deadline  # suspended while a person authorizes (OAuth)
                 await stack.enter_async_context(client)
                 tools = await self._list_tools(client)
+            self._connect_deadline = None
             if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
                 self._restart_listener(client)
                 stack.callback(self._stop_listener)
@@ -377,6 +395,27 @@ class Upstream:
                     self.tool_count = len(tools)
                     self._on_tools(self.id, tools)
             self._client = None
+
+    def _auth(self) -> Any:
+        """The OAuth of an HTTP upstream with ``transport.oauth`` (None otherwise). Raises
+        :class:`mcp_servers.upstream_oauth.OAuthKeyMissing` without the encryption key."""
+        t = self.spec.transport
+        if not isinstance(t, HttpTransport) or t.oauth is None:
+            return None
+        if self._oauth_vault is None:
+            raise OAuthKeyMissing(self.id, "mcp.token_key_env")
+        return build_auth(self.id, t.url, t.oauth, self._read_env, self._oauth_vault, self.prompt)
+
+    def _authorizing(self, waiting: bool) -> None:
+        """The authorization-code grant started (``waiting``) or ended waiting for a person:
+        the start-up timeout is suspended meanwhile, and the reason names the URL to open."""
+        deadline = self._connect_deadline
+        if waiting:
+            if deadline is not None:
+                deadline.reschedule(None)
+            self.reason = "waiting for OAuth authorization: an admin opens oauth.authorization_url"
+        elif deadline is not None:
+            deadline.reschedule(asyncio.get_running_loop().time() + self._connect_timeout_s)
 
     async def _check(self, client: Client) -> list[Tool]:
         """Re-read the tool list: a health check (``connect_timeout_s``), or after a call timed
@@ -720,6 +759,11 @@ class Upstream:
         }
         if isinstance(self.spec.transport, StdioTransport):
             out["wire"] = dataclasses.asdict(self.wire)
+        elif self.spec.transport.oauth is not None:
+            out["oauth"] = {
+                "grant": self.spec.transport.oauth.grant,
+                "authorization_url": self.prompt.url if self.prompt is not None else None,
+            }
         return out
 
 

@@ -101,4 +101,6 @@ def response_format(data: JSONObj, out_cfg: JSONObj | None) -> JSONObj | None:
         only_keys(fmt, FORMAT_KEYS, path, "output format")
     if ftype != "json_schema":
         raise unsupported(join(path, "type"), f"output format {ftype!r}")
-    return {"type": "json_schema", "schema": req(fmt, "schema", dict, path)}
+    # Anthropic's structured outputs are always strict (constrained decoding): an OpenAI upstream
+    # is sent strict: true where the schema allows (ResponseFormat.dialect_strict).
+    return {"type": "json_schema", "schema": req(fmt, "schema", dict, path), "dialect_strict": True}

@@ -102,7 +102,7 @@ OPENAI_CHAT: dict[str, Rule] = {
         CARRIED,
         "as sent (`none` and `xhigh` verbatim)",
         "Responses `reasoning.effort` (`none` and `xhigh` verbatim), Anthropic thinking budget "
-        "(`xhigh` as `high`), Gemini `thinkingConfig`",
+        "(`xhigh` as `high`; fitted to Claude's rules: the nested table), Gemini `thinkingConfig`",
     ),
     "stream": Rule(CARRIED, "as sent", "each API's streaming"),
     "stream_options": Rule(
@@ -113,7 +113,13 @@ OPENAI_CHAT: dict[str, Rule] = {
     "user": Rule(
         CARRIED, "as sent", "Responses `user`, Anthropic `metadata.user_id`; Gemini (no slot): " + _DROPPED
     ),
-    "n": Rule(REFUSED, "refused above 1 (`n: 1` accepted)", "refused above 1"),
+    "n": Rule(
+        REFUSED,
+        "refused above 1 (`n: 1` accepted): a turn is one answer in the schema (`Response.message`: the "
+        "guards, the tool loop, the session log and the transcript row each keep one message), so "
+        "several choices cannot be carried even to an OpenAI Chat upstream; send n requests",
+        "refused above 1",
+    ),
     "logprobs": Rule(REFUSED, "refused when true: answers carry no log probabilities", "refused when true"),
     "top_logprobs": Rule(REFUSED, "refused above 0", "refused above 0"),
     "audio": Rule(REFUSED, "refused: audio output is not relayed", "refused"),
@@ -129,22 +135,33 @@ OPENAI_CHAT: dict[str, Rule] = {
         "Gemini `generationConfig.presencePenalty`; elsewhere " + _REFUSED_ELSEWHERE,
     ),
     "logit_bias": Rule(PASSED, "as sent (`{}` asks for nothing)", _REFUSED_ELSEWHERE),
-    "verbosity": Rule(PASSED, "as sent", _REFUSED_ELSEWHERE),
+    "verbosity": Rule(PASSED, "as sent", "Responses `text.verbosity`; elsewhere " + _REFUSED_ELSEWHERE),
     "web_search_options": Rule(
         PASSED, "as sent (citations in `annotations` not relayed)", _REFUSED_ELSEWHERE
     ),
-    "moderation": Rule(PASSED, "as sent", _REFUSED_ELSEWHERE),
-    "service_tier": Rule(SERVING, "as sent", _DROPPED),
-    "store": Rule(SERVING, "as sent", _DROPPED),
+    "moderation": Rule(
+        PASSED, "as sent", "Responses `moderation` (the same type); elsewhere " + _REFUSED_ELSEWHERE
+    ),
+    "service_tier": Rule(SERVING, "as sent", "Responses `service_tier`; elsewhere " + _DROPPED),
+    "store": Rule(
+        SERVING,
+        "as sent",
+        "Responses `store` (`true`: the upstream keeps its copy, as asked; the gateway still sends the "
+        "whole conversation); elsewhere " + _DROPPED,
+    ),
     "metadata": Rule(
         CARRIED,
         "as sent (also read for the session id)",
         "Responses `metadata` (string values, at most 16); Anthropic, Gemini: " + _DROPPED,
     ),
-    "prompt_cache_key": Rule(SERVING, "as sent", _DROPPED),
-    "prompt_cache_options": Rule(SERVING, "as sent", _DROPPED),
-    "prompt_cache_retention": Rule(SERVING, "as sent", _DROPPED),
-    "safety_identifier": Rule(SERVING, "as sent", _DROPPED),
+    "prompt_cache_key": Rule(SERVING, "as sent", "Responses `prompt_cache_key`; elsewhere " + _DROPPED),
+    "prompt_cache_options": Rule(
+        SERVING, "as sent", "Responses `prompt_cache_options` (Chat's are a subset); elsewhere " + _DROPPED
+    ),
+    "prompt_cache_retention": Rule(
+        SERVING, "as sent", "Responses `prompt_cache_retention`; elsewhere " + _DROPPED
+    ),
+    "safety_identifier": Rule(SERVING, "as sent", "Responses `safety_identifier`; elsewhere " + _DROPPED),
     "seed": Rule(
         CARRIED,
         "as sent (best-effort determinism, no guarantee per OpenAI)",
@@ -211,7 +228,9 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         CARRIED,
         "`format` (structured output), `effort` and the beta `task_budget` as sent (any other key "
         "refused by name)",
-        "format: native structured output or a forced tool; effort: `reasoning_effort` / `thinkingConfig`; "
+        "format: native structured output or a forced tool (OpenAI: `strict: true`, as Anthropic's are "
+        "always strict, where the schema meets OpenAI's strict rules; else sent loose and "
+        "`output_config.format.strict` " + _DROPPED + "); effort: `reasoning_effort` / `thinkingConfig`; "
         "`output_config.task_budget`: " + _DROPPED,
     ),
     "output_format": Rule(TRANSLATED, "beta form -> `output_config.format`", "structured output"),
@@ -400,6 +419,27 @@ NESTED: dict[str, Rule] = {
         "tool choice `auto` with every declared tool `strict` (Anthropic models without structured "
         "outputs: `tools[i].strict` " + _DROPPED + ")",
     ),
+    "Thinking asked for by a client of another dialect toward Claude (OpenAI Chat `reasoning_effort`, "
+    "Responses `reasoning.effort`, Gemini `thinkingConfig`)": Rule(
+        TRANSLATED,
+        "an Anthropic client's own `thinking` and `output_config.effort` go as sent, never fitted",
+        "Claude extended thinking `{type: enabled, budget_tokens}`: effort `minimal` 1024, `low` 2048, "
+        "`medium` 8192, `high` and `xhigh` 16384 tokens, a Gemini `thinkingBudget` as sent (at least "
+        "1024); `none` / `thinkingBudget: 0`: no thinking. Fitted to Claude's rules "
+        "(`gateway/thinking_fit.py`; Anthropic's extended-thinking docs): forced tool use "
+        "(`required` or a named tool) or an output limit of 1024 tokens or less turns thinking off "
+        "for the request (`thinking` " + _DROPPED + "); `temperature` other than 1, `top_p` below "
+        "0.95 and `top_k` are not sent (each " + _DROPPED + ", by the client's name: "
+        "`generationConfig.temperature` for a Gemini client); the client's output limit is kept, "
+        "never raised: a budget at or above it becomes half of it (at least 1024)",
+    ),
+    "Thinking parts another provider or model signed, toward any deployment": Rule(
+        CARRIED,
+        "sent back to the provider and model that signed them",
+        "the foreign-thinking policy (`guards.foreign_thinking`): removed (`thinking` " + _DROPPED + "), "
+        "or thinking turned off for a tool round Claude would refuse without its own signed thinking "
+        "first (`thinking` " + _DROPPED + "), or 400 naming every such part under policy `reject`",
+    ),
     **RESPONSES_NESTED,
     **GEMINI_NESTED,
 }
@@ -506,6 +546,16 @@ null) is accepted and carries nothing. A top-level field the OpenAI Chat or Anth
 does not list (a vendor extension such as vLLM's `repetition_penalty`) is passed through; the
 Responses and Gemini edges refuse an unknown top-level field by name (their notes below).
 
+The two OpenAI wire APIs share many same-wire fields, so between them such a field is
+translated, not dropped or refused (`gateway/providers/passthrough.py` `SIBLINGS`): a Chat
+client's `prompt_cache_key`, `prompt_cache_retention`, `prompt_cache_options`,
+`safety_identifier`, `service_tier`, `store`, `moderation` and `verbosity` (as `text.verbosity`)
+reach a Responses upstream; a Responses client's `prompt_cache_*`, `safety_identifier`,
+`service_tier`, `moderation` and `text.verbosity` (as `verbosity`) reach a Chat upstream when
+the value fits Chat's type. The other shared fields are in the schema (`user`, `metadata`,
+`parallel_tool_calls`, the output limit, the reasoning effort); log probabilities are refused
+on both, whatever the target (the gateway's answers carry none).
+
 Per-tool keys of the Anthropic dialect besides `name`, `description`, `input_schema`, `strict`
 and `cache_control` are carried to an Anthropic upstream on that tool: `defer_loading` and
 `eager_input_streaming` are serving (dropped elsewhere as `tools[i].defer_loading`), any other
@@ -528,7 +578,11 @@ and from a Gemini client's `generationConfig`): an OpenAI Chat and a Gemini upst
 (`generationConfig.seed` / `presencePenalty` / `frequencyPenalty`) get them; toward any other
 the seed (best-effort determinism) is dropped and named, a penalty refused by name. Fields
 inside messages and parts have their own table below; the dropped ones are named once per
-field (`name`, `detail`, `filename`), the transcript note listing where they were.
+field (`name`, `detail`, `filename`), the transcript note listing where they were. A refusal
+or a dropped note names a schema field as the client's dialect does (a Gemini client's
+`generationConfig.stopSequences`, `generationConfig.presencePenalty`, `generationConfig.seed`,
+`generationConfig.topK`; an Anthropic client's `stop_sequences`, `metadata.user_id`):
+`gateway/client_names.py`.
 
 This file is generated by `markdown()` of `gateway/edges/fidelity.py` (print it to this path;
 the Responses and Gemini tables live in `fidelity_responses.py` and `fidelity_gemini.py`);

@@ -107,7 +107,7 @@ GEMINI: dict[str, Rule] = {
         CARRIED,
         "as sent",
         "OpenAI Chat `stop`, Anthropic `stop_sequences`; Responses (no slot): refused, 400 naming "
-        "`stop` and the model",
+        "`generationConfig.stopSequences` and the model",
     ),
     _GEN + "candidateCount": Rule(REFUSED, "refused above 1 (1 accepted)", "refused above 1"),
     _GEN + "seed": Rule(CARRIED, "as sent", "OpenAI Chat `seed`; elsewhere " + DROPPED),

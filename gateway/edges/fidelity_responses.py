@@ -73,7 +73,8 @@ OPENAI_RESPONSES: dict[str, Rule] = {
         TRANSLATED,
         "`format` -> the schema's response format, sent back as `text.format`; `verbosity` (serving) "
         "as sent; a key the SDK types do not define refused by name",
-        "format: native structured output or a forced tool; `text.verbosity`: " + DROPPED,
+        "format: native structured output or a forced tool; `text.verbosity`: OpenAI Chat `verbosity`, "
+        "elsewhere " + DROPPED,
     ),
     "reasoning": Rule(
         TRANSLATED,
@@ -93,7 +94,8 @@ OPENAI_RESPONSES: dict[str, Rule] = {
     "metadata": Rule(
         CARRIED,
         "as sent (at most 16 string values, else refused by name; also read for the session id)",
-        "OpenAI Chat, Anthropic, Gemini: " + DROPPED,
+        "OpenAI Chat (which takes `metadata` only with `store: true`, and a Responses client's `store` "
+        "is the gateway's log, never the upstream's), Anthropic, Gemini: " + DROPPED,
     ),
     "user": Rule(
         CARRIED,
@@ -103,7 +105,8 @@ OPENAI_RESPONSES: dict[str, Rule] = {
     "safety_identifier": Rule(
         TRANSLATED,
         "without `user`: the schema's user, sent as `user`; beside `user`: serving, as sent",
-        "without `user`: as `user` above; beside `user`: " + DROPPED,
+        "without `user`: as `user` above; beside `user`: OpenAI Chat `safety_identifier`, elsewhere "
+        + DROPPED,
     ),
     "stream": Rule(CARRIED, "as sent", "each API's streaming"),
     "stream_options": Rule(
@@ -130,17 +133,29 @@ OPENAI_RESPONSES: dict[str, Rule] = {
         "the same",
     ),
     "truncation": Rule(SERVING, "`auto` as sent (`disabled` is the default: asks for nothing)", DROPPED),
-    "prompt_cache_key": Rule(SERVING, _SERVING_SAME, DROPPED),
-    "prompt_cache_retention": Rule(SERVING, _SERVING_SAME, DROPPED),
-    "prompt_cache_options": Rule(SERVING, _SERVING_SAME, DROPPED),
-    "service_tier": Rule(SERVING, _SERVING_SAME, DROPPED),
+    "prompt_cache_key": Rule(SERVING, _SERVING_SAME, "OpenAI Chat `prompt_cache_key`; elsewhere " + DROPPED),
+    "prompt_cache_retention": Rule(
+        SERVING, _SERVING_SAME, "OpenAI Chat `prompt_cache_retention`; elsewhere " + DROPPED
+    ),
+    "prompt_cache_options": Rule(
+        SERVING,
+        _SERVING_SAME,
+        "OpenAI Chat `prompt_cache_options` when it fits Chat's (`mode`, `ttl: 30m`); else " + DROPPED,
+    ),
+    "service_tier": Rule(
+        SERVING,
+        _SERVING_SAME,
+        "OpenAI Chat `service_tier` (not `ultrafast`, which Chat lacks); else " + DROPPED,
+    ),
     "image": Rule(
         SERVING,
         "as sent (image context compression: how the upstream feeds images to the model)",
         DROPPED,
     ),
     "client_metadata": Rule(SERVING, "as sent (Codex CLI's client details)", DROPPED),
-    "moderation": Rule(PASSED, "as sent (as OpenAI Chat `moderation`)", REFUSED_ELSEWHERE),
+    "moderation": Rule(
+        PASSED, "as sent", "OpenAI Chat `moderation` (the same type); elsewhere " + REFUSED_ELSEWHERE
+    ),
     "access_programs": Rule(
         PASSED,
         "as sent (the access program decides what the model may answer)",

@@ -358,7 +358,11 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
         raise InvalidRequest("messages: must contain at least one message", param="messages")
     n = get("n")
     if n is not None and check(n, int, "n") != 1:
-        raise unsupported("n", "n other than 1")
+        raise InvalidRequest(
+            f"n: {n} choices per request are not relayed: a turn is one answer (the tool loop, the "
+            "session log and the transcript keep one message); send n requests instead",
+            param="n",
+        )
     st = ChatState(limits.max_json_depth)
     messages: list[JSONObj] = []
     for i, raw in enumerate(raw_messages):

@@ -35,11 +35,13 @@ from gateway.layers.target_media import check_capabilities
 from gateway.providers import passthrough
 from gateway.providers.anthropic_common import API as ANTHROPIC
 from gateway.providers.anthropic_output import strict_input_schema
+from gateway.providers.wire_common import openai_strict_ok
 from gateway.schema import (
     NativeFields,
     NativePart,
     Request,
     Response,
+    ResponseFormat,
     TextPart,
     ToolResultMessage,
     evolve,
@@ -81,7 +83,7 @@ class TargetLayer:
         dep = turn.deployment
         assert dep is not None, "the route layer sets the deployment"
         check_capabilities(request, dep)
-        for note in check_fields(request, dep):
+        for note in check_fields(request, dep, turn.dialect):
             turn.note_dropped(note)
             log.info(
                 "fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=[note["field"]]
@@ -105,6 +107,9 @@ class TargetLayer:
             note_parallel_limit(turn, dep)
         if request.tools and dep.api in NO_STRICT_CHECK_APIS:
             note_strict_tools(turn, request, dep)
+        rf = request.response_format
+        if rf is not None and rf.dialect_strict and dep.api in OPENAI_APIS and rf.strict is None:
+            note_loose_format(turn, rf, dep)
         if request.thinking is not None and dep.api == ANTHROPIC:
             request = fit_claude_thinking(turn, request, dep)
         if request.max_output_tokens is None and dep.max_output_tokens is not None:
@@ -153,7 +158,13 @@ class TargetLayer:
         wire API ``native.api`` that ``dep`` (another wire API) does not get."""
         api = native.api
         reason = f"steers serving on the {api} wire API only; model {dep.name!r} is served by {dep.api}"
-        for name in native.serving:
+        names = native.serving
+        if (api, dep.api) in passthrough.SIBLINGS:  # the other OpenAI API: some are translated
+            kept = passthrough.translated_names(native.fields, api, dep.api)
+            names = [n for n in names if n not in kept]
+            if not names:
+                return
+        for name in names:
             found = passthrough.value_of(native.fields, name)
             turn.note_dropped(
                 {
@@ -164,7 +175,7 @@ class TargetLayer:
                     "reason": reason,
                 }
             )
-        log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=native.serving)
+        log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=names)
 
     @staticmethod
     def drop_cache_marks(turn: Turn, where: str, dep: Deployment) -> None:
@@ -200,6 +211,35 @@ def note_parallel_limit(turn: Turn, dep: Deployment) -> None:
         }
     )
     log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=[field])
+
+
+OPENAI_APIS = frozenset({"openai_chat", "openai_responses"})
+"""Wire APIs whose structured output is strict only when asked (``strict: true``)."""
+
+
+def note_loose_format(turn: Turn, rf: ResponseFormat, dep: Deployment) -> None:
+    """Note on ``turn`` (and log) that a structured output the client's dialect always enforces
+    (Anthropic's) reaches OpenAI ``dep`` without ``strict: true``: its schema does not meet
+    OpenAI's strict rules (:func:`gateway.providers.wire_common.openai_strict_ok`), so the
+    answer is asked for, not enforced. Nothing is noted when the schema meets them (sent strict)."""
+    if openai_strict_ok(rf.schema_):
+        return
+    turn.note_dropped(
+        {
+            "kind": "dropped",
+            "field": "output_config.format.strict",
+            "values": [True],
+            "deployment": dep.name,
+            "reason": "the schema does not meet OpenAI's strict rules (each object additionalProperties: "
+            "false, every property required), so the answer is not constrained to it",
+        }
+    )
+    log.info(
+        "fields_dropped",
+        request_id=turn.request_id,
+        deployment=dep.name,
+        fields=["output_config.format.strict"],
+    )
 
 
 def validated_mode(request: Request, dep: Deployment) -> bool:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.client_names import client_name
 from gateway.config import Deployment
 from gateway.errors import CapabilityError
 from gateway.schema import (
@@ -65,11 +66,13 @@ _MAX_WHERE = 10
 """Locations kept in one note (a long conversation names a participant in every message)."""
 
 
-def check_fields(request: Request, dep: Deployment) -> list[dict[str, Any]]:
+def check_fields(request: Request, dep: Deployment, dialect: str = "openai_chat") -> list[dict[str, Any]]:
     """The ``dropped`` notes (:meth:`gateway.turn.Turn.note_dropped` shape) of ``request``'s
     fields that ``dep``'s wire API has no slot for (the table above), after raising
-    :class:`CapabilityError` for a penalty it cannot take. Empty for most requests (one pass of
-    attribute tests over the messages)."""
+    :class:`CapabilityError` for a penalty it cannot take, or for stop sequences toward the
+    Responses API (no slot). Fields are named as the client's ``dialect`` names them
+    (:func:`gateway.client_names.client_name`: a Gemini client's ``generationConfig.seed``).
+    Empty for most requests (one pass of attribute tests over the messages)."""
     api = dep.api
     notes: list[dict[str, Any]] = []
     if (request.presence_penalty is not None or request.frequency_penalty is not None) and (
@@ -77,19 +80,28 @@ def check_fields(request: Request, dep: Deployment) -> list[dict[str, Any]]:
     ):
         for field in ("presence_penalty", "frequency_penalty"):
             if getattr(request, field) is not None:
+                name = client_name(dialect, field)
                 raise CapabilityError(
-                    f"{field} ({_GEMINI_NAMES[field]} for a Gemini client): model {dep.name!r} is "
-                    f"served by the {api} wire API, which has no sampling "
+                    f"{name}: model {dep.name!r} is served by the {api} wire API, which has no sampling "
                     f"penalties (only {', '.join(sorted(PENALTY_APIS - {'demo'}))}); remove it or use "
                     "such a model",
-                    param=field,
+                    param=name,
                 )
+    if request.stop and api in NO_STOP_APIS:
+        name = client_name(dialect, "stop")
+        raise CapabilityError(
+            f"{name}: model {dep.name!r} is served by the {api} wire API, which has no stop "
+            "sequences; remove it or use another model",
+            param=name,
+        )
     if request.seed is not None and api not in SEED_APIS:
-        notes.append(_note("seed", [request.seed], dep, "a seed (best-effort determinism)"))
+        notes.append(
+            _note(client_name(dialect, "seed"), [request.seed], dep, "a seed (best-effort determinism)")
+        )
     if request.top_k is not None and api not in TOP_K_APIS:
-        notes.append(_note("top_k", [request.top_k], dep, "top_k sampling"))
+        notes.append(_note(client_name(dialect, "top_k"), [request.top_k], dep, "top_k sampling"))
     if request.user and api not in USER_APIS:
-        notes.append(_note("user", [request.user], dep, _WHATS["user"]))
+        notes.append(_note(client_name(dialect, "user"), [request.user], dep, _WHATS["user"]))
     if request.metadata and api not in METADATA_APIS:
         keys = _client_metadata(request, api)
         if keys:
@@ -114,10 +126,9 @@ def check_fields(request: Request, dep: Deployment) -> list[dict[str, Any]]:
     return notes
 
 
-_GEMINI_NAMES = {
-    "presence_penalty": "generationConfig.presencePenalty",
-    "frequency_penalty": "generationConfig.frequencyPenalty",
-}
+NO_STOP_APIS = frozenset({"openai_responses"})
+"""Wire APIs with no stop sequences (the Responses API)."""
+
 
 _WHATS = {
     "name": "a participant name (OpenAI Chat message `name`)",

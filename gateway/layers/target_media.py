@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from gateway.config import Deployment
 from gateway.errors import CapabilityError
+from gateway.providers import passthrough
 from gateway.providers.catalog import model_info
 from gateway.providers.media_wire import OPENAI_AUDIO_FORMATS
 from gateway.schema import AudioPart, DocumentPart, ImagePart, Request, ToolResultMessage, UserMessage
@@ -110,14 +111,20 @@ def check_capabilities(request: Request, dep: Deployment) -> None:
     """Raise :class:`CapabilityError` when ``dep`` cannot take the request's tools, images,
     documents or audio (:func:`gateway.layers.target_media.check_media`), or
     the request carries answer-changing fields of a wire API (``request.native.paths``) that
-    ``dep`` does not speak (its serving-only fields are dropped instead: :meth:`TargetLayer.drop_serving`)."""
+    ``dep`` does not speak (its serving-only fields are dropped instead: :meth:`TargetLayer.drop_serving`;
+    those the other OpenAI API has are translated: :func:`gateway.providers.passthrough.sibling_fields`)."""
     native = request.native
     if native is not None and native.paths and native.api != dep.api:
-        raise CapabilityError(
-            f"{', '.join(native.paths)}: carried only to a {native.api} upstream, and model {dep.name!r} "
-            f"is served by the {dep.api} wire API; remove them or use a {native.api} model",
-            param=native.paths[0],
-        )
+        paths = native.paths
+        if (native.api, dep.api) in passthrough.SIBLINGS:  # the other OpenAI API: some translate
+            kept = passthrough.translated_names(native.fields, native.api, dep.api)
+            paths = [p for p in paths if p not in kept]
+        if paths:
+            raise CapabilityError(
+                f"{', '.join(paths)}: carried only to a {native.api} upstream, and model {dep.name!r} "
+                f"is served by the {dep.api} wire API; remove them or use a {native.api} model",
+                param=paths[0],
+            )
     if request.tools and not dep.supports_tools:
         raise CapabilityError(
             f"the request offers {len(request.tools)} tool(s), and model {dep.name!r} cannot take tools",

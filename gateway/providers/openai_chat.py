@@ -42,7 +42,10 @@ Decisions worth knowing
   Consecutive assistant messages with different names are not merged.
 * An OpenAI Chat client's own fields the schema has no place for (``request.native`` of this
   API: ``service_tier``, ``store``, ``metadata``, vendor extensions; the
-  table is :data:`gateway.edges.fidelity.OPENAI_CHAT`) are set in the body verbatim, last.
+  table is :data:`gateway.edges.fidelity.OPENAI_CHAT`) are set in the body verbatim, last; a
+  Responses client's fields Chat shares (``prompt_cache_key``, ``service_tier``,
+  ``text.verbosity`` as ``verbosity``, ...) are translated
+  (:func:`gateway.providers.passthrough.sibling_fields`).
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ import orjson
 
 from gateway.config import Deployment
 from gateway.errors import CapabilityError, UpstreamProtocolError
-from gateway.providers import media_wire, wire_common
+from gateway.providers import media_wire, passthrough, wire_common
 from gateway.providers.naming import TOOL_NAME, NameMap
 from gateway.providers.openai_common import API as API  # the wire API name (WireModule.API)
 from gateway.providers.openai_common import (
@@ -437,8 +440,9 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
             js: dict[str, Any] = {"name": rf.name or "response", "schema": rf.schema_ or {}}
             if rf.description is not None:
                 js["description"] = rf.description
-            if rf.strict is not None:
-                js["strict"] = rf.strict
+            strict = wire_common.openai_strict(rf)
+            if strict is not None:
+                js["strict"] = strict
             body["response_format"] = {"type": "json_schema", "json_schema": js}
     native = request.native
     own = native.fields if native is not None and native.api == deployment.api == API else None
@@ -463,6 +467,8 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
                     tool.update(by_name.get(tool["function"]["name"], ()))
             elif key != "reasoning_effort" and key != "message_fields":  # placed already
                 body[key] = value
+    elif native is not None and native.api == "openai_responses" and deployment.api == API:
+        body.update(passthrough.sibling_fields(request, API))  # a Responses client's shared fields
     return body
 
 

@@ -41,7 +41,11 @@ Decisions worth knowing
   ``text.verbosity``, ``reasoning.context`` / ``summary``, ...) are sent verbatim, merged into
   ``text`` and ``reasoning``; ``reasoning.*`` only to a reasoning model
   (:mod:`gateway.providers.passthrough`; toward other wire APIs they are dropped and named,
-  as serving-only fields: :class:`gateway.schema.NativeFields`).
+  as serving-only fields: :class:`gateway.schema.NativeFields`). An OpenAI Chat client's fields
+  the Responses API shares (``prompt_cache_key``, ``service_tier``, ``safety_identifier``,
+  ``store``, ``moderation``, ``verbosity`` as ``text.verbosity``, ...) are merged the same way
+  (:func:`gateway.providers.passthrough.sibling_fields`); a Chat client's ``store: true`` is
+  the one case where the upstream is not sent ``store: false``.
 * Function tools are sent with ``strict: false`` unless the client asked for strict: the
   Responses API defaults ``strict`` to true, which refuses any schema that is not fully closed
   ("Invalid schema for function ... 'required' is required to be supplied"),
@@ -436,8 +440,9 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
             }
             if rf.description is not None:
                 fmt["description"] = rf.description
-            if rf.strict is not None:
-                fmt["strict"] = rf.strict
+            strict = wire_common.openai_strict(rf)
+            if strict is not None:
+                fmt["strict"] = strict
             body["text"] = {"format": fmt}
     if is_reasoning_model(deployment):
         effort = _effort(request)
@@ -465,7 +470,7 @@ def _merge_passthrough(
     ``body``: top-level ones verbatim, ``text`` and ``reasoning`` merged into the objects the
     schema's own fields made (the client's value wins), ``tool_fields`` set on the tool of that
     name."""
-    sent = passthrough.split(request, deployment)[0]
+    sent = passthrough.split(request, deployment)[0] or passthrough.sibling_fields(request, deployment.api)
     for key, value in sent.items():
         if key == "tool_fields":  # tool name -> the client's own keys on that tool (defer_loading)
             by_name = {upstream_name(names, n): f for n, f in value.items()}

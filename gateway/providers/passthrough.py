@@ -26,6 +26,21 @@ monitoring; ``user`` is carried); ``image`` (how the upstream compresses images 
 a call item's ``caller`` / ``async`` and the other item and part keys (``item_fields``,
 ``own_keys``). Two it passes through change the answer, so toward another wire API the request
 is refused (``NativeFields.paths``): ``moderation`` and ``access_programs``.
+
+The two OpenAI wire APIs share many of these fields, so between them a field is **translated**
+rather than dropped or refused (:data:`SIBLINGS`, :func:`sibling_fields`): an OpenAI Chat
+client's ``prompt_cache_key``, ``prompt_cache_retention``, ``prompt_cache_options``,
+``safety_identifier``, ``service_tier``, ``store``, ``moderation`` and ``verbosity`` reach a
+Responses upstream (``verbosity`` as ``text.verbosity``), and a Responses client's
+``prompt_cache_*``, ``safety_identifier``, ``service_tier``, ``moderation`` and
+``text.verbosity`` reach a Chat upstream (``verbosity``) — where the value fits the other API
+(Chat has no ``ultrafast`` tier and only the ``30m`` cache lifetime, without ``prewarm`` or
+``comparison_response_id``: such a value is dropped or refused by its class as before).
+Source: ``openai.types.chat.completion_create_params`` and
+``openai.types.responses.response_create_params`` (SDK 2.x), whose types for these fields are
+the same. A Responses client's ``store`` is the gateway's own session log (never sent upstream),
+and a Responses client's ``metadata`` does not reach a Chat upstream, which takes ``metadata``
+only with ``store: true`` ("The 'metadata' parameter is only allowed when 'store' is enabled").
 """
 
 from __future__ import annotations
@@ -35,6 +50,78 @@ from typing import Any
 from gateway.config import Deployment
 from gateway.providers.openai_responses_common import is_reasoning_model
 from gateway.schema import Request
+
+_CHAT_TIERS = frozenset({"auto", "default", "flex", "scale", "priority", "fast"})
+"""``service_tier`` values of the Chat Completions API (the Responses API adds ``ultrafast``)."""
+
+
+def _chat_cache_options(value: Any) -> bool:
+    """Whether a Responses ``prompt_cache_options`` object fits Chat's (``mode``, ``ttl: 30m``)."""
+    return type(value) is dict and set(value) <= {"mode", "ttl"} and value.get("ttl", "30m") == "30m"
+
+
+SIBLINGS: dict[tuple[str, str], dict[str, tuple[str, Any]]] = {
+    ("openai_chat", "openai_responses"): {
+        "prompt_cache_key": ("prompt_cache_key", None),
+        "prompt_cache_retention": ("prompt_cache_retention", None),
+        "prompt_cache_options": ("prompt_cache_options", None),
+        "safety_identifier": ("safety_identifier", None),
+        "service_tier": ("service_tier", None),
+        "store": ("store", None),
+        "moderation": ("moderation", None),
+        "verbosity": ("text.verbosity", None),
+    },
+    ("openai_responses", "openai_chat"): {
+        "prompt_cache_key": ("prompt_cache_key", None),
+        "prompt_cache_retention": ("prompt_cache_retention", None),
+        "prompt_cache_options": ("prompt_cache_options", _chat_cache_options),
+        "safety_identifier": ("safety_identifier", None),
+        "service_tier": ("service_tier", _CHAT_TIERS.__contains__),
+        "moderation": ("moderation", None),
+        "text.verbosity": ("verbosity", None),
+    },
+}
+"""(client wire API, upstream wire API) -> the client's (dotted) field name -> (the upstream's
+dotted field name, a test its value must pass, or None): the same-family fields translated
+between the two OpenAI APIs (module docstring)."""
+
+
+def translated_names(fields: dict[str, Any], client_api: str, api: str) -> frozenset[str]:
+    """The client's dotted field names of same-wire ``fields`` (wire API ``client_api``) that an
+    upstream of ``api`` gets translated (:data:`SIBLINGS`); empty for any other pair. Pure."""
+    table = SIBLINGS.get((client_api, api))
+    if table is None:
+        return frozenset()
+    names = []
+    for name, (_, fits) in table.items():
+        value = value_of(fields, name)
+        if value is not MISSING and (fits is None or fits(value)):
+            names.append(name)
+    return frozenset(names)
+
+
+def sibling_fields(request: Request, api: str) -> dict[str, Any]:
+    """The body fields an upstream of ``api`` is sent for ``request.native`` of its sibling
+    OpenAI wire API (:data:`SIBLINGS`): ``{"text": {"verbosity": "low"}, "service_tier": ...}``,
+    shaped like the upstream body (nested objects for dotted names); empty when the request has
+    no such fields. Pure."""
+    native = request.native
+    if native is None or native.api == api:
+        return {}
+    table = SIBLINGS.get((native.api, api))
+    if table is None:
+        return {}
+    out: dict[str, Any] = {}
+    for name in translated_names(native.fields, native.api, api):
+        target = table[name][0]
+        value = value_of(native.fields, name)
+        top, _, rest = target.partition(".")
+        if rest:
+            out.setdefault(top, {})[rest] = value
+        else:
+            out[top] = value
+    return out
+
 
 MODEL_BOUND = {"openai_responses": ("reasoning",)}
 """Fields an upstream of the same API takes only for some models (OpenAI Responses: reasoning

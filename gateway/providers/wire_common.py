@@ -27,6 +27,39 @@ def described_schema(fmt: ResponseFormat) -> dict[str, Any] | None:
     return {**schema, "description": fmt.description}
 
 
+def openai_strict_ok(schema: Any) -> bool:
+    """Whether JSON Schema ``schema`` meets OpenAI's strict structured-output rules
+    (https://platform.openai.com/docs/guides/structured-outputs#supported-schemas): every object
+    has ``additionalProperties: false`` and lists each of its properties in ``required``
+    (checked through ``properties``, ``items``, ``anyOf`` and ``$defs`` / ``definitions``)."""
+    if type(schema) is not dict:
+        return True
+    props = schema.get("properties")
+    if schema.get("type") == "object" or props is not None:
+        if schema.get("additionalProperties") is not False:
+            return False
+        if props and set(schema.get("required") or ()) != set(props):
+            return False
+    children: list[Any] = list((props or {}).values())
+    for key in ("$defs", "definitions"):
+        children += list((schema.get(key) or {}).values())
+    children += list(schema.get("anyOf") or ())
+    if "items" in schema:
+        children.append(schema["items"])
+    return all(openai_strict_ok(c) for c in children)
+
+
+def openai_strict(fmt: ResponseFormat) -> bool | None:
+    """The ``strict`` an OpenAI upstream is sent for ``fmt``: the client's, else ``True`` for a
+    dialect whose structured output is always strict when the schema meets OpenAI's strict rules
+    (:attr:`gateway.schema.ResponseFormat.dialect_strict`), else None (not sent)."""
+    if fmt.strict is not None:
+        return fmt.strict
+    if fmt.dialect_strict and openai_strict_ok(fmt.schema_):
+        return True
+    return None
+
+
 ERROR_PREFIX = "Error: "
 """What a failed tool result's text starts with toward a wire API that has no error flag on
 tool results (OpenAI Chat ``role: tool`` messages, Responses ``function_call_output``): the

@@ -85,3 +85,23 @@ def test_an_output_limit_below_the_smallest_budget_turns_thinking_off(
     assert raw.headers["x-turnstile-dropped"] == "thinking"
     body = _sent(upstream)
     assert body["max_tokens"] == 100 and body["thinking"] == {"type": "disabled"}
+
+
+def test_a_gemini_clients_sampling_settings_are_named_as_it_sent_them(
+    upstream: UpstreamStandin, gem: Any
+) -> None:
+    from google.genai import types
+
+    _answer(upstream)
+    config = types.GenerateContentConfig(
+        temperature=0.3,
+        top_k=5,
+        max_output_tokens=5000,
+        thinking_config=types.ThinkingConfig(thinking_budget=2048),
+    )
+    raw = gem.models.generate_content(model=CLAUDE, contents="hi", config=config)
+    headers = raw.sdk_http_response.headers
+    assert headers["x-turnstile-dropped"] == "generationConfig.temperature,generationConfig.topK"
+    body = _sent(upstream)
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert "temperature" not in body and "top_k" not in body

@@ -668,6 +668,10 @@ def test_codex_code_mode_recorded_turns_run_their_tool_loop_on_every_upstream_ap
     elif api == "gemini":  # Codex's parallel_tool_calls: false has no Gemini setting
         assert dropped == f"{CODEX_DROPPED},parallel_tool_calls"
         assert "client_metadata" not in json.dumps(sent)
+    elif api == "openai_chat":  # the fields Chat shares are translated (prompt_cache_key, verbosity)
+        assert dropped == "client_metadata,reasoning.context"
+        assert "client_metadata" not in json.dumps(sent)
+        assert sent["prompt_cache_key"] and sent["verbosity"] == "low"
     else:
         assert dropped == CODEX_DROPPED
         assert "client_metadata" not in json.dumps(sent)

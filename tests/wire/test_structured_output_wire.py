@@ -171,3 +171,31 @@ def test_openai_json_object_mode_on_claude_answers_a_json_object(
         }
     ]
     assert "output_config" not in got.body
+
+
+def test_an_anthropic_structured_output_reaches_openai_strict_as_claude_would_enforce_it(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    upstream.script(structured_answer(api="openai_chat"))
+    message = ant.messages.parse(model="oa", max_tokens=500, messages=PROMPT, output_format=Order)
+    assert isinstance(message.parsed_output, Order)
+    (got,) = upstream.requests()
+    assert got.body["response_format"]["json_schema"]["strict"] is True
+
+
+def test_a_schema_openai_cannot_enforce_strictly_is_sent_loose_and_named(
+    upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    upstream.script(structured_answer(api="openai_chat"))
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False}
+    body = {
+        "model": "oa",
+        "max_tokens": 100,
+        "messages": PROMPT,
+        "output_config": {"format": {"type": "json_schema", "schema": schema}},
+    }
+    resp = httpx.post(f"{gateway_url}/v1/messages", json=body, headers={"x-api-key": "k"}, timeout=15)
+    assert resp.status_code == 200, resp.text
+    assert resp.headers["x-turnstile-dropped"] == "output_config.format.strict"
+    (got,) = upstream.requests()
+    assert "strict" not in got.body["response_format"]["json_schema"]

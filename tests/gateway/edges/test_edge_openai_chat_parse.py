@@ -474,7 +474,7 @@ M = [{"role": "user", "content": "q"}]
             "stream_options.include_usage",
             "boolean",
         ),
-        ({"model": "m", "messages": M, "n": 2}, "n", "not supported yet"),
+        ({"model": "m", "messages": M, "n": 2}, "n", "choices per request are not relayed"),
         ({"model": "m", "messages": M, "reasoning_effort": "extreme"}, "reasoning_effort", "expected none"),
         (
             {"model": "m", "messages": M, "response_format": {"type": "yaml"}},
@@ -498,3 +498,11 @@ def test_a_json_schema_response_format_description_is_carried() -> None:
     js = {"name": "City", "description": "A city.", "schema": {"type": "object"}}
     rf = parse({"model": "m", "messages": M, "response_format": {"type": "json_schema", "json_schema": js}})
     assert (rf.response_format.name, rf.response_format.description) == ("City", "A city.")
+
+
+def test_n_above_one_is_refused_by_name_with_the_reason() -> None:
+    with pytest.raises(InvalidRequest) as exc:
+        parse({"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": 3})
+    assert exc.value.param == "n"
+    assert "a turn is one answer" in str(exc.value)
+    assert parse({"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": 1}).messages

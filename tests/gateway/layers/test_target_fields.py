@@ -135,3 +135,34 @@ def test_the_openai_chat_body_carries_names_developer_and_detail_to_openai_only(
     ]
     assert "detail" not in to_litellm["messages"][1]["content"][1]["image_url"]
     assert to_openai["seed"] == to_litellm["seed"] == 3
+
+
+def _gemini_asks(**fields: Any) -> Request:
+    return Request(model="m", messages=[UserMessage(content=[TextPart(text="hi")])], **fields)
+
+
+def test_a_refused_penalty_is_named_as_the_gemini_client_names_it() -> None:
+    with pytest.raises(CapabilityError) as exc:
+        check_fields(_gemini_asks(presence_penalty=0.5), dep("anthropic_messages"), "gemini")
+    assert exc.value.param == "generationConfig.presencePenalty"
+    assert str(exc.value).startswith("generationConfig.presencePenalty:")
+    assert "presence_penalty" not in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "name"),
+    [
+        ("gemini", "generationConfig.stopSequences"),
+        ("anthropic_messages", "stop_sequences"),
+        ("openai_chat", "stop"),
+    ],
+)
+def test_stop_sequences_toward_responses_are_refused_by_the_clients_own_name(dialect: str, name: str) -> None:
+    with pytest.raises(CapabilityError) as exc:
+        check_fields(_gemini_asks(stop=["END"]), dep("openai_responses"), dialect)
+    assert exc.value.param == name
+
+
+def test_a_dropped_seed_and_top_k_are_named_as_the_gemini_client_names_them() -> None:
+    notes = check_fields(_gemini_asks(seed=3, top_k=5), dep("openai_responses"), "gemini")
+    assert sorted(n["field"] for n in notes) == ["generationConfig.seed", "generationConfig.topK"]

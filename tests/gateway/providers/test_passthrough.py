@@ -49,3 +49,16 @@ def test_every_other_wire_api_gets_none_and_their_serving_names_are_dotted() -> 
         "reasoning.context",
         "text.verbosity",
     ]
+
+
+def test_the_other_openai_api_gets_the_shared_fields_translated() -> None:
+    from gateway.providers.passthrough import sibling_fields
+
+    fields = {"text": {"verbosity": "low"}, "service_tier": "ultrafast", "client_metadata": {"a": "b"}}
+    native = NativeFields(api="openai_responses", fields=fields, serving=serving_names(fields))
+    req = Request(model="m", messages=[UserMessage(content=[TextPart(text="hi")])], native=native)
+    assert sibling_fields(req, "openai_chat") == {"verbosity": "low"}  # no ultrafast tier in Chat
+    assert sibling_fields(req, "anthropic_messages") == {}
+    chat = NativeFields(api="openai_chat", fields={"verbosity": "high", "store": True}, paths=["verbosity"])
+    req = req.model_copy(update={"native": chat})
+    assert sibling_fields(req, "openai_responses") == {"text": {"verbosity": "high"}, "store": True}
