@@ -22,9 +22,10 @@ it answered), its description. Either way ``remotes`` adds this gateway's ``/mcp
 server's tools are reached as ``<id>__<tool>``; nothing of the upstream's own transport (a
 command, a URL, a credential's variable) is shown unless the ``server.json`` published it.
 
-Callers are admitted as on ``/v1/mcp/tools`` (:func:`mcp_servers.clients.admit`): each sees
-only the servers it may see (:meth:`mcp_servers.clients.Visibility.sees_server`); a caller
-refused is a 401. Bad query parameters are 400 ``{"error": ...}`` naming the parameter.
+Callers are admitted as on ``/mcp`` and ``/v1/mcp/tools`` (a JWT of the configured issuer with
+``mcp.authorization`` on, a virtual key, an ``mcp.clients`` key): each sees only the servers it
+may see (:meth:`mcp_servers.clients.Visibility.sees_server`); a caller refused is answered as
+there (401 with ``WWW-Authenticate``). Bad query parameters are 400 ``{"error": ...}`` naming the parameter.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from mcp_servers.clients import Visibility, admit
+from mcp_servers.clients import Visibility
+from mcp_servers.http_api import _caller as caller_of
 from mcp_servers.official import SCHEMA_URL
 from mcp_servers.registry import McpRegistry
 
@@ -128,9 +130,9 @@ async def _admitted(request: Request) -> tuple[Any, Visibility] | Response:
     runtime = getattr(request.app.state, "mcp", None)
     if runtime is None:
         return _error("the MCP registry is not running", 503)
-    visible = await admit(runtime.config, runtime.read_env, request.headers, runtime.keys)
-    if visible is None:
-        return _error("a client key is required (Authorization: Bearer <key>)", 401)
+    visible = await caller_of(runtime, request.scope)  # as on /mcp: a JWT with mcp.authorization on
+    if isinstance(visible, Response):
+        return visible
     return runtime, visible
 
 

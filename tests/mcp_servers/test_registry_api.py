@@ -145,7 +145,7 @@ async def registry(tmp_path: Path) -> AsyncIterator[McpRegistry]:
 def _client(registry: McpRegistry, keys: Any = None) -> httpx.AsyncClient:
     app = Starlette(routes=routes())
     app.state.mcp = SimpleNamespace(
-        config=registry.config, registry=registry, read_env=lambda _: None, keys=keys
+        config=registry.config, registry=registry, read_env=lambda _: None, keys=keys, oauth=None
     )
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw.test")
 
