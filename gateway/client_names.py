@@ -1,8 +1,8 @@
 """A schema field's name in each client dialect, so that refusals and dropped notes name what
 the client sent (issue 14: "a 400 in the client's dialect naming the field"): a Gemini client
 that sent ``generationConfig.stopSequences`` is told about ``generationConfig.stopSequences``,
-not the schema's ``stop``. The OpenAI Chat names are the schema's own, so that dialect needs no
-entry; a field a dialect names like the schema has none either."""
+not the schema's ``stop``. A field a dialect names like the schema has no entry (the OpenAI Chat
+names are mostly the schema's own)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,11 @@ CLIENT_NAMES: dict[str, dict[str, str]] = {
         "top_p": "generationConfig.topP",
         "temperature": "generationConfig.temperature",
         "stop": "generationConfig.stopSequences",
+        "thinking": "generationConfig.thinkingConfig",
     },
     "anthropic_messages": {"stop": "stop_sequences", "user": "metadata.user_id"},
+    "openai_chat": {"thinking": "reasoning_effort"},
+    "openai_responses": {"thinking": "reasoning.effort"},
 }
 """Client dialect -> schema field -> the client's own (dotted) name of it."""
 

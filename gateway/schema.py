@@ -572,6 +572,9 @@ class PartStart(BaseModel):
     api: str | None = None
     caller: dict[str, Any] | None = None
     toolset_name: str | None = None
+    own_keys: dict[str, Any] | None = None
+    """A text part's keys of wire API ``api`` the schema has no slot for (a Responses upstream's
+    ``phase`` of the message item the text is in): :attr:`TextPart.own_keys` of the part built."""
 
 
 class PartDelta(BaseModel):

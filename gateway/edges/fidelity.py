@@ -97,7 +97,12 @@ OPENAI_CHAT: dict[str, Rule] = {
     "temperature": Rule(CARRIED, "as sent", "as sent"),
     "top_p": Rule(CARRIED, "as sent", "as sent"),
     "stop": Rule(CARRIED, "as sent", "`stop_sequences` / `stopSequences`"),
-    "response_format": Rule(CARRIED, "as sent", "native structured output or a forced tool"),
+    "response_format": Rule(
+        CARRIED,
+        "as sent",
+        "native structured output or a forced tool (Gemini: `responseJsonSchema` as sent on Gemini 2.5 "
+        "and later, the converted `responseSchema` on older models: `gateway/providers/gemini_models.py`)",
+    ),
     "reasoning_effort": Rule(
         CARRIED,
         "as sent (`none` and `xhigh` verbatim)",
@@ -394,12 +399,17 @@ NESTED: dict[str, Rule] = {
         "as sent (`thinkingLevel: LOW` stays a level, `thinkingBudget: -1` and `includeThoughts: false` "
         "are kept)",
         "`thinkingLevel` an effort, `thinkingBudget` a budget (0 off, -1 dynamic: thinking on); without "
-        "`includeThoughts: true` the answer shows no thought text",
+        "`includeThoughts: true` the answer shows no thought text. Toward Gemini from another dialect: "
+        "a budget is brought into the model's range (2.5 Pro 128-32768 and never off, 2.5 Flash "
+        "0-24576, 2.5 Flash-Lite 512-24576; Gemini 3 a `thinkingLevel`, Gemini 3 Pro `low` / `high`; "
+        "the table `gateway/providers/gemini_models.py`)",
     ),
     "Gemini `generationConfig.responseJsonSchema`, `responseSchema`": Rule(
         TRANSLATED,
         "as sent, each in its own slot (`responseJsonSchema` with its JSON Schema constructs; "
-        "`responseSchema` with its `propertyOrdering`)",
+        "`responseSchema` with its `propertyOrdering`); toward a model that takes only `responseSchema` "
+        "(Gemini 2.0, 1.5: `gateway/providers/gemini_models.py`) a `responseJsonSchema` is sent converted "
+        "as `responseSchema`",
         "a JSON Schema response format (`propertyOrdering` the order of `properties`)",
     ),
     "Gemini `functionResponse.response`": Rule(

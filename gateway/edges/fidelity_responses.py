@@ -198,6 +198,13 @@ RESPONSES_NESTED: dict[str, Rule] = {
         DROPPED + " (`input[i].async`, `input[i].phase`, ...); an earlier turn's, from the session log: "
         "`history.<key>`",
     ),
+    "answer: a Responses upstream's message `phase` (`commentary` / `final_answer`, gpt-5.x)": Rule(
+        CARRIED,
+        "on the client's `message` output items, whole and streamed (`output_item.added` / `.done`); "
+        "kept on the answer's text in the session log, so a stored chain's later turns send it back",
+        "an answer field: another dialect's client has no slot for it (its text is the same); "
+        "toward another upstream from the session log: `history.phase` " + DROPPED,
+    ),
     "Responses call items' `id`, call outputs' `id`, `name` and `namespace`, `reasoning` items' `id` "
     "and `status`, messages' `id`": Rule(
         CARRIED,

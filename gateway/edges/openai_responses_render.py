@@ -136,15 +136,26 @@ def reasoning_item(
     return item
 
 
-def message_item(mid: str, text: str, status: str = "completed") -> dict[str, Any]:
-    """A ``message`` output item with one ``output_text`` part."""
-    return {
+def message_item(mid: str, text: str, status: str = "completed", phase: str | None = None) -> dict[str, Any]:
+    """A ``message`` output item with one ``output_text`` part; ``phase`` (``commentary`` /
+    ``final_answer``: a Responses upstream's, which the client must send back) when given."""
+    item = {
         "id": mid,
         "type": "message",
         "status": status,
         "role": "assistant",
         "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
     }
+    if phase is not None:
+        item["phase"] = phase
+    return item
+
+
+def phase_of(part: TextPart) -> str | None:
+    """The ``phase`` of the upstream message item text ``part`` came from (its ``own_keys``)."""
+    own = part.own_keys
+    phase = own.get("phase") if own else None
+    return phase if type(phase) is str else None
 
 
 def namespaced_tools(request: Request) -> dict[str, tuple[str, str]]:
@@ -181,7 +192,7 @@ def call_item(
 def output_item(part: AnyPart, resp_id: str, n: int, request: Request) -> dict[str, Any] | None:
     """Output item ``n`` for one content part of the answer (None for a part with none)."""
     if type(part) is TextPart:
-        return message_item(item_id("msg", resp_id, n), part.text)
+        return message_item(item_id("msg", resp_id, n), part.text, phase=phase_of(part))
     if type(part) is ToolCallPart:
         custom = part.name in custom_tools(request)
         return call_item(

@@ -93,6 +93,7 @@ class _Item:
     provenance: Provenance | None = None
     fragments: list[str] = field(default_factory=list)
     started: bool = False  # a reasoning item's summary part was announced
+    phase: str | None = None  # a message item's phase from a Responses upstream
 
 
 class StreamRenderer:
@@ -172,7 +173,7 @@ class StreamRenderer:
 
     def _text_start(self, item: _Item, out: list[bytes]) -> None:
         n = self._open(item, "msg")
-        added = message_item(item.id, "", "in_progress")
+        added = message_item(item.id, "", "in_progress", item.phase)
         added["content"] = []
         out.append(self._event("response.output_item.added", {"output_index": n, "item": added}))
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
@@ -190,7 +191,7 @@ class StreamRenderer:
         out.append(self._event("response.output_text.done", {**ids, "text": text, "logprobs": []}))
         part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
         out.append(self._event("response.content_part.done", {**ids, "part": part}))
-        done = message_item(item.id, text)
+        done = message_item(item.id, text, phase=item.phase)
         self.output[n] = done
         out.append(self._event("response.output_item.done", {"output_index": n, "item": done}))
 
@@ -312,6 +313,9 @@ class StreamRenderer:
             item = _Item(event.kind, signature=event.signature, provenance=event.provenance)
             self.parts[event.index] = item
             if event.kind == "text":
+                if event.own_keys is not None:
+                    phase = event.own_keys.get("phase")
+                    item.phase = phase if type(phase) is str else None
                 self._text_start(item, out)
             elif event.kind == "thinking":
                 self._reasoning_start(item, out)

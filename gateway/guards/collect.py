@@ -15,6 +15,7 @@ from gateway.schema import (
     MessageEnd,
     MessageStart,
     NativePart,
+    OwnKeys,
     PartDelta,
     PartStart,
     RedactedThinkingPart,
@@ -53,7 +54,7 @@ class _Builder:
     def build(self) -> AssistantPart:
         s = self.start
         if s.kind == "text":
-            return TextPart(text="".join(self.text), citations=self.citations or None)
+            return TextPart(text="".join(self.text), citations=self.citations or None, own_keys=s.own_keys)
         if s.kind == "thinking":
             return ThinkingPart(text="".join(self.text), signature=self._signature(), provenance=s.provenance)
         if s.kind == "redacted_thinking":
@@ -115,7 +116,8 @@ def collect(events: Iterable[StreamEvent]) -> Response:
     concatenated byte-exact, ``arguments`` their parse when that is a JSON object, else
     ``{}``; a signature is the start's signature followed by the signature deltas. Usage:
     see :func:`_final_usage`. ``withheld_tool_calls`` and ``replaced_call_ids`` come from the
-    :class:`MessageEnd`.
+    :class:`MessageEnd`. A text part started with ``own_keys`` (a Responses upstream's message
+    ``phase``) keeps them, and the message then has ``own`` of that part's wire API.
 
     Raises :class:`gateway.errors.UpstreamError` (status of the event) on a
     :class:`StreamError`, and :class:`gateway.errors.UpstreamProtocolError` when the stream
@@ -142,10 +144,14 @@ def collect(events: Iterable[StreamEvent]) -> Response:
         missing = "start" if start is None else "end"
         raise UpstreamProtocolError(f"stream has no message {missing}")
     content = [parts[i].build() for i in sorted(parts)]
+    own_api = next((b.start.api for b in parts.values() if b.start.own_keys is not None), None)
     return Response(
         id=start.id,
         model=start.model,
-        message=AssistantMessage(content=content),
+        message=AssistantMessage(
+            content=content,
+            own=None if own_api is None else OwnKeys(api=own_api),  # its parts carry keys of that API
+        ),
         stop_reason=end.stop_reason,
         usage=_final_usage(start.usage, end.usage),
         withheld_tool_calls=list(end.withheld_tool_calls),

@@ -29,12 +29,14 @@ from __future__ import annotations
 import structlog
 
 from gateway.anthropic_headers import EDGE_VERSIONS, admit, client_betas, forwarded
+from gateway.client_names import client_name
 from gateway.config import Deployment
 from gateway.layers.target_fields import check_fields
 from gateway.layers.target_media import check_capabilities
 from gateway.providers import passthrough
 from gateway.providers.anthropic_common import API as ANTHROPIC
 from gateway.providers.anthropic_output import strict_input_schema
+from gateway.providers.gemini_models import model_family
 from gateway.providers.wire_common import openai_strict_ok
 from gateway.schema import (
     NativeFields,
@@ -112,6 +114,13 @@ class TargetLayer:
             note_loose_format(turn, rf, dep)
         if request.thinking is not None and dep.api == ANTHROPIC:
             request = fit_claude_thinking(turn, request, dep)
+        elif (
+            request.thinking is not None
+            and not request.thinking.enabled
+            and dep.api == "gemini"
+            and (native is None or native.api != dep.api)  # a Gemini client's own form is sent as is
+        ):
+            note_thinking_always_on(turn, dep)
         if request.max_output_tokens is None and dep.max_output_tokens is not None:
             request = request.model_copy(update={"max_output_tokens": dep.max_output_tokens})
         headers = turn.headers_in
@@ -240,6 +249,27 @@ def note_loose_format(turn: Turn, rf: ResponseFormat, dep: Deployment) -> None:
         deployment=dep.name,
         fields=["output_config.format.strict"],
     )
+
+
+def note_thinking_always_on(turn: Turn, dep: Deployment) -> None:
+    """Note on ``turn`` (and log) that thinking the client turned off stays on: ``dep``'s Gemini
+    model cannot turn it off (Gemini 2.5 Pro, Gemini 3: :mod:`gateway.providers.gemini_models`),
+    so nothing is sent for it. Named by the client's own field
+    (:func:`gateway.client_names.client_name`). Nothing for a model that can, or does not think."""
+    family = model_family(dep.model)
+    if family.can_turn_off or family.thinking == "none":
+        return
+    field = client_name(turn.dialect, "thinking")
+    turn.note_dropped(
+        {
+            "kind": "dropped",
+            "field": field,
+            "values": [],
+            "deployment": dep.name,
+            "reason": f"model {dep.model!r} always thinks: thinking cannot be turned off",
+        }
+    )
+    log.info("fields_dropped", request_id=turn.request_id, deployment=dep.name, fields=[field])
 
 
 def validated_mode(request: Request, dep: Deployment) -> bool:

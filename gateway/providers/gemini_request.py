@@ -9,7 +9,7 @@ Shape (ai.google.dev/api/generate-content#request-body)::
                                               "allowedFunctionNames": [...]}},
      "generationConfig": {"maxOutputTokens", "temperature", "topP", "topK", "stopSequences",
                           "seed", "presencePenalty", "frequencyPenalty",
-                          "responseMimeType", "responseSchema",
+                          "responseMimeType", "responseJsonSchema" | "responseSchema",
                           "thinkingConfig": {"thinkingBudget" | "thinkingLevel", "includeThoughts"}}}
 
 Decisions (each documented where it is made):
@@ -56,6 +56,7 @@ from gateway.providers.gemini_common import (
     is_gemini3,
     is_gemini_signed,
 )
+from gateway.providers.gemini_models import fit_budget, model_family
 from gateway.providers.gemini_schema import function_declaration, to_gemini_schema
 from gateway.providers.naming import NameMap
 from gateway.schema import (
@@ -274,24 +275,31 @@ def read_system_note(text: str) -> str | None:
 
 
 def _thinking_config(request: Request, deployment: Deployment) -> dict[str, Any] | None:
+    """``generationConfig.thinkingConfig`` for ``request.thinking`` on ``deployment``'s model,
+    by its family's row (:mod:`gateway.providers.gemini_models`): off is ``thinkingBudget: 0``
+    where the model can turn thinking off, else nothing; a budget is brought into the model's
+    range; an effort is a ``thinkingLevel`` (Gemini 3) or a budget; a model that does not think
+    gets nothing."""
     cfg = request.thinking
     if cfg is None:
         return None
-    gemini3 = is_gemini3(deployment.model)
+    family = model_family(deployment.model)
+    if family.thinking == "none":
+        return None
     if not cfg.enabled:
-        # Gemini 2.5 Flash turns thinking off with budget 0; Gemini 3 cannot turn it off.
-        return None if gemini3 else {"thinkingBudget": 0}
+        return {"thinkingBudget": 0} if family.can_turn_off else None
     out: dict[str, Any] = {"includeThoughts": True}
     if cfg.budget_tokens is not None:
-        out["thinkingBudget"] = cfg.budget_tokens
+        budget = cfg.budget_tokens
+        out["thinkingBudget"] = fit_budget(family, budget) if family.thinking == "budget" else budget
     elif cfg.effort is not None:
-        if gemini3:
+        if family.thinking == "level":
             level = cfg.effort
-            if "pro" in deployment.model:  # Gemini 3 Pro knows only "low" and "high".
+            if level not in family.levels:  # Gemini 3 Pro knows only "low" and "high".
                 level = "low" if level in ("minimal", "low") else "high"
             out["thinkingLevel"] = level
         else:
-            out["thinkingBudget"] = _EFFORT_BUDGET[cfg.effort]
+            out["thinkingBudget"] = fit_budget(family, _EFFORT_BUDGET[cfg.effort])
     return out
 
 
@@ -325,7 +333,10 @@ def _generation_config(request: Request, deployment: Deployment) -> dict[str, An
         gen["responseMimeType"] = "application/json"
         schema = wire_common.described_schema(fmt) if fmt.type == "json_schema" else None
         if schema:
-            gen["responseSchema"] = to_gemini_schema(schema)
+            if model_family(deployment.model).json_schema:
+                gen["responseJsonSchema"] = schema  # JSON Schema as it is (Gemini 2.5 and later)
+            else:
+                gen["responseSchema"] = to_gemini_schema(schema)
     thinking = _thinking_config(request, deployment)
     if thinking is not None:
         gen["thinkingConfig"] = thinking
@@ -363,8 +374,21 @@ def build_body(request: Request, deployment: Deployment, names: NameMap) -> dict
         body["generationConfig"] = gen
     native = request.native
     if native is not None and native.api == "gemini":
-        merge_native(body, _own_fields(request, native.fields))
+        fields = _own_fields(request, native.fields)
+        if not model_family(deployment.model).json_schema:
+            fields = _without_json_schema(fields)
+        merge_native(body, fields)
     return body
+
+
+def _without_json_schema(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` (a Gemini client's own) less ``generationConfig.responseJsonSchema``, for a
+    model that takes only ``responseSchema``: it gets the translation instead (the schema's
+    response format, converted by :func:`gateway.providers.gemini_schema.to_gemini_schema`)."""
+    gen: dict[str, Any] = fields.get("generationConfig") or {}
+    if "responseJsonSchema" not in gen:
+        return fields
+    return {**fields, "generationConfig": {k: v for k, v in gen.items() if k != "responseJsonSchema"}}
 
 
 def _own_fields(request: Request, fields: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,9 @@ Reading an answer
 -----------------
 * ``output`` items in order: ``reasoning`` -> a thinking part (summary text; ``encrypted_content``
   as its signature, provenance ``openai_responses`` + the deployment's provider and model, so it
-  goes back only there); ``message`` -> text parts (``output_text``; a ``refusal`` is text too);
+  goes back only there); ``message`` -> text parts (``output_text``; a ``refusal`` is text too;
+  the item's ``phase``, ``commentary`` / ``final_answer`` of gpt-5.x, kept on them as
+  ``own_keys`` for a Responses client, which sends it back);
   ``function_call`` -> a tool call (``call_id`` is the id the result must name; ``arguments``
   byte-exact); ``custom_tool_call`` -> a tool call of the function a custom tool is emulated
   as (one string argument: arguments ``{"input": <its free-form input>}``, the convention of
@@ -154,13 +156,20 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
     resp_id = str(obj.get("id") or "")
     parts: list[dict[str, Any]] = []
     has_calls = False
+    has_own = False
     prov = None
     for n, item in enumerate(output):
         if not isinstance(item, dict):
             raise UpstreamProtocolError(f"response output[{n}] is not an object", deployment=dep.name)
         kind = item.get("type")
         if kind == "message":
-            parts.extend({"type": "text", "text": t} for t in message_texts(item))
+            phase = item.get("phase")
+            if type(phase) is str:  # commentary / final_answer (gpt-5.x): the client sends it back
+                own = {"phase": phase}
+                parts.extend({"type": "text", "text": t, "own_keys": own} for t in message_texts(item))
+                has_own = True
+            else:
+                parts.extend({"type": "text", "text": t} for t in message_texts(item))
         elif kind == "function_call" or kind == "custom_tool_call":
             parts.append(_call_part(item, ctx.names, resp_id, n))
             has_calls = True
@@ -179,7 +188,7 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
     data = {
         "id": resp_id,
         "model": str(obj.get("model") or dep.model),
-        "message": {"content": parts},
+        "message": {"content": parts, "own": {"api": API} if has_own else None},
         "stop_reason": _map_status(status_of(obj), has_tool_calls=has_calls),
         "usage": usage_fields(usage) if isinstance(usage, dict) else {},
     }

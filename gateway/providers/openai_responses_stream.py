@@ -43,6 +43,7 @@ import orjson
 from gateway.errors import UpstreamProtocolError
 from gateway.providers import wire_common
 from gateway.providers.openai_responses_common import (
+    API,
     SUMMARY_SEPARATOR,
     error_status,
     failure,
@@ -99,6 +100,7 @@ class _Item:
     got_args: bool = False
     summary_index: int | None = None
     ended: bool = False
+    phase: str | None = None  # a message item's phase (commentary, final_answer)
 
 
 class OpenAIResponsesStreamParser:
@@ -232,6 +234,9 @@ class OpenAIResponsesStreamParser:
         kind = str(item.get("type") or "")
         item_id = self._item_id(item)
         entry = _Item(kind if kind in _KINDS else "other")
+        phase = item.get("phase")
+        if kind == "message" and type(phase) is str:
+            entry.phase = phase
         self.items[item_id] = entry
         self._start(out)  # output has begun: the client may have its first bytes
         if entry.kind == "function_call":
@@ -277,8 +282,12 @@ class OpenAIResponsesStreamParser:
         key = (obj.get("item_id"), obj.get("content_index"))
         part = self.texts.get(key)
         if part is None:
-            part = self.texts[key] = self._new_part(out, kind="text")
             entry = self.items.get(str(key[0]))
+            if entry is not None and entry.phase is not None:
+                own = {"phase": entry.phase}
+                part = self.texts[key] = self._new_part(out, kind="text", api=API, own_keys=own)
+            else:
+                part = self.texts[key] = self._new_part(out, kind="text")
             if entry is not None and entry.part is None:
                 entry.part = part  # the message has text (it ends at its content part or item)
         out.append(_part_delta({"index": part, "text": delta}))

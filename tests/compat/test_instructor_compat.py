@@ -35,7 +35,7 @@ NATIVE_SLOT = {
     "openai_chat": "response_format",
     "openai_responses": "text.format",
     "anthropic_messages": "tool:json_output",  # the stand-in's Claude model has no native slot
-    "gemini": "responseSchema",
+    "gemini": "responseJsonSchema",  # gemini-3: JSON Schema as it is (gateway/providers/gemini_models.py)
 }
 # Where each (client, mode) puts the schema upstream: a forced tool named for the model, the
 # native slot, or (JSON mode) the prompt with the API's JSON-object switch.

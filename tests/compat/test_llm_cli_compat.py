@@ -42,7 +42,7 @@ NATIVE_SLOT = {
     "openai_chat": "response_format",
     "openai_responses": "text.format",
     "anthropic_messages": "tool:json_output",  # the stand-in's Claude model has no native slot
-    "gemini": "responseSchema",
+    "gemini": "responseJsonSchema",  # gemini-3: JSON Schema as it is (gateway/providers/gemini_models.py)
 }
 FUNCTIONS = """
 def get_weather(city: str) -> str:

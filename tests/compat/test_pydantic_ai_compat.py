@@ -51,7 +51,7 @@ NATIVE_SLOT = {
     "openai_chat": "response_format",
     "openai_responses": "text.format",
     "anthropic_messages": "tool:json_output",
-    "gemini": "responseSchema",
+    "gemini": "responseJsonSchema",  # gemini-3: JSON Schema as it is (gateway/providers/gemini_models.py)
 }
 
 

@@ -54,10 +54,12 @@ def answer(
     model: str = "gpt-4o-mini",
     input_tokens: int = 20,
     output_tokens: int = 10,
+    phase: str | None = None,
 ) -> Exchange:
     """``text`` (optional) then ``calls`` (raw arguments sent as they are, complete JSON or
     not); ``incomplete`` ends it with ``status: incomplete`` for ``max_output_tokens`` (the last
-    call's item then stays ``in_progress``, as a cut call does)."""
+    call's item then stays ``in_progress``, as a cut call does); ``phase``: the text's message
+    item's ``phase`` (gpt-5.x: ``commentary`` / ``final_answer``)."""
     status = "incomplete" if incomplete else "completed"
     items: list[dict[str, Any]] = []
     if text:
@@ -70,6 +72,8 @@ def answer(
                 "content": [{"type": "output_text", "annotations": [], "text": text}],
             }
         )
+        if phase is not None:
+            items[-1]["phase"] = phase
     for i, c in enumerate(calls):
         cut = incomplete and i == len(calls) - 1
         items.append(

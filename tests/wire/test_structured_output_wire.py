@@ -60,7 +60,7 @@ def _assert_reached(upstream: UpstreamStandin, target: str) -> None:
         assert body["response_format"]["type"] == "json_schema"
     else:
         assert body["generationConfig"]["responseMimeType"] == "application/json"
-        assert "responseSchema" in body["generationConfig"]
+        assert "responseJsonSchema" in body["generationConfig"]  # gemini-3: JSON Schema as it is
 
 
 @pytest.mark.parametrize("target", sorted(API_OF))

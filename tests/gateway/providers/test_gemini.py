@@ -101,7 +101,7 @@ def test_generation_config_carries_sampling_stop_and_json_schema() -> None:
             schema={"type": "object", "additionalProperties": False, "properties": {"a": {"type": "string"}}},
         ),
     )
-    gen = body_of(req)["generationConfig"]
+    gen = body_of(req, model="gemini-2.0-flash")["generationConfig"]  # takes responseSchema only
     assert gen == {
         "maxOutputTokens": 100,
         "temperature": 0.2,
@@ -639,7 +639,7 @@ def test_a_clients_thinking_config_is_sent_unless_the_guard_turned_thinking_off(
     asked = user_request().model_copy(update={"thinking": ThinkingConfig(effort="low"), "native": native})
     assert body_of(asked)["generationConfig"]["thinkingConfig"] == own
     off = asked.model_copy(update={"thinking": ThinkingConfig(enabled=False, effort="low")})
-    assert body_of(off)["generationConfig"]["thinkingConfig"] != own
+    assert body_of(off)["generationConfig"].get("thinkingConfig") != own
 
 
 def test_a_clients_function_response_object_is_sent_for_its_result() -> None:
@@ -681,5 +681,91 @@ def test_a_format_description_becomes_the_response_schema_description() -> None:
     fmt = ResponseFormat(
         type="json_schema", description="A city.", schema={"type": "object", "properties": {}}
     )
-    gen = body_of(user_request(response_format=fmt))["generationConfig"]
+    gen = body_of(user_request(response_format=fmt), model="gemini-2.0-flash")["generationConfig"]
     assert gen["responseSchema"]["description"] == "A city."
+    gen = body_of(user_request(response_format=fmt))["generationConfig"]
+    assert gen["responseJsonSchema"]["description"] == "A city."
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/B"}]}},
+    "$defs": {"B": {"type": "integer"}},
+    "required": ["a"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("model", "slot"),
+    [
+        ("gemini-3-pro-preview", "responseJsonSchema"),
+        ("gemini-2.5-flash", "responseJsonSchema"),
+        ("models/gemini-2.5-pro", "responseJsonSchema"),
+        ("gemini-2.0-flash-001", "responseSchema"),
+        ("gemini-1.5-pro", "responseSchema"),
+    ],
+)
+def test_structured_output_goes_in_the_slot_the_models_family_takes(model: str, slot: str) -> None:
+    fmt = ResponseFormat(type="json_schema", schema=SCHEMA)
+    gen = body_of(user_request(response_format=fmt), model=model)["generationConfig"]
+    assert [k for k in gen if k.startswith("response")] == ["responseMimeType", slot]
+    if slot == "responseJsonSchema":
+        assert gen[slot] == SCHEMA  # JSON Schema as it is: nothing converted away
+
+
+@pytest.mark.parametrize(
+    ("model", "thinking", "sent"),
+    [
+        (
+            "gemini-2.5-pro",
+            ThinkingConfig(budget_tokens=50),
+            {"thinkingBudget": 128, "includeThoughts": True},
+        ),
+        (
+            "gemini-2.5-pro",
+            ThinkingConfig(budget_tokens=64000),
+            {"thinkingBudget": 32768, "includeThoughts": True},
+        ),
+        (
+            "gemini-2.5-flash",
+            ThinkingConfig(budget_tokens=64000),
+            {"thinkingBudget": 24576, "includeThoughts": True},
+        ),
+        (
+            "gemini-2.5-flash-lite",
+            ThinkingConfig(effort="minimal"),
+            {"thinkingBudget": 512, "includeThoughts": True},
+        ),
+        ("gemini-2.5-flash", ThinkingConfig(enabled=False), {"thinkingBudget": 0}),
+        ("gemini-2.5-pro", ThinkingConfig(enabled=False), None),  # 2.5 Pro cannot turn thinking off
+        (
+            "gemini-3-pro-preview",
+            ThinkingConfig(effort="medium"),
+            {"thinkingLevel": "high", "includeThoughts": True},
+        ),
+        (
+            "gemini-3-flash-preview",
+            ThinkingConfig(effort="medium"),
+            {"thinkingLevel": "medium", "includeThoughts": True},
+        ),
+        ("gemini-2.0-flash", ThinkingConfig(effort="high"), None),  # does not think
+    ],
+)
+def test_thinking_is_sent_within_the_models_limits(model: str, thinking: ThinkingConfig, sent: Any) -> None:
+    gen = body_of(user_request().model_copy(update={"thinking": thinking}), model=model).get(
+        "generationConfig", {}
+    )
+    assert gen.get("thinkingConfig") == sent
+
+
+def test_a_gemini_clients_json_schema_reaches_an_older_model_as_its_response_schema() -> None:
+    from gateway.schema import NativeFields
+
+    native = NativeFields(api="gemini", fields={"generationConfig": {"responseJsonSchema": SCHEMA}})
+    req = user_request(response_format=ResponseFormat(type="json_schema", schema=SCHEMA)).model_copy(
+        update={"native": native}
+    )
+    gen = body_of(req, model="gemini-2.0-flash")["generationConfig"]
+    assert "responseJsonSchema" not in gen and gen["responseSchema"]["type"] == "object"
+    assert body_of(req, model="gemini-2.5-flash")["generationConfig"]["responseJsonSchema"] == SCHEMA
