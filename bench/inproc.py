@@ -143,7 +143,14 @@ async def _main(
         bodies = request_bodies()
         async with app.router.lifespan_context(app):
             key = "bench"
-            if access:
+            if access:  # a server that ran a while has its tokenizer loaded: worst cases count with it
+                from gateway.providers.catalog import count_tokens, load_tokenizer
+                from gateway.schema import Request, TextPart, UserMessage
+
+                load_tokenizer()
+                count_tokens(
+                    Request(model="m", messages=[UserMessage(content=[TextPart(text="hi")])]), "gpt-4o"
+                )
                 _, key = await app.state.access.create_key(
                     "bench",
                     actor="bench",
