@@ -88,6 +88,7 @@ class ChangeBus:
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
                         await self._hear(message["data"])
+                lost = True  # the subscription ended: what was sent meanwhile is missed
             except UNREACHABLE as err:
                 if not lost:
                     log.warning("fleet_subscription_lost", error=f"{type(err).__name__}: {err}")
