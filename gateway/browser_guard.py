@@ -85,9 +85,10 @@ def _split_host(host: str) -> str:
 def host_allowed(host: str | None, allowed: frozenset[str], loopback: bool) -> bool:
     """Whether a ``Host`` value is acceptable: a loopback name (when ``loopback``: the request
     arrived on a loopback address) or a name (any port) or ``name:port`` of ``allowed``
-    (lower case)."""
+    (lower case). No ``Host`` at all is acceptable: every browser sends one, so a request
+    without it (HTTP/1.0, a raw ASGI caller) is no rebound page."""
     if not host:
-        return False
+        return True
     host = host.lower()
     name = _split_host(host)
     if loopback and is_loopback(name):

@@ -569,7 +569,9 @@ class AnthropicHeaders(BaseModel):
 
 class RedisConfig(BaseModel):
     """Redis for state shared by every gateway instance: the limit counters (budgets, rate
-    limits, concurrent turns: :mod:`gateway.limits.redis_backend`).
+    limits, concurrent turns, deployment quotas: :mod:`gateway.limits.redis_backend`) and
+    :mod:`gateway.fleet` (deployment health, the thinking and signer memories, admin MCP
+    servers, change notifications).
 
     * ``url``: ``redis://host:port/db`` (``rediss://`` for TLS); unset, the counters live in
       the process (one instance only: two would each allow the full budget).
@@ -578,7 +580,8 @@ class RedisConfig(BaseModel):
       settled once Redis is back, never twice).
     * ``timeout_s``: the longest wait for one Redis command, seconds (past it Redis counts as
       unreachable for that turn).
-    * ``prefix``: put before every key this gateway writes (several deployments on one Redis).
+    * ``prefix``: put before every key this gateway writes, and names its change channel
+      (``<prefix>changes``): several deployments on one Redis.
     """
 
     model_config = ConfigDict(extra="forbid")

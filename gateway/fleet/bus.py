@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 import structlog
 
+from gateway.config import RedisConfig
 from gateway.fleet.link import UNREACHABLE, RedisLink
 
 log = structlog.get_logger("turnstile.fleet")
@@ -87,6 +88,7 @@ class ChangeBus:
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
                         await self._hear(message["data"])
+                lost = True  # the subscription ended: what was sent meanwhile is missed
             except UNREACHABLE as err:
                 if not lost:
                     log.warning("fleet_subscription_lost", error=f"{type(err).__name__}: {err}")
@@ -116,3 +118,16 @@ class ChangeBus:
                     await out
             except Exception:
                 log.exception("fleet_handler_failed", topic=message["t"])
+
+
+async def announce(config: RedisConfig, topic: str, **data: Any) -> bool:
+    """Publish one change from outside a running gateway (the ``turnstile keys``/``teams``
+    CLI) on ``config``'s channel; False when ``redis.url`` is not set or Redis is unreachable
+    (the instances then see the change within ``access.cache_ttl_s``)."""
+    link = RedisLink.from_config(config)
+    if link is None:
+        return False
+    try:
+        return await ChangeBus(link).publish(topic, **data)
+    finally:
+        await link.aclose()

@@ -79,7 +79,11 @@ class RedisLink:
     def subscriber(self) -> aioredis.Redis:
         """A client for the notification subscription: no read timeout (it waits for
         messages), the connect timeout of the others."""
-        kw: dict[str, Any] = {"decode_responses": True, "socket_connect_timeout": self.timeout_s}
+        kw: dict[str, Any] = {
+            "decode_responses": True,
+            "socket_connect_timeout": self.timeout_s,
+            "client_name": f"turnstile-changes-{self.instance}",  # CLIENT LIST names the instance
+        }
         return aioredis.Redis.from_url(self.url, health_check_interval=5, **kw)
 
     async def aclose(self) -> None:

@@ -37,7 +37,7 @@ admission however many model steps the turn takes). For a turn whose caller hold
 Counters are in process, or in Redis with ``redis.url`` (shared by every instance), seeded from
 the spend ledger (:mod:`gateway.ledger`). A caller without a key, or a key without limits,
 passes through at the cost of one attribute test. Deployment quotas (routing around a
-provider's own limits) are not applied here yet.
+provider's own limits) are the route layer's (:mod:`gateway.limits.quotas`).
 """
 
 from __future__ import annotations

@@ -350,7 +350,11 @@ def test_system_prompt_and_call_settings_reach_each_upstream(
     if refused:
         # The Responses API has no stop sequences: refused by name, in the client's own dialect.
         assert out["status"] == 400, out
-        assert out["error"].startswith("stop: ") and "Responses API" in out["error"], out
+        # Named as the client's dialect names it (Chat `stop`, Anthropic `stop_sequences`, Gemini
+        # `generationConfig.stopSequences`).
+        named = {"anthropic": "stop_sequences", "google": "generationConfig.stopSequences"}
+        assert out["error"].startswith(f"{named.get(provider, 'stop')}: "), out
+        assert "openai_responses wire API" in out["error"] and "no stop sequences" in out["error"], out
         error = json.loads(out["body"])["error"]
         assert error["message"] == out["error"]
         assert {"openai.chat": "param", "anthropic": "type", "google": "status"}[provider] in error

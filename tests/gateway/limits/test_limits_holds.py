@@ -177,3 +177,28 @@ async def test_a_history_that_does_not_fit_beside_its_own_admission_is_a_spent_b
         await context.fit(rebuilt, _priced())
     assert not isinstance(caught.value, BudgetBusy)
     await lim.release(turn)
+
+
+async def test_a_session_tool_loop_step_is_topped_up_for_its_history_and_given_back_at_its_settle(
+    make_limits: Factory,
+) -> None:
+    from gateway.limits.holds import ContextHold, worst_case
+
+    lim = make_limits()
+    rec = Recorder()
+    scope = _key(10_000.0)
+    admitter = Admitter(lim, rec, rec, "principal", "r")
+    turn = await admitter.admit([scope], 0.0)  # a tool loop's admission reserves nothing
+    context = ContextHold(admitter, [scope], 0.0)
+    holds = StepHolds(admitter, [scope], [_priced()], session_bound=True, context=context)
+    step, rebuilt = _request("hi"), _request("a long history " * 50 + "hi")
+    for _ in range(2):  # each step: its own hold, its history topped up, both gone at its settle
+        hold = await holds.hold(step)
+        assert context.base_usd == worst_case([_priced()], step, session_bound=True)
+        await context.fit(rebuilt, _priced())
+        full = worst_case([_priced()], rebuilt, session_bound=False)
+        assert (await spent(lim, "key:k1", "total"))[1] == pytest.approx(full, abs=1e-6)
+        await holds.settle(hold, 1.0)
+        assert context.extra == [] and (await spent(lim, "key:k1", "total"))[1] == 0
+    await lim.settle(turn, 0.0, tokens=0)
+    assert await spent(lim, "key:k1", "total") == (2.0, 0.0)
