@@ -58,7 +58,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_servers.aggregate import Aggregator, decode_cursor, encode_cursor
 from mcp_servers.arguments import argument_errors, invalid_arguments_text
-from mcp_servers.clients import EVERYTHING, Visibility, current_caller, from_request
+from mcp_servers.clients import EVERYTHING, Visibility, current_caller, from_request, subject_token
 from mcp_servers.output_cap import cap_text
 from mcp_servers.registry import McpRegistry, RegisteredTool
 from mcp_servers.relay import LEVELS, UPSTREAM_KEY_PREFIX, Channel
@@ -492,8 +492,10 @@ class McpEndpoint:
             await ctx.session.report_progress(p, total, message)
 
         channel = channel_for(ctx, t.server)
+        user = subject_token(ctx.request)
+        delegated: dict[str, Any] = {"subject_token": user} if user is not None else {}
         if not channel.modern:
-            return await self.forward(t, args, progress=progress, channel=channel)
+            return await self.forward(t, args, progress=progress, channel=channel, **delegated)
         responses = None
         upstream_state = None
         if state is not None and state.get("u") is not None:
@@ -509,6 +511,7 @@ class McpEndpoint:
             pass_input_required=True,
             input_responses=responses,
             request_state=upstream_state,
+            **delegated,
         )
         if not isinstance(result, InputRequiredResult):
             return result

@@ -55,7 +55,16 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from mcp_servers.admin_policy import AdminPolicyViolation
-from mcp_servers.clients import CALLER, STATE_KEY, KeyAuth, Visibility, admit, is_admin_key
+from mcp_servers.clients import (
+    CALLER,
+    STATE_KEY,
+    SUBJECT_TOKEN_KEY,
+    KeyAuth,
+    Visibility,
+    admit,
+    bearer,
+    is_admin_key,
+)
 from mcp_servers.config import McpConfig, McpServerSpec
 from mcp_servers.endpoint import McpEndpoint
 from mcp_servers.legacy_sse import MESSAGES_PATH, LegacySse
@@ -65,6 +74,7 @@ from mcp_servers.oauth_resource import (
     OAuthResource,
     challenge,
     judge,
+    looks_like_jwt,
     resource_url,
 )
 from mcp_servers.registry import McpRegistry, RegistryConflict
@@ -145,6 +155,9 @@ class McpAsgi:
             await visibility(scope, receive, send)
             return
         scope.setdefault("state", {})[STATE_KEY] = visibility
+        jwt = bearer(Headers(scope=scope))
+        if runtime.oauth is not None and looks_like_jwt(jwt):
+            scope["state"][SUBJECT_TOKEN_KEY] = jwt  # for per-user delegation (token exchange) only
         token = CALLER.set(visibility)  # for the SDK's Mcp-Param-* check (McpEndpoint.visible_input_schema)
         try:
             await runtime.session_manager.handle_request(scope, receive, send)
@@ -213,6 +226,10 @@ async def oauth_callback(request: Request) -> Response:
     q = request.query_params
     if q.get("error"):
         log.warning("mcp_oauth_authorization_refused", error=q.get("error"), state=q.get("state"))
+        for status in runtime.registry.status()["servers"]:
+            prompt = getattr(runtime.registry.upstream(status["id"]), "prompt", None)
+            if prompt is not None:
+                prompt.refuse(q.get("state", ""), str(q.get("error")))
         return _error(
             f"the authorization server answered {q.get('error')}: {q.get('error_description', '')}",
             400,

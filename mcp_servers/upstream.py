@@ -46,6 +46,7 @@ from typing import Any, Literal, TypeVar, cast
 
 import structlog
 from mcp import Client, StdioServerParameters
+from mcp.client.auth import OAuthFlowError
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import (
     PromptsListChanged,
@@ -85,7 +86,13 @@ from mcp_servers.config import WORKSPACE_PLACEHOLDER, HttpTransport, McpServerSp
 from mcp_servers.relay import CURRENT, Channel, upstream_meta
 from mcp_servers.stdio_stderr import StderrLimits
 from mcp_servers.stdio_transport import WireStats, stdio_transport, wire_fault
-from mcp_servers.upstream_oauth import AuthorizationPrompt, OAuthKeyMissing, TokenVault, build_auth
+from mcp_servers.upstream_oauth import (
+    AuthorizationPrompt,
+    Delegation,
+    OAuthKeyMissing,
+    TokenVault,
+    build_auth,
+)
 
 log = structlog.get_logger("turnstile.mcp.upstream")
 
@@ -217,6 +224,13 @@ class Upstream:
         )
         """The authorization-code grant's wait for a person (None for other servers)."""
         self._connect_deadline: asyncio.Timeout | None = None
+        self._oauth_provider: Any = None
+        self.delegation = (
+            Delegation(spec.id, oauth, read_env)
+            if oauth is not None and oauth.token_exchange is not None
+            else None
+        )
+        """Per-user delegation (RFC 8693) when ``oauth.token_exchange`` is set."""
         self._on_lists_changed = on_lists_changed
         self._on_resource_updated = on_resource_updated
         self._inflight: dict[int, Channel | None] = {}
@@ -404,7 +418,10 @@ class Upstream:
             return None
         if self._oauth_vault is None:
             raise OAuthKeyMissing(self.id, "mcp.token_key_env")
-        return build_auth(self.id, t.url, t.oauth, self._read_env, self._oauth_vault, self.prompt)
+        self._oauth_provider = build_auth(
+            self.id, t.url, t.oauth, self._read_env, self._oauth_vault, self.prompt
+        )
+        return self._oauth_provider
 
     def _authorizing(self, waiting: bool) -> None:
         """The authorization-code grant started (``waiting``) or ended waiting for a person:
@@ -629,8 +646,13 @@ class Upstream:
         pass_input_required: bool = False,
         input_responses: InputResponses | None = None,
         request_state: str | None = None,
+        subject_token: str | None = None,
     ) -> CallToolResult | InputRequiredResult:
         """Call ``name`` (the original tool name) with ``arguments``.
+
+        ``subject_token``: the caller's access token (a JWT it presented to ``/mcp``); with
+        ``oauth.token_exchange`` the call is made for that user with a token exchanged for it
+        (:meth:`call_delegated`), never with ``subject_token`` itself.
 
         ``channel`` is the way back to the caller (:mod:`mcp_servers.relay`): the upstream's
         log messages, sampling and elicitation requests during the call go there, and a
@@ -645,6 +667,10 @@ class Upstream:
         the connection died mid-call (the supervisor restarts it). An ``MCPError`` the upstream
         answered with (bad arguments, unknown tool, a refused input request) propagates unchanged.
         """
+        if self.delegation is not None:
+            exchange = self.delegation.oauth.token_exchange
+            if subject_token is not None or (exchange is not None and exchange.required):
+                return await self.call_delegated(name, arguments, subject_token, timeout_s)
         client = await self._connected()
         limit = timeout_s if timeout_s is not None else self.spec.call_timeout_s
         self._call_seq += 1
@@ -685,6 +711,50 @@ class Upstream:
         finally:
             CURRENT.reset(token)
             del self._inflight[key]
+
+    async def call_delegated(
+        self, name: str, arguments: dict[str, Any] | None, subject_token: str | None, timeout_s: float | None
+    ) -> CallToolResult:
+        """One call for one user (RFC 8693 delegation): the caller's token exchanged at the
+        upstream's authorization server, the call made on a connection of its own carrying the
+        exchanged token. No relay of upstream questions on this path. Raises
+        :class:`UpstreamCallFailed` (no caller token where ``token_exchange.required``, the
+        exchange refused, timeout, transport) and ``MCPError`` as :meth:`call_tool`."""
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        assert self.delegation is not None and isinstance(self.spec.transport, HttpTransport)
+        if subject_token is None:
+            raise UpstreamCallFailed(
+                self.id, "it acts for the calling user and the caller presented no user token"
+            )
+        await self._connected()  # the gateway's own sign-in discovered the authorization server
+        limit = timeout_s if timeout_s is not None else self.spec.call_timeout_s
+        try:
+            async with asyncio.timeout(limit):
+                token = await self.delegation.token_for(subject_token, self._oauth_provider)
+                http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+                async with (
+                    http,
+                    Client(
+                        streamable_http_client(self.spec.transport.url, http_client=http),
+                        mode=self.spec.protocol,
+                        cache=None,
+                    ) as client,
+                ):
+                    return await client.call_tool(name, arguments)
+        except TimeoutError:
+            raise UpstreamCallFailed(self.id, f"tool {name!r} did not answer within {limit:g} s") from None
+        except MCPError as err:
+            raise self._call_error(f"tool {name!r}", f"tools/call {name!r}", err) from err
+        except OAuthFlowError as err:
+            raise UpstreamCallFailed(
+                self.id, f"the token exchange for the calling user failed: {err}"
+            ) from err
+        except Exception as err:
+            raise UpstreamCallFailed(
+                self.id, f"tool {name!r} for the calling user failed: {_describe(err)}"
+            ) from err
 
     def capabilities(self) -> ServerCapabilities | None:
         """The connected upstream's capabilities, or None while it is not ready."""

@@ -246,6 +246,15 @@ class AuthorizationPrompt:
         self._answer.set_result(AuthorizationCodeResult(code=code, state=state, iss=iss))
         return True
 
+    def refuse(self, state: str | None, why: str) -> bool:
+        """End the waiting flow with ``OAuthFlowError(why)`` (the authorization server redirected
+        with an error, or the authorization could not be completed); ``state`` None ends it
+        whatever state it waits for. False when no flow waits (with that state)."""
+        if self._answer is None or self._answer.done() or (state is not None and state != self.state):
+            return False
+        self._answer.set_exception(OAuthFlowError(f"authorization refused: {why}"))
+        return True
+
 
 def build_auth(
     server: str,
@@ -346,3 +355,54 @@ async def exchange_token(
     if response.status_code != 200:
         raise OAuthFlowError(f"token exchange refused ({response.status_code}): {response.text[:300]}")
     return OAuthToken.model_validate(response.json())
+
+
+class Delegation:
+    """Per-user delegation (RFC 8693) for one upstream: the caller's token exchanged for one of
+    the upstream's authorization server, cached per caller token until ``margin_s`` before it
+    expires (at most :data:`MAX_DELEGATED` at a time)."""
+
+    def __init__(self, server: str, oauth: UpstreamOAuth, read_env: Callable[[str], str | None]) -> None:
+        assert oauth.token_exchange is not None and oauth.client_id is not None
+        self.server = server
+        self.oauth = oauth
+        self.read_env = read_env
+        self._cache: dict[str, tuple[float, str]] = {}
+
+    async def token_for(self, subject_token: str, provider: OAuthClientProvider | None) -> str:
+        """An access token for the upstream acting for the holder of ``subject_token``. The
+        token endpoint and resource are those the gateway's own sign-in discovered
+        (``provider``). Raises ``OAuthFlowError`` (no discovery yet, exchange refused)."""
+        import hashlib
+
+        key = hashlib.sha256(subject_token.encode()).hexdigest()
+        now = time.time()
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        ctx = provider.context if provider is not None else None
+        if ctx is None or ctx.oauth_metadata is None:
+            raise OAuthFlowError(
+                f"MCP server {self.server!r}: its authorization server is not discovered yet"
+            )
+        secret = self.read_env(self.oauth.client_secret_env or "") or ""
+        assert self.oauth.token_exchange is not None and self.oauth.client_id is not None
+        token = await exchange_token(
+            str(ctx.oauth_metadata.token_endpoint),
+            client_id=self.oauth.client_id,
+            client_secret=secret,
+            subject_token=subject_token,
+            resource=ctx.get_resource_url(),
+            scope=self.oauth.token_exchange.scope,
+            auth_method=self.oauth.token_endpoint_auth_method,
+        )
+        lifetime = float(token.expires_in) if token.expires_in is not None else 300.0
+        renew = renew_at(now + lifetime, lifetime, self.oauth.refresh_margin_s) or now
+        if len(self._cache) >= MAX_DELEGATED:
+            self._cache.clear()
+        self._cache[key] = (renew, token.access_token)
+        log.info("mcp_oauth_token_exchanged", server=self.server, expires_in=token.expires_in)
+        return token.access_token
+
+
+MAX_DELEGATED = 1024
