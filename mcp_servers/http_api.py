@@ -158,11 +158,19 @@ class McpAsgi:
         jwt = bearer(Headers(scope=scope))
         if runtime.oauth is not None and looks_like_jwt(jwt):
             scope["state"][SUBJECT_TOKEN_KEY] = jwt  # for per-user delegation (token exchange) only
+        scope["headers"] = trimmed_mcp_headers(scope["headers"])
         token = CALLER.set(visibility)  # for the SDK's Mcp-Param-* check (McpEndpoint.visible_input_schema)
         try:
             await runtime.session_manager.handle_request(scope, receive, send)
         finally:
             CALLER.reset(token)
+
+
+def trimmed_mcp_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``raw`` ASGI headers with the optional whitespace around ``Mcp-*`` values removed (RFC
+    9110 §5.5: it is not part of the value), which the MCP SDK's ``Mcp-Method``/``Mcp-Name``/
+    ``Mcp-Param-*`` checks compare as they come."""
+    return [(k, v.strip(b" \t") if k[:4].lower() == b"mcp-" else v) for k, v in raw]
 
 
 class LegacySseAsgi:

@@ -83,7 +83,7 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_servers.config import WORKSPACE_PLACEHOLDER, HttpTransport, McpServerSpec, StdioTransport
-from mcp_servers.relay import CURRENT, Channel, upstream_meta
+from mcp_servers.relay import CURRENT, Channel, stamp_caller_capabilities, upstream_meta
 from mcp_servers.stdio_stderr import StderrLimits
 from mcp_servers.stdio_transport import WireStats, stdio_transport, wire_fault
 from mcp_servers.upstream_oauth import (
@@ -380,6 +380,7 @@ class Upstream:
                 tools = await self._list_tools(client)
             self._connect_deadline = None
             if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                stamp_caller_capabilities(client.session)  # the upstream sees the caller's capabilities
                 self._restart_listener(client)
                 stack.callback(self._stop_listener)
             else:

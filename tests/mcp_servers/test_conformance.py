@@ -72,6 +72,50 @@ EXPECTED: dict[str, bool] = {
 }
 
 
+# scenario of 0.2.0-alpha.12 at 2026-07-28 (--suite all, extensions aside) -> passes?
+EXPECTED_2026: dict[str, bool] = {
+    "caching": True,
+    "completion-complete": True,
+    "dns-rebinding-protection": True,
+    "http-custom-header-server-validation": True,
+    "http-header-validation": True,
+    "input-required-result-basic-elicitation": True,
+    "input-required-result-basic-list-roots": True,
+    "input-required-result-basic-sampling": True,
+    "input-required-result-capability-check": True,
+    "input-required-result-ignore-extra-params": True,
+    "input-required-result-missing-input-response": True,
+    "input-required-result-multi-round": True,
+    "input-required-result-multiple-input-requests": True,
+    "input-required-result-non-tool-request": True,
+    "input-required-result-request-state": True,
+    "input-required-result-result-type": True,
+    "input-required-result-tampered-state": True,
+    "input-required-result-unsupported-methods": True,
+    "input-required-result-validate-input": True,
+    "json-schema-2020-12": True,
+    "prompts-get-embedded-resource": True,
+    "prompts-get-simple": True,
+    "prompts-get-with-args": True,
+    "prompts-get-with-image": True,
+    "prompts-list": True,
+    "resources-list": True,
+    "resources-read-binary": True,
+    "resources-read-text": True,
+    "resources-templates-read": True,
+    "sep-2164-resource-not-found": True,
+    "server-sse-multiple-streams": True,
+    "server-stateless": True,
+    "tools-call-audio": True,
+    "tools-call-embedded-resource": True,
+    "tools-call-error": True,
+    "tools-call-image": True,
+    "tools-call-mixed-content": True,
+    "tools-call-simple-text": True,
+    "tools-call-with-progress": True,
+    "tools-list": True,
+}
+
 # client auth scenario of 0.2.0-alpha.12 -> passes? (the gateway's upstream OAuth client;
 # failures are extensions it does not implement, each named in docs/mcp-conformance.md)
 EXPECTED_AUTH: dict[str, bool] = {
@@ -178,6 +222,35 @@ def test_official_conformance_suite_against_mcp(conf_gw: McpGateway, tmp_path: P
     assert results, f"no results: {run.stdout[-2000:]}\n{run.stderr[-2000:]}"
     got = {name: ok for name, (ok, _) in results.items()}
     assert got == EXPECTED, table
+
+
+def test_official_conformance_suite_2026_against_mcp(conf_gw: McpGateway, tmp_path: Path) -> None:
+    out_dir = tmp_path / "results"
+    run = _npx(
+        CONFORMANCE_2026,
+        *(
+            "server",
+            "--url",
+            conf_gw.mcp_url,
+            "--suite",
+            "all",
+            "--spec-version",
+            "2026-07-28",
+            "-o",
+            str(out_dir),
+        ),
+        cwd=tmp_path,
+        timeout=300,
+    )
+    results = _scenario_results(out_dir)
+    table = "\n".join(
+        f"{'PASS' if ok else 'FAIL'}  {name}" + (f"  ({'; '.join(why)[:300]})" if why else "")
+        for name, (ok, why) in sorted(results.items())
+    )
+    print(f"\nconformance {CONFORMANCE_2026} against {conf_gw.mcp_url}:\n{table}")
+    assert results, f"no results: {run.stdout[-2000:]}\n{run.stderr[-2000:]}"
+    got = {name: ok for name, (ok, _) in results.items()}
+    assert got == EXPECTED_2026, table
 
 
 def test_inspector_cli_lists_and_calls_a_tool_through_the_gateway(
