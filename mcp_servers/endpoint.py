@@ -215,6 +215,7 @@ class McpEndpoint:
         name: str = "turnstile",
         version: str = "0.1.0",
         workspace_roots: list[str] | None = None,
+        state_secret: bytes | None = None,
     ) -> None:
         self.registry = registry
         self.name = name
@@ -226,7 +227,7 @@ class McpEndpoint:
         # Spans of tool calls (``server_span``, ``client_span``, ``current``, ``end``:
         # gateway.tracing.McpTracer), set by the server when tracing is on; None: off.
         self.tracer: Any = None
-        self.states = SealedStates(ttl_s=STATE_TTL_S)
+        self.states = SealedStates(secret=state_secret, ttl_s=STATE_TTL_S)
         self.aggregate = Aggregator(registry, name=name, version=version, page_size=registry.config.page_size)
         self.aggregate.states = self.states
         self._listen_handler = ListenHandler(self.aggregate.bus)

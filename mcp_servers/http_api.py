@@ -119,14 +119,14 @@ async def open_mcp(
     ``/mcp`` and the SSE transport alike.
     """
     registry = McpRegistry(config, store=McpStore(db_path), read_env=read_env)
-    endpoint = McpEndpoint(registry, version=version, workspace_roots=config.resolved_workspace_roots())
-    security = None
-    if host in ("127.0.0.1", "localhost", "::1"):
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
+    shared = read_env(config.state_key_env) if config.state_key_env else None
+    endpoint = McpEndpoint(
+        registry,
+        version=version,
+        workspace_roots=config.resolved_workspace_roots(),
+        state_secret=shared.encode() if shared else None,
+    )
+    security = transport_security(config, host)
     manager = StreamableHTTPSessionManager(app=endpoint.server, security_settings=security)
     legacy = LegacySse(endpoint.server, config, read_env, security, keys)
     await registry.start()
@@ -139,6 +139,25 @@ async def open_mcp(
                 legacy.close()
     finally:
         await registry.close()
+
+
+LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+def transport_security(config: McpConfig, host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection of ``/mcp`` and ``/sse`` (the SDK's ``Host``/``Origin`` checks):
+    on a loopback listening ``host`` only loopback names; ``mcp.allowed_hosts`` and
+    ``mcp.allowed_origins`` add the names a deployment is reached by (and turn the checks on
+    for any listening address). None: no check (not loopback, nothing configured)."""
+    loopback = host in ("127.0.0.1", "localhost", "::1")
+    hosts = [*(LOOPBACK_HOSTS if loopback else []), *config.allowed_hosts]
+    origins = [*(LOOPBACK_ORIGINS if loopback else []), *config.allowed_origins]
+    if not hosts:
+        return None
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
 
 
 class McpAsgi:

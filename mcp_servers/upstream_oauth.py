@@ -36,7 +36,11 @@ import orjson
 import structlog
 from cryptography.fernet import Fernet, InvalidToken
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthFlowError, TokenStorage
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.auth.extensions.client_credentials import (
+    ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+    SignedJWTParameters,
+)
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from mcp_servers.config import UpstreamOAuth
@@ -157,27 +161,20 @@ class _Renewing:
             self.context.token_expiry_time = renew_at(storage.expires_at, None, self._margin_s)
 
 
-class GatewayClientCredentials(_Renewing, ClientCredentialsOAuthProvider):
-    """``client_credentials`` with a secret; a token about to expire is replaced before the
-    request that would have been refused."""
+class _RenewingGrant(_Renewing):
+    """Mixin for the client-credentials providers: a token about to expire is replaced before
+    the request that would have been refused (there is no refresh token)."""
 
-    def __init__(self, *args: Any, margin_s: float, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._margin_s = margin_s
-        self._renew_early()
-
-    async def _initialize(self) -> None:
-        await super()._initialize()
-        self._stored_expiry()
+    _initialized: bool
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         ctx = self.context
         known = self._initialized and ctx.oauth_metadata is not None and ctx.current_tokens is not None
         if known and not ctx.is_token_valid():
             async with ctx.lock:
-                response = yield await self._perform_authorization()
-                await self._handle_token_response(response)
-        flow = super()._auth_flow(request)
+                response = yield await self._perform_authorization()  # type: ignore[attr-defined]
+                await self._handle_token_response(response)  # type: ignore[attr-defined]
+        flow = super()._auth_flow(request)  # type: ignore[misc]
         outgoing = await flow.__anext__()
         while True:
             incoming = yield outgoing
@@ -185,6 +182,32 @@ class GatewayClientCredentials(_Renewing, ClientCredentialsOAuthProvider):
                 outgoing = await flow.asend(incoming)
             except StopAsyncIteration:
                 return
+
+
+class GatewayClientCredentials(_RenewingGrant, ClientCredentialsOAuthProvider):
+    """``client_credentials`` with a secret."""
+
+    def __init__(self, *args: Any, margin_s: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._margin_s = margin_s
+        self._renew_early()
+
+    async def _initialize(self) -> None:
+        await super()._initialize()  # type: ignore[safe-super]
+        self._stored_expiry()
+
+
+class GatewayPrivateKeyJwt(_RenewingGrant, PrivateKeyJWTOAuthProvider):
+    """``client_credentials`` authenticated with a signed JWT assertion (RFC 7523)."""
+
+    def __init__(self, *args: Any, margin_s: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._margin_s = margin_s
+        self._renew_early()
+
+    async def _initialize(self) -> None:
+        await super()._initialize()  # type: ignore[safe-super]
+        self._stored_expiry()
 
 
 class GatewayAuthorizationCode(_Renewing, OAuthClientProvider):
@@ -271,6 +294,26 @@ def build_auth(
     if oauth.client_secret_env and not secret:
         raise ValueError(
             f"MCP server {server!r}: the client secret variable {oauth.client_secret_env} is unset"
+        )
+    if oauth.grant == "client_credentials" and oauth.token_endpoint_auth_method == "private_key_jwt":
+        assert oauth.client_id is not None and oauth.client_key_env is not None  # the config validator checks
+        key = read_env(oauth.client_key_env)
+        if not key:
+            raise ValueError(f"MCP server {server!r}: client key variable {oauth.client_key_env} is unset")
+        assertion = SignedJWTParameters(
+            issuer=oauth.client_id,
+            subject=oauth.client_id,
+            signing_key=key,
+            signing_algorithm=oauth.client_key_alg,
+        )
+        return GatewayPrivateKeyJwt(
+            server_url=url,
+            storage=storage,
+            client_id=oauth.client_id,
+            assertion_provider=assertion.create_assertion_provider(),
+            scope=oauth.scope,
+            issuer=oauth.issuer,
+            margin_s=oauth.refresh_margin_s,
         )
     if oauth.grant == "client_credentials":
         assert oauth.client_id is not None and secret is not None  # the config validator checks

@@ -10,7 +10,8 @@ once and redirects with the code, which is handed to the gateway's prompt as its
 would), lists the tools and calls each one.
 
 Grants: ``client_credentials`` for the client-credentials scenarios (``client_id`` and
-``client_secret`` from the context), otherwise ``authorization_code`` with the context's
+``client_secret`` from the context, or ``private_key_jwt`` with its ``private_key_pem``),
+otherwise ``authorization_code`` with the context's
 pre-registered client, the CIMD URL the suite expects (``auth/basic-cimd``), or dynamic
 registration.
 """
@@ -37,12 +38,22 @@ from mcp_servers.upstream_oauth import TokenVault
 REDIRECT_URI = "http://127.0.0.1:19823/callback"
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 SECRET_ENV = "CONFORMANCE_CLIENT_SECRET"
+KEY_ENV = "CONFORMANCE_CLIENT_KEY"
 
 
 def oauth_section(scenario: str, context: dict[str, Any]) -> dict[str, Any]:
     """The ``transport.oauth`` the gateway would be configured with for ``scenario``."""
     client_id = context.get("client_id")
     secret = context.get("client_secret")
+    if scenario.startswith("auth/client-credentials") and context.get("private_key_pem"):
+        return {
+            "grant": "client_credentials",
+            "client_id": client_id,
+            "token_endpoint_auth_method": "private_key_jwt",
+            "client_key_env": KEY_ENV,
+            "client_key_alg": context.get("signing_algorithm") or "RS256",
+            "scope": context.get("scope"),
+        }
     if scenario.startswith("auth/client-credentials"):
         return {
             "grant": "client_credentials",
@@ -94,7 +105,7 @@ async def main(url: str) -> int:
             "transport": {"type": "streamable_http", "url": url, "oauth": oauth_section(scenario, context)},
         }
     )
-    env = {SECRET_ENV: context.get("client_secret")}
+    env = {SECRET_ENV: context.get("client_secret"), KEY_ENV: context.get("private_key_pem")}
     tools: list[Any] = []
     got_tools = asyncio.Event()
 

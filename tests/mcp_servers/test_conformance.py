@@ -124,7 +124,7 @@ EXPECTED_AUTH: dict[str, bool] = {
     "auth/authorization-server-migration": True,
     "auth/basic-cimd": True,
     "auth/client-credentials-basic": True,
-    "auth/client-credentials-jwt": False,
+    "auth/client-credentials-jwt": True,
     "auth/dpop": False,
     "auth/dpop-nonce": False,
     "auth/enterprise-managed-authorization": False,

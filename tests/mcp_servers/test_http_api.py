@@ -210,3 +210,17 @@ def test_whitespace_around_mcp_header_values_is_not_part_of_them() -> None:
         (b"Mcp-Method", b"tools/call"),
         (b"x-other", b" kept "),
     ]
+
+
+def test_dns_rebinding_protection_admits_loopback_and_the_configured_names() -> None:
+    from mcp_servers.config import McpConfig
+    from mcp_servers.http_api import transport_security
+
+    assert transport_security(McpConfig(), "0.0.0.0") is None
+    loop = transport_security(McpConfig(), "127.0.0.1")
+    assert loop is not None and "localhost:*" in loop.allowed_hosts
+    named = transport_security(
+        McpConfig(allowed_hosts=["gw.example.com"], allowed_origins=["https://a.example"]), "0.0.0.0"
+    )
+    assert named is not None and named.enable_dns_rebinding_protection
+    assert named.allowed_hosts == ["gw.example.com"] and named.allowed_origins == ["https://a.example"]
