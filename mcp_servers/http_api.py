@@ -70,10 +70,8 @@ from mcp_servers.endpoint import McpEndpoint
 from mcp_servers.legacy_sse import MESSAGES_PATH, LegacySse
 from mcp_servers.oauth_resource import (
     WELL_KNOWN,
-    BearerRefused,
     OAuthResource,
-    challenge,
-    judge,
+    admit_or_refuse,
     looks_like_jwt,
     resource_url,
 )
@@ -128,12 +126,12 @@ async def open_mcp(
     )
     security = transport_security(config, host)
     manager = StreamableHTTPSessionManager(app=endpoint.server, security_settings=security)
-    legacy = LegacySse(endpoint.server, config, read_env, security, keys)
+    oauth = OAuthResource(config.authorization) if config.authorization is not None else None
+    legacy = LegacySse(endpoint.server, config, read_env, security, keys, oauth)
     await registry.start()
     try:
         async with manager.run():
             try:
-                oauth = OAuthResource(config.authorization) if config.authorization is not None else None
                 yield McpRuntime(config, registry, endpoint, manager, read_env, legacy, keys, oauth)
             finally:
                 legacy.close()
@@ -219,15 +217,10 @@ async def _caller(runtime: McpRuntime, scope: Scope) -> Visibility | Response:
     if runtime.oauth is None:
         found = await admit(runtime.config, runtime.read_env, headers, runtime.keys)
         return _unauthenticated() if found is None else found
-    resource = resource_url(runtime.oauth.config, str(Request(scope).base_url))
-    try:
-        return await judge(runtime.oauth, runtime.config, runtime.read_env, headers, runtime.keys, resource)
-    except BearerRefused as refused:
-        log.info("mcp_bearer_refused", status=refused.status, error=refused.error, reason=refused.description)
-        body = {"error": refused.error or "invalid_request", "error_description": refused.description}
-        response = _json(body, refused.status)
-        response.headers["WWW-Authenticate"] = challenge(resource, refused)
-        return response
+    base_url = str(Request(scope).base_url)
+    return await admit_or_refuse(
+        runtime.oauth, runtime.config, runtime.read_env, headers, runtime.keys, base_url
+    )
 
 
 async def resource_metadata(request: Request) -> Response:

@@ -28,8 +28,10 @@ from urllib.parse import urlsplit
 import anyio
 import httpx2
 import jwt
+import orjson
 import structlog
 from mcp.shared.auth import ProtectedResourceMetadata
+from starlette.responses import Response
 
 from gateway.errors import AuthenticationRequired
 from mcp_servers.clients import KeyAuth, Visibility, authenticate, bearer, presented_keys
@@ -268,3 +270,24 @@ async def judge(
         if matched is not None:
             return matched
     raise BearerRefused(401, "invalid_token", "the bearer token is not a token or key of this gateway")
+
+
+async def admit_or_refuse(
+    oauth: OAuthResource,
+    config: McpConfig,
+    read_env: EnvReader,
+    headers: Any,
+    keys: KeyAuth | None,
+    base_url: str,
+) -> Visibility | Response:
+    """:func:`judge` for a request that reached the gateway at ``base_url``, its refusal as the
+    401/403 JSON response carrying the ``WWW-Authenticate`` challenge (one log line)."""
+    resource = resource_url(oauth.config, base_url)
+    try:
+        return await judge(oauth, config, read_env, headers, keys, resource)
+    except BearerRefused as refused:
+        log.info("mcp_bearer_refused", status=refused.status, error=refused.error, reason=refused.description)
+        body = {"error": refused.error or "invalid_request", "error_description": refused.description}
+        response = Response(orjson.dumps(body), status_code=refused.status, media_type="application/json")
+        response.headers["WWW-Authenticate"] = challenge(resource, refused)
+        return response

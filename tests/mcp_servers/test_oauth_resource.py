@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import Client
 from mcp.client.auth import TokenStorage
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
@@ -266,3 +267,17 @@ def test_scopes_are_read_from_scope_or_scp_and_the_metadata_url_follows_rfc_9728
         == "https://gw.example/.well-known/oauth-protected-resource/mcp"
     )
     assert metadata_url("https://gw.example/") == "https://gw.example/.well-known/oauth-protected-resource"
+
+
+def test_the_legacy_sse_transport_asks_for_the_same_bearer_tokens(gw: dict[str, Any], issuer: Issuer) -> None:
+    with httpx.stream("GET", f"{gw['url']}/sse", timeout=10) as refused:
+        assert refused.status_code == 401
+        assert "resource_metadata=" in refused.headers["www-authenticate"]
+    token = issuer.mint(aud=gw["mcp_url"], scope="mcp:alpha", client_id="alpha-agent")
+
+    async def run() -> set[str]:
+        stream = sse_client(f"{gw['url']}/sse", headers={"Authorization": f"Bearer {token}"})
+        async with Client(stream, mode="legacy") as client:
+            return {t.name.split("__")[0] for t in (await client.list_tools()).tools}
+
+    assert anyio.run(run) == {"alpha"}
