@@ -341,13 +341,23 @@ async def post_server(request: Request) -> Response:
     return _json(entry, 200 if replaced else 201)
 
 
+def _with_authorization_url(runtime: McpRuntime, entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` (a server of the admin API) with ``status.oauth.authorization_url`` when its
+    OAuth sign-in waits for an admin (never on ``GET /health``)."""
+    oauth = entry.get("status", {}).get("oauth")
+    if isinstance(oauth, dict):
+        prompt = getattr(runtime.registry.upstream(entry["spec"]["id"]), "prompt", None)
+        oauth["authorization_url"] = prompt.url if prompt is not None else None
+    return entry
+
+
 async def list_servers(request: Request) -> Response:
     """Every server with its source and status."""
     runtime, denied = _admin(request)
     if runtime is None:
         assert denied is not None
         return denied
-    return _json({"servers": runtime.registry.servers()})
+    return _json({"servers": [_with_authorization_url(runtime, e) for e in runtime.registry.servers()]})
 
 
 async def get_server(request: Request) -> Response:
@@ -359,7 +369,7 @@ async def get_server(request: Request) -> Response:
     sid = request.path_params["server_id"]
     for entry in runtime.registry.servers():
         if entry["spec"]["id"] == sid:
-            return _json(entry)
+            return _json(_with_authorization_url(runtime, entry))
     return _error(f"no MCP server {sid!r}", 404, "not_found")
 
 

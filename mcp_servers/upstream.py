@@ -831,9 +831,11 @@ class Upstream:
         if isinstance(self.spec.transport, StdioTransport):
             out["wire"] = dataclasses.asdict(self.wire)
         elif self.spec.transport.oauth is not None:
+            # the authorization URL itself only on the admin API (mcp_servers.http_api): its
+            # state would let anyone who saw it bind the server to their own account
             out["oauth"] = {
                 "grant": self.spec.transport.oauth.grant,
-                "authorization_url": self.prompt.url if self.prompt is not None else None,
+                "waiting_for_authorization": self.prompt is not None and self.prompt.url is not None,
             }
         return out
 

@@ -189,6 +189,8 @@ def test_an_authorization_code_upstream_waits_for_an_admin_then_refreshes(
         assert time.monotonic() < deadline, status
     assert url.startswith(f"{issuer.url}/authorize?") and "code_challenge_method=S256" in url
     assert "waiting for OAuth authorization" in (status.get("reason") or "")
+    health = httpx.get(f"{gw.url}/health", timeout=10).text
+    assert url not in health and "waiting_for_authorization" in health  # the URL is for admins only
     assert httpx.get(f"{gw.url}/mcp/oauth/callback?code=x&state=forged", timeout=10).status_code == 400
     answered = httpx.get(url, follow_redirects=True, timeout=10)  # the admin clicks "allow"
     assert answered.status_code == 200 and answered.json() == {"server": "desk", "authorized": True}
