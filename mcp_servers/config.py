@@ -353,8 +353,9 @@ class McpAuthorization(BaseModel):
     * ``issuer``: the authorization server whose JWT access tokens are accepted (its ``iss``);
       listed in the protected-resource metadata (RFC 9728) that a 401 points to.
     * ``resource``: this gateway's resource URL (``https://gw.example/mcp``), the audience a token
-      must carry (``aud``); null: the URL of ``/mcp`` as the request reached it (set it behind a
-      proxy that rewrites the host).
+      must carry (``aud``); null: the URL of ``/mcp`` as the request reached it, allowed only
+      where the ``Host`` header is checked (a loopback gateway, or ``mcp.allowed_hosts`` set;
+      otherwise the gateway refuses to start), since the audience would follow the header.
     * ``jwks_url``: the issuer's key set; null: ``jwks_uri`` of its RFC 8414 metadata
       (``/.well-known/oauth-authorization-server``, else ``openid-configuration``).
     * ``jwks_ttl_s``: how long a fetched key set is used (a token with an unknown ``kid`` fetches

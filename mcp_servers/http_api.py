@@ -125,6 +125,14 @@ async def open_mcp(
         state_secret=shared.encode() if shared else None,
     )
     security = transport_security(config, host)
+    if config.authorization is not None and config.authorization.resource is None and security is None:
+        from gateway.errors import ConfigError
+
+        raise ConfigError(
+            "mcp.authorization.resource is unset and the gateway listens on a non-loopback address without "
+            "mcp.allowed_hosts: the audience tokens must carry would come from the request's Host header. "
+            "Set mcp.authorization.resource (this gateway's /mcp URL) or mcp.allowed_hosts."
+        )
     manager = StreamableHTTPSessionManager(app=endpoint.server, security_settings=security)
     oauth = OAuthResource(config.authorization) if config.authorization is not None else None
     legacy = LegacySse(endpoint.server, config, read_env, security, keys, oauth)

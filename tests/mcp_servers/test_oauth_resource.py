@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -27,7 +28,9 @@ from oauth_issuer import Issuer, RegisteredClient
 from standins.keyed import demo_config, keyed_gateway, make_key
 from standins.servers import GatewayServer, LoopThread
 
-from mcp_servers.config import McpAuthorization
+from gateway.errors import ConfigError
+from mcp_servers.config import McpAuthorization, McpConfig
+from mcp_servers.http_api import open_mcp
 from mcp_servers.oauth_resource import BearerRefused, OAuthResource, metadata_url, token_scopes
 
 SCOPES = {"mcp:alpha": ["alpha__*"], "mcp:all": ["*"]}
@@ -281,3 +284,14 @@ def test_the_legacy_sse_transport_asks_for_the_same_bearer_tokens(gw: dict[str, 
             return {t.name.split("__")[0] for t in (await client.list_tools()).tools}
 
     assert anyio.run(run) == {"alpha"}
+
+
+def test_an_audience_taken_from_an_unchecked_host_header_is_refused_at_start(tmp_path: Path) -> None:
+    config = McpConfig(authorization=McpAuthorization(issuer="http://issuer.test"))
+
+    async def start() -> None:
+        async with open_mcp(config, db_path=str(tmp_path / "db"), read_env=lambda _: None, host="0.0.0.0"):
+            pass
+
+    with pytest.raises(ConfigError, match=r"mcp\.authorization\.resource is unset"):
+        anyio.run(start)
