@@ -72,8 +72,10 @@ from mcp_servers.oauth_resource import (
     WELL_KNOWN,
     OAuthResource,
     admit_or_refuse,
+    challenge,
     looks_like_jwt,
     resource_url,
+    step_up,
 )
 from mcp_servers.registry import McpRegistry, RegistryConflict
 from mcp_servers.store import McpStore
@@ -180,9 +182,21 @@ class McpAsgi:
             await visibility(scope, receive, send)
             return
         scope.setdefault("state", {})[STATE_KEY] = visibility
-        jwt = bearer(Headers(scope=scope))
+        headers = Headers(scope=scope)
+        jwt = bearer(headers)
         if runtime.oauth is not None and looks_like_jwt(jwt):
             scope["state"][SUBJECT_TOKEN_KEY] = jwt  # for per-user delegation (token exchange) only
+            tool = (headers.get("mcp-name") or "").strip()
+            if (headers.get("mcp-method") or "").strip() == "tools/call" and tool:
+                refused = step_up(
+                    runtime.oauth, jwt, visibility, tool, runtime.registry.lookup(tool) is not None
+                )
+                if refused is not None:
+                    resource = resource_url(runtime.oauth.config, str(Request(scope).base_url))
+                    response = _json({"error": refused.error, "error_description": refused.description}, 403)
+                    response.headers["WWW-Authenticate"] = challenge(resource, refused)
+                    await response(scope, receive, send)
+                    return
         scope["headers"] = trimmed_mcp_headers(scope["headers"])
         token = CALLER.set(visibility)  # for the SDK's Mcp-Param-* check (McpEndpoint.visible_input_schema)
         try:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -291,3 +292,21 @@ async def admit_or_refuse(
         response = Response(orjson.dumps(body), status_code=refused.status, media_type="application/json")
         response.headers["WWW-Authenticate"] = challenge(resource, refused)
         return response
+
+
+def step_up(
+    oauth: OAuthResource, token: str, visibility: Visibility, tool: str, exists: bool
+) -> BearerRefused | None:
+    """For a JWT caller's ``tools/call`` of ``tool`` (named in its ``Mcp-Name`` header) that its
+    scopes do not cover: the 403 ``insufficient_scope`` whose ``scope`` is the token's scopes
+    plus those that would cover it (the MCP spec's scope challenge, so a client can step up).
+    None when the call is covered, the tool does not exist, or no configured scope covers it
+    (then it stays hidden, answered as unknown)."""
+    if not exists or visibility.allows(tool):
+        return None
+    needed = [s for s, globs in oauth.config.scopes.items() if any(fnmatchcase(tool, g) for g in globs)]
+    if not needed:
+        return None
+    granted = token_scopes(jwt.decode(token, options={"verify_signature": False}))  # verified by judge
+    scope = " ".join(sorted(granted | set(needed)))
+    return BearerRefused(403, "insufficient_scope", f"tool {tool!r} needs one of the scopes {needed}", scope)
