@@ -83,7 +83,7 @@ def test_workspace_placeholder_expands_to_the_first_root_and_commands_resolve_be
     import sys
     from contextlib import AsyncExitStack
 
-    from mcp_servers.upstream import CommandNotFound, build_target, resolve_command
+    from mcp_servers.targets import CommandNotFound, build_target, resolve_command
 
     monkeypatch.setenv("PATH", str(tmp_path))
     assert resolve_command("mcp-server-time") == str(Path(sys.executable).parent / "mcp-server-time")
