@@ -1,15 +1,17 @@
 """The learned router's scorer at serving time: numpy only, read from one weights file.
 
-``p(strong needed | text)`` blends two models trained offline by ``turnstile route-train``
+``p(strong needed | text)`` blends three parts trained offline by ``turnstile route-train``
 (:mod:`routers.train`):
 
 * **lexical**: a logistic regression over :func:`routers.learned.featurize` (word unigrams and
   bigrams, shape features), its largest coefficients kept as a feature -> weight map;
 * **embedding**: a one-hidden-layer ReLU network over the WordLlama prompt embedding
   (:mod:`routers.embed`) and the same shape features, standardised;
+* **family experts**: one lexical model per benchmark family mixed by a gate over the
+  families (:mod:`routers.families`);
 
-``logit = a * lexical logit + b * network logit + c`` (``a, b, c`` fitted on out-of-fold
-scores), ``p = sigmoid(logit)``.
+``logit = a * lexical + b * network + c * family + d`` (``a, b, c, d`` fitted on out-of-fold
+logits), ``p = sigmoid(logit)``.
 
 The same file holds the **calibration table**: for each target quality ``t`` (share of the
 strong model's mean quality), the threshold on ``p`` at which every benchmark group of the
@@ -32,11 +34,12 @@ from typing import Any
 import numpy as np
 
 from routers.embed import Embedder, shared_embedder
+from routers.families import FamilyTable
 from routers.lexical import DENSE_FEATURES, featurize
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "data" / "router.npz"
 KIND = "turnstile-route-model"
-VERSION = 3
+VERSION = 4
 
 
 def _sigmoid(z: float) -> float:
@@ -55,7 +58,8 @@ class RouteModel:
     * ``lex_weights`` feature -> coefficient, ``lex_intercept``;
     * ``mean``, ``scale`` (d,): standardisation of the network's input;
     * ``w1`` (d, h), ``b1`` (h,), ``w2`` (h,), ``b2``: the network;
-    * ``blend`` (3,): ``a, b, c`` of the blended logit;
+    * ``blend`` (4,): ``a, b, c, d`` of the blended logit;
+    * ``families``: the gated family experts (:class:`routers.families.FamilyTable`);
     * ``targets``, ``thresholds``: the calibration table (targets ascending);
     * ``meta``: how it was trained (JSON-ready).
     """
@@ -69,6 +73,7 @@ class RouteModel:
     w2: np.ndarray
     b2: float
     blend: np.ndarray
+    families: FamilyTable = field(default_factory=FamilyTable.empty)
     targets: np.ndarray = field(default_factory=lambda: np.zeros(0))
     thresholds: np.ndarray = field(default_factory=lambda: np.zeros(0))
     meta: dict[str, Any] = field(default_factory=dict)
@@ -105,8 +110,9 @@ class RouteModel:
     def logit(self, text: str) -> float:
         """The blended logit for ``text``."""
         feats = featurize(text)
-        a, b, c = (float(v) for v in self.blend)
-        return a * self.lexical_logit(feats) + b * self.network_logit(self.network_input(text, feats)) + c
+        a, b, c, d = (float(v) for v in self.blend)
+        z = a * self.lexical_logit(feats) + b * self.network_logit(self.network_input(text, feats)) + d
+        return z + c * self.families.logit(feats) if c else z
 
     def score(self, text: str) -> float:
         """Probability in [0, 1] that ``text`` needs the strong model."""
@@ -135,6 +141,8 @@ class RouteModel:
     def save(self, path: Path) -> None:
         """Write the weights file (compressed ``.npz``, no pickled objects)."""
         keys = sorted(self.lex_weights)
+        fam = self.families
+        fam_keys = sorted(fam.index, key=fam.index.__getitem__)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("wb") as fh:
             np.savez_compressed(
@@ -151,6 +159,10 @@ class RouteModel:
                 b1=self.b1.astype(np.float32),
                 w2=self.w2.astype(np.float32),
                 b2=np.array(self.b2, dtype=np.float64),
+                fam_names=np.array(fam.names, dtype=np.str_),
+                fam_keys=np.array(fam_keys, dtype=np.str_),
+                fam_coef=fam.coef.astype(np.float32),
+                fam_intercept=np.round(fam.intercept.astype(np.float64), 9),
                 # rounded: a retrain's last-bit differences (threaded BLAS) do not reach the file
                 blend=np.round(self.blend.astype(np.float64), 12),
                 targets=np.round(self.targets.astype(np.float64), 6),
@@ -171,6 +183,13 @@ class RouteModel:
         if int(data["version"]) != VERSION:
             raise ValueError(f"{path}: version {int(data['version'])}, expected {VERSION} (retrain)")
         coef = data["lex_coef"].astype(np.float64)
+        fam_keys = [str(k) for k in data["fam_keys"]]
+        families = FamilyTable(
+            names=[str(n) for n in data["fam_names"]],
+            index={k: i for i, k in enumerate(fam_keys)},
+            coef=data["fam_coef"].astype(np.float32),
+            intercept=data["fam_intercept"].astype(np.float64),
+        )
         return cls(
             lex_weights={str(k): float(c) for k, c in zip(data["lex_keys"], coef, strict=True)},
             lex_intercept=float(data["lex_intercept"]),
@@ -181,6 +200,7 @@ class RouteModel:
             w2=data["w2"].astype(np.float32),
             b2=float(data["b2"]),
             blend=data["blend"].astype(np.float64),
+            families=families,
             targets=data["targets"].astype(np.float64),
             thresholds=data["thresholds"].astype(np.float64),
             meta=json.loads(str(data["meta"])),
