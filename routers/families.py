@@ -50,7 +50,8 @@ class FamilyTable:
         """A table with no family (family logit 0)."""
         return cls([], {}, np.zeros((0, 0), np.float32), np.zeros(0))
 
-    def _mix(self, z: np.ndarray) -> float:
+    def mix(self, z: np.ndarray) -> float:
+        """The gated family logit from the table's ``2F`` raw logits ``z`` (experts, gate)."""
         f = len(self.names)
         expert, gate = z[:f], z[f:]
         if f == 1:
@@ -71,7 +72,7 @@ class FamilyTable:
                 idx.append(i)
                 vals.append(v)
         z = self.intercept + np.asarray(vals, dtype=np.float64) @ self.coef[idx] if idx else self.intercept
-        return self._mix(z)
+        return self.mix(z)
 
     def logits(self, lex: list[dict[str, float]]) -> np.ndarray:
         """:meth:`logit` of each row (shape (n,))."""

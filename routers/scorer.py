@@ -78,6 +78,7 @@ class RouteModel:
     thresholds: np.ndarray = field(default_factory=lambda: np.zeros(0))
     meta: dict[str, Any] = field(default_factory=dict)
     embedder: Embedder | None = None
+    _terms: tuple[dict[str, int], np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False)
 
     # -- scoring ---------------------------------------------------------------------------
 
@@ -96,6 +97,38 @@ class RouteModel:
                 z += c * v
         return z
 
+    def _term_table(self) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+        """Every term's coefficients in one table (built once): column 0 the lexical model,
+        then the family table's columns, so a text's terms are looked up once for both."""
+        if self._terms is None:
+            fam = self.families
+            keys = sorted(set(self.lex_weights) | set(fam.index))
+            index = {k: i for i, k in enumerate(keys)}
+            width = fam.coef.shape[1] if fam.names else 0
+            coef = np.zeros((len(keys), 1 + width), dtype=np.float64)
+            for k, c in self.lex_weights.items():
+                coef[index[k], 0] = c
+            if width:
+                rows = [index[k] for k in sorted(fam.index, key=fam.index.__getitem__)]
+                coef[rows, 1:] = fam.coef
+            bias = np.concatenate([[self.lex_intercept], fam.intercept if width else []])
+            self._terms = (index, coef, bias)
+        return self._terms
+
+    def term_logits(self, feats: dict[str, float]) -> tuple[float, float]:
+        """The lexical and the family logit of :func:`featurize` output ``feats`` (equal to
+        :meth:`lexical_logit` and ``families.logit`` up to float rounding), in one pass."""
+        index, coef, bias = self._term_table()
+        idx: list[int] = []
+        vals: list[float] = []
+        for k, v in feats.items():
+            i = index.get(k)
+            if i is not None:
+                idx.append(i)
+                vals.append(v)
+        z = bias + np.asarray(vals, dtype=np.float64) @ coef[idx] if idx else bias
+        return float(z[0]), (self.families.mix(z[1:]) if len(z) > 1 else 0.0)
+
     def network_input(self, text: str, feats: dict[str, float]) -> np.ndarray:
         """The network's standardised input for ``text``: embedding then shape features."""
         emb = self._embedder().embed(text)
@@ -111,8 +144,8 @@ class RouteModel:
         """The blended logit for ``text``."""
         feats = featurize(text)
         a, b, c, d = (float(v) for v in self.blend)
-        z = a * self.lexical_logit(feats) + b * self.network_logit(self.network_input(text, feats)) + d
-        return z + c * self.families.logit(feats) if c else z
+        lex, family = self.term_logits(feats)
+        return a * lex + b * self.network_logit(self.network_input(text, feats)) + c * family + d
 
     def score(self, text: str) -> float:
         """Probability in [0, 1] that ``text`` needs the strong model."""
