@@ -197,7 +197,7 @@ class RouteModel:
                 fam_coef=fam.coef.astype(np.float32),
                 fam_intercept=np.round(fam.intercept.astype(np.float64), 9),
                 # rounded: a retrain's last-bit differences (threaded BLAS) do not reach the file
-                blend=np.round(self.blend.astype(np.float64), 12),
+                blend=np.round(self.blend.astype(np.float64), 10),
                 targets=np.round(self.targets.astype(np.float64), 6),
                 thresholds=np.round(self.thresholds.astype(np.float64), 12),
             )
