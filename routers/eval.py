@@ -267,6 +267,18 @@ def route_eval(
     if plot_path is not None and not plot_path.parent.is_dir():
         typer.echo(f"--plot {plot_path}: folder {plot_path.parent} does not exist", err=True)
         raise typer.Exit(2)
+    train_dir: Path | None = None
+    if by_domain:
+        from routers.train import default_data
+
+        train_dir = train_data or default_data()
+        if not train_dir.exists():
+            typer.echo(
+                f"--train-data {train_dir}: no such file or directory (pass --train-data or set "
+                "TURNSTILE_CORPUS)",
+                err=True,
+            )
+            raise typer.Exit(2)
     try:
         model = RouteModel.load(model_path)
         threshold = model.threshold_for(target)
@@ -286,11 +298,10 @@ def route_eval(
     groups = groups_of(rows, scored(rows, model))
     results = [evaluate_group(g, threshold, boots=boots) for g in groups]
     domains = None
-    if by_domain:
+    if train_dir is not None:
         from routers.eval_domains import leave_one_domain_out
-        from routers.train import default_data
 
-        domains = leave_one_domain_out(train_data or default_data(), rows, model, threshold, boots=boots)
+        domains = leave_one_domain_out(train_dir, rows, model, threshold, boots=boots)
     if plot_path is not None:
         plot(groups, results, plot_path)
     if json:

@@ -81,18 +81,8 @@ def leave_one_domain_out(
             continue
         keep = np.nonzero(~train_mask)[0]
         sub = part.take(keep)
-        intercept, weights, network = fit_base(train_feats.take(keep), sub.label, sub.group_weights(), hyper)
-        left = RouteModel(
-            lex_weights=weights,
-            lex_intercept=intercept,
-            mean=network.mean,
-            scale=network.scale,
-            w1=network.w1,
-            b1=network.b1,
-            w2=network.w2,
-            b2=network.b2,
-            blend=model.blend,
-        )
+        base = fit_base(train_feats.take(keep), sub.label, sub.group_weights(), sub.group, hyper)
+        left = base.model(model.blend)
         idx = np.nonzero(m)[0]
         target_rows = rows.take(idx)
         out.append(

@@ -1,9 +1,10 @@
 """Fitting the learned router's model (offline; scikit-learn is imported only here and in
 :mod:`routers.candidates`, never on the serving path).
 
-The model (:class:`routers.scorer.RouteModel`) blends a lexical logistic regression and a
-small ReLU network over the prompt embedding; :func:`fit_model` fits both on training rows
-and the blend on their out-of-fold logits. The label of a row is "the strong model did
+The model (:class:`routers.scorer.RouteModel`) blends a lexical logistic regression, a
+small ReLU network over the prompt embedding and the gated family experts
+(:mod:`routers.families`); :func:`fit_model` fits the three on training rows and the blend on
+their out-of-fold logits. The label of a row is "the strong model did
 better than the cheap one"; every benchmark group gets the same total weight.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from routers.embed import Embedder
+from routers.families import FamilyTable, fit_families
 from routers.lexical import DENSE_FEATURES, featurize
 from routers.scorer import RouteModel
 
@@ -26,13 +28,17 @@ MIN_ROWS = 2
 class Hyper:
     """Training settings (the defaults are what the shipped model uses): ``c`` inverse L2
     strength of the lexical model, ``keep`` its largest coefficients kept (0 = all),
-    ``hidden`` units and ``alpha`` L2 penalty of the network, ``folds`` for out-of-fold
-    scores, ``seed`` for every random choice."""
+    ``hidden`` units and ``alpha`` L2 penalty of the network, ``c_family`` inverse L2
+    strength of each family expert and ``c_gate`` of the family gate (:mod:`routers.families`;
+    both keep ``keep`` terms), ``folds`` for out-of-fold scores, ``seed`` for every random
+    choice."""
 
     c: float = 1.0
     keep: int = 6000
     hidden: int = 128
     alpha: float = 10.0
+    c_family: float = 3.0
+    c_gate: float = 1.0
     folds: int = 5
     seed: int = 0
 
@@ -49,6 +55,32 @@ class Features:
     def take(self, idx: np.ndarray) -> Features:
         """The rows at ``idx``."""
         return Features([self.lex[i] for i in idx], self.net[idx])
+
+
+@dataclass
+class Base:
+    """The three fitted parts of a model before the blend."""
+
+    intercept: float
+    weights: dict[str, float]
+    network: Network
+    families: FamilyTable
+
+    def model(self, blend: np.ndarray) -> RouteModel:
+        """The route model of these parts with ``blend`` (``[a, b, c, d]``)."""
+        n = self.network
+        return RouteModel(
+            lex_weights=self.weights,
+            lex_intercept=self.intercept,
+            mean=n.mean,
+            scale=n.scale,
+            w1=n.w1,
+            b1=n.b1,
+            w2=n.w2,
+            b2=n.b2,
+            blend=blend,
+            families=self.families,
+        )
 
 
 def features(texts: list[str], embedder: Embedder) -> Features:
@@ -145,14 +177,13 @@ def fit_network(net: np.ndarray, y: np.ndarray, w: np.ndarray, hyper: Hyper) -> 
     )
 
 
-def fit_blend(z_lex: np.ndarray, z_net: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``[a, b, c]`` of ``a * z_lex + b * z_net + c`` by logistic regression (weak L2)."""
+def fit_blend(logits: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``[a, b, c, d]`` of ``a * z_lex + b * z_net + c * z_family + d`` by logistic regression
+    (weak L2); ``logits`` (n, 3) are the parts' out-of-fold logits."""
     from sklearn.linear_model import LogisticRegression
 
-    model = LogisticRegression(C=100.0, max_iter=1000).fit(
-        np.column_stack([z_lex, z_net]), y, sample_weight=w
-    )
-    return np.array([model.coef_[0][0], model.coef_[0][1], model.intercept_[0]], dtype=np.float64)
+    model = LogisticRegression(C=100.0, max_iter=1000).fit(logits, y, sample_weight=w)
+    return np.array([*model.coef_[0], model.intercept_[0]], dtype=np.float64)
 
 
 def folds_of(groups: np.ndarray, k: int, seed: int) -> list[np.ndarray]:
@@ -165,28 +196,45 @@ def folds_of(groups: np.ndarray, k: int, seed: int) -> list[np.ndarray]:
     return [np.nonzero(fold == i)[0] for i in range(k)]
 
 
-def fit_base(
-    feats: Features, y: np.ndarray, w: np.ndarray, hyper: Hyper
-) -> tuple[float, dict[str, float], Network]:
-    """The lexical model ``(intercept, weights)`` and the network fitted on all of ``feats``."""
+def fit_base(feats: Features, y: np.ndarray, w: np.ndarray, groups: np.ndarray, hyper: Hyper) -> Base:
+    """The lexical model, the network and the family experts fitted on all of ``feats``
+    (``groups``: each row's benchmark family)."""
     intercept, weights = fit_lexical(feats.lex, y, w, hyper.c, hyper.keep, hyper.seed)
-    return intercept, weights, fit_network(feats.net, y, w, hyper)
+    families = fit_families(
+        feats.lex,
+        y,
+        w,
+        groups,
+        c_family=hyper.c_family,
+        c_gate=hyper.c_gate,
+        keep=hyper.keep,
+        seed=hyper.seed,
+    )
+    return Base(intercept, weights, fit_network(feats.net, y, w, hyper), families)
+
+
+def base_logits(base: Base, feats: Features) -> np.ndarray:
+    """The parts' logits of rows ``feats``, shape (n, 3): lexical, network, family."""
+    return np.column_stack(
+        [
+            lexical_logits(base.intercept, base.weights, feats.lex),
+            base.network.logits(feats.net),
+            base.families.logits(feats.lex),
+        ]
+    )
 
 
 def oof_base_logits(
     feats: Features, y: np.ndarray, w: np.ndarray, groups: np.ndarray, hyper: Hyper
-) -> tuple[np.ndarray, np.ndarray]:
-    """Out-of-fold lexical and network logits of every row (each from models fitted on the
+) -> np.ndarray:
+    """Out-of-fold logits of the parts, shape (n, 3) (each row's from parts fitted on the
     other folds)."""
-    z_lex = np.zeros(len(y))
-    z_net = np.zeros(len(y))
+    z = np.zeros((len(y), 3))
     for test in folds_of(groups, hyper.folds, hyper.seed):
         train = np.setdiff1d(np.arange(len(y)), test)
-        intercept, weights, network = fit_base(feats.take(train), y[train], w[train], hyper)
-        part = feats.take(test)
-        z_lex[test] = lexical_logits(intercept, weights, part.lex)
-        z_net[test] = network.logits(part.net)
-    return z_lex, z_net
+        base = fit_base(feats.take(train), y[train], w[train], groups[train], hyper)
+        z[test] = base_logits(base, feats.take(test))
+    return z
 
 
 def fit_model(
@@ -194,22 +242,10 @@ def fit_model(
 ) -> tuple[RouteModel, np.ndarray]:
     """The model fitted on all the rows, and the out-of-fold probability of every row (for
     calibration). The blend is fitted on out-of-fold logits."""
-    z_lex, z_net = oof_base_logits(feats, y, w, groups, hyper)
-    blend = fit_blend(z_lex, z_net, y, w)
-    oof = 1.0 / (1.0 + np.exp(-(blend[0] * z_lex + blend[1] * z_net + blend[2])))
-    intercept, weights, network = fit_base(feats, y, w, hyper)
-    model = RouteModel(
-        lex_weights=weights,
-        lex_intercept=intercept,
-        mean=network.mean,
-        scale=network.scale,
-        w1=network.w1,
-        b1=network.b1,
-        w2=network.w2,
-        b2=network.b2,
-        blend=blend,
-    )
-    return model, oof
+    z = oof_base_logits(feats, y, w, groups, hyper)
+    blend = fit_blend(z, y, w)
+    oof = 1.0 / (1.0 + np.exp(-(z @ blend[:3] + blend[3])))
+    return fit_base(feats, y, w, groups, hyper).model(blend), oof
 
 
 def model_probabilities(model: RouteModel, feats: Features) -> np.ndarray:
@@ -218,6 +254,7 @@ def model_probabilities(model: RouteModel, feats: Features) -> np.ndarray:
     z = (
         model.blend[0] * lexical_logits(model.lex_intercept, model.lex_weights, feats.lex)
         + model.blend[1] * net.logits(feats.net)
-        + model.blend[2]
+        + model.blend[2] * model.families.logits(feats.lex)
+        + model.blend[3]
     )
     return 1.0 / (1.0 + np.exp(-z))

@@ -1,15 +1,17 @@
 """The learned router's scorer at serving time: numpy only, read from one weights file.
 
-``p(strong needed | text)`` blends two models trained offline by ``turnstile route-train``
+``p(strong needed | text)`` blends three parts trained offline by ``turnstile route-train``
 (:mod:`routers.train`):
 
 * **lexical**: a logistic regression over :func:`routers.learned.featurize` (word unigrams and
   bigrams, shape features), its largest coefficients kept as a feature -> weight map;
 * **embedding**: a one-hidden-layer ReLU network over the WordLlama prompt embedding
   (:mod:`routers.embed`) and the same shape features, standardised;
+* **family experts**: one lexical model per benchmark family mixed by a gate over the
+  families (:mod:`routers.families`);
 
-``logit = a * lexical logit + b * network logit + c`` (``a, b, c`` fitted on out-of-fold
-scores), ``p = sigmoid(logit)``.
+``logit = a * lexical + b * network + c * family + d`` (``a, b, c, d`` fitted on out-of-fold
+logits), ``p = sigmoid(logit)``.
 
 The same file holds the **calibration table**: for each target quality ``t`` (share of the
 strong model's mean quality), the threshold on ``p`` at which every benchmark group of the
@@ -32,11 +34,12 @@ from typing import Any
 import numpy as np
 
 from routers.embed import Embedder, shared_embedder
+from routers.families import FamilyTable
 from routers.lexical import DENSE_FEATURES, featurize
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "data" / "router.npz"
 KIND = "turnstile-route-model"
-VERSION = 3
+VERSION = 4
 
 
 def _sigmoid(z: float) -> float:
@@ -55,7 +58,8 @@ class RouteModel:
     * ``lex_weights`` feature -> coefficient, ``lex_intercept``;
     * ``mean``, ``scale`` (d,): standardisation of the network's input;
     * ``w1`` (d, h), ``b1`` (h,), ``w2`` (h,), ``b2``: the network;
-    * ``blend`` (3,): ``a, b, c`` of the blended logit;
+    * ``blend`` (4,): ``a, b, c, d`` of the blended logit;
+    * ``families``: the gated family experts (:class:`routers.families.FamilyTable`);
     * ``targets``, ``thresholds``: the calibration table (targets ascending);
     * ``meta``: how it was trained (JSON-ready).
     """
@@ -69,10 +73,12 @@ class RouteModel:
     w2: np.ndarray
     b2: float
     blend: np.ndarray
+    families: FamilyTable = field(default_factory=FamilyTable.empty)
     targets: np.ndarray = field(default_factory=lambda: np.zeros(0))
     thresholds: np.ndarray = field(default_factory=lambda: np.zeros(0))
     meta: dict[str, Any] = field(default_factory=dict)
     embedder: Embedder | None = None
+    _terms: tuple[dict[str, int], np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False)
 
     # -- scoring ---------------------------------------------------------------------------
 
@@ -91,6 +97,38 @@ class RouteModel:
                 z += c * v
         return z
 
+    def _term_table(self) -> tuple[dict[str, int], np.ndarray, np.ndarray]:
+        """Every term's coefficients in one table (built once): column 0 the lexical model,
+        then the family table's columns, so a text's terms are looked up once for both."""
+        if self._terms is None:
+            fam = self.families
+            keys = sorted(set(self.lex_weights) | set(fam.index))
+            index = {k: i for i, k in enumerate(keys)}
+            width = fam.coef.shape[1] if fam.names else 0
+            coef = np.zeros((len(keys), 1 + width), dtype=np.float64)
+            for k, c in self.lex_weights.items():
+                coef[index[k], 0] = c
+            if width:
+                rows = [index[k] for k in sorted(fam.index, key=fam.index.__getitem__)]
+                coef[rows, 1:] = fam.coef
+            bias = np.concatenate([[self.lex_intercept], fam.intercept if width else []])
+            self._terms = (index, coef, bias)
+        return self._terms
+
+    def term_logits(self, feats: dict[str, float]) -> tuple[float, float]:
+        """The lexical and the family logit of :func:`featurize` output ``feats`` (equal to
+        :meth:`lexical_logit` and ``families.logit`` up to float rounding), in one pass."""
+        index, coef, bias = self._term_table()
+        idx: list[int] = []
+        vals: list[float] = []
+        for k, v in feats.items():
+            i = index.get(k)
+            if i is not None:
+                idx.append(i)
+                vals.append(v)
+        z = bias + np.asarray(vals, dtype=np.float64) @ coef[idx] if idx else bias
+        return float(z[0]), (self.families.mix(z[1:]) if len(z) > 1 else 0.0)
+
     def network_input(self, text: str, feats: dict[str, float]) -> np.ndarray:
         """The network's standardised input for ``text``: embedding then shape features."""
         emb = self._embedder().embed(text)
@@ -105,8 +143,9 @@ class RouteModel:
     def logit(self, text: str) -> float:
         """The blended logit for ``text``."""
         feats = featurize(text)
-        a, b, c = (float(v) for v in self.blend)
-        return a * self.lexical_logit(feats) + b * self.network_logit(self.network_input(text, feats)) + c
+        a, b, c, d = (float(v) for v in self.blend)
+        lex, family = self.term_logits(feats)
+        return a * lex + b * self.network_logit(self.network_input(text, feats)) + c * family + d
 
     def score(self, text: str) -> float:
         """Probability in [0, 1] that ``text`` needs the strong model."""
@@ -135,6 +174,8 @@ class RouteModel:
     def save(self, path: Path) -> None:
         """Write the weights file (compressed ``.npz``, no pickled objects)."""
         keys = sorted(self.lex_weights)
+        fam = self.families
+        fam_keys = sorted(fam.index, key=fam.index.__getitem__)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("wb") as fh:
             np.savez_compressed(
@@ -151,8 +192,12 @@ class RouteModel:
                 b1=self.b1.astype(np.float32),
                 w2=self.w2.astype(np.float32),
                 b2=np.array(self.b2, dtype=np.float64),
+                fam_names=np.array(fam.names, dtype=np.str_),
+                fam_keys=np.array(fam_keys, dtype=np.str_),
+                fam_coef=fam.coef.astype(np.float32),
+                fam_intercept=np.round(fam.intercept.astype(np.float64), 9),
                 # rounded: a retrain's last-bit differences (threaded BLAS) do not reach the file
-                blend=np.round(self.blend.astype(np.float64), 12),
+                blend=np.round(self.blend.astype(np.float64), 10),
                 targets=np.round(self.targets.astype(np.float64), 6),
                 thresholds=np.round(self.thresholds.astype(np.float64), 12),
             )
@@ -171,6 +216,13 @@ class RouteModel:
         if int(data["version"]) != VERSION:
             raise ValueError(f"{path}: version {int(data['version'])}, expected {VERSION} (retrain)")
         coef = data["lex_coef"].astype(np.float64)
+        fam_keys = [str(k) for k in data["fam_keys"]]
+        families = FamilyTable(
+            names=[str(n) for n in data["fam_names"]],
+            index={k: i for i, k in enumerate(fam_keys)},
+            coef=data["fam_coef"].astype(np.float32),
+            intercept=data["fam_intercept"].astype(np.float64),
+        )
         return cls(
             lex_weights={str(k): float(c) for k, c in zip(data["lex_keys"], coef, strict=True)},
             lex_intercept=float(data["lex_intercept"]),
@@ -181,6 +233,7 @@ class RouteModel:
             w2=data["w2"].astype(np.float32),
             b2=float(data["b2"]),
             blend=data["blend"].astype(np.float64),
+            families=families,
             targets=data["targets"].astype(np.float64),
             thresholds=data["thresholds"].astype(np.float64),
             meta=json.loads(str(data["meta"])),

@@ -7,7 +7,8 @@ never are, for fitting, choosing or calibrating. Steps:
 
 1. features of every training row: lexical (:mod:`routers.lexical`) and the WordLlama prompt
    embedding (:mod:`routers.embed`);
-2. out-of-fold scores (``folds``-fold, stratified by benchmark group, ``seed``) of the model
+2. out-of-fold logits (``folds``-fold, stratified by benchmark group, ``seed``) of the model's
+   three parts — lexical, embedding network, gated family experts
    (:func:`routers.fitting.fit_model`); the blend is fitted on them;
 3. the calibration table (:func:`routers.calibration.calibrate`) from those out-of-fold
    scores: the threshold per quality target;
@@ -110,7 +111,8 @@ def train(
         "hyper": vars(hyper),
         "embedding": "wordllama 0.4.0.post1 l2_supercat 256-d, mean-pooled (routers.embed)",
         "calibration": "out-of-fold scores; every group with >= 200 rows reaches the target",
-        "trainer": "sklearn LogisticRegression (lexical) + MLPClassifier (embedding), blended",
+        "trainer": "sklearn LogisticRegression (lexical, family experts, gate) + MLPClassifier"
+        " (embedding), blended",
     }
     model.save(out)
     meta: dict[str, Any] = dict(model.meta)
@@ -130,6 +132,10 @@ def route_train(
     keep: Annotated[int, typer.Option(help="Largest lexical coefficients kept (0: all).")] = 6000,
     hidden: Annotated[int, typer.Option(min=1, help="Hidden units of the embedding network.")] = 128,
     alpha: Annotated[float, typer.Option(help="L2 penalty of the embedding network.")] = 10.0,
+    c_family: Annotated[
+        float, typer.Option("--c-family", help="Inverse L2 strength of each family expert.")
+    ] = 3.0,
+    c_gate: Annotated[float, typer.Option("--c-gate", help="Inverse L2 strength of the family gate.")] = 1.0,
     folds: Annotated[int, typer.Option(min=2, help="Folds for the out-of-fold scores.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
     with_compare: Annotated[
@@ -146,7 +152,9 @@ def route_train(
     if not source.exists():
         typer.echo(f"{source}: no such file or directory", err=True)
         raise typer.Exit(2)
-    hyper = Hyper(c=c, keep=keep, hidden=hidden, alpha=alpha, folds=folds, seed=seed)
+    hyper = Hyper(
+        c=c, keep=keep, hidden=hidden, alpha=alpha, c_family=c_family, c_gate=c_gate, folds=folds, seed=seed
+    )
     try:
         meta = train(source, out, hyper, with_compare=with_compare)
     except ValueError as err:

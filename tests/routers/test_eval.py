@@ -93,6 +93,14 @@ def test_by_domain_trains_with_each_domain_left_out(tmp_path: Path) -> None:
     assert d["trained_rows"] < 100 and "apgr" in d["left_out"] and "apgr" in d["in_domain"]
 
 
+def test_by_domain_without_training_data_exits_2_naming_the_folder_before_any_work(tmp_path: Path) -> None:
+    missing = tmp_path / "none"
+    res = CliRunner().invoke(
+        app, ["route-eval", str(FIXTURES), "--all", "--by-domain", "--train-data", str(missing)]
+    )
+    assert res.exit_code == 2 and f"--train-data {missing}: no such file or directory" in res.output
+
+
 def test_cli_refuses_a_missing_path_and_a_bad_model(tmp_path: Path) -> None:
     assert CliRunner().invoke(app, ["route-eval", "/nonexistent/routing"]).exit_code == 2
     bad = tmp_path / "m.npz"

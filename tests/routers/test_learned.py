@@ -33,7 +33,7 @@ def _model(lex: dict[str, float], intercept: float) -> RouteModel:
         b1=np.zeros(2, np.float32),
         w2=np.zeros(2, np.float32),
         b2=0.0,
-        blend=np.array([1.0, 0.0, 0.0]),
+        blend=np.array([1.0, 0.0, 0.0, 0.0]),
         targets=np.array([0.9, 0.95, 1.0]),
         thresholds=np.array([0.8, 0.5, 0.0]),
     )

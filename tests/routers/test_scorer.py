@@ -90,3 +90,19 @@ def test_serving_imports_neither_scikit_learn_nor_wordllama() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_one_pass_over_the_terms_gives_the_lexical_and_the_family_logit() -> None:
+    from routers.lexical import featurize
+
+    model = RouteModel.load()
+    assert model.families.names == ["gsm8k", "llmrouter-dcrouter", "mmlu"]
+    for text in (
+        "hi",
+        "Solve: 3x + 7 = 22. Show your steps.",
+        "Which of these is a mammal?\nA. cat\nB. fish",
+    ):
+        feats = featurize(text)
+        lex, family = model.term_logits(feats)
+        assert lex == pytest.approx(model.lexical_logit(feats), abs=1e-9)
+        assert family == pytest.approx(model.families.logit(feats), abs=1e-6)

@@ -178,15 +178,15 @@ CORPUS_FINDINGS = {
 CORPUS_ROUTING = {
     "conversations": 186,
     "turns": 3422,
-    "by_tier": {"cheap": 1677, "strong": 1745},
-    "switches": 869,
+    "by_tier": {"cheap": 1785, "strong": 1637},
+    "switches": 826,
     "priced_turns": 3311,
     "unpriced_turns": 111,
 }
 CORPUS_ROUTING_USD = {
     "recorded_usd": 119.619477,
-    "routed_usd": 82.66611,
-    "cache_loss_usd": 14.441002,
+    "routed_usd": 82.186275,
+    "cache_loss_usd": 14.136972,
     "strong_usd": 86.650569,
 }
 
