@@ -345,11 +345,17 @@ def freeform_note(freeform: dict[str, Any] | None) -> str | None:
 
 class ToolChoice(BaseModel):
     """How the model may use tools: ``auto``, ``none``, ``required`` (any tool) or ``tool``
-    (the one named); ``parallel`` False forbids several calls in one turn."""
+    (the one named); ``parallel`` False forbids several calls in one turn; ``allowed`` limits
+    ``auto`` / ``required`` to the tools named."""
 
     mode: Literal["auto", "none", "required", "tool"] = "auto"
     name: str | None = None
     parallel: bool | None = None
+    allowed: list[str] | None = None
+    """The names of the only tools the model may call (OpenAI ``allowed_tools``, mode ``auto`` or
+    ``required``; the tool list itself stays whole, for the upstream's prompt cache): both OpenAI
+    adapters send an ``allowed_tools`` choice; toward any other wire API the target layer sends
+    only those tools (:func:`gateway.layers.target.allowed_only`)."""
 
 
 class ResponseFormat(BaseModel):

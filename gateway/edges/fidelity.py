@@ -78,11 +78,20 @@ OPENAI_CHAT: dict[str, Rule] = {
     ),
     "tools": Rule(
         CARRIED,
-        "`function` tools (`custom` tools refused)",
+        "`function` tools; `custom` tools (free-form input, `text` or a `lark` / `regex` grammar) "
+        "natively, their calls returned as `custom` tool calls (whole and streamed)",
         "each API's tool definitions; `function.strict` to Anthropic on a model with structured outputs, "
-        "else (Gemini, older Claude) " + _DROPPED,
+        "else (Gemini, older Claude) " + _DROPPED + "; `custom` tools: Responses natively (`custom` "
+        "with its `format`), elsewhere a function with one string argument `input` (the grammar in the "
+        "description, a regex as the argument's `pattern`)",
     ),
-    "tool_choice": Rule(CARRIED, "as sent", "Anthropic `tool_choice`, Gemini `toolConfig`"),
+    "tool_choice": Rule(
+        CARRIED,
+        "as sent (a `function` or `custom` tool by name, `allowed_tools`)",
+        "Anthropic `tool_choice`, Gemini `toolConfig`; `allowed_tools`: Responses natively, elsewhere "
+        "only the allowed tools are offered, with its mode (`auto` / `required`: the same calls are "
+        "possible; only the upstream's cached tool-list prefix differs)",
+    ),
     "parallel_tool_calls": Rule(
         CARRIED,
         "as sent",

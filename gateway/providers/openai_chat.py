@@ -81,6 +81,7 @@ from gateway.schema import (
     SystemMessage,
     TextPart,
     ToolCallPart,
+    ToolDefinition,
     ToolResultMessage,
     UserMessage,
 )
@@ -232,7 +233,9 @@ def _user_content(
     return blocks or ""
 
 
-def _assistant_dict(msg: AssistantMessage, names: NameMap, own_parts: bool = False) -> dict[str, Any] | None:
+def _assistant_dict(
+    msg: AssistantMessage, names: NameMap, own_parts: bool = False, custom: frozenset[str] = frozenset()
+) -> dict[str, Any] | None:
     """An assistant message's wire dict (None when it has neither text nor tool calls);
     ``own_parts``: its text parts' ``own_keys`` are an OpenAI Chat client's
     (``prompt_cache_breakpoint``): its ``content`` is then a list of text blocks carrying them."""
@@ -242,6 +245,16 @@ def _assistant_dict(msg: AssistantMessage, names: NameMap, own_parts: bool = Fal
         if type(p) is TextPart:
             texts.append(p.text)
         elif type(p) is ToolCallPart:
+            value = p.arguments.get("input") if p.name in custom else None
+            if isinstance(value, str):  # a custom tool's call: its free-form input
+                calls.append(
+                    {
+                        "id": upstream_id(names, p.id),
+                        "type": "custom",
+                        "custom": {"name": upstream_name(names, p.name), "input": value},
+                    }
+                )
+                continue
             calls.append(
                 {
                     "id": upstream_id(names, p.id),
@@ -283,6 +296,7 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
     image_followup: list[dict[str, Any]] = []
     inline_images = deployment.quirks.images_in_tool_results
     own = deployment.api == API  # not litellm: names, developer role, image detail
+    custom = custom_tools(request) if own and request.tools else frozenset()
     for i, msg in enumerate(request.messages):
         if image_followup and type(msg) is not ToolResultMessage:
             out.append({"role": "user", "content": image_followup})
@@ -292,7 +306,7 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
             o = None  # another wire API's own keys: not ours to send
         tm = type(msg)
         if tm is AssistantMessage:
-            item = _assistant_dict(msg, names, o is not None)  # type: ignore[arg-type]
+            item = _assistant_dict(msg, names, o is not None, custom)  # type: ignore[arg-type]
             if item is None:
                 if o is None or not o.keys:
                     continue
@@ -382,13 +396,46 @@ def _tool_message(
     return {"role": "tool", "tool_call_id": call_id, "content": wire}
 
 
-def _tool_choice(request: Request, names: NameMap) -> Any:
+def custom_tools(request: Request) -> frozenset[str]:
+    """Names of the request's free-form tools (:attr:`gateway.schema.ToolDefinition.freeform`),
+    sent to an OpenAI Chat upstream as Chat ``custom`` tools."""
+    return frozenset(t.name for t in request.tools if t.freeform is not None)
+
+
+def _custom_tool(t: ToolDefinition, names: NameMap) -> dict[str, Any]:
+    """A free-form tool as a Chat ``custom`` tool: its format in Chat's shape (``{"type":
+    "grammar", "grammar": {"definition", "syntax"}}``), its own description (without the
+    emulation's grammar note)."""
+    custom: dict[str, Any] = {"name": upstream_name(names, t.name)}
+    description = wire_common.native_description(t)
+    if description is not None:
+        custom["description"] = description
+    fmt = t.freeform or {}
+    if fmt.get("type") == "grammar":
+        custom["format"] = {
+            "type": "grammar",
+            "grammar": {"definition": fmt.get("definition"), "syntax": fmt.get("syntax")},
+        }
+    return {"type": "custom", "custom": custom}
+
+
+def _tool_choice(request: Request, names: NameMap, custom: frozenset[str]) -> Any:
     tc = request.tool_choice
     if tc is None:
         return None
+    if tc.allowed is not None and tc.mode in ("auto", "required"):
+        tools = [
+            {"type": "custom", "custom": {"name": upstream_name(names, n)}}
+            if n in custom
+            else {"type": "function", "function": {"name": upstream_name(names, n)}}
+            for n in tc.allowed
+        ]
+        return {"type": "allowed_tools", "allowed_tools": {"mode": tc.mode, "tools": tools}}
     if tc.mode == "tool":
         if not tc.name:
             return "required"
+        if tc.name in custom:
+            return {"type": "custom", "custom": {"name": upstream_name(names, tc.name)}}
         return {"type": "function", "function": {"name": upstream_name(names, tc.name)}}
     return tc.mode
 
@@ -404,7 +451,11 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
     body: dict[str, Any] = {"model": deployment.model, "messages": _messages(request, deployment, names)}
     if request.tools:
         tools = []
+        custom = custom_tools(request) if deployment.api == API else frozenset()  # not litellm
         for t in request.tools:
+            if t.name in custom:
+                tools.append(_custom_tool(t, names))
+                continue
             fn: dict[str, Any] = {"name": upstream_name(names, t.name)}
             if t.description is not None:
                 fn["description"] = t.description
@@ -413,7 +464,7 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
                 fn["strict"] = t.strict
             tools.append({"type": "function", "function": fn})
         body["tools"] = tools
-        choice = _tool_choice(request, names)
+        choice = _tool_choice(request, names, custom)
         if choice is not None:
             body["tool_choice"] = choice
         if request.tool_choice is not None and request.tool_choice.parallel is not None:
@@ -535,6 +586,12 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
                     deployment=dep.name,
                 )
             fn = tc.get("function")
+            custom = tc.get("custom")
+            if isinstance(custom, dict):  # a custom tool's call: its input is the argument "input"
+                fn = {
+                    "name": custom.get("name"),
+                    "arguments": orjson.dumps({"input": str(custom.get("input") or "")}).decode(),
+                }
             if not isinstance(fn, dict):
                 fn = {}
             raw = raw_arguments_of(fn.get("arguments"))
