@@ -322,6 +322,13 @@ NESTED: dict[str, Rule] = {
         _REFUSED_ELSEWHERE + " (OpenAI Chat tool messages and Responses `function_call_output` "
         "`input_file` parts are refused by name on every target)",
     ),
+    "Anthropic `tool_result.content[]` `search_result` blocks (search results with citations)": Rule(
+        TRANSLATED,
+        "as sent (`NativePart`)",
+        "their text: `Search result: <title>`, `Source: <source>`, then the content's text (the "
+        "citations Claude would give of them are not made there); `search_result` and `container_upload` "
+        "blocks in a user turn: refused by name on every target (no schema part holds them yet)",
+    ),
     "Anthropic `tool_use.caller` (programmatic tool calling)": Rule(
         PASSED,
         "as sent, and read back from the answer (whole and streamed) for the client",
