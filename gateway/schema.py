@@ -105,6 +105,10 @@ class DocumentPart(BaseModel):
     context: str | None = None
     citations: dict[str, Any] | None = None
     cache_control: dict[str, Any] | None = None
+    content_source: str | list[Any] | None = None
+    """Anthropic's ``content`` source (a string, or text and image blocks), verbatim: an
+    Anthropic upstream gets it as sent; any other gets ``text`` (its text blocks joined), and a
+    request whose ``content`` source holds images is refused toward it."""
     src: str | None = Field(default=None, exclude=True)
     own_keys: dict[str, Any] | None = None
     """The client's keys of this part the schema has no slot for (OpenAI

@@ -311,6 +311,14 @@ NESTED: dict[str, Rule] = {
         + _DROPPED
         + " (`filename`)",
     ),
+    "Anthropic `document` blocks with a `text` source or a `content` source (a string, or text and "
+    "image blocks)": Rule(
+        CARRIED,
+        "as sent (a `content` source verbatim: `DocumentPart.content_source`)",
+        "Gemini: a `text/plain` `inlineData` document; OpenAI Chat and Responses (files are PDFs "
+        "there): a text part `<document title=...>` with its text; a `content` source's text blocks "
+        "joined, one holding images: 400 naming `...source.content`",
+    ),
     "Responses `input_audio` parts": Rule(
         REFUSED,
         "400 naming the part: no input of the Responses API takes audio (the SDK type is unused)",

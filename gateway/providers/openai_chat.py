@@ -225,7 +225,10 @@ def _user_content(
             if own_parts and part.own_keys:
                 blocks[-1].update(part.own_keys)
         elif type(part) is DocumentPart:
-            blocks.append(media_wire.openai_chat_file(part, deployment))
+            if part.text is not None:  # a plain-text document: Chat's files are PDFs
+                blocks.append({"type": "text", "text": media_wire.document_text(part)})
+            else:
+                blocks.append(media_wire.openai_chat_file(part, deployment))
             if own_parts and part.own_keys:
                 blocks[-1].update(part.own_keys)
         elif type(part) is AudioPart:

@@ -139,7 +139,10 @@ def _user_item(msg: UserMessage, deployment: Deployment, i: int, own: bool = Fal
                 raise _no_images(deployment, _where(msg, i), _where(msg, i))
             parts.append(_image(part))
         elif type(part) is DocumentPart:
-            parts.append(media_wire.responses_input_file(part))
+            if part.text is not None:  # a plain-text document: as text (input_file is for PDFs)
+                parts.append({"type": "input_text", "text": media_wire.document_text(part)})
+            else:
+                parts.append(media_wire.responses_input_file(part))
         else:
             if type(part) is AudioPart:
                 raise media_wire.refuse(part, deployment, "cannot take audio")
