@@ -311,10 +311,10 @@ def _tool_calls(calls: list[Any], path: str, st: ChatState, content: list[JSONOb
             raise wrong_type(tpath, "an object", raw)
         check_keys(raw, CALL_KEYS, tpath)
         ctype = raw.get("type")
-        if ctype == "custom":  # a custom tool's call: its free-form input is the argument "input"
-            _custom_call(raw, tpath, st, content)
-            continue
         if ctype is not None and ctype != "function":
+            if ctype == "custom":  # a custom tool's call: its free-form input is the argument "input"
+                _custom_call(raw, tpath, st, content)
+                continue
             if type(ctype) is not str:
                 raise wrong_type(join(tpath, "type"), "a string", ctype)
             raise unsupported(join(tpath, "type"), f"tool call type {ctype!r}")

@@ -248,13 +248,12 @@ def _assistant_dict(
         if type(p) is TextPart:
             texts.append(p.text)
         elif type(p) is ToolCallPart:
-            value = p.arguments.get("input") if p.name in custom else None
-            if isinstance(value, str):  # a custom tool's call: its free-form input
-                calls.append(
+            if custom and p.name in custom and isinstance(p.arguments.get("input"), str):
+                calls.append(  # a custom tool's call: its free-form input
                     {
                         "id": upstream_id(names, p.id),
                         "type": "custom",
-                        "custom": {"name": upstream_name(names, p.name), "input": value},
+                        "custom": {"name": upstream_name(names, p.name), "input": p.arguments["input"]},
                     }
                 )
                 continue
@@ -294,12 +293,15 @@ def _merge_assistant(prev: dict[str, Any], new: dict[str, Any]) -> bool:
     return True
 
 
-def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[dict[str, Any]]:
+def _messages(
+    request: Request, deployment: Deployment, names: NameMap, custom: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
+    """The ``messages`` list; ``custom``: the free-form tools sent as Chat ``custom`` tools (their
+    calls in assistant messages go as ``custom`` tool calls)."""
     out: list[dict[str, Any]] = []
     image_followup: list[dict[str, Any]] = []
     inline_images = deployment.quirks.images_in_tool_results
     own = deployment.api == API  # not litellm: names, developer role, image detail
-    custom = custom_tools(request) if own and request.tools else frozenset()
     for i, msg in enumerate(request.messages):
         if image_followup and type(msg) is not ToolResultMessage:
             out.append({"role": "user", "content": image_followup})
@@ -451,10 +453,13 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
     ``quirks.stream_usage``. Raises :class:`CapabilityError` for images the deployment cannot
     take.
     """
-    body: dict[str, Any] = {"model": deployment.model, "messages": _messages(request, deployment, names)}
+    custom = custom_tools(request) if request.tools and deployment.api == API else frozenset()  # not litellm
+    body: dict[str, Any] = {
+        "model": deployment.model,
+        "messages": _messages(request, deployment, names, custom),
+    }
     if request.tools:
         tools = []
-        custom = custom_tools(request) if deployment.api == API else frozenset()  # not litellm
         for t in request.tools:
             if t.name in custom:
                 tools.append(_custom_tool(t, names))
