@@ -348,9 +348,15 @@ def test_system_prompt_and_call_settings_reach_each_upstream(
         say(upstream, api, "hello")
     out = vercel_worker.run("settings", provider, gateway_url, MODEL_FOR[api])
     if refused:
-        # The Responses API has no stop sequences: refused by name, in the client's own dialect.
+        # The Responses API has no stop sequences: refused by the client's own name of the field,
+        # in the client's own dialect.
+        name = {
+            "openai.chat": "stop",
+            "anthropic": "stop_sequences",
+            "google": "generationConfig.stopSequences",
+        }
         assert out["status"] == 400, out
-        assert out["error"].startswith("stop: ") and "Responses API" in out["error"], out
+        assert out["error"].startswith(f"{name[provider]}: ") and "openai_responses" in out["error"], out
         error = json.loads(out["body"])["error"]
         assert error["message"] == out["error"]
         assert {"openai.chat": "param", "anthropic": "type", "google": "status"}[provider] in error
