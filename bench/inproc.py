@@ -10,7 +10,9 @@ not depend on how busy the machine is, so this is the load-independent measure o
 prints the bytecodes the event-loop thread executes per request, by module and function
 (:mod:`bench.opcodes`: deterministic, load-independent; ~30x slower, so use a small ``-n``).
 ``--tracing`` turns OpenTelemetry tracing on, exporting over OTLP/HTTP to a local sink
-(:mod:`bench.otlp_sink`) in this process.
+(:mod:`bench.otlp_sink`) in this process. ``--access`` requires virtual keys: the requests carry
+one with a hard day budget and rpm/tpm/concurrent limits far above the load (every turn is
+judged, admitted, reserved and settled; counters in process), and every deployment is priced.
 """
 
 from __future__ import annotations
@@ -45,13 +47,14 @@ def _callgrind(*args: str) -> None:
         subprocess.run(["callgrind_control", *args, str(os.getpid())], check=True, capture_output=True)
 
 
-async def _drive(app: Any, path: str, body: bytes, n: int) -> int:
-    """Send ``n`` requests through the ASGI ``app``; returns the number of 200 answers."""
+async def _drive(app: Any, path: str, body: bytes, n: int, key: str = "bench") -> int:
+    """Send ``n`` requests through the ASGI ``app`` with ``key``; returns the number of 200
+    answers."""
     ok = 0
     headers = [
         (b"host", b"127.0.0.1"),
         (b"content-type", b"application/json"),
-        (b"authorization", b"Bearer bench"),
+        (b"authorization", f"Bearer {key}".encode()),
         (b"content-length", str(len(body)).encode()),
     ]
     for _ in range(n):
@@ -99,6 +102,7 @@ async def _main(
     floor: bool = False,
     opcodes: bool = False,
     tracing: bool = False,
+    access: bool = False,
 ) -> None:
     from gateway.config import load_config
     from gateway.server import create_app
@@ -127,12 +131,35 @@ async def _main(
                 sink = OtlpSink()
                 traced = cfg.tracing.model_copy(update={"enabled": True, "otlp_endpoint": sink.url})
                 cfg = cfg.model_copy(update={"tracing": traced})
+            if access:
+                from gateway.config import AccessConfig, Price
+
+                priced = [
+                    d.model_copy(update={"price": Price(input=1.0, output=2.0)}) for d in cfg.deployments
+                ]
+                keys = AccessConfig(auth="required", admin_key_env=None)
+                cfg = cfg.model_copy(update={"access": keys, "deployments": priced})
             app = create_app(cfg)
         bodies = request_bodies()
         async with app.router.lifespan_context(app):
+            key = "bench"
+            if access:  # a server that ran a while has its tokenizer loaded: worst cases count with it
+                from gateway.providers.catalog import count_tokens, load_tokenizer
+                from gateway.schema import Request, TextPart, UserMessage
+
+                load_tokenizer()
+                count_tokens(
+                    Request(model="m", messages=[UserMessage(content=[TextPart(text="hi")])]), "gpt-4o"
+                )
+                _, key = await app.state.access.create_key(
+                    "bench",
+                    actor="bench",
+                    budgets=[{"period": "day", "usd": 1_000_000, "hard": True}],
+                    rate_limits={"rpm": 10_000_000, "tpm": 10_000_000_000, "concurrent": 100_000},
+                )
             for case in cases:
                 path, body = bodies[case]
-                await _drive(app, path, body, min(200, n))  # warm-up: pools, caches, imports
+                await _drive(app, path, body, min(200, n), key)  # warm-up: pools, caches, imports
                 # CPU-time timer: the profile does not count time spent descheduled on a busy machine.
                 prof = cProfile.Profile(time.process_time) if profile is not None else None
                 rounds: list[float] = []
@@ -147,7 +174,7 @@ async def _main(
                     counter.start()
                 for _ in range(ROUNDS):
                     r0 = time.process_time()
-                    ok += await _drive(app, path, body, per)
+                    ok += await _drive(app, path, body, per, key)
                     rounds.append((time.process_time() - r0) / per)
                 if counter is not None:
                     counter.stop()
@@ -181,6 +208,7 @@ def main() -> None:
     ap.add_argument("--floor", action="store_true", help="drive the bare pass-through floor instead")
     ap.add_argument("--opcodes", action="store_true", help="count executed bytecodes per module/function")
     ap.add_argument("--tracing", action="store_true", help="tracing on, exported to a local OTLP sink")
+    ap.add_argument("--access", action="store_true", help="virtual keys required, a key with limits")
     args = ap.parse_args()
     cases = args.case or list(request_bodies())
     workdir = Path(tempfile.mkdtemp(prefix="turnstile-inproc-"))
@@ -193,7 +221,9 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(_main(cases, args.n, args.profile, workdir, args.floor, args.opcodes, args.tracing))
+    asyncio.run(
+        _main(cases, args.n, args.profile, workdir, args.floor, args.opcodes, args.tracing, args.access)
+    )
 
 
 if __name__ == "__main__":

@@ -172,9 +172,10 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, round(p / 100 * len(s) + 0.5) - 1))]
 
 
-def wrk(url: str, body_file: Path, conns: int, duration_s: float) -> dict[str, float]:
+def wrk(url: str, body_file: Path, conns: int, duration_s: float, key: str | None = None) -> dict[str, float]:
     """One wrk run (1 thread, ``conns`` connections, ``duration_s`` seconds): req/s, p50/p99 (ms),
-    errors (connect + read + write + timeout + non-2xx responses)."""
+    errors (connect + read + write + timeout + non-2xx responses). ``key``: the API key sent
+    (a virtual key; default ``bench``)."""
     secs = max(1, round(duration_s))
     argv = ["wrk", "-t1", f"-c{conns}", f"-d{secs}s", "--timeout", "10s", "-s", str(HERE / "post.lua"), url]
     res = subprocess.run(
@@ -182,7 +183,7 @@ def wrk(url: str, body_file: Path, conns: int, duration_s: float) -> dict[str, f
         capture_output=True,
         text=True,
         timeout=secs + 60,
-        env={**os.environ, "BENCH_BODY": str(body_file)},
+        env={**os.environ, "BENCH_BODY": str(body_file), **({"BENCH_KEY": key} if key else {})},
     )
     m = re.search(r"BENCH_JSON (\{.*\})", res.stdout)
     if res.returncode != 0 or m is None:

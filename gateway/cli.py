@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -11,7 +12,7 @@ import structlog
 import typer
 from rich.console import Console
 
-from gateway.config import Settings, default_config_path, load_config
+from gateway.config import GatewayConfig, Settings, default_config_path, load_config
 from gateway.errors import ConfigError
 
 app = typer.Typer(
@@ -108,6 +109,10 @@ def serve(
     os.environ["TURNSTILE_HOST"] = bind  # the factory judges (and tells MCP) the address served
     if allow_anonymous:
         os.environ["TURNSTILE_ALLOW_ANONYMOUS"] = "1"
+    listen_port = port or settings.port or cfg.server.port
+    link = _console_link(cfg, settings, bind, listen_port)
+    if link is not None:
+        typer.echo(f"Console: open this one-time login link (it works once): {link}")
     from gateway.serving import raise_fd_limit, uvicorn_options
 
     soft, hard = raise_fd_limit()  # every client connection, upstream call and store holds one
@@ -123,7 +128,7 @@ def serve(
         "gateway.server:create_app",
         factory=True,
         host=bind,
-        port=port or settings.port or cfg.server.port,
+        port=listen_port,
         workers=workers,
         access_log=False,
         log_level=level,
@@ -132,6 +137,23 @@ def serve(
         timeout_graceful_shutdown=cfg.server.shutdown_timeout_s,
         **uvicorn_options(cfg.server),
     )
+
+
+def _console_link(cfg: GatewayConfig, settings: Settings, bind: str, port: int) -> str | None:
+    """With the console on, on a loopback ``bind`` and without an admin key: a fresh random
+    one-time login token handed to the app (``TURNSTILE_CONSOLE_TOKEN``) and the link that
+    uses it, ``http://<bind>:<port>/ui/login?token=<token>``; else None (the console takes
+    the admin key, or is closed: :mod:`gateway.console.auth`)."""
+    from gateway import exposure
+
+    admin = settings.read_key(cfg.access.admin_key_env) if cfg.access.admin_key_env else None
+    if not cfg.console.enabled or admin or not exposure.is_loopback(bind):
+        os.environ.pop("TURNSTILE_CONSOLE_TOKEN", None)
+        return None
+    token = secrets.token_urlsafe(32)
+    os.environ["TURNSTILE_CONSOLE_TOKEN"] = token  # every worker process reads it (Settings)
+    where = f"[{bind.strip('[]')}]" if ":" in bind else bind
+    return f"http://{where}:{port}/ui/login?token={token}"
 
 
 @app.command()

@@ -9,6 +9,7 @@ API keys are never in config files: a deployment names the environment variable
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,6 +40,10 @@ class Settings(BaseSettings):
     db_path: Path | None = None
     log_level: str = "info"
     log_json: bool = True
+    console_token: str | None = None
+    """TURNSTILE_CONSOLE_TOKEN: the console's one-time login token, made and printed by
+    ``turnstile serve`` on a loopback address when no admin key is configured (the console takes
+    it only then: :mod:`gateway.console.auth`)."""
     allow_anonymous: bool = False
     """TURNSTILE_ALLOW_ANONYMOUS: serve anonymous clients on a non-loopback address (see
     :mod:`gateway.exposure`); as ``--allow-anonymous`` and ``server.allow_anonymous``."""
@@ -101,6 +106,18 @@ class Quirks(BaseModel):
     extra_headers: dict[str, str] = Field(default_factory=dict)
 
 
+class DeploymentQuota(BaseModel):
+    """The provider's own rate limits for one deployment (its account's quota), which the route
+    layer treats as capacity (:mod:`gateway.limits.quotas`): ``rpm`` requests per minute,
+    ``tpm`` tokens (input + output) per minute, ``concurrent`` calls at once; None: not limited."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    concurrent: int | None = Field(default=None, ge=1)
+
+
 class Deployment(BaseModel):
     """One upstream model endpoint: a wire API, a model id, a base URL and a key variable."""
 
@@ -134,6 +151,9 @@ class Deployment(BaseModel):
     )
     max_response_bytes: int | None = Field(default=None, ge=64 * 1024)
     """Overrides ``server.max_response_bytes`` for this deployment (bytes)."""
+    quota: DeploymentQuota | None = None
+    """The provider's rate limits for this deployment: calls past them go to the alias's next
+    deployment instead of meeting the provider's 429 (:mod:`gateway.limits.quotas`)."""
     description: str | None = None
 
     @model_validator(mode="after")
@@ -371,6 +391,20 @@ class ServerConfig(BaseModel):
     configured (anyone who can reach it spends the provider keys); without it such a host is
     refused at start (:mod:`gateway.exposure`).
 
+    ``trusted_proxies``: the addresses (IPs or CIDR networks) of the reverse proxies in front of
+    the gateway. Only a connection from one of them has its ``X-Forwarded-For`` (the client
+    address: wrong admin keys are counted per address, logs and audit name it) and
+    ``X-Forwarded-Proto`` believed (uvicorn's ``ProxyHeadersMiddleware``, the right-most
+    untrusted address); from anyone else they are ignored, so a client cannot choose its own
+    address. Empty (the default): the connection's peer is the client. ``Forwarded`` (RFC
+    7239) is never read.
+
+    ``allowed_hosts`` and ``allowed_origins`` (:mod:`gateway.browser_guard`): where clients need
+    no key, a request must name this machine as its ``Host`` (a loopback name or address) or one
+    of ``allowed_hosts`` (``name``, any port, or ``name:port``), and a request from a web page
+    (one with an ``Origin``) is refused unless its origin (``scheme://host[:port]``) is in
+    ``allowed_origins``; the MCP transports take the same lists (and loopback origins).
+
     Request bounds, checked right after a body's JSON is decoded (:mod:`gateway.edges._bounds`):
 
     * ``max_request_messages`` (413 past it): 5× the longest conversation recorded in the
@@ -428,6 +462,9 @@ class ServerConfig(BaseModel):
 
     host: str = "127.0.0.1"
     allow_anonymous: bool = False
+    trusted_proxies: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
     port: int = Field(default=4000, ge=1, le=65535)
     max_body_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
     max_request_messages: int = Field(default=5_000, gt=0)
@@ -457,6 +494,18 @@ class ServerConfig(BaseModel):
     body_timeout_s: float = Field(default=30.0, gt=0)
     body_min_bytes_per_s: float = Field(default=1024.0, ge=0)
     max_connections: int | None = Field(default=None, ge=1)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError as err:
+                raise ValueError(
+                    f"server.trusted_proxies: {entry!r} is not an IP address or CIDR network"
+                ) from err
+        return value
 
 
 class TimeoutConfig(BaseModel):
@@ -520,7 +569,9 @@ class AnthropicHeaders(BaseModel):
 
 class RedisConfig(BaseModel):
     """Redis for state shared by every gateway instance: the limit counters (budgets, rate
-    limits, concurrent turns: :mod:`gateway.limits.redis_backend`).
+    limits, concurrent turns, deployment quotas: :mod:`gateway.limits.redis_backend`) and
+    :mod:`gateway.fleet` (deployment health, the thinking and signer memories, admin MCP
+    servers, change notifications).
 
     * ``url``: ``redis://host:port/db`` (``rediss://`` for TLS); unset, the counters live in
       the process (one instance only: two would each allow the full budget).
@@ -529,7 +580,8 @@ class RedisConfig(BaseModel):
       settled once Redis is back, never twice).
     * ``timeout_s``: the longest wait for one Redis command, seconds (past it Redis counts as
       unreachable for that turn).
-    * ``prefix``: put before every key this gateway writes (several deployments on one Redis).
+    * ``prefix``: put before every key this gateway writes, and names its change channel
+      (``<prefix>changes``): several deployments on one Redis.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -582,7 +634,8 @@ class ConsoleConfig(BaseModel):
     """The admin console at ``/ui`` (:mod:`gateway.console`).
 
     * ``enabled``: serve it. Its pages need the admin key (``access.admin_key_env``); without
-      one configured they answer 503 saying so, on a loopback address too.
+      one, the one-time login link ``turnstile serve`` prints on a loopback address
+      (:mod:`gateway.console.auth`), and elsewhere they answer 503 saying so.
     * ``session_hours``: how long a log-in lasts (hours).
     """
 
@@ -590,6 +643,74 @@ class ConsoleConfig(BaseModel):
 
     enabled: bool = True
     session_hours: float = Field(default=12.0, gt=0, le=720)
+
+
+GuardrailAction = Literal["redact", "block", "flag", "off"]
+GuardrailStage = Literal["tool_output", "input", "output"]
+PiiKind = Literal["email", "phone", "credit_card", "iban", "us_ssn"]
+_WEBHOOK_STAGES: tuple[GuardrailStage, ...] = ("tool_output",)
+_PII_KINDS: tuple[PiiKind, ...] = ("email", "phone", "credit_card", "iban", "us_ssn")
+
+
+class GuardrailWebhook(BaseModel):
+    """An external guardrail service (:mod:`gateway.guardrails.webhook`): each checked text is
+    POSTed to ``url`` as ``{"stage", "text", "context"}`` and the answer ``{"action": "allow" |
+    "redact" | "block" | "flag", "text"?, "reason"?}`` applied. ``headers_env``: header name ->
+    environment variable holding its value. No answer within ``timeout_s`` (or a bad one):
+    ``fail: open`` lets the text through (flagged ``webhook_unavailable``), ``closed`` blocks it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(pattern=r"^https?://")
+    headers_env: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(default=2.0, gt=0, le=60)
+    fail: Literal["open", "closed"] = "open"
+    stages: list[GuardrailStage] = Field(default_factory=lambda: list(_WEBHOOK_STAGES))
+
+
+class GuardrailsConfig(BaseModel):
+    """The ``guardrails`` section (off by default; :mod:`gateway.guardrails`,
+    :mod:`gateway.layers.guardrails`).
+
+    * ``tool_results``: check MCP tool output entering a model's context (the tool loop, and
+      results relayed on ``/mcp``) and the tool results a client sends; ``input``: the client's
+      user and system messages; ``output``: the model's answer text.
+    * ``secrets`` (provider key formats and ``detect-secrets``' detectors), ``pii`` (``pii_kinds``
+      of email, phone, credit_card, iban, us_ssn) and ``injection`` (``injection_markers``,
+      case-insensitive regular expressions; tool results only): the action each finding takes —
+      ``redact`` (the match replaced by ``[REDACTED:<kind>]``), ``block`` (a tool result becomes
+      an error result; input is refused 400; output is replaced, stop reason
+      ``content_filter``), ``flag`` (recorded only) or ``off``.
+    * ``webhook``: an external service asked too (:class:`GuardrailWebhook`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    tool_results: bool = True
+    input: bool = False
+    output: bool = False
+    secrets: GuardrailAction = "redact"
+    pii: GuardrailAction = "redact"
+    pii_kinds: list[PiiKind] = Field(default_factory=lambda: list(_PII_KINDS))
+    injection: Literal["block", "flag", "off"] = "flag"
+    injection_markers: list[str] | None = Field(
+        default=None,
+        description="regular expressions; None: the built-in list (gateway.guardrails.injection)",
+    )
+    webhook: GuardrailWebhook | None = None
+
+    @field_validator("injection_markers")
+    @classmethod
+    def _markers(cls, v: list[str] | None) -> list[str] | None:
+        import re
+
+        for marker in v or []:
+            try:
+                re.compile(marker)
+            except re.error as err:
+                raise ValueError(f"injection marker {marker!r} is not a regular expression: {err}") from err
+        return v
 
 
 class TracingConfig(BaseModel):
@@ -641,6 +762,7 @@ class GatewayConfig(BaseModel):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
+    guardrails: GuardrailsConfig = Field(default_factory=GuardrailsConfig)
     console: ConsoleConfig = Field(default_factory=ConsoleConfig)
 
     @model_validator(mode="after")

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.redaction import redact_secrets
+
 
 class TurnstileError(Exception):
     """Base of all Turnstile errors.
@@ -59,6 +61,12 @@ class InvalidRequest(TurnstileError):
 
     status = 400
     kind = "invalid_request"
+
+
+class GuardrailBlocked(InvalidRequest):
+    """The client's input holds what the guardrails block (``guardrails.secrets``, ``pii`` or the
+    webhook set to ``block``); ``param`` names the message, the message the kinds found (never
+    the matched text)."""
 
 
 class PayloadTooLarge(InvalidRequest):
@@ -193,7 +201,10 @@ class UpstreamError(TurnstileError):
     """The upstream answered with an error status.
 
     ``status`` is the upstream's (429 and 5xx are candidates for fallback);
-    ``retry_after_s`` is the parsed ``retry-after`` header in seconds, if any.
+    ``retry_after_s`` is the parsed ``retry-after`` header in seconds, if any. ``message`` and
+    ``body`` are kept with every credential cut out (:func:`gateway.redaction.redact_secrets`):
+    an upstream may quote the key it was sent, and this error reaches the client, the
+    transcript, the logs and the console.
     """
 
     kind = "upstream"
@@ -207,11 +218,11 @@ class UpstreamError(TurnstileError):
         deployment: str | None = None,
         body: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(redact_secrets(message))
         self.status = status
         self.retry_after_s = retry_after_s
         self.deployment = deployment
-        self.body = body
+        self.body = redact_secrets(body) if body is not None else None
         if status == 429:
             self.kind = "rate_limit"
         elif status in (400, 404, 413, 422):
@@ -344,7 +355,7 @@ class BudgetExceeded(LimitExceeded):
     None for ``total``) say which budget and when it starts again. ``error_code``
     ``insufficient_quota``: the type OpenAI's SDKs and clients read as "out of credit"."""
 
-    error_code = "insufficient_quota"
+    error_code: str | None = "insufficient_quota"
 
     def __init__(
         self,
@@ -367,6 +378,17 @@ class BudgetExceeded(LimitExceeded):
         self.period = period
         self.limit_usd = limit_usd
         self.reset_at = reset_at
+
+
+class BudgetBusy(BudgetExceeded):
+    """A hard USD budget has room for the turn's worst-case cost in what is spent, but not
+    while other turns of the scope hold their reservations (turns in flight): still HTTP 429,
+    but a rate-limit error the SDKs retry (``retry-after``, ``x-should-retry: true``), without
+    the ``insufficient_quota`` code of a budget spent — the reservations are settled or
+    released as those turns end. ``spent_usd``: what the budget has spent."""
+
+    error_code = None
+    spent_usd: float = 0.0
 
 
 class LimitsUnavailable(TurnstileError):

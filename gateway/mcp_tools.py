@@ -14,6 +14,7 @@ from gateway.errors import AuthenticationRequired, InvalidRequest, PermissionDen
 from gateway.schema import Request, ToolDefinition
 from gateway.turn import Gateway, Turn
 from mcp_servers.clients import EVERYTHING, Visibility
+from mcp_servers.tool_search import scoped
 
 _ALIAS_SERVERS: dict[int, tuple[Any, dict[str, list[str]]]] = {}
 
@@ -50,9 +51,12 @@ def active(gw: Gateway, request: Request) -> bool:
 
 def attach_tools(
     gw: Gateway, request: Request, visibility: Visibility = EVERYTHING
-) -> tuple[Request, frozenset[str]]:
+) -> tuple[Request, frozenset[str], Visibility]:
     """``request`` with the available tools of its MCP servers that ``visibility`` (the caller's
-    ``mcp.clients`` entry) may see added (exposed names), and the set of those names.
+    ``mcp.clients`` entry) may see added (exposed names), the set of those names, and the
+    visibility the turn's calls run with: ``visibility`` itself, or, when ``mcp.tool_search``
+    applies to the caller (:mod:`mcp_servers.tool_search`), the meta-tools (search, describe,
+    call) added instead of the tools, and ``visibility`` narrowed to the turn's servers.
 
     Raises :class:`AuthenticationRequired` (401) when clients are configured and the caller's
     key matches none; :class:`PermissionDenied` (403, naming the server) for a server none of
@@ -99,6 +103,13 @@ def attach_tools(
                         name=t.exposed, description=t.tool.description, parameters=dict(t.tool.input_schema)
                     )
                 )
+    if gw.config.mcp.tool_search.enabled and runtime.endpoint.search.applies(visibility, len(defs)):
+        search = runtime.endpoint.search  # mcp.tool_search: meta-tools over these servers
+        visibility = scoped(registry, visibility, ids)
+        defs = [
+            ToolDefinition(name=m.name, description=m.description, parameters=dict(m.input_schema))
+            for m in search.meta_tools(visibility)
+        ]
     client = {t.name for t in request.tools}
     clash = sorted(client & {d.name for d in defs})
     if clash:
@@ -106,7 +117,7 @@ def attach_tools(
             f"tools: {', '.join(clash)} is both a client tool and an MCP tool of this turn", param="tools"
         )
     names = frozenset(d.name for d in defs)
-    return request.model_copy(update={"tools": [*request.tools, *defs]}), names
+    return request.model_copy(update={"tools": [*request.tools, *defs]}), names, visibility
 
 
 def offer(gw: Gateway, turn: Turn) -> Request:
@@ -118,5 +129,5 @@ def offer(gw: Gateway, turn: Turn) -> Request:
     request = turn.request
     if not request.mcp_servers and request.model not in _alias_servers(gw.config):
         return request
-    prepared, turn.loop_tools = attach_tools(gw, request, turn.mcp_visibility)
+    prepared, turn.loop_tools, turn.mcp_visibility = attach_tools(gw, request, turn.mcp_visibility)
     return prepared

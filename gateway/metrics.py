@@ -2,8 +2,10 @@
 
 One :class:`Metrics` per gateway process (``gw.metrics``), its own ``CollectorRegistry``
 (prometheus-client). The record layer hands it each turn's :class:`~gateway.transcript.TurnRecord`
-(the turn row, the tool loop's step rows, the rows of refused requests) — one source of truth
-with the transcript — and the MCP endpoint its tool calls and trust decisions
+(the turn row and the rows of refused requests: one count each) and each tool-loop step's row
+(counted as a step only: the turn's own row already holds the usage of all its steps, and its
+attempts) — one source of truth with the transcript — and the MCP endpoint its tool calls and
+trust decisions
 (:meth:`Metrics.tool_call`, :meth:`Metrics.trust_decision`).
 
 Cost on the hot path: :meth:`Metrics.turn` adds the record's numbers into plain dicts keyed by
@@ -25,6 +27,8 @@ Metrics (all prefixed ``turnstile_``):
 
 * ``turns_total{dialect,deployment,status,guard_outcome}``; ``turn_duration_seconds`` and
   ``time_to_first_byte_seconds`` (streams) histograms ``{dialect,deployment}``
+* ``tool_loop_steps_total{deployment}`` — model steps of the server-side tool loop (a turn of
+  three steps is one turn and three steps)
 * ``tokens_total{deployment,type}`` — ``type`` input | output | cache_read | cache_write | reasoning
 * ``cost_usd_total{deployment}``
 * ``upstream_attempts_total{deployment,status}`` — ``status`` the HTTP status, or ``skipped``;
@@ -33,6 +37,7 @@ Metrics (all prefixed ``turnstile_``):
 * ``guard_repairs_total{code}`` — each repair of :mod:`gateway.guards` by rule
 * ``mcp_tool_calls_total{server,tool,outcome}``, ``mcp_tool_call_duration_seconds{server}``;
   ``mcp_trust_decisions_total{server,tier,outcome}`` (confirmations asked, approved, declined)
+* ``guardrail_actions_total{stage,check,action}`` — each redact, block and flag of the guardrails
 * ``limit_rejections_total{limit,scope}`` — budget and rate-limit refusals (access control)
 * ``limit_counters_unreachable_total{outcome}`` — admissions (a turn's, a tool-loop step's, a
   compaction call's) that found the shared limit counters unreachable: ``admitted`` unchecked
@@ -72,7 +77,7 @@ NO_DEPLOYMENT = "none"
 _INF = float("inf")
 _BOUNDS = (*SECONDS_BUCKETS, _INF)
 # Keys of the counter sums: (metric, *label values); of the histogram sums: (metric, *label values).
-_TURNS, _ATTEMPTS, _FALLBACKS, _DECISIONS, _ESTIMATED, _REPAIRS = range(6)
+_TURNS, _ATTEMPTS, _FALLBACKS, _DECISIONS, _ESTIMATED, _REPAIRS, _STEPS = range(7)
 _DURATION, _TTFB = range(2)
 
 
@@ -123,6 +128,11 @@ class Metrics:
             "turnstile_time_to_first_byte_seconds", "Streams: time from arrival to the first event.",
             ["dialect", "deployment"], buckets=SECONDS_BUCKETS, registry=r,
         )  # fmt: skip
+        self.steps = Counter(
+            "turnstile_tool_loop_steps", "Model steps of the server-side tool loop by deployment "
+            "(each turn is counted once in turnstile_turns_total, whatever its steps).",
+            ["deployment"], registry=r,
+        )  # fmt: skip
         self.tokens = Counter(
             "turnstile_tokens", "Tokens by deployment and type (input, output, cache_read, "
             "cache_write, reasoning).", ["deployment", "type"], registry=r,
@@ -159,6 +169,12 @@ class Metrics:
             "turnstile_mcp_trust_decisions", "MCP trust-tier decisions by server, tier and outcome "
             "(allowed, refused, asked, approved, declined, ...).", ["server", "tier", "outcome"], registry=r,
         )  # fmt: skip
+        self.guardrail_actions = Counter(
+            "turnstile_guardrail_actions", "Guardrail actions by stage (tool_output, input, output), check "
+            "(secrets, pii, injection, webhook) and action (redact, block, flag).",
+            ["stage", "check", "action"],
+            registry=r,
+        )  # fmt: skip
         self.limit_rejections = Counter(
             "turnstile_limit_rejections", "Turns refused by a budget or rate limit, by limit and scope.",
             ["limit", "scope"], registry=r,
@@ -176,6 +192,7 @@ class Metrics:
             _DECISIONS: self.decisions,
             _ESTIMATED: self.estimated,
             _REPAIRS: self.repairs,
+            _STEPS: self.steps,
         }
         self._histogram_of = {_DURATION: self.duration, _TTFB: self.ttfb}
         self._sums: dict[tuple[Any, ...], float] = {}  # counter increments not applied yet
@@ -219,6 +236,12 @@ class Metrics:
         if self._pending >= FOLD_EVERY:
             self.fold()
 
+    def step(self, record: TurnRecord) -> None:
+        """Count one tool-loop step's row (``<request id>.step<n>``) as a step, never as a turn:
+        its usage, cost and attempts are in its turn's own row, which :meth:`turn` counts."""
+        key = (_STEPS, record.deployment or NO_DEPLOYMENT)
+        self._sums[key] = self._sums.get(key, 0) + 1
+
     def _observe(self, key: tuple[Any, ...], value: float) -> None:
         entry = self._observed.get(key)
         if entry is None:
@@ -256,6 +279,10 @@ class Metrics:
     def trust_decision(self, server: str, tier: str, outcome: str) -> None:
         """Count one trust-tier decision on an MCP tool call."""
         self.trust.labels(server, tier, outcome).inc()
+
+    def guardrail(self, stage: str, check: str, action: str) -> None:
+        """Count one guardrail action (:mod:`gateway.guardrails.engine`)."""
+        self.guardrail_actions.labels(stage, check, action).inc()
 
     def limit_rejected(self, limit: str, scope: str) -> None:
         """Count one turn refused by ``limit`` (e.g. ``budget``, ``rpm``) of ``scope`` (key, team,

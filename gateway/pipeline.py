@@ -11,6 +11,7 @@ from gateway.config import GuardPolicy
 from gateway.errors import TurnstileError
 from gateway.layers.access import AccessLayer
 from gateway.layers.attempt import AttemptLayer
+from gateway.layers.guardrails import GuardrailsLayer
 from gateway.layers.guards import GuardLayer
 from gateway.layers.limits import LimitsLayer
 from gateway.layers.record import RecordLayer, record_refused
@@ -31,8 +32,11 @@ LAYERS = (
     RouteLayer,  # the routing decision, then one fallback loop over the deployments
     TargetLayer,  # capabilities, output limit and thinking policy of the deployment tried
     WindowLayer,  # a bound session's context rebuilt for that deployment's window
+    GuardrailsLayer,  # tool results (and input, output) checked: only when guardrails are on
 )
-"""The layers in order, outermost first; :class:`AttemptLayer` is the innermost service."""
+"""The layers in order, outermost first; :class:`AttemptLayer` is the innermost service. A
+layer with a ``wanted(gw)`` static method is left out of the chain when it returns False (a
+concern that is off costs a turn nothing)."""
 
 
 class Pipeline:
@@ -43,7 +47,9 @@ class Pipeline:
         self.attempt = AttemptLayer(gw)
         chain: Service = self.attempt
         for layer in reversed(LAYERS):
-            chain = layer(gw, chain)
+            wanted = getattr(layer, "wanted", None)
+            if wanted is None or wanted(gw):
+                chain = layer(gw, chain)
         self.chain = chain
 
     @property

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gateway.redaction import redact_secrets
 
 # ---------------------------------------------------------------------------- provenance
 
@@ -621,12 +623,19 @@ class MessageEnd(BaseModel):
 
 
 class StreamError(BaseModel):
-    """The stream failed after it started; ``kind`` is an error type of ``gateway.errors``."""
+    """The stream failed after it started; ``kind`` is an error type of ``gateway.errors``.
+    ``message`` (an upstream's text) is kept with every credential cut out
+    (:func:`gateway.redaction.redact_secrets`)."""
 
     type: Literal["error"] = "error"
     kind: str
     message: str
     status: int = 502
+
+    @field_validator("message")
+    @classmethod
+    def _redacted(cls, message: str) -> str:
+        return redact_secrets(message)
 
 
 StreamEvent = MessageStart | PartStart | PartDelta | PartEnd | MessageEnd | StreamError

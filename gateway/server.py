@@ -50,11 +50,14 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from gateway import exposure
 from gateway.access import admin_api
+from gateway.access.guessing import KeyGuesses
 from gateway.access.identity import Identity, may_hold_key
 from gateway.access.middleware import KeyCheck, judge, judged
+from gateway.browser_guard import BrowserGuard, mcp_security
 from gateway.coalesce import coalesce
 from gateway.config import (
     GatewayConfig,
@@ -103,6 +106,7 @@ from gateway.sse_response import EventStream
 from gateway.thinking_memory import ThinkingMemory
 from gateway.transcript import TranscriptWriter
 from mcp_servers import http_api as mcp_api
+from mcp_servers import registry_api
 
 log = structlog.get_logger("turnstile.server")
 
@@ -785,6 +789,38 @@ def _watch_metrics(gw: Gateway, mcp: Any) -> None:
         mcp.endpoint.observer = gw.metrics
 
 
+def _start_guardrails(gw: Gateway, read_env: Any) -> None:
+    """Make the gateway's guardrails (:mod:`gateway.guardrails`): counted in the metrics,
+    each action audited in the MCP audit (tier ``guardrail``, outcome ``guardrail_<action>``),
+    and hooked into ``/mcp`` for the tool results it relays."""
+    from gateway.guardrails.engine import Guardrails
+    from gateway.guardrails.mcp import McpGuard
+
+    mcp = gw.mcp
+
+    async def audit(entry: dict[str, Any]) -> None:
+        if mcp is None:
+            return
+        await mcp.registry.store.audit(
+            {
+                "server": entry.get("server") or "-",
+                "tool": entry.get("tool") or "-",
+                "exposed": entry.get("tool") or "-",
+                "tier": "guardrail",
+                "outcome": f"guardrail_{entry['action']}",
+                "reason": f"{entry['check']}: {', '.join(entry['kinds'])}",
+                "action": f"{entry['stage']} (request {entry.get('request_id') or '-'})",
+                "client": entry.get("client"),
+            }
+        )
+
+    gw.guardrails = Guardrails(
+        gw.config.guardrails, read_env=read_env, audit=audit, count=gw.metrics.guardrail
+    )
+    if mcp is not None:
+        mcp.endpoint.guardrails = McpGuard(gw.guardrails)
+
+
 async def health(request: Request) -> Response:
     """Liveness and the deployment table (enabled and disabled with reasons)."""
     gw: Gateway = request.app.state.gateway
@@ -859,7 +895,8 @@ def _refuse_anonymous(path: str, address: str) -> tuple[int, bytes]:
 
 
 def _refuse_key(path: str, err: TurnstileError) -> tuple[int, bytes]:
-    """A refused key on a path that is not a turn, as (status, body) in the path's dialect."""
+    """A refusal before a handler (a refused key, a web page's request: :mod:`gateway.browser_guard`),
+    as (status, body) in the path's dialect."""
     status, body = _edge_for_path(path).render_error(err)
     return status, orjson.dumps(body)
 
@@ -961,12 +998,14 @@ def create_app(
                 config.mcp.model_copy(update={"admin_key_env": config.access.admin_key_env}),  # one admin key
                 db_path=config.server.db_path,
                 read_env=settings.read_key,
-                host=config.server.host,
+                security=mcp_security(config),  # the Host/Origin lists the model API checks too
                 keys=gw.identity.mcp_visibility if gw.identity is not None else None,
             )
         )
         gw.mcp = app.state.mcp  # the server-side tool loop calls tools through it
         _watch_metrics(gw, app.state.mcp)
+        if config.guardrails.enabled:
+            _start_guardrails(gw, settings.read_key)
         if config.tracing.enabled or span_processor is not None:
             from gateway.tracing import Tracing
 
@@ -975,6 +1014,9 @@ def create_app(
         folding = asyncio.create_task(fold_periodically(gw.metrics)) if gw.metrics.multiprocess else None
         if gw.identity is not None:
             gw.identity.owner = _tool_owner(gw.mcp.registry)
+        from gateway.fleet.open import open_fleet
+
+        gw.fleet = await open_fleet(gw, gw.mcp.registry)  # redis.url: health, memories, changes shared
         log.info(
             "started",
             deployments=sorted(table.deployments),
@@ -1010,6 +1052,8 @@ def create_app(
             if folding is not None:
                 folding.cancel()
             gw.metrics.fold()
+            if gw.fleet is not None:
+                await gw.fleet.close()
             await mcp_stack.aclose()
             await gw.limits.aclose()
             await transcript.close()
@@ -1018,6 +1062,8 @@ def create_app(
             await session.close()
             if getattr(app.state, "console", None) is not None:
                 await app.state.console.close()
+            if gw.guardrails is not None:
+                await gw.guardrails.close()
             if gw.tracing is not None:  # the spans still batched: exported (bounded), off the loop
                 await asyncio.to_thread(gw.tracing.shutdown)
 
@@ -1040,6 +1086,7 @@ def create_app(
             Route("/health", health, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
             *mcp_api.routes(),
+            *registry_api.routes(),
             *session_api.ROUTES,
             *admin_api.ROUTES,
             *(console_app.routes() if config.console.enabled else []),
@@ -1050,6 +1097,7 @@ def create_app(
     app.state.admin_key = (
         settings.read_key(config.access.admin_key_env) if config.access.admin_key_env else None
     )
+    app.state.key_guesses = KeyGuesses()  # wrong admin keys per client address, every admin surface
     if config.console.enabled:
         from gateway.ledger import transcript_location
 
@@ -1062,6 +1110,9 @@ def create_app(
                 *(settings.read_key(c.key_env) for c in config.mcp.clients),
                 *trace_headers.values(),
             ],
+            app.state.key_guesses,
+            # no admin key, on loopback: the one-time login link `turnstile serve` printed
+            settings.console_token if exposure.is_loopback(config.server.host) else None,
         )
     app.add_middleware(KeyCheck, refuse=_refuse_key)  # inside Front: turns are judged by the access layer
     app.add_middleware(
@@ -1078,4 +1129,8 @@ def create_app(
     )
     if not (exposure.client_auth_configured(config) or exposure.anonymous_allowed(config, settings)):
         app.add_middleware(exposure.LoopbackOnly, refuse=_refuse_anonymous)  # for hosts not seen here
+    if not exposure.client_auth_configured(config):  # no key needed: web pages are kept out
+        app.add_middleware(BrowserGuard, config=config, refuse=_refuse_key)
+    if config.server.trusted_proxies:  # outermost: everything below sees the client's address
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=config.server.trusted_proxies)
     return app

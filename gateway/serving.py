@@ -315,8 +315,15 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
 def uvicorn_options(server: Any) -> dict[str, Any]:
     """The ``uvicorn.run`` options for ``server`` (:class:`gateway.config.ServerConfig`): the
-    guarded protocol and the keep-alive timeout (seconds)."""
-    return {"http": GuardedHttpToolsProtocol, "timeout_keep_alive": server.keep_alive_timeout_s}
+    guarded protocol, the keep-alive timeout (seconds), and uvicorn's own proxy headers off:
+    uvicorn believes ``X-Forwarded-For`` from 127.0.0.1 by default, and on a loopback gateway
+    every local client connects from there, so any of them could choose its address. The app
+    believes them only from ``server.trusted_proxies`` (:func:`gateway.server.create_app`)."""
+    return {
+        "http": GuardedHttpToolsProtocol,
+        "timeout_keep_alive": server.keep_alive_timeout_s,
+        "proxy_headers": False,
+    }
 
 
 def make_guard(server: Any) -> ConnectionGuard:

@@ -13,12 +13,18 @@ settles the model:
 3. else the signer stays unknown and is marked :data:`UNKNOWN_MODEL`, which matches no
    deployment, so the thinking policy treats it as foreign (stripped by default) — it is
    never sent to a model that may not have signed it.
+
+Shared between instances (``redis.url``, :mod:`gateway.fleet.memory`): ``SignerMemory.listener``
+hears every signature recorded (by its hash), :meth:`SignerMemory.missing` names the hashes a
+request needs that this process does not know, :meth:`SignerMemory.adopt` takes another
+instance's.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Callable
 
 from gateway.config import Deployment
 from gateway.schema import (
@@ -52,6 +58,8 @@ class SignerMemory:
     def __init__(self, capacity: int = 100_000) -> None:
         self.capacity = capacity
         self._map: OrderedDict[str, Provenance] = OrderedDict()
+        self.listener: Callable[[str, Provenance], None] | None = None
+        """Told of every signature recorded: ``(hash, provenance)``."""
 
     def remember(self, response: Response) -> None:
         """Record the provenance of every signed part of ``response``."""
@@ -66,6 +74,31 @@ class SignerMemory:
                 self._map.move_to_end(key)
                 if len(self._map) > self.capacity:
                     self._map.popitem(last=False)
+                if self.listener is not None:
+                    self.listener(key, prov)
+
+    def adopt(self, key: str, prov: Provenance) -> None:
+        """Record ``prov`` for the signature hash ``key`` (another instance saw it)."""
+        self._map[key] = prov
+        self._map.move_to_end(key)
+        if len(self._map) > self.capacity:
+            self._map.popitem(last=False)
+
+    def missing(self, request: Request) -> list[str]:
+        """Hashes of the signatures in ``request`` whose signer :func:`resolve` would look up
+        (provenance without a model) and this process does not know."""
+        out: list[str] = []
+        for msg in request.messages:
+            if type(msg) is not AssistantMessage:
+                continue
+            for part in msg.content:
+                sig = _signature_of(part)
+                if not sig:
+                    continue
+                prov = getattr(part, "provenance", None)
+                if prov is not None and not prov.model and _key(sig) not in self._map:
+                    out.append(_key(sig))
+        return out
 
     def lookup(self, signature: str) -> Provenance | None:
         """The provenance recorded for ``signature``, or None."""

@@ -15,6 +15,11 @@ assistant message with those tool calls returns without signed thinking — as
 Bounded: at most ``entries`` answers (least recently used go first) and each for ``ttl_s``
 seconds (config ``thinking_memory``). What is evicted is not restored; the target layer then
 turns thinking off for that request and says so (``x-turnstile-dropped: thinking``).
+
+Shared between instances (``redis.url``, :mod:`gateway.fleet.memory`): ``listener`` hears every
+answer remembered (as :func:`entry_data`), :meth:`ThinkingMemory.missing` names the tool calls
+a request would need restored that this process does not know, and :meth:`ThinkingMemory.adopt`
+takes what another instance remembered.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from gateway.guards.common import Repair
 from gateway.schema import (
@@ -80,6 +86,8 @@ class ThinkingMemory:
         self._answers: OrderedDict[str, _Entry] = OrderedDict()  # first call id -> entry
         self._by_call: dict[str, str] = {}  # every call id -> first call id
         self._lock = threading.Lock()  # the guards layer restores long requests in a worker thread
+        self.listener: Callable[[dict[str, Any]], None] | None = None
+        """Told of every answer remembered, as :func:`entry_data` (:mod:`gateway.fleet.memory`)."""
 
     def __len__(self) -> int:
         return len(self._answers)
@@ -119,6 +127,45 @@ class ThinkingMemory:
                 self._by_call[cid] = key
             while len(self._answers) > self.entries:
                 self._drop(next(iter(self._answers)))
+        if self.listener is not None:
+            self.listener(entry_data(entry, self.ttl_s))
+
+    def adopt(self, data: dict[str, Any]) -> None:
+        """Keep an answer another instance remembered (:func:`entry_data`'s shape, with
+        ``ttl_s`` the seconds it has left). Raises ``ValueError`` (pydantic's
+        ``ValidationError``) for data of another shape."""
+        parts = [[_part(p) for p in group] for group in data["groups"]]
+        entry = _Entry(
+            tuple(data["calls"]),
+            tuple(data["names"]),
+            tuple(tuple(g) for g in parts),
+            tuple(_part(p) for p in data["tail"]),
+            self.clock() + float(data["ttl_s"]),
+        )
+        if self.entries <= 0 or not entry.calls:
+            return
+        key = entry.calls[0]
+        with self._lock:
+            self._drop(key)
+            self._answers[key] = entry
+            for cid in entry.calls:
+                self._by_call[cid] = key
+            while len(self._answers) > self.entries:
+                self._drop(next(iter(self._answers)))
+
+    def missing(self, request: Request) -> list[str]:
+        """The first tool-call id of every assistant message of ``request`` that
+        :meth:`restore` would look up (tool calls, no signed thinking) and this process does
+        not know."""
+        out: list[str] = []
+        for msg in request.messages:
+            if type(msg) is not AssistantMessage:
+                continue
+            first = next((p.id for p in msg.content if type(p) is ToolCallPart), None)
+            if first is None or first in self._by_call or any(_signed(p) for p in msg.content):
+                continue
+            out.append(first)
+        return out
 
     def _drop(self, key: str) -> None:
         entry = self._answers.pop(key, None)
@@ -183,6 +230,24 @@ class ThinkingMemory:
         if out is None:
             return request, []
         return evolve(request, messages=out), repairs
+
+
+def entry_data(entry: _Entry, ttl_s: float) -> dict[str, Any]:
+    """``entry`` as JSON-ready data: ``calls``, ``names``, ``groups`` and ``tail`` (parts as
+    the schema dumps them), ``ttl_s`` (seconds it is kept)."""
+    return {
+        "calls": list(entry.calls),
+        "names": list(entry.names),
+        "groups": [[p.model_dump(mode="json") for p in g] for g in entry.groups],
+        "tail": [p.model_dump(mode="json") for p in entry.tail],
+        "ttl_s": ttl_s,
+    }
+
+
+def _part(data: dict[str, Any]) -> SignedPart:
+    if data.get("type") == "redacted_thinking":
+        return RedactedThinkingPart.model_validate(data)
+    return ThinkingPart.model_validate(data)
 
 
 def _merge(content: list[AssistantPart], entry: _Entry) -> list[AssistantPart]:

@@ -71,6 +71,8 @@ class Gateway:
     identity: Identity | None = None  # virtual keys (access.auth not off; server lifespan)
     limits: Any = None  # gateway.limits.backend.Limits (server lifespan); None: no limits applied
     tracing: Any = None  # gateway.tracing.Tracing when tracing.enabled (server lifespan); None: off
+    guardrails: Any = None  # gateway.guardrails.engine.Guardrails when guardrails.enabled (server lifespan)
+    fleet: Any = None  # gateway.fleet.open.Fleet when redis.url is set (server lifespan); None: alone
 
 
 @dataclass
@@ -134,7 +136,8 @@ class Turn:
     trace: Any = None  # gateway.tracing.TurnTrace: the turn's span (record layer); None: tracing off
     # access layer
     principal: Principal | None = None  # the caller's virtual key and team (None: anonymous)
-    mcp_visibility: Visibility = EVERYTHING  # the caller's MCP tools (its key)
+    # the caller's MCP tools (access: its key); guards narrow it to the turn's servers (mcp.tool_search)
+    mcp_visibility: Visibility = EVERYTHING
     # guards layer
     guard_outcome: str = "ok"
     repairs: list[dict[str, Any]] = field(default_factory=list)
@@ -155,8 +158,14 @@ class Turn:
     # limits layer
     limit_headers: dict[str, str] | None = None  # x-ratelimit-* of the caller's limits (admission)
     step_holds: Any = None  # gateway.limits.holds.StepHolds: the tool loop holds each later step's budget
+    context_hold: Any = (
+        None  # gateway.limits.holds.ContextHold: the window layer holds a bound turn's history
+    )
     # tool loop layer (read by record and limits)
     spent: Usage | None = None  # what the steps that answered cost when the turn ends without an answer
+    # guardrails layer: checked messages by fingerprint -> True (unchanged) or the message to
+    # send instead (each checked once per turn, whatever the steps and deployments tried)
+    guarded: dict[str, Any] = field(default_factory=dict)
     # the layer that produced a stream's events
     outcome: StreamOutcome | None = None
 

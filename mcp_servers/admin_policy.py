@@ -26,7 +26,7 @@ from fnmatch import fnmatchcase
 from urllib.parse import urlsplit
 
 from mcp_servers.config import AdminServerPolicy, HttpTransport, McpServerSpec, StdioTransport
-from mcp_servers.upstream import resolve_command
+from mcp_servers.targets import resolve_command
 
 
 @dataclass(frozen=True)
@@ -136,4 +136,6 @@ def violations(spec: McpServerSpec, policy: AdminServerPolicy) -> list[Violation
                 )
             )
         out += [_env(f"transport.headers_env.{h}", n, policy) for h, n in t.headers_env.items()]
+        if t.oauth is not None and t.oauth.client_secret_env is not None:
+            out.append(_env("transport.oauth.client_secret_env", t.oauth.client_secret_env, policy))
     return [v for v in out if v is not None]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -92,15 +92,96 @@ class StdioTransport(BaseModel):
         return env_names(v)
 
 
+class TokenExchange(BaseModel):
+    """Per-user delegation (RFC 8693): a call from a caller that presented a JWT of
+    ``mcp.authorization``'s issuer is made with a token the upstream's authorization server
+    issues in exchange for the caller's (``subject_token``), for the upstream's resource, with
+    ``scope``; the gateway authenticates as the upstream's OAuth client. ``required``: a caller
+    without a JWT is refused (else it is served with the gateway's own token)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scope: str | None = None
+    required: bool = False
+
+
+class UpstreamOAuth(BaseModel):
+    """OAuth 2.1 to a streamable HTTP upstream (the MCP authorization spec, the gateway as the
+    client; :mod:`mcp_servers.upstream_oauth`). Discovery runs from the upstream's 401
+    (protected-resource metadata, then the authorization server's).
+
+    * ``grant``: ``client_credentials`` (``client_id`` and ``client_secret_env`` needed) or
+      ``authorization_code`` (PKCE; an admin opens the authorization URL the server's status
+      shows once, the authorization server redirects to ``redirect_uri``, the gateway's
+      ``/mcp/oauth/callback``; the client is pre-registered (``client_id``), a client ID
+      metadata document (``client_metadata_url``, an https URL) or, neither given, registered
+      dynamically).
+    * ``client_secret_env``: the environment variable holding the client secret (none: a
+      public client); ``token_endpoint_auth_method`` how it is presented, or
+      ``private_key_jwt`` (RFC 7523, client credentials only): a JWT assertion signed with the
+      PEM private key in ``client_key_env`` (``client_key_alg``, default RS256).
+    * ``scope``: asked for; null: as the server's challenge or metadata says.
+    * ``issuer``: the authorization server the credentials belong to (tokens are asked only there).
+    * ``refresh_margin_s``: a token is renewed this long before it expires (at most half its life).
+    * ``token_exchange``: per-user delegation (:class:`TokenExchange`).
+
+    Tokens are stored encrypted (Fernet, key in ``mcp.token_key_env``) in the gateway's database.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    grant: Literal["client_credentials", "authorization_code"]
+    client_id: str | None = Field(default=None, min_length=1)
+    client_secret_env: str | None = None
+    token_endpoint_auth_method: Literal[
+        "client_secret_basic", "client_secret_post", "none", "private_key_jwt"
+    ] = "client_secret_basic"
+    client_key_env: str | None = None
+    client_key_alg: JwtAlgorithm = "RS256"
+    client_metadata_url: str | None = Field(default=None, pattern=r"^https://")
+    redirect_uri: str | None = Field(default=None, pattern=r"^https?://")
+    scope: str | None = None
+    issuer: str | None = Field(default=None, pattern=r"^https?://")
+    refresh_margin_s: float = Field(default=60.0, ge=0, le=3600)
+    token_exchange: TokenExchange | None = None
+
+    @field_validator("client_secret_env", "client_key_env")
+    @classmethod
+    def _secret_env(cls, v: str | None) -> str | None:
+        if v is not None:
+            env_names([v])
+        return v
+
+    @model_validator(mode="after")
+    def _grant_needs(self) -> UpstreamOAuth:
+        signed = self.token_endpoint_auth_method == "private_key_jwt"
+        if signed and (self.grant != "client_credentials" or self.client_key_env is None):
+            raise ValueError("oauth: private_key_jwt is for client_credentials and needs client_key_env")
+        credential = self.client_key_env if signed else self.client_secret_env
+        if self.grant == "client_credentials" and (self.client_id is None or credential is None):
+            raise ValueError(
+                "oauth: client_credentials needs client_id and client_secret_env (or client_key_env)"
+            )
+        if self.grant == "authorization_code" and self.redirect_uri is None:
+            raise ValueError(
+                "oauth: authorization_code needs redirect_uri (the gateway's /mcp/oauth/callback)"
+            )
+        if self.token_exchange is not None and (self.client_id is None or self.client_secret_env is None):
+            raise ValueError("oauth: token_exchange needs client_id and client_secret_env")
+        return self
+
+
 class HttpTransport(BaseModel):
     """Streamable HTTP at ``url``; ``headers_env`` maps a header name to the environment
-    variable holding its value (the gateway's own upstream credential, never a client's)."""
+    variable holding its value (the gateway's own upstream credential, never a client's);
+    ``oauth``: the gateway signs in to the upstream with OAuth (:class:`UpstreamOAuth`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["streamable_http"] = "streamable_http"
     url: str = Field(pattern=r"^https?://")
     headers_env: dict[str, str] = Field(default_factory=dict)
+    oauth: UpstreamOAuth | None = None
 
     @field_validator("headers_env")
     @classmethod
@@ -158,6 +239,11 @@ class McpServerSpec(BaseModel):
     stderr_line_bytes: int = Field(default=DEFAULT_STDERR_LINE_BYTES, ge=80, le=64 * 1024)
     stderr_lines_per_s: float = Field(default=DEFAULT_STDERR_LINES_PER_S, ge=0, le=10_000)
     stderr_bytes_per_s: int = Field(default=DEFAULT_STDERR_BYTES_PER_S, ge=0, le=16 * 1024 * 1024)
+    server_json: dict[str, Any] | None = Field(
+        default=None,
+        description="the official server.json this server was added from (turnstile mcp add; "
+        "mcp_servers.official), served back by GET /v0.1/servers; its version is pinned in the transport",
+    )
     protocol: Literal["auto", "legacy"] = Field(
         default="auto",
         description="auto: MCP 2026-07-28 when the server speaks it, else the initialize handshake; "
@@ -258,6 +344,79 @@ class McpSseConfig(BaseModel):
     idle_timeout_s: float = Field(default=1800.0, gt=0, le=86_400)
 
 
+JwtAlgorithm = Literal["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA"]
+
+
+def _default_algorithms() -> list[JwtAlgorithm]:
+    return ["RS256", "ES256", "PS256", "EdDSA"]
+
+
+class McpAuthorization(BaseModel):
+    """The ``mcp.authorization`` section: ``/mcp`` as an OAuth 2.1 protected resource (the MCP
+    authorization spec; :mod:`mcp_servers.oauth_resource`).
+
+    * ``issuer``: the authorization server whose JWT access tokens are accepted (its ``iss``);
+      listed in the protected-resource metadata (RFC 9728) that a 401 points to.
+    * ``resource``: this gateway's resource URL (``https://gw.example/mcp``), the audience a token
+      must carry (``aud``); null: the URL of ``/mcp`` as the request reached it, allowed only
+      where the ``Host`` header is checked (a loopback gateway, or ``server.allowed_hosts`` set;
+      otherwise the gateway refuses to start), since the audience would follow the header.
+    * ``jwks_url``: the issuer's key set; null: ``jwks_uri`` of its RFC 8414 metadata
+      (``/.well-known/oauth-authorization-server``, else ``openid-configuration``).
+    * ``jwks_ttl_s``: how long a fetched key set is used (a token with an unknown ``kid`` fetches
+      it again, at most once per ``jwks_min_refresh_s``).
+    * ``scopes``: scope -> globs of exposed names (``time__*``, ``*``) its tokens may see and
+      call; a token sees the union over its scopes, and one with none of them is refused 403
+      ``insufficient_scope``.
+    * ``algorithms``: signature algorithms accepted (never ``none``); ``leeway_s``: clock skew
+      allowed on ``exp``/``nbf``.
+
+    Virtual keys (``tsk-...``) and ``mcp.clients`` keys are accepted as bearer tokens beside
+    JWTs; a caller with no credential gets 401 even where ``mcp.clients`` is empty.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    issuer: str = Field(pattern=r"^https?://")
+    resource: str | None = Field(default=None, pattern=r"^https?://")
+    jwks_url: str | None = Field(default=None, pattern=r"^https?://")
+    jwks_ttl_s: float = Field(default=300.0, gt=0, le=86_400)
+    jwks_min_refresh_s: float = Field(default=30.0, ge=0, le=3600)
+    scopes: dict[str, list[str]] = Field(default_factory=lambda: {"mcp": ["*"]})
+    algorithms: list[JwtAlgorithm] = Field(default_factory=_default_algorithms, min_length=1)
+    leeway_s: float = Field(default=30.0, ge=0, le=600)
+
+    @field_validator("scopes")
+    @classmethod
+    def _scopes(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        if not v:
+            raise ValueError("scopes: name at least one scope and the tools it grants")
+        bad = [s for s in v if not s or " " in s]
+        if bad:
+            raise ValueError(f"scopes: not OAuth scope names (empty or with a space): {bad}")
+        return v
+
+
+class ToolSearchConfig(BaseModel):
+    """The ``mcp.tool_search`` section: progressive discovery for large catalogs
+    (:mod:`mcp_servers.tool_search`).
+
+    * ``enabled``: off (the default) lists every tool as before.
+    * ``callers``: ``fnmatch`` globs over the caller's name (an ``mcp.clients`` name, a virtual
+      key's id, ``anonymous`` for a caller with neither) that get the meta-tools
+      (search, describe, call) instead of the full catalog, on ``/mcp`` and in the tool loop.
+    * ``min_tools``: only when the caller may see at least this many tools (0: always).
+    * ``max_results``: tools a search answers at most (its ``limit`` argument may ask fewer).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    callers: list[str] = Field(default_factory=lambda: ["*"])
+    min_tools: int = Field(default=0, ge=0, le=1_000_000)
+    max_results: int = Field(default=8, ge=1, le=100)
+
+
 class McpConfig(BaseModel):
     """The ``mcp`` section.
 
@@ -283,6 +442,22 @@ class McpConfig(BaseModel):
     * ``admin_servers``: what servers added through the admin API may use
       (:class:`AdminServerPolicy`; default: no environment variable, no URL host, no command).
     * ``sse``: bounds of the legacy HTTP+SSE transport (:class:`McpSseConfig`).
+    * ``token_key_env``: the environment variable holding the Fernet key (``cryptography``;
+      ``Fernet.generate_key()``) that encrypts upstream OAuth tokens at rest; a server with
+      ``oauth`` does not start while it is unset.
+    * ``state_key_env``: the environment variable holding the secret that signs the
+      ``requestState`` of 2026-07-28 rounds (approval questions, upstream input requests);
+      set the same value on every instance behind one load balancer so that a retry may reach
+      any of them (unset: a random secret per process; a state is then accepted only by the
+      instance that issued it, and any instance refuses it as tampered). Replay protection
+      (single use) stays per instance.
+    * ``authorization``: ``/mcp`` as an OAuth protected resource (:class:`McpAuthorization`);
+      null (the default): no JWTs, keys as above.
+    * ``tool_search``: meta-tools instead of the full catalog for some callers
+      (:class:`ToolSearchConfig`; off by default).
+    * ``registry_namespace``: names in the official registry API (``GET /v0.1/servers``,
+      :mod:`mcp_servers.registry_api`) of servers not added from a ``server.json`` are
+      ``<registry_namespace>/<id>``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -301,6 +476,16 @@ class McpConfig(BaseModel):
     clients: list[McpClient] = Field(default_factory=list)
     admin_servers: AdminServerPolicy = Field(default_factory=AdminServerPolicy)
     sse: McpSseConfig = Field(default_factory=McpSseConfig)
+    authorization: McpAuthorization | None = None
+    token_key_env: str = "TURNSTILE_MCP_TOKEN_KEY"
+    tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
+    registry_namespace: str = Field(
+        default="local.turnstile",
+        pattern=r"^[a-zA-Z0-9.-]+$",
+        description="the reverse-DNS namespace of GET /v0.1/servers names for servers not added from a "
+        "server.json (<namespace>/<id>)",
+    )
+    state_key_env: str | None = None
 
     def resolved_workspace_roots(self) -> list[str]:
         """``workspace_roots`` as absolute paths (symlinks resolved), in order."""

@@ -11,7 +11,12 @@
   approval travels in a single-use sealed state, :mod:`mcp_servers.request_state`), every
   decision written to the audit log with the caller's client name, routed to (server, original
   name), the result capped (:func:`mcp_servers.output_cap.cap_text`), marked as external
-  untrusted data, and the upstream's ``serverInfo`` stamp replaced by the gateway's.
+  untrusted data, and the upstream's ``serverInfo`` stamp replaced by the gateway's; with
+  guardrails on, the relayed result checked (the ``guardrails`` hook: redacted, or an error
+  result when blocked).
+* With ``mcp.tool_search`` on for the caller, ``tools/list`` is the search/describe/call
+  meta-tools (:mod:`mcp_servers.tool_search`), and a call of the call meta-tool is handled as a
+  ``tools/call`` of the tool it names.
 * Upstream credentials are the gateway's own (config); nothing from the client's HTTP request
   (``Authorization`` included) is forwarded upstream: a call carries only name and arguments.
 
@@ -35,6 +40,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannel
 from mcp.types import (
     INVALID_PARAMS,
     LOG_LEVEL_META_KEY,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     SERVER_INFO_META_KEY,
     CallToolRequestParams,
     CallToolResult,
@@ -58,11 +64,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_servers.aggregate import Aggregator, decode_cursor, encode_cursor
 from mcp_servers.arguments import argument_errors, invalid_arguments_text
-from mcp_servers.clients import EVERYTHING, Visibility, current_caller, from_request
+from mcp_servers.clients import EVERYTHING, Visibility, current_caller, from_request, subject_token
 from mcp_servers.output_cap import cap_text
 from mcp_servers.registry import McpRegistry, RegisteredTool
-from mcp_servers.relay import LEVELS, UPSTREAM_KEY_PREFIX, Channel
+from mcp_servers.relay import LEVELS, Channel, caller_capabilities, missing_capabilities
 from mcp_servers.request_state import STATE_TTL_S, SealedStates, binding
+from mcp_servers.tool_search import CALL, META_NAMES, ToolSearch, call_target
 from mcp_servers.trust import (
     CallDecision,
     confirmation_message,
@@ -200,6 +207,7 @@ def channel_for(ctx: ServerRequestContext[Any], server: str) -> Channel:
         can_elicit=caps is not None and caps.elicitation is not None,
         can_sample=caps is not None and caps.sampling is not None,
         server=server,
+        capabilities=caller_capabilities(caps, modern),
     )
 
 
@@ -213,6 +221,7 @@ class McpEndpoint:
         name: str = "turnstile",
         version: str = "0.1.0",
         workspace_roots: list[str] | None = None,
+        state_secret: bytes | None = None,
     ) -> None:
         self.registry = registry
         self.name = name
@@ -224,8 +233,14 @@ class McpEndpoint:
         # Spans of tool calls (``server_span``, ``client_span``, ``current``, ``end``:
         # gateway.tracing.McpTracer), set by the server when tracing is on; None: off.
         self.tracer: Any = None
-        self.states = SealedStates(ttl_s=STATE_TTL_S)
+        # Checks a relayed tool result (``await tool_result(result, server=, tool=, client=)``:
+        # gateway.guardrails.mcp.McpGuard), set by the server when guardrails are on; None: off.
+        # The tool loop's results are checked by the guardrails layer instead.
+        self.guardrails: Any = None
+        self.states = SealedStates(secret=state_secret, ttl_s=STATE_TTL_S)
+        self.search = ToolSearch(registry)  # the meta-tools of mcp.tool_search
         self.aggregate = Aggregator(registry, name=name, version=version, page_size=registry.config.page_size)
+        self.aggregate.states = self.states
         self._listen_handler = ListenHandler(self.aggregate.bus)
         with warnings.catch_warnings():  # logging/setLevel is deprecated in 2026-07-28, still served
             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -284,6 +299,8 @@ class McpEndpoint:
         start = decode_cursor("tools", params.cursor if params else None)
         after = tuple(start["a"]) if start.get("a") else None
         visible = from_request(self.registry.config, ctx.request)
+        if self.search.applies(visible):
+            return ListToolsResult(tools=self.search.meta_tools(visible))
         tools = [
             t
             for t in self.registry.tools()
@@ -300,7 +317,10 @@ class McpEndpoint:
         None, as for a tool that does not exist. The MCP SDK checks a modern ``tools/call``'s
         ``Mcp-Param-*`` headers against it before :meth:`_call_tool` runs, and its errors name
         the schema's header properties: a hidden tool must not be looked up there."""
-        if not current_caller(self.registry.config).allows(exposed):
+        caller = current_caller(self.registry.config)
+        if exposed in META_NAMES and self.search.applies(caller):
+            return self.search.meta_schema(exposed)
+        if not caller.allows(exposed):
             return None
         return self.registry.input_schema(exposed)
 
@@ -333,6 +353,19 @@ class McpEndpoint:
     ) -> CallToolResult | InputRequiredResult:
         self.aggregate.track(ctx)
         visible = from_request(self.registry.config, ctx.request)
+        if params.name in META_NAMES and self.search.applies(visible):
+            args = dict(params.arguments or {})
+            if params.name != CALL:
+                return self.search.answer(params.name, args, visible)
+            target = call_target(args)
+            if isinstance(target, str):
+                return _text_result(target, is_error=True)
+            params = params.model_copy(update={"name": target[0], "arguments": target[1]})
+            found = self.registry.lookup(params.name)
+            if found is None or not visible.allows(found.exposed):  # a model's error: an error result
+                return _text_result(
+                    f"unknown tool {params.name!r}: not exposed by this gateway", is_error=True
+                )
         t = self.registry.lookup(params.name)
         if t is None or not visible.allows(t.exposed):
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}: not exposed by this gateway")
@@ -345,6 +378,10 @@ class McpEndpoint:
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         bound = binding(params.name, params.arguments, visible.client)
         state = self.states.unseal(bound, params.request_state) if modern else None  # single-use
+        if modern and state is None and params.request_state and self.states.forged(params.request_state):
+            raise MCPError(
+                INVALID_PARAMS, "requestState failed the gateway's integrity check (tampered or foreign)"
+            )
         if decision.outcome == "refuse":
             return await self._refused(t, decision, visible)
         if decision.outcome == "ask" and not (state or {}).get("c"):
@@ -353,7 +390,11 @@ class McpEndpoint:
                 return answer
         elif decision.outcome != "ask":
             await self._audit(t, decision, "allowed", visible)
-        return await self._forward(ctx, params, t, args, state, visible)
+        result = await self._forward(ctx, params, t, args, state, visible)
+        guard = self.guardrails
+        if guard is not None and isinstance(result, CallToolResult):  # tool output entering a model's context
+            result = await guard.tool_result(result, server=t.server, tool=t.name, client=visible.client)
+        return result
 
     async def _screen(
         self, t: RegisteredTool, args: dict[str, Any], visible: Visibility
@@ -445,6 +486,13 @@ class McpEndpoint:
         the call's span is a child of, when tracing is on.
         """
         visible = visibility or EVERYTHING
+        if exposed in META_NAMES and self.search.applies(visible):
+            if exposed != CALL:
+                return self.search.answer(exposed, arguments, visible)
+            target = call_target(arguments)
+            if isinstance(target, str):
+                return _text_result(target, is_error=True)
+            exposed, arguments = target
         t = self.registry.lookup(exposed)
         if t is None or not visible.allows(t.exposed):
             return _text_result(f"unknown tool {exposed!r}: not exposed by this gateway", is_error=True)
@@ -492,15 +540,16 @@ class McpEndpoint:
             await ctx.session.report_progress(p, total, message)
 
         channel = channel_for(ctx, t.server)
+        user = subject_token(ctx.request)
+        delegated: dict[str, Any] = {"subject_token": user} if user is not None else {}
         if not channel.modern:
-            return await self.forward(t, args, progress=progress, channel=channel)
+            return await self.forward(t, args, progress=progress, channel=channel, **delegated)
         responses = None
         upstream_state = None
         if state is not None and state.get("u") is not None:
-            upstream_state = state["u"]
-            n = len(UPSTREAM_KEY_PREFIX)
+            upstream_state = state["u"] or None
             given = params.input_responses or {}
-            responses = {k[n:]: v for k, v in given.items() if k.startswith(UPSTREAM_KEY_PREFIX)}
+            responses = {k: v for k, v in given.items() if k != CONFIRM_KEY}
         result = await self.forward(
             t,
             args,
@@ -509,10 +558,25 @@ class McpEndpoint:
             pass_input_required=True,
             input_responses=responses,
             request_state=upstream_state,
+            **delegated,
         )
         if not isinstance(result, InputRequiredResult):
             return result
-        requests = {UPSTREAM_KEY_PREFIX + k: v for k, v in (result.input_requests or {}).items()}
+        requests = dict(result.input_requests or {})
+        if CONFIRM_KEY in requests:
+            return _text_result(
+                f"MCP server {t.server!r} asked its caller with the key {CONFIRM_KEY!r}, which the gateway "
+                "keeps for its own approval question; the call was not completed.",
+                is_error=True,
+            )
+        missing = missing_capabilities(requests, channel.capabilities or {})
+        if missing:
+            raise MCPError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"MCP server {t.server!r} needs the client capabilities {sorted(missing)}, which this "
+                "client did not declare",
+                {"requiredCapabilities": missing},
+            )
         bound = binding(params.name, params.arguments, visible.client)
         sealed = self.states.seal(bound, {"c": True, "u": result.request_state or ""})
         return InputRequiredResult(input_requests=requests or None, request_state=sealed)
@@ -591,6 +655,8 @@ class McpEndpoint:
             log.warning("mcp_call_failed", server=t.server, tool=t.name, error=str(err))
             return _text_result(str(err), is_error=True), True
         except MCPError as err:
+            if err.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+                raise  # the caller's own fault (it did not declare what the tool needs): its error as sent
             return _text_result(
                 f"MCP server {t.server!r} refused tool {t.name!r}: {err}", is_error=True
             ), True

@@ -16,14 +16,25 @@ Routes
   [names]}``; no body, or no names: all of them). 200 with the accepted tools, 400 naming
   tools that are not pending, 404 unknown server.
 * ``DELETE /admin/mcp/servers/{id}``: 204, 404 unknown, 409 defined in the config file.
+* ``GET /.well-known/oauth-protected-resource`` and ``.../oauth-protected-resource/mcp``: the
+  RFC 9728 metadata of ``/mcp`` when ``mcp.authorization`` is on (404 otherwise); then ``/mcp``
+  and ``/v1/mcp/tools`` take bearer JWTs of the issuer, virtual keys and client keys, and a
+  401/403 carries ``WWW-Authenticate: Bearer resource_metadata="..."``
+  (:mod:`mcp_servers.oauth_resource`).
+* ``GET /mcp/oauth/callback``: the ``redirect_uri`` of upstreams signing in with the OAuth
+  authorization-code grant (:mod:`mcp_servers.upstream_oauth`).
 * ``GET /v1/mcp/tools?format=openai|anthropic|gemini``: the available registered tools in that
   provider's tool format (:mod:`gateway.providers.tool_formats`), under their exposed names;
   400 for an unknown format or more tools than the provider takes.
 
+The official MCP Registry API (``GET /v0.1/servers...``) is :mod:`mcp_servers.registry_api`.
+
 The admin routes need the admin key — the value of the environment variable named by
 ``admin_key_env`` (in the gateway: ``access.admin_key_env``, the one admin key of every admin
 API) — as ``Authorization: Bearer <key>``, ``x-api-key`` or ``x-admin-key``
-(:func:`mcp_servers.clients.is_admin_key`); with that variable unset they answer 403.
+(:func:`mcp_servers.clients.is_admin_key`); with that variable unset they answer 403. Wrong
+admin keys count per client address with every other admin surface's
+(:mod:`gateway.access.guessing`: 429 with ``retry-after`` past the limit).
 
 :func:`open_mcp` makes the runtime (store, registry, endpoint, session manager) for the app's
 lifespan; everything lives on ``app.state.mcp``.
@@ -37,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import structlog
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
@@ -46,14 +58,34 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from gateway.access.guessing import TooManyKeyGuesses, check_admin_key
 from mcp_servers.admin_policy import AdminPolicyViolation
-from mcp_servers.clients import CALLER, STATE_KEY, KeyAuth, admit, is_admin_key
+from mcp_servers.clients import (
+    CALLER,
+    STATE_KEY,
+    SUBJECT_TOKEN_KEY,
+    KeyAuth,
+    Visibility,
+    admit,
+    bearer,
+)
 from mcp_servers.config import McpConfig, McpServerSpec
 from mcp_servers.endpoint import McpEndpoint
 from mcp_servers.legacy_sse import MESSAGES_PATH, LegacySse
+from mcp_servers.oauth_resource import (
+    WELL_KNOWN,
+    OAuthResource,
+    admit_or_refuse,
+    challenge,
+    looks_like_jwt,
+    resource_url,
+    step_up,
+)
 from mcp_servers.registry import McpRegistry, RegistryConflict
 from mcp_servers.store import McpStore
 from mcp_servers.upstream import EnvReader
+
+log = structlog.get_logger("turnstile.mcp.http")
 
 
 @dataclass
@@ -68,6 +100,8 @@ class McpRuntime:
     legacy_sse: LegacySse
     keys: KeyAuth | None = None
     """The gateway's virtual keys (:data:`mcp_servers.clients.KeyAuth`), judged before ``mcp.clients``."""
+    oauth: OAuthResource | None = None
+    """``/mcp`` as an OAuth protected resource (``mcp.authorization``); None: off."""
 
 
 @asynccontextmanager
@@ -76,7 +110,7 @@ async def open_mcp(
     *,
     db_path: str,
     read_env: EnvReader,
-    host: str = "127.0.0.1",
+    security: TransportSecuritySettings | None = None,
     version: str = "0.1.0",
     keys: KeyAuth | None = None,
 ) -> AsyncIterator[McpRuntime]:
@@ -84,26 +118,34 @@ async def open_mcp(
     manager and the legacy SSE transport; on exit end every SSE session and stop the others
     (every stdio child is terminated and reaped).
 
-    ``host`` is the gateway's listening address: on a loopback address, DNS-rebinding
-    protection admits only loopback ``Host``/``Origin`` headers (the SDK's own default), on
-    ``/mcp`` and the SSE transport alike.
+    ``security`` is the DNS-rebinding protection of ``/mcp`` and the SSE transport alike (the
+    ``Host``/``Origin`` lists the gateway's model API checks too:
+    :func:`gateway.browser_guard.mcp_security`); None checks nothing.
     """
     registry = McpRegistry(config, store=McpStore(db_path), read_env=read_env)
-    endpoint = McpEndpoint(registry, version=version, workspace_roots=config.resolved_workspace_roots())
-    security = None
-    if host in ("127.0.0.1", "localhost", "::1"):
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    shared = read_env(config.state_key_env) if config.state_key_env else None
+    endpoint = McpEndpoint(
+        registry,
+        version=version,
+        workspace_roots=config.resolved_workspace_roots(),
+        state_secret=shared.encode() if shared else None,
+    )
+    if config.authorization is not None and config.authorization.resource is None and security is None:
+        from gateway.errors import ConfigError
+
+        raise ConfigError(
+            "mcp.authorization.resource is unset and the gateway listens on a non-loopback address without "
+            "server.allowed_hosts: the audience tokens must carry would come from the request's Host header. "
+            "Set mcp.authorization.resource (this gateway's /mcp URL) or server.allowed_hosts."
         )
     manager = StreamableHTTPSessionManager(app=endpoint.server, security_settings=security)
-    legacy = LegacySse(endpoint.server, config, read_env, security, keys)
+    oauth = OAuthResource(config.authorization) if config.authorization is not None else None
+    legacy = LegacySse(endpoint.server, config, read_env, security, keys, oauth)
     await registry.start()
     try:
         async with manager.run():
             try:
-                yield McpRuntime(config, registry, endpoint, manager, read_env, legacy, keys)
+                yield McpRuntime(config, registry, endpoint, manager, read_env, legacy, keys, oauth)
             finally:
                 legacy.close()
     finally:
@@ -119,16 +161,39 @@ class McpAsgi:
             response = _json({"error": {"message": "the MCP endpoint is not running"}}, 503)
             await response(scope, receive, send)
             return
-        visibility = await admit(runtime.config, runtime.read_env, Headers(scope=scope), runtime.keys)
-        if visibility is None:
-            await _unauthenticated()(scope, receive, send)
+        visibility = await _caller(runtime, scope)
+        if isinstance(visibility, Response):
+            await visibility(scope, receive, send)
             return
         scope.setdefault("state", {})[STATE_KEY] = visibility
+        headers = Headers(scope=scope)
+        jwt = bearer(headers)
+        if runtime.oauth is not None and looks_like_jwt(jwt):
+            scope["state"][SUBJECT_TOKEN_KEY] = jwt  # for per-user delegation (token exchange) only
+            tool = (headers.get("mcp-name") or "").strip()
+            if (headers.get("mcp-method") or "").strip() == "tools/call" and tool:
+                refused = step_up(
+                    runtime.oauth, jwt, visibility, tool, runtime.registry.lookup(tool) is not None
+                )
+                if refused is not None:
+                    resource = resource_url(runtime.oauth.config, str(Request(scope).base_url))
+                    response = _json({"error": refused.error, "error_description": refused.description}, 403)
+                    response.headers["WWW-Authenticate"] = challenge(resource, refused)
+                    await response(scope, receive, send)
+                    return
+        scope["headers"] = trimmed_mcp_headers(scope["headers"])
         token = CALLER.set(visibility)  # for the SDK's Mcp-Param-* check (McpEndpoint.visible_input_schema)
         try:
             await runtime.session_manager.handle_request(scope, receive, send)
         finally:
             CALLER.reset(token)
+
+
+def trimmed_mcp_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``raw`` ASGI headers with the optional whitespace around ``Mcp-*`` values removed (RFC
+    9110 §5.5: it is not part of the value), which the MCP SDK's ``Mcp-Method``/``Mcp-Name``/
+    ``Mcp-Param-*`` checks compare as they come."""
+    return [(k, v.strip(b" \t") if k[:4].lower() == b"mcp-" else v) for k, v in raw]
 
 
 class LegacySseAsgi:
@@ -147,6 +212,62 @@ class LegacySseAsgi:
             await runtime.legacy_sse.post_message(scope, receive, send)
         else:
             await runtime.legacy_sse.open_stream(scope, receive, send)
+
+
+async def _caller(runtime: McpRuntime, scope: Scope) -> Visibility | Response:
+    """The visibility of the caller of ``/mcp`` or ``/v1/mcp/tools``, or the 401/403 to answer:
+    with ``mcp.authorization`` on, :func:`mcp_servers.oauth_resource.judge` (a JWT, a virtual
+    key or a client key; the refusal's ``WWW-Authenticate`` names the resource metadata), else
+    :func:`mcp_servers.clients.admit`."""
+    headers = Headers(scope=scope)
+    if runtime.oauth is None:
+        found = await admit(runtime.config, runtime.read_env, headers, runtime.keys)
+        return _unauthenticated() if found is None else found
+    base_url = str(Request(scope).base_url)
+    return await admit_or_refuse(
+        runtime.oauth, runtime.config, runtime.read_env, headers, runtime.keys, base_url
+    )
+
+
+async def resource_metadata(request: Request) -> Response:
+    """``GET /.well-known/oauth-protected-resource[/mcp]``: the RFC 9728 metadata of ``/mcp``;
+    404 when ``mcp.authorization`` is off."""
+    runtime: McpRuntime | None = getattr(request.app.state, "mcp", None)
+    if runtime is None or runtime.oauth is None:
+        return _error("this gateway's MCP endpoint is not an OAuth protected resource", 404, "not_found")
+    resource = resource_url(runtime.oauth.config, str(request.base_url))
+    response = _json(runtime.oauth.metadata(resource))
+    response.headers["access-control-allow-origin"] = "*"
+    return response
+
+
+async def oauth_callback(request: Request) -> Response:
+    """``GET /mcp/oauth/callback?code=...&state=...``: the redirect of an upstream's
+    authorization server after an admin authorized the gateway (the ``redirect_uri`` of an
+    ``authorization_code`` upstream); the flow waiting with that ``state`` goes on. 400 for an
+    error redirect or a state no flow waits for."""
+    runtime: McpRuntime | None = getattr(request.app.state, "mcp", None)
+    if runtime is None:
+        return _error("the MCP registry is not running", 503, "unavailable")
+    q = request.query_params
+    if q.get("error"):
+        log.warning("mcp_oauth_authorization_refused", error=q.get("error"), state=q.get("state"))
+        for status in runtime.registry.status()["servers"]:
+            prompt = getattr(runtime.registry.upstream(status["id"]), "prompt", None)
+            if prompt is not None:
+                prompt.refuse(q.get("state", ""), str(q.get("error")))
+        return _error(
+            f"the authorization server answered {q.get('error')}: {q.get('error_description', '')}",
+            400,
+            "invalid_request",
+        )
+    code, state = q.get("code", ""), q.get("state", "")
+    for status in runtime.registry.status()["servers"]:
+        up = runtime.registry.upstream(status["id"])
+        prompt = getattr(up, "prompt", None)
+        if prompt is not None and code and prompt.complete(code, state, q.get("iss")):
+            return _json({"server": status["id"], "authorized": True})
+    return _error("no OAuth authorization of this gateway waits for this state", 400, "invalid_request")
 
 
 def _unauthenticated() -> Response:
@@ -170,7 +291,7 @@ def _error(message: str, status: int, kind: str, details: Any = None) -> Respons
     return _json({"error": err}, status)
 
 
-def _admin(request: Request) -> tuple[McpRuntime | None, Response | None]:
+async def _admin(request: Request) -> tuple[McpRuntime | None, Response | None]:
     runtime: McpRuntime | None = getattr(request.app.state, "mcp", None)
     if runtime is None:
         return None, _error("the MCP registry is not running", 503, "unavailable")
@@ -184,14 +305,20 @@ def _admin(request: Request) -> tuple[McpRuntime | None, Response | None]:
             403,
             "permission",
         )
-    if not is_admin_key(request.headers, key):
+    try:
+        admitted = await check_admin_key(request, key)  # wrong keys counted per address
+    except TooManyKeyGuesses as err:
+        response = _error(err.message, 429, "rate_limit")
+        response.headers["retry-after"] = str(int(err.retry_after_s))
+        return None, response
+    if not admitted:
         return None, _error("admin key missing or wrong (Authorization: Bearer <key>)", 401, "authentication")
     return runtime, None
 
 
 async def post_server(request: Request) -> Response:
     """Add or replace one server (see the module docstring)."""
-    runtime, denied = _admin(request)
+    runtime, denied = await _admin(request)
     if runtime is None:
         assert denied is not None
         return denied
@@ -226,31 +353,41 @@ async def post_server(request: Request) -> Response:
     return _json(entry, 200 if replaced else 201)
 
 
+def _with_authorization_url(runtime: McpRuntime, entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` (a server of the admin API) with ``status.oauth.authorization_url`` when its
+    OAuth sign-in waits for an admin (never on ``GET /health``)."""
+    oauth = entry.get("status", {}).get("oauth")
+    if isinstance(oauth, dict):
+        prompt = getattr(runtime.registry.upstream(entry["spec"]["id"]), "prompt", None)
+        oauth["authorization_url"] = prompt.url if prompt is not None else None
+    return entry
+
+
 async def list_servers(request: Request) -> Response:
     """Every server with its source and status."""
-    runtime, denied = _admin(request)
+    runtime, denied = await _admin(request)
     if runtime is None:
         assert denied is not None
         return denied
-    return _json({"servers": runtime.registry.servers()})
+    return _json({"servers": [_with_authorization_url(runtime, e) for e in runtime.registry.servers()]})
 
 
 async def get_server(request: Request) -> Response:
     """One server."""
-    runtime, denied = _admin(request)
+    runtime, denied = await _admin(request)
     if runtime is None:
         assert denied is not None
         return denied
     sid = request.path_params["server_id"]
     for entry in runtime.registry.servers():
         if entry["spec"]["id"] == sid:
-            return _json(entry)
+            return _json(_with_authorization_url(runtime, entry))
     return _error(f"no MCP server {sid!r}", 404, "not_found")
 
 
 async def accept_tools(request: Request) -> Response:
     """Accept tools of one server that await review (see the module docstring)."""
-    runtime, denied = _admin(request)
+    runtime, denied = await _admin(request)
     if runtime is None:
         assert denied is not None
         return denied
@@ -279,7 +416,7 @@ async def accept_tools(request: Request) -> Response:
 
 async def delete_server(request: Request) -> Response:
     """Remove one admin server."""
-    runtime, denied = _admin(request)
+    runtime, denied = await _admin(request)
     if runtime is None:
         assert denied is not None
         return denied
@@ -302,9 +439,9 @@ async def model_tools(request: Request) -> Response:
     runtime: McpRuntime | None = getattr(request.app.state, "mcp", None)
     if runtime is None:
         return _error("the MCP registry is not running", 503, "unavailable")
-    visibility = await admit(runtime.config, runtime.read_env, request.headers, runtime.keys)
-    if visibility is None:
-        return _unauthenticated()
+    visibility = await _caller(runtime, request.scope)
+    if isinstance(visibility, Response):
+        return visibility
     fmt = request.query_params.get("format", "openai")
     defs = [
         ToolDefinition(name=t.exposed, description=t.tool.description, parameters=dict(t.tool.input_schema))
@@ -331,4 +468,7 @@ def routes() -> list[BaseRoute]:
         Route("/admin/mcp/servers/{server_id}", delete_server, methods=["DELETE"]),
         Route("/admin/mcp/servers/{server_id}/tools/accept", accept_tools, methods=["POST"]),
         Route("/v1/mcp/tools", model_tools, methods=["GET"]),
+        Route(WELL_KNOWN, resource_metadata, methods=["GET"]),
+        Route("/mcp/oauth/callback", oauth_callback, methods=["GET"]),
+        Route(WELL_KNOWN + "/mcp", resource_metadata, methods=["GET"]),
     ]

@@ -25,6 +25,10 @@ of the gateway with a new version of the server behind it), is classified from t
 server's ``trust`` override still wins. A server whose transport (what runs) changed is a new
 registration. Every registration, addition, change and acceptance is an audit row.
 
+Several instances (``redis.url``, :mod:`gateway.fleet.mcp`): an admin change made here is
+announced to the listeners of :meth:`McpRegistry.on_admin_change`, which keep it in Redis and
+tell the other instances; those apply it with ``announce=False``.
+
 Servers added through the admin API may use only what ``mcp.admin_servers`` allows
 (:mod:`mcp_servers.admin_policy`): refused when posted, and not started at boot when a row
 persisted earlier no longer fits (state ``blocked``, the reasons in its problems).
@@ -37,6 +41,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,11 +55,13 @@ from mcp.types import Tool
 from gateway.errors import ConfigError
 from mcp_servers.admin_policy import AdminPolicyViolation, violations
 from mcp_servers.arguments import InvalidSchema, compile_schema
-from mcp_servers.config import McpConfig, McpServerSpec, StdioTransport
+from mcp_servers.config import HttpTransport, McpConfig, McpServerSpec, StdioTransport
 from mcp_servers.naming import ToolNameTable
 from mcp_servers.store import McpStore
+from mcp_servers.targets import expand_workspace
 from mcp_servers.trust import Classification, classify, pending
-from mcp_servers.upstream import EnvReader, Upstream, expand_workspace
+from mcp_servers.upstream import EnvReader, Upstream
+from mcp_servers.upstream_oauth import TokenVault
 
 log = structlog.get_logger("turnstile.mcp.registry")
 
@@ -62,6 +69,9 @@ Source = Literal["config", "admin"]
 
 
 Review = Literal["added", "changed"]
+
+AdminListener = Callable[[str, McpServerSpec | None], Coroutine[Any, Any, None]]
+"""Awaited after an admin server was put (its spec) or removed (None) through this process."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +141,8 @@ class McpRegistry:
         self.config = config
         self.store = store
         self._read_env = read_env
+        self.vault = TokenVault(store, read_env(config.token_key_env), config.token_key_env)
+        """Upstream OAuth tokens, encrypted at rest (:mod:`mcp_servers.upstream_oauth`)."""
         self._factory = upstream_factory
         self._specs: dict[str, tuple[McpServerSpec, Source]] = {}
         self._upstreams: dict[str, Upstream] = {}
@@ -147,6 +159,8 @@ class McpRegistry:
         self._announced: dict[tuple[str, str], str] = {}  # (server, tool) -> last pending fingerprint audited
         self._blocked: dict[str, list[str]] = {}  # admin server -> why the policy keeps it stopped
         self._last_write: asyncio.Task[None] | None = None
+        self._times: dict[str, tuple[float, float]] = {}  # server -> (registered, last changed), epoch s
+        self._admin_listeners: list[AdminListener] = []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -169,7 +183,9 @@ class McpRegistry:
             if found:
                 self._blocked[spec.id] = [f"not started: {v.message}" for v in found]
                 log.error("mcp_admin_server_blocked", server=spec.id, problems=[v.message for v in found])
+        now = time.time()
         for spec, _ in self._specs.values():
+            self._times[spec.id] = (now, now)
             if spec.id not in self._blocked:
                 self._start_upstream(spec)
 
@@ -206,6 +222,7 @@ class McpRegistry:
         return self._last_write
 
     def _start_upstream(self, spec: McpServerSpec) -> None:
+        oauth = isinstance(spec.transport, HttpTransport) and spec.transport.oauth is not None
         up = self._factory(
             spec,
             read_env=self._read_env,
@@ -218,6 +235,7 @@ class McpRegistry:
             workspace_roots=self.config.resolved_workspace_roots(),
             on_lists_changed=self._on_lists_changed,
             on_resource_updated=self._on_resource_updated,
+            **({"oauth_vault": self.vault} if oauth else {}),
         )
         self._upstreams[spec.id] = up
         up.start()
@@ -230,14 +248,38 @@ class McpRegistry:
 
     # ------------------------------------------------------------------ admin changes
 
-    async def put_server(self, spec: McpServerSpec) -> bool:
+    def on_admin_change(self, listener: AdminListener) -> None:
+        """Await ``listener(server_id, spec or None)`` after each admin put or removal made with
+        ``announce=True`` (the admin API's)."""
+        self._admin_listeners.append(listener)
+
+    async def _announce(self, server_id: str, spec: McpServerSpec | None) -> None:
+        for listener in self._admin_listeners:
+            try:
+                await listener(server_id, spec)
+            except Exception:
+                log.exception("mcp_admin_change_listener_failed", server=server_id)
+
+    def admin_spec(self, server_id: str) -> McpServerSpec | None:
+        """The spec of admin server ``server_id``, or None (unknown or from the config file)."""
+        current = self._specs.get(server_id)
+        return current[0] if current is not None and current[1] == "admin" else None
+
+    async def put_server(self, spec: McpServerSpec, *, announce: bool = True) -> bool:
         """Add or replace an admin server: persisted, then its upstream (re)started; the other
         upstreams keep running. Returns True when it replaced one. Raises
         :class:`RegistryConflict` for an id defined in the configuration file and
         :class:`~mcp_servers.admin_policy.AdminPolicyViolation` for a spec that uses what
         ``mcp.admin_servers`` does not allow (nothing is changed then). Replacing a server by
         one with the same transport keeps what was accepted of its tools; another transport is
-        a new registration (its first tool list is accepted)."""
+        a new registration (its first tool list is accepted). ``announce``: tell the
+        :meth:`on_admin_change` listeners (False for a change another instance made)."""
+        replaced = await self._put(spec)
+        if announce:
+            await self._announce(spec.id, spec)
+        return replaced
+
+    async def _put(self, spec: McpServerSpec) -> bool:
         async with self._lock:
             current = self._specs.get(spec.id)
             if current is not None and current[1] == "config":
@@ -254,13 +296,22 @@ class McpRegistry:
             self._drop_tools(spec.id)
             self._blocked.pop(spec.id, None)
             self._specs[spec.id] = (spec, "admin")
+            now = time.time()
+            self._times[spec.id] = (self._times.get(spec.id, (now, now))[0], now)
             self._start_upstream(spec)
             self._changed()
             return current is not None
 
-    async def delete_server(self, server_id: str) -> bool:
+    async def delete_server(self, server_id: str, *, announce: bool = True) -> bool:
         """Remove an admin server and stop its upstream. False when unknown; raises
-        :class:`RegistryConflict` for a server defined in the configuration file."""
+        :class:`RegistryConflict` for a server defined in the configuration file.
+        ``announce``: as for :meth:`put_server`."""
+        removed = await self._delete(server_id)
+        if removed and announce:
+            await self._announce(server_id, None)
+        return removed
+
+    async def _delete(self, server_id: str) -> bool:
         async with self._lock:
             current = self._specs.get(server_id)
             if current is None:
@@ -271,6 +322,7 @@ class McpRegistry:
                 )
             await self.store.delete_server(server_id)
             del self._specs[server_id]
+            self._times.pop(server_id, None)
             up = self._upstreams.pop(server_id, None)
             if up is not None:
                 await up.stop()
@@ -282,6 +334,7 @@ class McpRegistry:
             for key in [k for k in self._announced if k[0] == server_id]:
                 del self._announced[key]
             await self.store.forget_baseline(server_id)  # adding it again is a new registration
+            await self.vault.forget(server_id)
             self._changed()
             return True
 
@@ -462,6 +515,11 @@ class McpRegistry:
     def server_ids(self) -> list[str]:
         """Every registered server id, sorted."""
         return sorted(self._specs)
+
+    def times(self, server_id: str) -> tuple[float, float] | None:
+        """When ``server_id`` was registered in this process (or added) and last changed
+        (epoch seconds), or None for an unknown server."""
+        return self._times.get(server_id)
 
     def spec(self, server_id: str) -> McpServerSpec | None:
         """The spec of a registered server."""

@@ -12,6 +12,9 @@
 * ``mcp_accepted_tools(server, tool, fingerprint, accepted_at)``: the accepted definition of
   each tool (sha256 of its definition): one that appears or changes later is pending review
   until an admin accepts it, across restarts.
+* ``mcp_oauth_secrets(server, kind, ciphertext, updated_at)``: an OAuth upstream's tokens and
+  client registration (``kind`` ``tokens`` / ``client``), encrypted by the caller
+  (:mod:`mcp_servers.upstream_oauth`); this store never sees them in clear.
 
 Writes are small and run in a worker thread (``asyncio.to_thread``) so they never block the
 event loop; WAL mode lets the transcript writer use the same file.
@@ -49,6 +52,13 @@ CREATE TABLE IF NOT EXISTS mcp_tool_baselines (
     server TEXT PRIMARY KEY,
     transport TEXT NOT NULL,
     accepted_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS mcp_oauth_secrets (
+    server TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    ciphertext BLOB NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (server, kind)
 );
 CREATE TABLE IF NOT EXISTS mcp_accepted_tools (
     server TEXT NOT NULL,
@@ -108,6 +118,28 @@ class McpStore:
     async def delete_server(self, server_id: str) -> None:
         """Forget the persisted server ``server_id`` (no error if absent)."""
         await asyncio.to_thread(self._run, "DELETE FROM mcp_servers WHERE id = ?", (server_id,))
+
+    async def load_secret(self, server: str, kind: str) -> bytes | None:
+        """The ciphertext stored for (``server``, ``kind``), or None."""
+        rows = await asyncio.to_thread(
+            self._run,
+            "SELECT ciphertext FROM mcp_oauth_secrets WHERE server = ? AND kind = ?",
+            (server, kind),
+        )
+        return bytes(rows[0][0]) if rows else None
+
+    async def save_secret(self, server: str, kind: str, ciphertext: bytes) -> None:
+        """Insert or replace the ciphertext of (``server``, ``kind``)."""
+        await asyncio.to_thread(
+            self._run,
+            "INSERT OR REPLACE INTO mcp_oauth_secrets (server, kind, ciphertext, updated_at) "
+            "VALUES (?, ?, ?, ?)",
+            (server, kind, ciphertext, time.time()),
+        )
+
+    async def delete_secrets(self, server: str) -> None:
+        """Forget every secret of ``server``."""
+        await asyncio.to_thread(self._run, "DELETE FROM mcp_oauth_secrets WHERE server = ?", (server,))
 
     async def load_baselines(self) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
         """``(server -> transport fingerprint, server -> {tool -> accepted fingerprint})``."""

@@ -22,6 +22,12 @@ monotonic) so tests need no sleeps.
   Each deployment is asked at most once per turn, so even a burst against an alias whose every
   deployment fails asks each at most once per turn, and once they have failed, fallbacks are
   held to the budget again.
+
+Shared between instances (``redis.url``, :mod:`gateway.fleet.health`): ``HealthBoard.listener``
+hears every failure and every success of a deployment that was failing (a healthy deployment's
+success costs nothing more), and :meth:`HealthBoard.apply` puts the state every instance agreed
+on (consecutive failures, cooldown, circuit) into this board; :attr:`RetryBudget.deposits` and
+:attr:`RetryBudget.spends` count what a sync sends on.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 CircuitState = Literal["closed", "open", "half_open"]
+
+HealthListener = Callable[[str, bool, "float | None"], None]
+"""``(deployment, ok, retry_after_s)``: a call succeeded (``ok``) or failed."""
 
 _OVERFLOW_MARKERS = (
     "context length",
@@ -94,15 +103,21 @@ class RetryBudget:
     ratio: float = 0.2
     cap: float = 10.0
     tokens: float = 10.0
+    deposits: int = 0
+    """Turns deposited since the process started (a shared budget syncs the difference)."""
+    spends: int = 0
+    """Tokens taken since the process started."""
 
     def deposit(self) -> None:
         """One turn started."""
+        self.deposits += 1
         self.tokens = min(self.cap, self.tokens + self.ratio)
 
     def try_spend(self) -> bool:
         """Take one token for a fallback attempt; False when the budget is exhausted."""
         if self.tokens >= 1.0:
             self.tokens -= 1.0
+            self.spends += 1
             return True
         return False
 
@@ -115,6 +130,9 @@ class HealthBoard:
     clock: Callable[[], float] = time.monotonic
     budget: RetryBudget = field(default_factory=RetryBudget)
     entries: dict[str, DeploymentHealth] = field(default_factory=dict)
+    listener: HealthListener | None = None
+    """Told of every failure (``retry_after_s`` as given) and of every success of a deployment
+    that was failing, after this board applied it (:mod:`gateway.fleet.health`)."""
 
     def _get(self, name: str) -> DeploymentHealth:
         h = self.entries.get(name)
@@ -164,6 +182,10 @@ class HealthBoard:
     def success(self, name: str, latency_ms: float | None = None) -> None:
         """A call to ``name`` succeeded: close its circuit, clear its cooldown, update latency."""
         h = self._get(name)
+        if self.listener is not None and (
+            h.consecutive_failures or h.state != "closed" or h.cooldown_until != 0.0
+        ):
+            self.listener(name, True, None)
         h.successes += 1
         h.consecutive_failures = 0
         h.cooldown_until = 0.0
@@ -188,6 +210,27 @@ class HealthBoard:
         if was == "half_open" or h.consecutive_failures >= s.failure_threshold:
             h.state = "open"
             h.opened_at = now
+            h.probing = False
+        if self.listener is not None:
+            self.listener(name, False, retry_after_s)
+
+    def apply(
+        self, name: str, consecutive_failures: int, cooldown_left_s: float, open_for_s: float | None
+    ) -> None:
+        """Put the state the instances agreed on into this board: ``consecutive_failures``,
+        the cooldown left (seconds, <= 0: none), and the circuit — ``open_for_s`` None: closed,
+        else open since that many seconds (past ``open_s`` it reads half-open, one probe per
+        instance). A closed circuit with no failure clears the entry's cooldown too."""
+        h = self._get(name)
+        now = self.clock()
+        h.consecutive_failures = consecutive_failures
+        h.cooldown_until = now + cooldown_left_s if cooldown_left_s > 0 else 0.0
+        if open_for_s is None:
+            h.state = "closed"
+            h.probing = False
+        elif h.state == "closed" or abs((now - open_for_s) - h.opened_at) > 1e-3:
+            h.state = "open"
+            h.opened_at = now - open_for_s
             h.probing = False
 
     def latency(self, name: str) -> float | None:

@@ -5,7 +5,8 @@ Every request needs the admin key: the value of the environment variable named b
 too), presented as ``Authorization: Bearer <key>``, ``x-api-key`` or ``x-admin-key``
 (:func:`mcp_servers.clients.is_admin_key`: compared in constant time; unlike a virtual key, it
 is a stored plaintext secret). Without it, or with that variable unset or empty, every request
-is a 401.
+is a 401. Wrong admin keys are counted per client address (:mod:`gateway.access.guessing`:
+logged, audited, then 429 with ``retry-after`` for a while).
 
 * ``POST /admin/keys`` — make a key; the answer (201) holds ``secret``, the plaintext key,
   the only time it is shown: ``{"key": {...}, "secret": "tsk-..."}``.
@@ -30,9 +31,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from gateway.access.guessing import TooManyKeyGuesses, check_admin_key
 from gateway.access.store import AccessStore
 from gateway.errors import AuthenticationRequired, InvalidRequest, TurnstileError
-from mcp_servers.clients import is_admin_key
 
 ACTOR = "admin-api"
 
@@ -45,18 +46,21 @@ def _error(err: TurnstileError) -> Response:
     response = _json({"error": {"type": err.kind, "message": err.message, "param": err.param}}, err.status)
     if err.status == 401:
         response.headers["www-authenticate"] = "Bearer"
+    if isinstance(err, TooManyKeyGuesses):
+        response.headers["retry-after"] = str(int(err.retry_after_s))
     return response
 
 
-def _check_admin(request: Request) -> None:
-    """Raises :class:`AuthenticationRequired` unless the request presents the admin key."""
+async def _check_admin(request: Request) -> None:
+    """Raises :class:`AuthenticationRequired` unless the request presents the admin key
+    (:class:`TooManyKeyGuesses` for an address that sent too many wrong ones)."""
     expected: str | None = getattr(request.app.state, "admin_key", None)
     if not expected:
         raise AuthenticationRequired(
             "the admin API is closed: no admin key is configured (access.admin_key_env names the "
             "environment variable that holds it)"
         )
-    if not is_admin_key(request.headers, expected):
+    if not await check_admin_key(request, expected):
         raise AuthenticationRequired("the admin API needs the admin key (Authorization: Bearer <admin key>)")
 
 
@@ -89,19 +93,23 @@ Handler = Callable[[Request, AccessStore], Awaitable[Response]]
 
 def _admin(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     """``handler`` behind the admin key, its errors rendered; every change forgets the
-    process's cached key lookups (other instances see it within ``access.cache_ttl_s``)."""
+    process's cached key lookups, and with ``redis.url`` every other instance's (a change
+    notification, :mod:`gateway.fleet.bus`; without it they see it within
+    ``access.cache_ttl_s``)."""
 
     async def endpoint(request: Request) -> Response:
         try:
-            _check_admin(request)
+            await _check_admin(request)
             store: AccessStore = request.app.state.access
             response = await handler(request, store)
         except TurnstileError as err:
             return _error(err)
         if request.method != "GET":
-            identity = request.app.state.gateway.identity
-            if identity is not None:
-                identity.forget()
+            gw = request.app.state.gateway
+            if gw.identity is not None:
+                gw.identity.forget()
+            if gw.fleet is not None:  # every other instance forgets its cached lookups too
+                await gw.fleet.access_changed(request.url.path)
         return response
 
     return endpoint

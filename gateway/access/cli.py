@@ -56,20 +56,26 @@ def _fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _url(config: Path | None) -> str:
+def _config(config: Path | None) -> Any:
     from gateway.config import Settings, default_config_path, load_config
     from gateway.errors import ConfigError
 
     settings = Settings()
     try:
-        cfg = load_config(config or settings.config or default_config_path())
+        return settings, load_config(config or settings.config or default_config_path())
     except ConfigError as err:
         raise _fail(err.message, 2) from err
+
+
+def _url(config: Path | None) -> str:
+    settings, cfg = _config(config)
     return cfg.storage.url or str(settings.db_path or cfg.server.db_path)
 
 
-def _run(config: Path | None, fn: Any) -> Any:
-    """``await fn(store)`` on the (opened, migrated) access store of ``config``."""
+def _run(config: Path | None, fn: Any, *, change: str | None = None) -> Any:
+    """``await fn(store)`` on the (opened, migrated) access store of ``config``; ``change``
+    (what changed, e.g. ``keys revoke``): with ``redis.url``, every running instance is told to
+    forget its cached key lookups (:mod:`gateway.fleet.bus`), so the change is in force at once."""
     from gateway.access.open import access_store
     from gateway.errors import ConfigError, InvalidRequest, TurnstileError
 
@@ -77,9 +83,14 @@ def _run(config: Path | None, fn: Any) -> Any:
         store = access_store(_url(config))
         await store.open()
         try:
-            return await fn(store)
+            out = await fn(store)
         finally:
             await store.close()
+        if change is not None:
+            from gateway.fleet.bus import announce
+
+            await announce(_config(config)[1].redis, "access", what=change)
+        return out
 
     try:
         return asyncio.run(go())
@@ -219,7 +230,9 @@ def keys_create(
         fields["expires_at"] = time.time() + expires_in_days * 86400
     if disabled:
         fields["enabled"] = False
-    key, secret = _run(config, lambda s: s.create_key(name, actor=ACTOR, team_id=team, **fields))
+    key, secret = _run(
+        config, lambda s: s.create_key(name, actor=ACTOR, team_id=team, **fields), change="keys create"
+    )
     _show_secret(key, secret, as_json)
 
 
@@ -253,7 +266,7 @@ def keys_show(key_id: str, config: ConfigOpt = None, as_json: JsonOpt = False) -
 @keys_app.command("revoke")
 def keys_revoke(key_id: str, config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
     """Revoke a key for good (every instance refuses it within access.cache_ttl_s)."""
-    key = _run(config, lambda s: s.revoke_key(key_id, actor=ACTOR))
+    key = _run(config, lambda s: s.revoke_key(key_id, actor=ACTOR), change="keys revoke")
     if as_json:
         _echo_json(key.public())
         return
@@ -263,7 +276,7 @@ def keys_revoke(key_id: str, config: ConfigOpt = None, as_json: JsonOpt = False)
 @keys_app.command("rotate")
 def keys_rotate(key_id: str, config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
     """Give a key a new secret (printed once); the old one stops working."""
-    key, secret = _run(config, lambda s: s.rotate_key(key_id, actor=ACTOR))
+    key, secret = _run(config, lambda s: s.rotate_key(key_id, actor=ACTOR), change="keys rotate")
     _show_secret(key, secret, as_json)
 
 
@@ -304,7 +317,7 @@ def teams_create(
 ) -> None:
     """Make a team."""
     fields = _fields(model=model, mcp=mcp, budget=budget, rpm=rpm, tpm=tpm, concurrent=concurrent, meta=meta)
-    team = _run(config, lambda s: s.create_team(name, actor=ACTOR, **fields))
+    team = _run(config, lambda s: s.create_team(name, actor=ACTOR, **fields), change="teams create")
     _team_out([team], as_json)
 
 
@@ -352,13 +365,13 @@ def teams_update(
             fields["name"] = name
         return await store.update_team(old.id, fields, actor=ACTOR)
 
-    _team_out([_run(config, go)], as_json)
+    _team_out([_run(config, go, change="teams update")], as_json)
 
 
 @teams_app.command("delete")
 def teams_delete(team_id: str, config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
     """Delete a team that has no live keys."""
-    team = _run(config, lambda s: s.delete_team(team_id, actor=ACTOR))
+    team = _run(config, lambda s: s.delete_team(team_id, actor=ACTOR), change="teams delete")
     if as_json:
         _echo_json({"id": team.id, "deleted": True})
         return

@@ -4,16 +4,18 @@ responses, the session API, ``/metrics``...
 Turns are judged by the access layer (:mod:`gateway.layers.access`); :class:`KeyCheck`
 judges every other HTTP request the same way (:func:`judge`, then
 :meth:`gateway.access.identity.Identity.admit`), except those that judge callers themselves or
-need none: ``/health``, ``/admin`` (the admin key), ``/mcp``, ``/sse`` and ``/messages/``
-(virtual keys, then ``mcp.clients``) and ``/ui`` (the console: the admin key's log-in). Gemini's
-``?key=`` counts as ``x-goog-api-key``.
+need none: ``/health``, ``/.well-known/`` (public metadata), ``/admin`` (the admin key),
+``/mcp``, ``/sse`` and ``/messages/`` (JWTs, virtual keys, then ``mcp.clients``) and ``/ui``
+(the console: the admin key's log-in). Gemini's ``?key=`` counts as ``x-goog-api-key``.
 
 A request presenting the admin key (``access.admin_key_env``;
 :func:`mcp_servers.clients.is_admin_key`) passes as the admin, whatever ``access.auth`` says:
 it reads ``/metrics`` where keys are required, every model, and every session and stored
 response. What was decided is left in the request's ``scope["state"]``
 (:data:`gateway.sessions.owners.STATE_PRINCIPAL`: the caller's principal or None,
-:data:`~gateway.sessions.owners.STATE_ADMIN`), where the endpoints read their caller.
+:data:`~gateway.sessions.owners.STATE_ADMIN`), where the endpoints read their caller. With an
+admin key configured, a presented key that is refused counts as a wrong admin key against the
+client address (:mod:`gateway.access.guessing`: 429 with ``retry-after`` past the limit).
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from urllib.parse import parse_qs
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gateway.access.guessing import KeyGuesses, client_address
 from gateway.access.identity import Identity, may_hold_key
-from gateway.errors import TurnstileError
+from gateway.errors import AuthenticationRequired, TurnstileError
 from gateway.sessions.owners import STATE_ADMIN, STATE_PRINCIPAL
-from mcp_servers.clients import is_admin_key
+from mcp_servers.clients import is_admin_key, presented_keys
 
-EXEMPT = ("/health", "/admin/", "/mcp", "/sse", "/messages/", "/ui")
+EXEMPT = ("/health", "/admin/", "/mcp", "/sse", "/messages/", "/ui", "/.well-known/")
 """Path prefixes :class:`KeyCheck` leaves to their own checks."""
 
 
@@ -60,13 +63,27 @@ async def judge(scope: Scope) -> None:
     app_state = scope["app"].state
     headers = caller_headers(scope)
     state[STATE_PRINCIPAL] = None
-    if is_admin_key(headers, getattr(app_state, "admin_key", None)):
+    admin_key = getattr(app_state, "admin_key", None)
+    guesses: KeyGuesses | None = getattr(app_state, "key_guesses", None) if admin_key else None
+    keyed = guesses is not None and bool(presented_keys(headers))
+    if keyed:  # an address past its wrong keys is refused before any key is compared
+        assert guesses is not None
+        await guesses.check(client_address(scope), scope["path"], getattr(app_state, "access", None))
+    if is_admin_key(headers, admin_key):
+        if guesses is not None:
+            guesses.succeeded(client_address(scope))
         state[STATE_ADMIN] = True
         return
     gw: Any = getattr(app_state, "gateway", None)
     identity: Identity | None = getattr(gw, "identity", None)
     if identity is not None and (identity.required or may_hold_key(headers)):
-        state[STATE_PRINCIPAL] = await identity.admit(headers, request_id=state.get("request_id"))
+        try:
+            state[STATE_PRINCIPAL] = await identity.admit(headers, request_id=state.get("request_id"))
+        except AuthenticationRequired:
+            if keyed:  # neither the admin key nor a key of a caller: a wrong key, counted
+                assert guesses is not None
+                await guesses.failed(client_address(scope), scope["path"], getattr(app_state, "access", None))
+            raise
 
 
 def judged(scope: Scope) -> bool:
@@ -97,9 +114,16 @@ class KeyCheck:
                             (b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode()),
                             (b"www-authenticate", b"Bearer"),
+                            *_retry_after(err),
                         ],
                     }
                 )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
+
+
+def _retry_after(err: TurnstileError) -> list[tuple[bytes, bytes]]:
+    """The ``retry-after`` header of a refusal that has one (too many wrong admin keys)."""
+    wait = getattr(err, "retry_after_s", None)
+    return [(b"retry-after", str(int(wait)).encode())] if wait is not None else []

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from gateway.access.guessing import KeyGuesses
 from gateway.config import GatewayConfig
 from gateway.console.audit import audit_page
 from gateway.console.auth import ConsoleAuth
@@ -41,16 +42,24 @@ from gateway.console.web import ConsoleState, NotFound, secure_headers, signed_i
 
 
 def make_state(
-    config: GatewayConfig, transcript: str, admin_key: str | None, secrets: Iterable[str | None]
+    config: GatewayConfig,
+    transcript: str,
+    admin_key: str | None,
+    secrets: Iterable[str | None],
+    guesses: KeyGuesses | None = None,
+    login_token: str | None = None,
 ) -> ConsoleState:
     """The console's state for a gateway with ``config``, its transcript at ``transcript`` (a
-    file path or a PostgreSQL URL), the admin key (None: the console is closed) and the
-    ``secrets`` no page may show (:mod:`gateway.console.redact`)."""
+    file path or a PostgreSQL URL), the admin key (None: the console is closed), the
+    ``secrets`` no page may show (:mod:`gateway.console.redact`) and the wrong admin keys per
+    address the gateway counts (``guesses``; default: the console's own) and, without an admin
+    key, the one-time login token (``login_token``: :mod:`gateway.console.auth`)."""
     return ConsoleState(
         config=config,
-        auth=ConsoleAuth(admin_key, config.console.session_hours * 3600),
+        auth=ConsoleAuth(admin_key, config.console.session_hours * 3600, login_token=login_token),
         reader=TranscriptReader(transcript),
-        redact=Redactor([admin_key, *secrets]),
+        redact=Redactor([admin_key, login_token, *secrets]),
+        throttle=guesses if guesses is not None else KeyGuesses(),
     )
 
 

@@ -1,11 +1,19 @@
 """Who may open the console: the holder of the admin key, through a login form and a session cookie.
 
 **The admin key** is the one the admin API takes (``access.admin_key_env`` names the environment
-variable holding it; :mod:`gateway.access.admin_api`). Without one configured the console is
-closed to everyone, on a loopback address too: every page answers 503 with how to configure
-one. A gateway on loopback serves anonymous clients, but the console shows every client's
-prompts and answers, and any local process or user (or a web page the operator visits, through
-a rebound DNS name) can reach a loopback port; so an open console is never the default.
+variable holding it; :mod:`gateway.access.admin_api`). A gateway on loopback serves anonymous
+clients, but the console shows every client's prompts and answers, and any local process or
+user (or a web page the operator visits, through a rebound DNS name) can reach a loopback port;
+so an open console is never the default. Without an admin key:
+
+* on a loopback address, ``turnstile serve`` makes a random **one-time login token** (as Jupyter
+  does), hands it to the app (``TURNSTILE_CONSOLE_TOKEN``) and prints
+  ``http://127.0.0.1:<port>/ui/login?token=<token>``: opening that link logs the browser in
+  (:meth:`ConsoleAuth.redeem`), once; the session cookie is signed under a key derived from the
+  token. To log in again, restart the gateway (a new token) or configure an admin key. With
+  ``--workers N`` each worker process takes the link once.
+* anywhere else (or with no token), the console is closed: every page answers 503 with how to
+  configure an admin key.
 
 **The session** is a cookie (:data:`COOKIE`: ``HttpOnly``, ``SameSite=Strict``, ``Path=/ui``,
 ``Secure`` over HTTPS) holding ``<expiry>.<nonce>.<mac>``: the expiry (epoch seconds) and a
@@ -19,8 +27,8 @@ another site cannot know: for log-out, an HMAC of the session cookie; for log-in
 a short-lived ``SameSite=Strict`` cookie set with the form (a double submit). A ``POST`` whose
 ``Origin`` (or ``Sec-Fetch-Site``) says it came from another site is refused outright.
 
-**Guessing**: a client address gets :data:`LOGIN_FAILURES` wrong keys per
-:data:`LOGIN_WINDOW_S`, then 429 until the window has passed.
+**Guessing**: wrong admin keys are counted per client address with every other place that
+takes the admin key (:mod:`gateway.access.guessing`: logged, audited, then 429 for a while).
 """
 
 from __future__ import annotations
@@ -29,7 +37,6 @@ import hashlib
 import hmac
 import os
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 
 COOKIE = "turnstile_console"
@@ -41,42 +48,54 @@ LOGIN_COOKIE = "turnstile_console_login"
 LOGIN_COOKIE_S = 1800
 """How long a log-in form may stay open (seconds): its CSRF cookie's lifetime."""
 
-LOGIN_FAILURES = 10
-"""Wrong admin keys one client address may send per :data:`LOGIN_WINDOW_S`."""
-
-LOGIN_WINDOW_S = 300.0
-"""The window of :data:`LOGIN_FAILURES` (seconds)."""
-
-MAX_TRACKED_ADDRESSES = 10_000
-"""Client addresses whose failures are remembered at most (the oldest is forgotten first)."""
-
 
 def _mac(key: bytes, message: str) -> str:
     return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
 
 
 class ConsoleAuth:
-    """Session tokens and CSRF tokens bound to ``admin_key`` (None: the console is closed).
+    """Session tokens and CSRF tokens bound to ``admin_key``, else to the one-time
+    ``login_token`` (neither: the console is closed).
 
     ``session_s`` is a session's lifetime (seconds); ``clock`` the wall clock (epoch seconds),
     injectable for tests."""
 
     def __init__(
-        self, admin_key: str | None, session_s: float, clock: Callable[[], float] = time.time
+        self,
+        admin_key: str | None,
+        session_s: float,
+        clock: Callable[[], float] = time.time,
+        login_token: str | None = None,
     ) -> None:
         self._admin_key = admin_key.encode() if admin_key else None
+        self._login_token = login_token.encode() if login_token and not admin_key else None
+        secret = self._admin_key or self._login_token
         self._key = (
-            hmac.new(self._admin_key, b"turnstile console session v1", hashlib.sha256).digest()
-            if self._admin_key
-            else b""
+            hmac.new(secret, b"turnstile console session v1", hashlib.sha256).digest() if secret else b""
         )
         self.session_s = session_s
         self.clock = clock
 
     @property
     def configured(self) -> bool:
-        """Whether an admin key is configured (else nobody may log in)."""
-        return self._admin_key is not None
+        """Whether anyone may log in: an admin key is configured, or a one-time login token
+        (used or not)."""
+        return bool(self._key)
+
+    @property
+    def by_token(self) -> bool:
+        """Whether the log-in is the one-time login link (no admin key is configured)."""
+        return self._admin_key is None and bool(self._key)
+
+    def redeem(self, given: str | None) -> bool:
+        """Whether ``given`` is the one-time login token, not used before (compared in constant
+        time); it is used from then on."""
+        if self._login_token is None or not given:
+            return False
+        if not hmac.compare_digest(given.encode(), self._login_token):
+            return False
+        self._login_token = None
+        return True
 
     def is_admin_key(self, given: str | None) -> bool:
         """Whether ``given`` is the admin key (compared in constant time; False when none is
@@ -95,7 +114,7 @@ class ConsoleAuth:
     def valid(self, token: str | None) -> bool:
         """Whether ``token`` is a session token signed under the current admin key and not
         expired."""
-        if not token or self._admin_key is None or len(token) > 200:
+        if not token or not self._key or len(token) > 200:
             return False
         expires, _, rest = token.partition(".")
         nonce, _, mac = rest.partition(".")
@@ -114,47 +133,3 @@ class ConsoleAuth:
         if not given or token is None or not self.valid(token):
             return False
         return hmac.compare_digest(given, self.csrf(token))
-
-
-class LoginThrottle:
-    """Wrong admin keys per client address in a sliding window (see the module docstring)."""
-
-    def __init__(
-        self,
-        failures: int = LOGIN_FAILURES,
-        window_s: float = LOGIN_WINDOW_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.failures = failures
-        self.window_s = window_s
-        self.clock = clock
-        self._seen: OrderedDict[str, list[float]] = OrderedDict()
-
-    def _recent(self, address: str) -> list[float]:
-        now = self.clock()
-        times = [t for t in self._seen.get(address, []) if now - t < self.window_s]
-        if times:
-            self._seen[address] = times
-        else:
-            self._seen.pop(address, None)
-        return times
-
-    def retry_after(self, address: str) -> float | None:
-        """Seconds until ``address`` may try again, or None when it may now."""
-        times = self._recent(address)
-        if len(times) < self.failures:
-            return None
-        return max(0.0, times[0] + self.window_s - self.clock())
-
-    def failed(self, address: str) -> None:
-        """``address`` sent a wrong key."""
-        times = self._recent(address)
-        times.append(self.clock())
-        self._seen[address] = times
-        self._seen.move_to_end(address)
-        while len(self._seen) > MAX_TRACKED_ADDRESSES:
-            self._seen.popitem(last=False)
-
-    def succeeded(self, address: str) -> None:
-        """``address`` logged in: its failures are forgotten."""
-        self._seen.pop(address, None)

@@ -1,6 +1,10 @@
 """Logging in and out of the console (:mod:`gateway.console.auth` says how it is protected).
 
-* ``GET /ui/login?next=<path>``: the form (and its CSRF cookie).
+* ``GET /ui/login?next=<path>``: the form (and its CSRF cookie); without an admin key, a page
+  saying to open the one-time login link ``turnstile serve`` printed.
+* ``GET /ui/login?token=<token>``: the one-time login link (no admin key configured,
+  :mod:`gateway.console.auth`): the right token, not used before, sets the session cookie and
+  redirects (303) to ``next``; any other is a 401 page (counted as a wrong admin key).
 * ``POST /ui/login``: form fields ``admin_key``, ``csrf``, ``next``; the right key sets the
   session cookie and redirects (303) to ``next`` (a console path; anything else goes to
   ``/ui``), a wrong one shows the form again (401), too many wrong ones answer 429 with
@@ -14,7 +18,6 @@ right CSRF token is refused (403) before anything else is read.
 from __future__ import annotations
 
 import hmac
-import math
 import os
 import re
 from urllib.parse import parse_qs, urlsplit
@@ -23,6 +26,7 @@ import structlog
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from gateway.access.guessing import TooManyKeyGuesses, client_address
 from gateway.console.auth import COOKIE, LOGIN_COOKIE, LOGIN_COOKIE_S
 from gateway.console.web import closed, render, secure_headers, session_token, state
 
@@ -98,9 +102,36 @@ async def login_form(request: Request) -> Response:
     if not st.auth.configured:
         return closed(request)
     next_path = safe_next(request.query_params.get("next"))
+    token = request.query_params.get("token")
+    if token is not None and st.auth.by_token:  # with an admin key a link means nothing: the form
+        return await _redeem(request, token, next_path)
     if st.auth.valid(session_token(request)):
         return secure_headers(RedirectResponse(next_path, status_code=303))
+    if st.auth.by_token:
+        return render(request, "token.html", title="Log in", status=401, used=False)
     return _form_page(request, next_path)
+
+
+async def _redeem(request: Request, token: str, next_path: str) -> Response:
+    """The one-time login link: a session for the right, unused token; else a 401 page (the
+    wrong token counted against the client address like a wrong admin key)."""
+    st = state(request)
+    address = client_address(request)
+    store = getattr(request.app.state, "access", None)
+    try:
+        await st.throttle.check(address, request.url.path, store)
+    except TooManyKeyGuesses as err:
+        page = render(request, "token.html", title="Log in", status=429, used=True)
+        page.headers["retry-after"] = str(int(err.retry_after_s))
+        return page
+    if not st.auth.redeem(token):
+        await st.throttle.failed(address, request.url.path, store)
+        return render(request, "token.html", title="Log in", status=401, used=True)
+    st.throttle.succeeded(address)
+    log.info("console_login", client=address, by="one-time login link")
+    response = secure_headers(RedirectResponse(next_path, status_code=303))
+    _cookie(response, request, COOKIE, st.auth.issue(), int(st.auth.session_s))
+    return response
 
 
 async def login(request: Request) -> Response:
@@ -116,17 +147,17 @@ async def login(request: Request) -> Response:
     next_path = safe_next(fields.get("next"))
     if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
         return _form_page(request, next_path, error="The form expired; please log in again.", status=403)
-    address = request.client.host if request.client else "?"
-    wait = st.throttle.retry_after(address)
-    if wait is not None:
+    address = client_address(request)
+    try:
+        await st.throttle.check(address, request.url.path, getattr(request.app.state, "access", None))
+    except TooManyKeyGuesses as err:
         response = _form_page(
             request, next_path, error="Too many wrong admin keys; try again in a few minutes.", status=429
         )
-        response.headers["retry-after"] = str(max(1, math.ceil(wait)))
+        response.headers["retry-after"] = str(int(err.retry_after_s))
         return response
     if not st.auth.is_admin_key(fields.get("admin_key", "").strip()):
-        st.throttle.failed(address)
-        log.info("console_login_refused", client=address)
+        await st.throttle.failed(address, request.url.path, getattr(request.app.state, "access", None))
         return _form_page(request, next_path, error="That is not the admin key.", status=401)
     st.throttle.succeeded(address)
     log.info("console_login", client=address)

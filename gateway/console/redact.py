@@ -7,28 +7,23 @@ or an error message may quote one. So every page body is passed through :class:`
 * the gateway's own secrets, exactly (the admin keys, each enabled deployment's provider key,
   the MCP clients' keys, the trace export headers' values), raw and as HTML-escaped, are
   replaced by ``[redacted]``;
-* anything shaped like a virtual key (``tsk-`` and more than the 8 characters of its visible
-  prefix, :mod:`gateway.access.keygen`) is cut to ``tsk-`` and those 8 characters, then ``…``.
+* anything shaped like a credential (:func:`gateway.redaction.redact_secrets`, the same
+  function every upstream error text passes through: provider keys, bearer tokens, a virtual
+  key cut to ``tsk-`` and the 8 characters of its visible prefix, then ``…``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from markupsafe import escape
 
-from gateway.access.keygen import KEY_PREFIX, PREFIX_CHARS
+from gateway.redaction import REDACTED, redact_secrets
+
+__all__ = ["REDACTED", "Redactor"]
 
 MIN_SECRET_CHARS = 8
 """Secrets shorter than this are not searched for (they would match ordinary words)."""
-
-REDACTED = "[redacted]"
-
-VIRTUAL_KEY = re.compile(
-    re.escape(KEY_PREFIX) + r"([A-Za-z0-9_\-]{" + str(PREFIX_CHARS) + r"})[A-Za-z0-9_\-]+"
-)
-"""A virtual key longer than its visible prefix."""
 
 
 class Redactor:
@@ -43,10 +38,8 @@ class Redactor:
         self._secrets = sorted(forms, key=len, reverse=True)  # a secret inside another: longest first
 
     def __call__(self, text: str) -> str:
-        """``text`` with every secret replaced and every virtual key cut to its prefix."""
+        """``text`` with every secret replaced and every credential-shaped run cut."""
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
-        if KEY_PREFIX in text:
-            text = VIRTUAL_KEY.sub(lambda m: f"{KEY_PREFIX}{m.group(1)}…", text)
-        return text
+        return redact_secrets(text)

@@ -22,8 +22,9 @@ from jinja2 import Environment
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from gateway.access.guessing import KeyGuesses
 from gateway.config import GatewayConfig
-from gateway.console.auth import COOKIE, ConsoleAuth, LoginThrottle
+from gateway.console.auth import COOKIE, ConsoleAuth
 from gateway.console.redact import Redactor
 from gateway.console.render import make_environment, query
 from gateway.console.transcript_reader import TranscriptReader
@@ -65,15 +66,16 @@ class NotFound(TurnstileError):
 @dataclass
 class ConsoleState:
     """What the console's pages share (on ``app.state.console``): the configuration, the
-    log-in check, the transcript reader, the templates, the redactor and the static files
-    (name -> (bytes, content type, version hash))."""
+    log-in check, the transcript reader, the templates, the redactor, the wrong admin keys per
+    address (shared with every other place that takes the admin key: ``app.state.key_guesses``)
+    and the static files (name -> (bytes, content type, version hash))."""
 
     config: GatewayConfig
     auth: ConsoleAuth
     reader: TranscriptReader
     redact: Redactor
     templates: Environment = field(default_factory=make_environment)
-    throttle: LoginThrottle = field(default_factory=LoginThrottle)
+    throttle: KeyGuesses = field(default_factory=KeyGuesses)
     static: dict[str, tuple[bytes, str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

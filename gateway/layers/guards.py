@@ -9,7 +9,8 @@ result whose call is not in the request is left to the session layer, which pair
 the session's history: the client need not resend what the session holds), and thinking signatures are
 resolved for the model's deployments (:func:`gateway.signers.resolve`), and signed thinking the
 client did not send back is restored from the gateway's memory where it is known
-(:meth:`gateway.thinking_memory.ThinkingMemory.restore`, repair ``thinking_restored``). Long conversations
+(:meth:`gateway.thinking_memory.ThinkingMemory.restore`, repair ``thinking_restored``; with
+``redis.url`` what another instance remembered is read first: :mod:`gateway.fleet.memory`). Long conversations
 (over :data:`LARGE_REQUEST_MESSAGES` messages) are checked in a worker thread, so one huge
 request does not stall every other request on the event loop.
 """
@@ -43,6 +44,8 @@ class GuardLayer:
     async def complete(self, turn: Turn, request: Request) -> Response:
         """The inner answer to the checked request."""
         offered = mcp_tools.offer(self.gw, turn)  # on the event loop: the registry is not shared
+        if self.gw.fleet is not None:  # what other instances remembered (one round trip at most)
+            await self.gw.fleet.prefetch(offered)
         if len(request.messages) > LARGE_REQUEST_MESSAGES:
             checked = await asyncio.to_thread(self.check, turn, offered)
         else:  # no coroutine for the common case
@@ -52,6 +55,8 @@ class GuardLayer:
     async def stream(self, turn: Turn, request: Request) -> Batches:
         """The inner stream of the checked request."""
         offered = mcp_tools.offer(self.gw, turn)
+        if self.gw.fleet is not None:
+            await self.gw.fleet.prefetch(offered)
         if len(request.messages) > LARGE_REQUEST_MESSAGES:
             checked = await asyncio.to_thread(self.check, turn, offered)
         else:

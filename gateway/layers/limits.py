@@ -6,9 +6,8 @@ admission however many model steps the turn takes). For a turn whose caller hold
 (``turn.principal``) with limits:
 
 * **admit** (:class:`gateway.limits.holds.Admitter`): the turn's worst-case cost — its input
-  estimate (a session-bound turn: the deployment's context window, which its rebuilt history
-  fits) plus its output budget, at the dearest price among the deployments it may be routed to
-  (:func:`gateway.limits.holds.worst_case`) — is reserved on every hard budget of the key and
+  estimate plus its output budget, at the dearest price among the deployments it may be routed
+  to (:func:`gateway.limits.holds.worst_case`) — is reserved on every hard budget of the key and
   the team, one request counted in their requests/min, one concurrent slot taken; or the turn
   is refused with nothing taken: :class:`gateway.errors.BudgetExceeded` (429,
   ``insufficient_quota``, when the budget resets), :class:`gateway.errors.RateLimitExceeded`
@@ -16,6 +15,11 @@ admission however many model steps the turn takes). For a turn whose caller hold
   :class:`gateway.errors.LimitsUnavailable` (503, Redis unreachable and ``redis.fail: closed``).
   Refusals are counted and audited, unchecked admissions counted. An unpriced turn (a
   deployment without a price) under a hard budget is refused: its cost cannot be bounded.
+* **a session-bound turn** sends the history the window layer rebuilds below, unknown here: its
+  admission reserves the worst case of what the client sent, and ``turn.context_hold``
+  (:class:`gateway.limits.holds.ContextHold`) holds the rest once the window layer rebuilt the
+  request for a deployment (refused with the budget's 429 when it does not fit), released after
+  the turn (or tool-loop step) is settled.
 * **model steps of the tool loop**: a turn running the server-side tool loop is admitted
   without a reservation (its request counted, its slot taken) and gets ``turn.step_holds``
   (:class:`gateway.limits.holds.StepHolds`), with which the tool loop layer reserves each
@@ -33,7 +37,7 @@ admission however many model steps the turn takes). For a turn whose caller hold
 Counters are in process, or in Redis with ``redis.url`` (shared by every instance), seeded from
 the spend ledger (:mod:`gateway.ledger`). A caller without a key, or a key without limits,
 passes through at the cost of one attribute test. Deployment quotas (routing around a
-provider's own limits) are not applied here yet.
+provider's own limits) are the route layer's (:mod:`gateway.limits.quotas`).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from gateway.errors import InvalidRequest
-from gateway.limits.holds import Admitter, StepHolds, principal_scopes, worst_case
+from gateway.limits.holds import Admitter, ContextHold, StepHolds, principal_scopes, worst_case
 from gateway.limits.model import Scope
 from gateway.schema import Request, Response, Usage
 from gateway.turn import Batches, Gateway, Service, Turn
@@ -91,22 +95,30 @@ class LimitsLayer:
         reservation = await admitter.admit(scopes, 0.0 if looping else cost)
         if reservation.headers:
             turn.limit_headers = reservation.headers
+        context = None
+        if session_bound and any(s.budgets for s in scopes):
+            context = turn.context_hold = ContextHold(admitter, scopes, 0.0 if looping else cost)
         if looping:
-            turn.step_holds = StepHolds(admitter, scopes, candidates, session_bound=session_bound)
+            turn.step_holds = StepHolds(
+                admitter, scopes, candidates, session_bound=session_bound, context=context
+            )
         return reservation
 
     async def _finish(self, turn: Turn, reservation: Any, response: Response | None) -> None:
         """Settle ``reservation`` with what the turn cost as its row records it (see the
         module docstring), or release it when the turn spent nothing."""
         usage = response.usage if response is not None else turn.spent
+        context: ContextHold | None = turn.context_hold
         if usage is None:
             await self.gw.limits.release(reservation)
-            return
-        holds: StepHolds | None = turn.step_holds
-        cost = usage.cost_usd or 0.0
-        if holds is not None:
-            cost = max(cost - holds.settled_usd, 0.0)
-        await self.gw.limits.settle(reservation, cost, _tokens(usage))
+        else:
+            holds: StepHolds | None = turn.step_holds
+            cost = usage.cost_usd or 0.0
+            if holds is not None:
+                cost = max(cost - holds.settled_usd, 0.0)
+            await self.gw.limits.settle(reservation, cost, _tokens(usage))
+        if context is not None:  # after the settle: the counters never hold less than the cost
+            await context.release()
 
     async def complete(self, turn: Turn, request: Request) -> Response:
         """The inner answer, admitted and settled (see the module docstring)."""

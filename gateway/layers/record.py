@@ -22,6 +22,7 @@ import asyncio
 import time
 
 from gateway.errors import TurnCutByShutdown, TurnstileError
+from gateway.redaction import redact_secrets
 from gateway.schema import AssistantMessage, Request, Response, SystemMessage, Usage
 from gateway.transcript import TranscriptWriter, TurnRecord
 from gateway.turn import Batches, Gateway, Service, Turn
@@ -99,7 +100,8 @@ class RecordLayer:
         status: int | None = None,
     ) -> None:
         """Write the rows of ``turn``: its steps' (appended), then its own (committed; returns
-        once it is, or once the commit bound passed); each is counted in the metrics too."""
+        once it is, or once the commit bound passed); the turn is counted once in the metrics,
+        each step as a step."""
         transcript = self.gw.transcript
         if turn.steps:
             await _record_steps(self.gw, transcript, turn)
@@ -140,7 +142,8 @@ class RecordLayer:
 
 async def _record_steps(gw: Gateway, transcript: TranscriptWriter | None, turn: Turn) -> None:
     """The rows ``<request id>.step<n>`` of the tool loop's model requests (appended, written
-    with the turn's own row; counted in the metrics)."""
+    with the turn's own row; counted in the metrics as steps, not turns: the turn's row holds
+    their usage, cost and attempts)."""
     for step in turn.steps:
         dep = step.deployment
         resp = step.response
@@ -162,7 +165,7 @@ async def _record_steps(gw: Gateway, transcript: TranscriptWriter | None, turn: 
             principal=turn.principal,
             session_id=turn.session_id,
         )
-        gw.metrics.turn(record)
+        gw.metrics.step(record)
         if transcript is not None:
             await transcript.append(record)
     turn.steps = []
@@ -205,8 +208,9 @@ def aborted(turn: Turn) -> Response:
 
 
 def internal_error(exc: Exception) -> TurnstileError:
-    """The row's error for an exception that is not a :class:`TurnstileError` (a bug)."""
-    return TurnstileError(f"internal error: {type(exc).__name__}: {exc}")
+    """The row's error for an exception that is not a :class:`TurnstileError` (a bug); its text
+    redacted (:func:`gateway.redaction.redact_secrets`: an SDK's exception may quote a key)."""
+    return TurnstileError(redact_secrets(f"internal error: {type(exc).__name__}: {exc}"))
 
 
 def turn_part(request: Request) -> Request:

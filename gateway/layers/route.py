@@ -4,7 +4,9 @@ The decision is made once per turn, at its first visit (:func:`route`:
 features, fit, policy, stickiness; kept in ``turn.route`` and ``turn.order``; the tool loop's
 later steps reuse it). Then ONE fallback loop, for whole answers and streams alike, tries the
 deployments in order: before each attempt :func:`may_attempt` (retry budget, windows after a
-context overflow), then the layer below for that deployment (``turn.deployment``), then
+context overflow), a deployment's quota (the provider's own rate limits: a deployment without
+room is skipped, :mod:`gateway.limits.quotas`; when none had room, the quota's 429), then the
+layer below for that deployment (``turn.deployment``), then
 :func:`succeeded` or :func:`failed` (health, cooldown honouring ``retry-after``, circuit
 breaker, latency; whether the next may be tried). A stream
 counts as answered at its first batch; nothing is retried after that. Cascade (whole answers
@@ -28,8 +30,9 @@ import structlog
 
 from gateway import accounting
 from gateway.config import Deployment
-from gateway.errors import CapabilityError, UpstreamError
+from gateway.errors import CapabilityError, RateLimitExceeded, UpstreamError
 from gateway.layers.target_media import check_capabilities
+from gateway.limits import quotas
 from gateway.schema import Request, Response
 from gateway.turn import Batches, Gateway, Service, Turn
 from routers.cascade import validate
@@ -93,6 +96,7 @@ class RouteLayer:
         gw = self.gw
         last: UpstreamError | None = None
         refusal: CapabilityError | None = None
+        full: RateLimitExceeded | None = None
         for n in range(start, len(order)):
             dep = order[n]
             if len(order) > 1:
@@ -104,23 +108,42 @@ class RouteLayer:
                     )
                     refusal = refusal or err
                     continue
+            held = None
+            if dep.quota is not None and gw.limits is not None:
+                held, no_room = await quota_hold(gw, turn, dep)
+                if no_room is not None:
+                    full = full or no_room
+                    continue
             if not may_attempt(gw, turn, dep, n):
+                if held is not None:
+                    await quotas.settle(gw.limits, held, None)
                 continue
             turn.deployment = dep
             t0 = time.perf_counter()
             try:
                 answer = await attempt(turn, request)
-            except UpstreamError as err:
-                turn.note_failed_attempt(dep, err)
-                if not failed(gw, turn, dep, err):
+            except BaseException as exc:
+                if held is not None:
+                    await quotas.settle(gw.limits, held, None)
+                if not isinstance(exc, UpstreamError):
                     raise
-                last = err
+                turn.note_failed_attempt(dep, exc)
+                if not failed(gw, turn, dep, exc):
+                    raise
+                last = exc
                 continue
             succeeded(gw, dep, (time.perf_counter() - t0) * 1000)
             turn.tried = n
+            if held is not None:
+                if isinstance(answer, Response):
+                    await quotas.settle(gw.limits, held, answer.usage)
+                else:  # a stream: settled with its usage when it ends
+                    return _quota_settled(gw, turn, held, answer)  # type: ignore[arg-type, return-value]
             return answer
         if last is not None:
             raise last
+        if full is not None:  # every deployment that could take it was at its quota
+            raise full
         if refusal is not None:
             raise refusal
         raise UpstreamError(NO_DEPLOYMENT, status=503)
@@ -144,6 +167,38 @@ class RouteLayer:
             if escalation(turn, request, resp, n, len(order)) is None:
                 return resp
             rejected, start = resp, n + 1
+
+
+async def quota_hold(gw: Gateway, turn: Turn, dep: Deployment) -> tuple[Any, RateLimitExceeded | None]:
+    """One call on ``dep``'s quota (:mod:`gateway.limits.quotas`): ``(held, None)``, or
+    ``(None, refusal)`` when the quota has no room (the attempt is skipped and noted). Raises
+    :class:`gateway.errors.LimitsUnavailable` (Redis unreachable, fail closed)."""
+    scope = quotas.quota_scope(dep)
+    if scope is None:
+        return None, None
+    try:
+        return await quotas.hold(gw.limits, scope), None
+    except RateLimitExceeded as err:
+        turn.attempts.append({"deployment": dep.name, "skipped": f"quota: {err.message}"})
+        log.info(
+            "deployment_quota_full", request_id=turn.request_id, deployment=dep.name, limit=err.dimension
+        )
+        return None, err
+
+
+async def _quota_settled(gw: Gateway, turn: Turn, held: Any, batches: Batches) -> Batches:
+    """``batches``, then the quota call settled with the stream's usage (released when it
+    ended without an answer)."""
+    try:
+        async for batch in batches:
+            yield batch
+    finally:
+        close = getattr(batches, "aclose", None)
+        if close is not None:
+            await close()
+        outcome = turn.outcome
+        answer = outcome.response if outcome is not None else None
+        await quotas.settle(gw.limits, held, answer.usage if answer is not None else None)
 
 
 # ---------------------------------------------------------------------------- the decisions

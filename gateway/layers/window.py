@@ -6,8 +6,10 @@ Keys of another wire API that earlier turns left on the logged messages (a Respo
 deployment: each is named dropped (``history.<key>``) unless the client sent it in this request
 or the target layer named it (:func:`note_history_keys`).
 When the target still refuses the request as too long for its window (a whole answer), the
-session is compacted harder and the request retried once on the same deployment. An unbound
-turn passes through.
+session is compacted harder and the request retried once on the same deployment. A keyed turn
+under a budget holds the rebuilt request's worst case before it goes upstream
+(``turn.context_hold``, :class:`gateway.limits.holds.ContextHold`: the limits layer above
+reserved only what the client sent). An unbound turn passes through.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class WindowLayer:
         if session is None or dep is None:
             return await self.inner.complete(turn, request)
         request = self.fit(turn, await session.view(request, dep), request, dep)
+        if turn.context_hold is not None:
+            await turn.context_hold.fit(request, dep)
         try:
             return await self.inner.complete(turn, request)
         except UpstreamError as err:
@@ -47,6 +51,8 @@ class WindowLayer:
         session, dep = turn.session, turn.deployment
         if session is not None and dep is not None:
             request = self.fit(turn, await session.view(request, dep), request, dep)
+            if turn.context_hold is not None:
+                await turn.context_hold.fit(request, dep)
         return await self.inner.stream(turn, request)
 
     def fit(self, turn: Turn, rebuilt: Request, request: Request, dep: Deployment) -> Request:

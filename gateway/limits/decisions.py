@@ -11,7 +11,9 @@ Headers, as the SDKs and clients know them (``headers`` on a :class:`Reservation
   ``tokens`` equivalents; resets are RFC 3339 timestamps (UTC).
 * On a refusal: ``retry-after`` (whole seconds, rounded up); on a budget refusal also
   ``x-should-retry: false`` (both SDKs then give up at once instead of retrying a cap that
-  resets hours away).
+  resets hours away) — unless the turn would fit in what is spent and only the reservations
+  of turns in flight leave no room: that is a retryable 429 (:class:`BudgetBusy`,
+  ``retry-after`` :data:`BUSY_RETRY_S`, ``x-should-retry: true``).
 
 Values come from the tightest limited scope of the turn (least remaining), per dimension.
 """
@@ -22,9 +24,12 @@ import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from gateway.errors import BudgetExceeded, RateLimitExceeded
+from gateway.errors import BudgetBusy, BudgetExceeded, RateLimitExceeded
 from gateway.limits.model import nano_to_usd
 from gateway.limits.periods import Period
+
+BUSY_RETRY_S = 1
+"""``retry-after`` (seconds) of a budget refused only for the reservations of turns in flight."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +124,29 @@ def budget_denial(
     reset_s: float | None,
     now_s: float,
 ) -> BudgetExceeded:
-    """The refusal of a turn whose cost ``cost_nano`` does not fit a hard budget."""
+    """The refusal of a turn whose cost ``cost_nano`` does not fit a hard budget:
+    :class:`BudgetBusy` (retryable) when it fits what is spent and only the reservations of
+    turns in flight leave no room, else :class:`BudgetExceeded`."""
+    if spent_nano + cost_nano <= limit_nano:
+        limit = nano_to_usd(limit_nano)
+        msg = (
+            f"budget busy: {scope}'s hard {period} budget of ${limit:.6g} has room for this turn "
+            f"(up to ${nano_to_usd(cost_nano):.6g}) in what is spent (${nano_to_usd(spent_nano):.6g}), "
+            f"but ${nano_to_usd(reserved_nano):.6g} is reserved by turns in flight; retry after "
+            f"{BUSY_RETRY_S} s"
+        )
+        busy = {"retry-after": str(BUSY_RETRY_S), "x-should-retry": "true"}
+        refused = BudgetBusy(
+            msg,
+            scope=scope,
+            period=period,
+            limit_usd=limit,
+            reset_at=None if reset_s is None else datetime.fromtimestamp(reset_s, UTC),
+            retry_after_s=BUSY_RETRY_S,
+            headers=busy,
+        )
+        refused.spent_usd = nano_to_usd(spent_nano)
+        return refused
     retry = None if reset_s is None else ceil_s(reset_s - now_s)
     reset_at = None if reset_s is None else datetime.fromtimestamp(reset_s, UTC)
     headers = {"x-should-retry": "false"}

@@ -30,7 +30,7 @@ from typing import Any
 import structlog
 
 from gateway.config import Deployment
-from gateway.errors import BudgetExceeded, LimitExceeded, LimitsUnavailable
+from gateway.errors import BudgetBusy, BudgetExceeded, LimitExceeded, LimitsUnavailable
 from gateway.limits.backend import Limits
 from gateway.limits.cost import worst_case_usd
 from gateway.limits.decisions import Reservation
@@ -41,18 +41,16 @@ log = structlog.get_logger("turnstile.limits")
 
 DEFAULT_OUTPUT_BUDGET = 4096
 """Output tokens assumed for a call that names no limit, on a deployment that names none."""
-SESSION_WINDOW = 200_000
-"""Input tokens a session-bound call may send to a deployment whose ``context_window`` is not
-configured (its history is rebuilt below the limits layer, to fit the window)."""
 
 
 def worst_case(candidates: Sequence[Deployment], request: Request, *, session_bound: bool) -> float | None:
     """USD one model call of ``request`` can cost at most on the dearest of ``candidates``
     (the deployments it may be routed to): its input estimate (an upper bound while the
-    tokenizer loads; a session-bound call: the deployment's whole context window, which its
-    rebuilt history fits) plus its output budget (``max_output_tokens``, else the
-    deployment's, else :data:`DEFAULT_OUTPUT_BUDGET`). None when there is no candidate or one
-    has no price."""
+    tokenizer loads) plus its output budget (``max_output_tokens``, else the deployment's,
+    else :data:`DEFAULT_OUTPUT_BUDGET`). ``session_bound``: the call carries a session's
+    history rebuilt below (the window layer), unknown here — the estimate is then of the
+    client's request only, and :class:`ContextHold` holds the rest once the history is
+    rebuilt. None when there is no candidate or one has no price."""
     from gateway.providers.catalog import count_tokens
 
     if not candidates:
@@ -61,10 +59,7 @@ def worst_case(candidates: Sequence[Deployment], request: Request, *, session_bo
     input_tokens = count_tokens(request, candidates[0].model, wait=False, bound=True)  # never blocks the loop
     for dep in candidates:
         budget = request.max_output_tokens or dep.max_output_tokens or DEFAULT_OUTPUT_BUDGET
-        sent = input_tokens
-        if session_bound:
-            sent = max(sent, (dep.context_window or SESSION_WINDOW) - budget)
-        cost = worst_case_usd(sent, budget, dep.price)
+        cost = worst_case_usd(input_tokens, budget, dep.price)
         if cost is None:
             return None
         worst = max(worst, cost)
@@ -84,8 +79,11 @@ def principal_scopes(principal: Any) -> list[Scope]:
 
 
 def limit_name(err: LimitExceeded) -> str:
-    """What refused: ``budget``, or the rate dimension (``requests``, ``tokens``,
+    """What refused: ``budget``, ``reserved`` (a budget full only of turns in flight:
+    :class:`gateway.errors.BudgetBusy`), or the rate dimension (``requests``, ``tokens``,
     ``concurrent``)."""
+    if isinstance(err, BudgetBusy):
+        return "reserved"
     return "budget" if isinstance(err, BudgetExceeded) else str(getattr(err, "dimension", "rate"))
 
 
@@ -149,11 +147,13 @@ class StepHolds:
         candidates: Sequence[Deployment],
         *,
         session_bound: bool,
+        context: ContextHold | None = None,
     ) -> None:
         self.admitter = admitter
-        self.scopes = [Scope(s.kind, s.id, s.budgets, None) for s in scopes if s.budgets]
+        self.scopes = budget_scopes(scopes)
         self.candidates = list(candidates)
         self.session_bound = session_bound
+        self.context = context
         self.settled_usd = 0.0
 
     async def hold(self, request: Request) -> Reservation | None:
@@ -165,7 +165,10 @@ class StepHolds:
         cost = worst_case(self.candidates, request, session_bound=self.session_bound)
         # None: an unpriced deployment, admitted only where no budget is hard (the turn's
         # admission refused it otherwise); nothing to reserve then
-        return await self.hold_usd(cost or 0.0)
+        held = await self.hold_usd(cost or 0.0)
+        if self.context is not None:
+            self.context.rebase(cost or 0.0)  # the window layer tops this step up
+        return held
 
     async def hold_usd(self, cost_usd: float) -> Reservation | None:
         """Reserve ``cost_usd`` (a call's worst case, USD) on every budget; as :meth:`hold`."""
@@ -181,8 +184,78 @@ class StepHolds:
         charged = max(cost_usd or 0.0, 0.0)
         await self.admitter.limits.settle(hold, charged, 0)
         self.settled_usd += charged
+        if self.context is not None:
+            await self.context.release()
 
     async def release(self, hold: Reservation | None) -> None:
         """The call failed without an answer: its hold is given back."""
         if hold is not None:
+            await self.admitter.limits.release(hold)
+        if self.context is not None:
+            await self.context.release()
+
+
+def budget_scopes(scopes: Sequence[Scope]) -> list[Scope]:
+    """``scopes`` with their budgets only (their rate limits are the turn's, not repeated)."""
+    return [Scope(s.kind, s.id, s.budgets, None) for s in scopes if s.budgets]
+
+
+class ContextHold:
+    """A session-bound call's input, held once it is known.
+
+    The limits layer sits above the session: it reserves the worst case of what the client sent
+    (its new messages and the output budget, ``base_usd``), not the history the window layer
+    rebuilds below for each deployment tried. :meth:`fit` is called with that rebuilt request
+    before it goes upstream, and holds on every budget the part of its worst case the base does
+    not cover (refused with :class:`gateway.errors.BudgetExceeded` when it does not fit): a
+    turn holds what its call may really cost, not a whole context window, and a hard budget is
+    still never exceeded. What :meth:`fit` held is given back by :meth:`release` after the
+    call's own reservation was settled with its cost (first settle, then release: the counters
+    never hold less than the cost)."""
+
+    def __init__(self, admitter: Admitter, scopes: Sequence[Scope], base_usd: float) -> None:
+        self.admitter = admitter
+        self.scopes = budget_scopes(scopes)
+        self.base_usd = base_usd
+        self.extra: list[Reservation] = []
+        self.extra_usd = 0.0
+
+    def rebase(self, base_usd: float) -> None:
+        """The current call's own reservation now holds ``base_usd`` (a tool-loop step's)."""
+        self.base_usd = base_usd
+
+    async def fit(self, request: Request, dep: Deployment) -> None:
+        """Hold what the rebuilt ``request`` may cost on ``dep`` beyond what is held already.
+        Raises :class:`gateway.errors.BudgetExceeded`, :class:`gateway.errors.LimitsUnavailable`
+        (fail closed)."""
+        if not self.scopes:
+            return
+        cost = worst_case([dep], request, session_bound=False)
+        if cost is None:  # unpriced: admitted only where no budget is hard
+            return
+        need = cost - self.base_usd - self.extra_usd
+        if need <= 0:
+            return
+        try:
+            self.extra.append(await self.admitter.admit(self.scopes, need))
+        except BudgetBusy as busy:
+            if busy.spent_usd + cost <= busy.limit_usd:
+                raise  # others' turns in flight hold the room: worth a retry
+            # only this call's own reservation was in the way: the budget is spent for it
+            raise BudgetExceeded(
+                busy.message.replace("budget busy", "budget exceeded", 1).split("; retry after")[0]
+                + f"; with its session history this call may cost up to ${cost:.6g}",
+                scope=busy.scope,
+                period=busy.period,
+                limit_usd=busy.limit_usd,
+                reset_at=busy.reset_at,
+                retry_after_s=None,
+                headers={"x-should-retry": "false"},
+            ) from None
+        self.extra_usd += need
+
+    async def release(self) -> None:
+        """Give back what :meth:`fit` held (never raises for a counter problem)."""
+        extra, self.extra, self.extra_usd = self.extra, [], 0.0
+        for hold in extra:
             await self.admitter.limits.release(hold)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gateway.errors import LimitExceeded
+from gateway.errors import BudgetBusy, LimitExceeded
 from gateway.limits.backend import Clock, SpendSource, ms_now, no_spend
 from gateway.limits.decisions import (
     Reservation,
@@ -155,7 +155,9 @@ class MemoryLimits:
                 limit = b.nano
                 if counter.spent + counter.reserved + cost > limit:
                     if b.hard:
-                        if budget_den is None:
+                        if budget_den is None or (  # a budget spent wins over one only busy
+                            isinstance(budget_den, BudgetBusy) and counter.spent + cost > limit
+                        ):
                             budget_den = budget_denial(
                                 scope=name,
                                 period=b.period,

@@ -214,7 +214,8 @@ class RedisLimits:
                     c = checks[int(i) - 1]
                     assert c.budget is not None
                     usd = await self.spend(c.scope, c.budget.period, c.start_s, c.reset_s)
-                    args[(int(i) - 1) * 5 + 4] = usd_to_nano(usd)
+                    read_ms = round(ms_now(self.clock) * 1000)  # after the read: what it holds
+                    args[(int(i) - 1) * 5 + 4] = f"{usd_to_nano(usd)}:{read_ms}"
                 reply = await self._admit_shielded(keys, head + args, rid, cost, plan)
         except UNREACHABLE as err:
             self.down_until = self.clock() + DOWN_COOLDOWN_S

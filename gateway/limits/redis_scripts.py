@@ -8,7 +8,8 @@ exact to 2**53, i.e. 9 million USD of spend per counter). The window arithmetic 
 
 Keys (``P`` the configured prefix; ``S`` a scope name such as ``key:k_1``):
 
-* ``P b:S:PERIOD:START`` — hash ``s`` (spent), ``r`` (reserved) and one field per reservation
+* ``P b:S:PERIOD:START`` — hash ``s`` (spent), ``r`` (reserved), ``t`` (when its seed was read
+  from the ledger, ms: a settle of a turn that ended before is not added again) and one field per reservation
   id holding its amount (``x:ID`` once its deadline passed unsettled); TTL one day past the
   period's end (none for ``total``). Settle is idempotent by these fields: it charges a
   reservation only while its field is there, and removes it.
@@ -27,8 +28,8 @@ Admission ``KEYS``: ``P adm:ID``, then the checks' keys in order (a budget check
 hash, holds zset).
 ``ARGV``: ``now_ms, id, cost_nano, deadline_ms, n`` then per check five values: ``type``
 (``b`` budget, ``q`` requests/min, ``t`` tokens/min, ``c`` concurrent), ``limit``, ``hard``
-(1/0), ``ttl_ms`` (budget key TTL; 0: none), ``seed`` (budget spent to create a missing key
-with; empty: unknown). Replies:
+(1/0), ``ttl_ms`` (budget key TTL; 0: none), ``seed`` (``spent_nano:read_ms``: the budget's spent
+to create a missing key with, and when the ledger was read; empty: unknown). Replies:
 
 * ``{"seed", i...}``: budget checks ``i`` (1-based) have no key and no seed; nothing written.
 * ``{"deny", "b", i, spent, reserved, 0}`` or ``{"deny", "r", i, used, retry_ms, reset_ms}``
@@ -156,20 +157,29 @@ if #missing > 0 then
 end
 for _, c in ipairs(checks) do
   if c.t == 'b' and c.seed ~= '' and redis.call('EXISTS', c.key) == 0 then
-    redis.call('HSET', c.key, 's', c.seed, 'r', 0)
+    -- the seed is 'spent_nano:read_ms': the ledger's spend and when it was read; a kept settle
+    -- of a turn that ended before then is in that spend already (SETTLE does not add it again)
+    local spent, at = string.match(c.seed, '^(%d+):(%d+)$')
+    redis.call('HSET', c.key, 's', spent, 'r', 0, 't', at)
     if c.ttl > 0 then redis.call('PEXPIRE', c.key, c.ttl) end
   end
 end
 -- 2. check everything; nothing is taken unless all pass
-local soft, states, rate_deny = {}, {}, nil
+local soft, states, rate_deny, busy = {}, {}, nil, nil
 for i, c in ipairs(checks) do
   if c.t == 'b' then
     sweep_holds(c.key, c.holds, now_ms)
     local sr = redis.call('HMGET', c.key, 's', 'r')
     local spent, reserved = tonumber(sr[1] or '0'), tonumber(sr[2] or '0')
     if spent + reserved + cost > c.limit then
-      if c.hard then return {'deny', 'b', i, spent, reserved, 0} end
-      soft[#soft + 1] = i; soft[#soft + 1] = spent; soft[#soft + 1] = reserved
+      if c.hard then
+        -- spent past it: refused; full only of reservations in flight: the first such, unless
+        -- another budget is spent past it
+        if spent + cost > c.limit then return {'deny', 'b', i, spent, reserved, 0} end
+        busy = busy or {'deny', 'b', i, spent, reserved, 0}
+      else
+        soft[#soft + 1] = i; soft[#soft + 1] = spent; soft[#soft + 1] = reserved
+      end
     end
   elseif c.t == 'q' or c.t == 't' then
     local total, span = window(c.key, now_ms)
@@ -190,6 +200,7 @@ for i, c in ipairs(checks) do
     end
   end
 end
+if busy then return busy end
 if rate_deny then return rate_deny end
 -- 3. take it
 redis.call('SET', KEYS[1], '1', 'PX', 60000)
@@ -239,7 +250,11 @@ for _ = 1, nb do
   -- seed: the ledger holds this turn and seeds it again
   if mine then
     fresh = true
-    if actual > 0 and redis.call('EXISTS', h) == 1 then redis.call('HINCRBY', h, 's', ARGV[3]) end
+    -- a counter seeded from the ledger after the turn ended holds its spend already ('t')
+    local seeded = tonumber(redis.call('HGET', h, 't') or '0')
+    if actual > 0 and redis.call('EXISTS', h) == 1 and now_ms >= seeded then
+      redis.call('HINCRBY', h, 's', ARGV[3])
+    end
   end
 end
 for _ = 1, nt do

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from gateway.providers.gemini_request import read_system_note
-from gateway.providers.wire_common import ERROR_PREFIX
+from gateway.providers.wire_common import ERROR_PREFIX, openai_strict_ok
 from gateway.schema import (
     AssistantMessage,
     AudioPart,
@@ -207,6 +207,17 @@ def project(req: Request) -> dict[str, Any]:
     return out
 
 
+def _effective_strict(fmt: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A response format facet with ``dialect_strict`` folded into ``strict`` (what an OpenAI
+    upstream is sent: :func:`gateway.providers.wire_common.openai_strict`)."""
+    if fmt is None or "dialect_strict" not in fmt:
+        return fmt
+    out = dict(fmt)
+    if out.pop("dialect_strict") and out.get("strict") is None and openai_strict_ok(out.get("schema")):
+        out["strict"] = True
+    return out
+
+
 def _short(value: Any) -> str:
     text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
     return text if len(text) <= 160 else text[:157] + "..."
@@ -233,6 +244,21 @@ ANTHROPIC_MIN_BUDGET = (
     "Anthropic's smallest thinking budget is 1,024 tokens; a smaller one is raised to it "
     "(https://docs.claude.com/en/docs/build-with-claude/extended-thinking)"
 )
+
+
+GEMINI_ALWAYS_THINKS = (
+    "this Gemini model's thinking cannot be turned off (gateway/providers/gemini_models.py); "
+    "the request asking for it off is sent without a thinking setting and `thinking` is named dropped"
+)
+
+
+def _kept_on(value: Any, other: Any) -> bool:
+    """Thinking asked off that reached the target with no thinking setting at all."""
+    return (
+        isinstance(value, dict)
+        and value.get("enabled") is False
+        and (other is None or (isinstance(other, dict) and other.get("enabled") is None))
+    )
 
 
 def _raised_budget(value: Any, other: Any) -> bool:
@@ -278,6 +304,10 @@ def diff(before: Request, after: Request, target: str) -> list[Difference]:
             other = [t for t in other or [] if t.strip()]
         if facet == "response_format" and value is not None and value.get("name") is None and other:
             other = {**other, "name": None}  # a target that requires a name gets a default one
+        if facet == "response_format":
+            # A dialect whose structured output is always strict reaches OpenAI as strict: true
+            # where the schema allows: the same strictness, spelled once.
+            value, other = _effective_strict(value), _effective_strict(other)
         if facet in ("user_images", "result_images") and target == "gemini":
             # Gemini requires a media type: one guessed from the URL fills an unknown one
             value = [_no_media(x) for x in value]
@@ -287,6 +317,8 @@ def diff(before: Request, after: Request, target: str) -> list[Difference]:
             limit = LIMITS.get((target, facet), "")
             if facet == "thinking_config" and target == "anthropic_messages" and _raised_budget(value, other):
                 limit = ANTHROPIC_MIN_BUDGET
+            if facet == "thinking_config" and target == "gemini" and _kept_on(value, other):
+                limit = GEMINI_ALWAYS_THINKS
             out.append(Difference(facet, x, y, limit))
     if target == "openai_chat" and any(d.facet == "result_images" for d in out):
         for d in out:

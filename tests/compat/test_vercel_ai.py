@@ -348,15 +348,13 @@ def test_system_prompt_and_call_settings_reach_each_upstream(
         say(upstream, api, "hello")
     out = vercel_worker.run("settings", provider, gateway_url, MODEL_FOR[api])
     if refused:
-        # The Responses API has no stop sequences: refused by the client's own name of the field,
-        # in the client's own dialect.
-        name = {
-            "openai.chat": "stop",
-            "anthropic": "stop_sequences",
-            "google": "generationConfig.stopSequences",
-        }
+        # The Responses API has no stop sequences: refused by name, in the client's own dialect.
         assert out["status"] == 400, out
-        assert out["error"].startswith(f"{name[provider]}: ") and "openai_responses" in out["error"], out
+        # Named as the client's dialect names it (Chat `stop`, Anthropic `stop_sequences`, Gemini
+        # `generationConfig.stopSequences`).
+        named = {"anthropic": "stop_sequences", "google": "generationConfig.stopSequences"}
+        assert out["error"].startswith(f"{named.get(provider, 'stop')}: "), out
+        assert "openai_responses wire API" in out["error"] and "no stop sequences" in out["error"], out
         error = json.loads(out["body"])["error"]
         assert error["message"] == out["error"]
         assert {"openai.chat": "param", "anthropic": "type", "google": "status"}[provider] in error

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,13 @@ runner = CliRunner()
 def _serve_environment_is_restored(monkeypatch: pytest.MonkeyPatch) -> None:
     """``serve`` hands its choices to the app factory through the environment; monkeypatch
     restores it after each test."""
-    for var in ("TURNSTILE_CONFIG", "TURNSTILE_HOST", "TURNSTILE_ALLOW_ANONYMOUS", "TURNSTILE_LOG_LEVEL"):
+    for var in (
+        "TURNSTILE_CONFIG",
+        "TURNSTILE_HOST",
+        "TURNSTILE_ALLOW_ANONYMOUS",
+        "TURNSTILE_LOG_LEVEL",
+        "TURNSTILE_CONSOLE_TOKEN",
+    ):
         monkeypatch.setenv(var, "")  # recorded, so that undo restores it (or its absence)
         monkeypatch.delenv(var)
 
@@ -308,3 +315,21 @@ def test_serve_refuses_a_host_it_cannot_listen_on_in_one_line_naming_it(
     assert "\n" not in line, "one line"
     assert line.startswith(f"turnstile: cannot listen on host {host!r}: "), line
     assert "--host, TURNSTILE_HOST or server.host" in line
+
+
+def test_serve_on_loopback_without_an_admin_key_prints_a_one_time_console_login_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _fake_uvicorn(monkeypatch)
+    monkeypatch.delenv("TURNSTILE_ADMIN_KEY", raising=False)
+    config = _demo_config(tmp_path)
+    got = runner.invoke(app, ["serve", "--config", str(config), "--port", "4123"])
+    assert got.exit_code == 0, got.output
+    token = os.environ["TURNSTILE_CONSOLE_TOKEN"]
+    assert len(token) >= 40 and f"http://127.0.0.1:4123/ui/login?token={token}" in got.output
+    assert calls and calls[0]["port"] == 4123
+    again = runner.invoke(app, ["serve", "--config", str(config), "--port", "4123"])
+    assert os.environ["TURNSTILE_CONSOLE_TOKEN"] != token and token not in again.output  # a new one per start
+    monkeypatch.setenv("TURNSTILE_ADMIN_KEY", "an-admin-key-of-the-operator")
+    keyed = runner.invoke(app, ["serve", "--config", str(config)])
+    assert "login link" not in keyed.output and "TURNSTILE_CONSOLE_TOKEN" not in os.environ

@@ -128,3 +128,16 @@ def test_histogram_buckets_are_cumulative_in_the_exposition_as_prometheus_client
     assert bucket == {"0.005": 1, "0.05": 3, "10.0": 4, "+Inf": 5}
     assert s[("turnstile_turn_duration_seconds_count", labels)] == 5
     assert abs(s[("turnstile_turn_duration_seconds_sum", labels)] - 1007.083) < 1e-6
+
+
+def test_a_tool_loop_step_is_counted_as_a_step_never_as_a_turn_nor_again_in_tokens() -> None:
+    m = Metrics()
+    for n in (1, 2):
+        m.step(_record(request_id=f"r1.step{n}", attempts=[]))
+    m.turn(_record())
+    s = _samples(m)
+    turns = (("deployment", "oa"), ("dialect", "openai_chat"), ("guard_outcome", "ok"), ("status", "200"))
+    assert s[("turnstile_turns_total", turns)] == 1
+    assert s[("turnstile_tool_loop_steps_total", (("deployment", "oa"),))] == 2
+    assert s[("turnstile_tokens_total", (("deployment", "oa"), ("type", "input")))] == 20
+    assert s[("turnstile_cost_usd_total", (("deployment", "oa"),))] == 0.5

@@ -1,7 +1,7 @@
 """A turn is one chain of layers: each layer is entered once at its place, in order, and none
 calls back up. Checked on the turn that visits every layer: bound to a session, running the
 server-side tool loop (two model steps), with a fallback (the first deployment fails every
-time), whole and streamed."""
+time), whole and streamed; with guardrails on, so that their layer is in the chain."""
 
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ CONFIG: dict[str, Any] = {
         {"name": "backup", "api": "openai_chat", "model": "b"},
     ],
     "models": [{"name": "m", "deployments": ["primary", "backup"]}],
+    "guardrails": {"enabled": True, "output": True},  # the layer is in the chain only when on
 }
 
 
@@ -168,7 +169,7 @@ def _assert_one_chain(entered: list[str]) -> None:
         one_down = RANK[b] == RANK[a] + 1
         next_unit = b in LOOPING.values() and RANK[b] <= RANK[a]  # the loop above it went on
         assert one_down or next_unit, f"{b} entered after {a}: a layer called back up or skipped one"
-    per_attempt = ["TargetLayer", "WindowLayer", "AttemptLayer"]
+    per_attempt = ["TargetLayer", "WindowLayer", "GuardrailsLayer", "AttemptLayer"]
     steps = [entered[i:] for i, n in enumerate(entered) if n == "RouteLayer"]
     assert len(steps) == 2  # two model steps: a tool call, then the answer
     for step in steps:

@@ -28,6 +28,10 @@ Its tools cover the faults and edge cases the registry must handle:
 Resources ``note://<name>/readme`` and ``note://<name>/extra-N`` (``--resources N``), the template
 ``note://<name>/items/{item}``, the prompt ``summarize(topic)``; ``grow`` (read-only) adds one
 resource, one prompt and one tool at run time and tells the client the lists changed.
+
+With ``--oauth-issuer URL`` (HTTP only) the server is an OAuth protected resource of that issuer:
+RS256 JWTs checked against its ``/jwks`` (PyJWT), audience ``http://127.0.0.1:PORT/mcp``, scope
+``mcp`` required; its 401s carry the SDK's protected-resource metadata.
 """
 
 from __future__ import annotations
@@ -51,9 +55,54 @@ LONG_NAME = "a_tool_name_that_is_deliberately_much_longer_than_sixty_four_charac
 BUILD_LOG_LINES = 155_000  # "line N: compiling module mK.c ...\n" is ~39 bytes: about 6 MB in all
 
 
-def build(name: str, search_param: str, extra_resources: int = 0, routed: bool = False) -> MCPServer:
+class JwtVerifier:
+    """The ``mcp`` SDK ``TokenVerifier`` of ``--oauth-issuer``: RS256 JWTs of ``issuer`` for ``audience``."""
+
+    def __init__(self, issuer: str, audience: str) -> None:
+        import jwt
+
+        self.issuer = issuer
+        self.audience = audience
+        self.keys = jwt.PyJWKClient(f"{issuer}/jwks", cache_keys=True)
+
+    async def verify_token(self, token: str) -> Any:
+        import jwt
+        from mcp.server.auth.provider import AccessToken
+
+        try:
+            key = await anyio.to_thread.run_sync(self.keys.get_signing_key_from_jwt, token)
+            claims = jwt.decode(token, key, algorithms=["RS256"], audience=self.audience, issuer=self.issuer)
+        except jwt.PyJWTError:
+            return None
+        return AccessToken(
+            token=token,
+            client_id=claims.get("client_id", ""),
+            scopes=str(claims.get("scope", "")).split(),
+            expires_at=claims.get("exp"),
+            resource=self.audience,
+            subject=claims.get("sub"),
+            claims=claims,
+        )
+
+
+def build(
+    name: str,
+    search_param: str,
+    extra_resources: int = 0,
+    routed: bool = False,
+    oauth: tuple[str, str] | None = None,
+) -> MCPServer:
     """The fixture server named ``name``."""
-    server = MCPServer(name, version="0.0.1", warn_on_duplicate_tools=False)
+    auth: dict[str, Any] = {}
+    if oauth is not None:
+        from mcp.server.auth.settings import AuthSettings
+
+        issuer, resource = oauth
+        auth = {
+            "token_verifier": JwtVerifier(issuer, resource),
+            "auth": AuthSettings(issuer_url=issuer, resource_server_url=resource, required_scopes=["mcp"]),
+        }
+    server = MCPServer(name, version="0.0.1", warn_on_duplicate_tools=False, **auth)
 
     if routed:
 
@@ -251,10 +300,12 @@ def main() -> None:
     )
     parser.add_argument("--family", default="", help="start descendants, append their pids here")
     parser.add_argument("--routed", action="store_true", help="add the routed tool (x-mcp-header)")
+    parser.add_argument("--oauth-issuer", default="", help="require JWTs of this issuer (HTTP only)")
     args = parser.parse_args()
     if args.family:
         spawn_family(args.family)
-    server = build(args.name, args.search_param, args.resources, args.routed)
+    oauth = (args.oauth_issuer, f"http://127.0.0.1:{args.http_port}/mcp") if args.oauth_issuer else None
+    server = build(args.name, args.search_param, args.resources, args.routed, oauth)
     if args.http_port:
         server.run("streamable-http", host="127.0.0.1", port=args.http_port)
     else:

@@ -42,8 +42,11 @@ class LoopThread:
 class GatewayServer:
     """The real gateway app served by uvicorn inside :class:`LoopThread`'s loop."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, options: dict[str, Any] | None = None) -> None:
+        """``options``: uvicorn options in place of the guarded protocol without proxy headers
+        (``gateway.serving.uvicorn_options`` gives exactly what `turnstile serve` passes)."""
         self.app = app
+        self.options = options
         self.url = ""
         self._server: Any = None
         self._task: asyncio.Task[None] | None = None
@@ -58,14 +61,16 @@ class GatewayServer:
         port = sock.getsockname()[1]
         from gateway.serving import GuardedHttpToolsProtocol
 
+        # as `turnstile serve` runs it: the guarded protocol, uvicorn's proxy headers off
+        options = self.options or {"http": GuardedHttpToolsProtocol, "proxy_headers": False}
         config = uvicorn.Config(
             self.app,
-            http=GuardedHttpToolsProtocol,  # as `turnstile serve` runs it
             lifespan="on",
             log_level="warning",
             access_log=False,
             timeout_graceful_shutdown=2,
             ws="none",
+            **options,
         )
         self._server = uvicorn.Server(config)
         self._task = asyncio.get_running_loop().create_task(self._server.serve(sockets=[sock]))

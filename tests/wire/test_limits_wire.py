@@ -162,19 +162,58 @@ def test_a_team_budget_bounds_every_key_of_the_team(limits_gw: dict[str, Any]) -
     assert 0 < _spent(url, "team", team_id) <= 150
 
 
-def test_a_session_bound_turn_reserves_its_deployments_window_so_history_cannot_overshoot(
+def test_a_session_bound_turn_reserves_its_input_estimate_not_the_whole_window(
     limits_gw: dict[str, Any],
 ) -> None:
-    """The session's history goes up below the limits layer: a session turn's worst case is the
-    whole window (200,000 tokens here, at 1 USD each), so a 3,000 USD budget refuses it."""
+    """A session turn's worst case is what it sends (its rebuilt history, its new messages)
+    plus its output budget, not the deployment's whole window (200,000 tokens here, at 1 USD
+    each): a 3,000 USD budget admits it."""
     url = limits_gw["url"]
-    _, secret = _key(url, budgets=[{"period": "total", "usd": 3000, "hard": True}])
+    key_id, secret = _key(url, budgets=[{"period": "total", "usd": 3000, "hard": True}])
     client = openai.OpenAI(base_url=f"{url}/v1", api_key=secret, max_retries=0, timeout=20)
-    _ask(client)  # unbound: admitted
-    with pytest.raises(openai.RateLimitError):
+    for text in ("hi", "and again"):
         client.chat.completions.create(
             model="default",
             max_tokens=5,
-            messages=[{"role": "user", "content": "hi"}],
+            messages=[{"role": "user", "content": text}],
             extra_headers={"x-turnstile-session": "limits-session-1"},
         )
+    assert 0 < _spent(url, "key", key_id) <= 3000
+
+
+def test_a_session_turns_history_is_held_before_it_goes_upstream(limits_gw: dict[str, Any]) -> None:
+    """The history is rebuilt below the limits layer: the window layer holds its worst case
+    before the call goes upstream, so a budget with room for the new message but not for the
+    history refuses the turn (429) and the ledger stays within the budget."""
+    url = limits_gw["url"]
+    key_id, secret = _key(url, budgets=[{"period": "total", "usd": 100_000, "hard": True}])
+    client = openai.OpenAI(base_url=f"{url}/v1", api_key=secret, max_retries=0, timeout=20)
+    session = {"x-turnstile-session": "limits-session-history"}
+    long_question = "please summarise " + "the quick brown fox jumps over the lazy dog " * 8
+    client.chat.completions.create(
+        model="default",
+        max_tokens=5,
+        messages=[{"role": "user", "content": long_question}],
+        extra_headers=session,
+    )
+    first = _spent(url, "key", key_id)
+    limit = first + 75  # room for "hi" and 5 output tokens, not for the history again
+    patched = httpx.patch(
+        f"{url}/admin/keys/{key_id}",
+        json={"budgets": [{"period": "total", "usd": limit, "hard": True}]},
+        headers=AUTH,
+        timeout=10,
+    )
+    assert patched.status_code == 200, patched.text
+    client.chat.completions.create(
+        model="default", max_tokens=5, messages=[{"role": "user", "content": "hi"}]
+    )
+    with pytest.raises(openai.RateLimitError) as err:
+        client.chat.completions.create(
+            model="default", max_tokens=5, messages=[{"role": "user", "content": "hi"}], extra_headers=session
+        )
+    assert isinstance(err.value.body, dict) and err.value.body["type"] == "insufficient_quota"
+    client.chat.completions.create(  # the same message without the history fits
+        model="default", max_tokens=5, messages=[{"role": "user", "content": "hi"}]
+    )
+    assert _spent(url, "key", key_id) <= limit

@@ -54,7 +54,12 @@ def test_metrics_count_turns_tokens_attempts_fallbacks_and_refusals_exactly(
     with ant.messages.stream(model=an, max_tokens=50, messages=[{"role": "user", "content": "hi"}]) as s:
         assert s.get_final_text() == "three"
     oai.chat.completions.create(model=FALLBACK, messages=[{"role": "user", "content": "hi"}])
-    bad = httpx.post(f"{gateway_url}/v1/chat/completions", content=b"{not json", timeout=10)
+    bad = httpx.post(
+        f"{gateway_url}/v1/chat/completions",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+        timeout=10,
+    )
     assert bad.status_code == 400
     d = _delta(before, _scrape(gateway_url))
 

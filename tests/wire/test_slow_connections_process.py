@@ -38,6 +38,8 @@ STALLED_BODIES = 20
 NORMAL = 99
 NOFILE = (256, 512)
 HEADER_TIMEOUT_S = 1.0
+HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+"""A chat request's head as an SDK sends it (a loopback Host, JSON), without its length."""
 BODY_TIMEOUT_S = 1.0
 SLOW_BODIES = 260
 SLOW_CAP = 200
@@ -135,11 +137,11 @@ def test_a_thousand_idle_and_slow_connections_do_not_stop_normal_requests(
     stalled = [_connect(port) for _ in range(STALLED_BODIES)]
     for s in stalled:
         with contextlib.suppress(OSError):
-            s.send(b'POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n{"model"')
+            s.send(HEAD + b'content-length: 1000\r\n\r\n{"model"')
     stop = threading.Event()
 
     def trickle() -> None:  # one byte of a request line per connection every 0.2 s
-        line = b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
+        line = HEAD
         i = 0
         while not stop.wait(0.2):
             for s in trickling:
@@ -212,7 +214,7 @@ def test_slow_bodies_past_the_connection_cap_do_not_stop_normal_requests(
     slow_body_gateway: GatewayProcess, standin: UpstreamStandin
 ) -> None:
     gateway = slow_body_gateway
-    head = b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 200000\r\n\r\n{"
+    head = HEAD + b"content-length: 200000\r\n\r\n{"
     slow = []
     for _ in range(SLOW_BODIES):
         s = _connect(gateway.port)

@@ -1,10 +1,10 @@
 """The console's log-in tokens (gateway/console/auth.py): signed with the admin key, expiring,
-never valid without an admin key; CSRF tokens bound to one session; wrong keys throttled per
-address."""
+never valid without an admin key; CSRF tokens bound to one session (wrong keys are throttled
+per address by gateway/access/guessing.py: tests/gateway/access/test_guessing.py)."""
 
 from __future__ import annotations
 
-from gateway.console.auth import ConsoleAuth, LoginThrottle
+from gateway.console.auth import ConsoleAuth
 
 
 class Clock:
@@ -48,18 +48,13 @@ def test_a_csrf_token_belongs_to_one_valid_session() -> None:
     assert not auth.csrf_ok("forged.token.here", auth.csrf("forged.token.here"))
 
 
-def test_wrong_keys_are_throttled_per_address_for_the_window() -> None:
-    clock = Clock(0.0)
-    throttle = LoginThrottle(failures=3, window_s=60, clock=clock)
-    for _ in range(3):
-        assert throttle.retry_after("1.2.3.4") is None
-        throttle.failed("1.2.3.4")
-    assert throttle.retry_after("1.2.3.4") == 60
-    assert throttle.retry_after("5.6.7.8") is None  # another address is not held back
-    clock.t = 45.0
-    assert throttle.retry_after("1.2.3.4") == 15
-    clock.t = 60.0
-    assert throttle.retry_after("1.2.3.4") is None
-    throttle.failed("1.2.3.4")
-    throttle.succeeded("1.2.3.4")
-    assert throttle.retry_after("1.2.3.4") is None
+def test_the_one_time_login_token_redeems_once_and_signs_sessions_only_without_an_admin_key() -> None:
+    auth = ConsoleAuth(None, session_s=60, login_token="t" * 43)
+    assert auth.configured and auth.by_token and not auth.is_admin_key("t" * 43)
+    assert not auth.redeem("t" * 42) and not auth.redeem(None)
+    assert auth.redeem("t" * 43)
+    assert not auth.redeem("t" * 43)  # used
+    assert auth.valid(auth.issue())
+    assert not ConsoleAuth(None, session_s=60, login_token="u" * 43).valid(auth.issue())  # another start
+    keyed = ConsoleAuth("admin", session_s=60, login_token="t" * 43)
+    assert not keyed.by_token and not keyed.redeem("t" * 43)  # an admin key: the token means nothing

@@ -296,3 +296,45 @@ def test_without_an_admin_key_the_console_is_closed_on_loopback_too(tmp_path: Pa
     app = create_app(config=off, settings=Settings(db_path=tmp_path / "t.db", log_level="warning"))
     with TestClient(app, base_url="http://127.0.0.1") as http:
         assert http.get("/ui").status_code == 404
+
+
+def test_on_loopback_without_an_admin_key_the_one_time_login_link_logs_in_once(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    token = "one-time-token-" + "q" * 32
+    config = parse_config(
+        {
+            "server": {"db_path": str(tmp_path / "t.db")},
+            "deployments": [{"name": "demo", "api": "demo", "model": "d"}],
+        }
+    )
+    settings = Settings(db_path=tmp_path / "t.db", log_level="warning", console_token=token)
+    app = create_app(config=config, settings=settings)
+    with (
+        TestClient(app, base_url="http://127.0.0.1") as http,
+        TestClient(app, base_url="http://127.0.0.1") as other,
+    ):
+        assert http.get("/ui", follow_redirects=False).headers["location"].startswith("/ui/login")
+        page = http.get("/ui/login")
+        assert page.status_code == 401 and "one-time login link" in page.text and token not in page.text
+        assert http.get("/ui/login", params={"token": token + "x"}).status_code == 401
+        opened = http.get("/ui/login", params={"token": token, "next": "/ui/turns"}, follow_redirects=False)
+        assert opened.status_code == 303 and opened.headers["location"] == "/ui/turns"
+        assert (
+            "HttpOnly" in opened.headers["set-cookie"] and "SameSite=strict" in opened.headers["set-cookie"]
+        )
+        assert http.get("/ui/turns").status_code == 200
+        used = other.get("/ui/login", params={"token": token})
+        assert used.status_code == 401 and "used already" in used.text
+        assert other.get("/ui", follow_redirects=False).status_code == 303  # still logged out
+    with pytest.MonkeyPatch.context() as mp:  # with an admin key the link is not a way in: the form
+        mp.setenv("TURNSTILE_ADMIN_KEY", "the-operators-admin-key")
+        app = create_app(config=config, settings=settings)
+        with TestClient(app, base_url="http://127.0.0.1") as http:
+            form = http.get("/ui/login", params={"token": token})
+            assert form.status_code == 200 and 'name="admin_key"' in form.text
+    public = config.model_copy(update={"server": config.server.model_copy(update={"host": "0.0.0.0"})})
+    keyed = public.model_copy(update={"access": public.access.model_copy(update={"auth": "required"})})
+    app = create_app(config=keyed, settings=settings)
+    with TestClient(app, base_url="http://127.0.0.1") as http:  # off loopback the link means nothing
+        assert http.get("/ui/login", params={"token": token}).status_code == 503

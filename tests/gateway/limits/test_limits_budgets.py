@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from limits_support import Clock, Factory, spent
 
-from gateway.errors import BudgetExceeded
+from gateway.errors import BudgetBusy, BudgetExceeded
 from gateway.limits.model import BudgetLimit, RateLimit, Scope
 
 
@@ -59,10 +59,11 @@ async def test_a_hard_budget_refusal_names_the_scope_period_limit_and_reset(
 ) -> None:
     lim = make_limits(timezone="Europe/Berlin")
     k = key(BudgetLimit("day", 1.0))
-    await lim.admit([k], 0.7)
+    await lim.settle(await lim.admit([k], 0.7), 0.7, tokens=0)
     with pytest.raises(BudgetExceeded) as caught:
         await lim.admit([k], 0.4)
     err = caught.value
+    assert not isinstance(err, BudgetBusy)
     assert (err.status, err.kind, err.error_code) == (429, "rate_limit", "insufficient_quota")
     assert (err.scope, err.period, err.limit_usd) == ("key:k1", "day", 1.0)
     assert err.reset_at == datetime(2026, 1, 1, 23, tzinfo=UTC)  # midnight in Berlin
@@ -76,6 +77,31 @@ async def test_a_hard_budget_refusal_names_the_scope_period_limit_and_reset(
         "limit_usd": 1.0,
         "reset_at": "2026-01-01T23:00:00+00:00",
     }
+
+
+async def test_a_budget_full_only_of_turns_in_flight_is_a_retryable_refusal(make_limits: Factory) -> None:
+    lim = make_limits()
+    k = key(BudgetLimit("day", 1.0))
+    held = await lim.admit([k], 0.7)  # in flight, not spent
+    with pytest.raises(BudgetBusy) as caught:
+        await lim.admit([k], 0.4)
+    err = caught.value
+    assert (err.status, err.kind, err.error_code) == (429, "rate_limit", None)
+    assert err.retry_after_s == 1
+    assert err.headers == {"retry-after": "1", "x-should-retry": "true"}
+    assert "reserved by turns in flight" in err.message
+    await lim.settle(held, 0.5, tokens=0)  # the turn in flight cost less than its worst case
+    await lim.admit([k], 0.4)
+
+
+async def test_a_spent_budget_wins_over_one_only_busy(make_limits: Factory) -> None:
+    lim = make_limits()
+    busy, spent_out = key(BudgetLimit("day", 1.0)), team(BudgetLimit("day", 0.5))
+    await lim.admit([busy], 0.9)
+    await lim.settle(await lim.admit([spent_out], 0.45), 0.45, tokens=0)
+    with pytest.raises(BudgetExceeded) as caught:
+        await lim.admit([busy, spent_out], 0.2)
+    assert not isinstance(caught.value, BudgetBusy)
 
 
 async def test_a_total_budget_refusal_has_no_reset(make_limits: Factory) -> None:

@@ -119,3 +119,86 @@ async def test_an_admission_without_the_shared_counters_is_counted(fail: str) ->
     else:
         assert (await admitter.admit([_key(1.0)], 0.1)).degraded
         assert rec.calls == [("unreachable", "admitted")]
+
+
+def _request(text: str) -> Any:
+    from gateway.schema import Request, TextPart, UserMessage
+
+    return Request(model="m", max_output_tokens=10, messages=[UserMessage(content=[TextPart(text=text)])])
+
+
+def _priced() -> Any:
+    from gateway.config import Deployment, Price
+
+    return Deployment(name="d", api="demo", model="turnstile-demo", price=Price(input=1e6, output=1e6))
+
+
+async def test_a_session_calls_history_is_held_on_top_of_its_admission_and_given_back(
+    make_limits: Factory,
+) -> None:
+    from gateway.limits.holds import ContextHold, worst_case
+
+    lim = make_limits()
+    rec = Recorder()
+    scope = _key(10_000.0)
+    admitter = Admitter(lim, rec, rec, "principal", "r")
+    new = _request("hi")
+    base = worst_case([_priced()], new, session_bound=True)
+    assert base is not None and base < 1_000  # the new message and 10 output tokens, not a window
+    turn = await admitter.admit([scope], base)
+    context = ContextHold(admitter, [scope], base)
+    rebuilt = _request("a long history " * 50 + "hi")
+    await context.fit(rebuilt, _priced())
+    full = worst_case([_priced()], rebuilt, session_bound=False)
+    assert full is not None and context.extra_usd == pytest.approx(full - base)
+    assert (await spent(lim, "key:k1", "total"))[1] == pytest.approx(full, abs=1e-6)
+    await lim.settle(turn, 5.0, tokens=0)
+    await context.release()
+    assert await spent(lim, "key:k1", "total") == (5.0, 0.0)
+
+
+async def test_a_history_that_does_not_fit_beside_its_own_admission_is_a_spent_budget(
+    make_limits: Factory,
+) -> None:
+    from gateway.errors import BudgetBusy
+    from gateway.limits.holds import ContextHold, worst_case
+
+    lim = make_limits()
+    rec = Recorder()
+    new, rebuilt = _request("hi"), _request("a long history " * 50 + "hi")
+    base = worst_case([_priced()], new, session_bound=True)
+    full = worst_case([_priced()], rebuilt, session_bound=False)
+    assert base is not None and full is not None
+    scope = _key((base + full) / 2)  # room for the new message, not for the history
+    admitter = Admitter(lim, rec, rec, "principal", "r")
+    turn = await admitter.admit([scope], base)
+    context = ContextHold(admitter, [scope], base)
+    with pytest.raises(BudgetExceeded) as caught:  # only its own reservation was in the way
+        await context.fit(rebuilt, _priced())
+    assert not isinstance(caught.value, BudgetBusy)
+    await lim.release(turn)
+
+
+async def test_a_session_tool_loop_step_is_topped_up_for_its_history_and_given_back_at_its_settle(
+    make_limits: Factory,
+) -> None:
+    from gateway.limits.holds import ContextHold, worst_case
+
+    lim = make_limits()
+    rec = Recorder()
+    scope = _key(10_000.0)
+    admitter = Admitter(lim, rec, rec, "principal", "r")
+    turn = await admitter.admit([scope], 0.0)  # a tool loop's admission reserves nothing
+    context = ContextHold(admitter, [scope], 0.0)
+    holds = StepHolds(admitter, [scope], [_priced()], session_bound=True, context=context)
+    step, rebuilt = _request("hi"), _request("a long history " * 50 + "hi")
+    for _ in range(2):  # each step: its own hold, its history topped up, both gone at its settle
+        hold = await holds.hold(step)
+        assert context.base_usd == worst_case([_priced()], step, session_bound=True)
+        await context.fit(rebuilt, _priced())
+        full = worst_case([_priced()], rebuilt, session_bound=False)
+        assert (await spent(lim, "key:k1", "total"))[1] == pytest.approx(full, abs=1e-6)
+        await holds.settle(hold, 1.0)
+        assert context.extra == [] and (await spent(lim, "key:k1", "total"))[1] == 0
+    await lim.settle(turn, 0.0, tokens=0)
+    assert await spent(lim, "key:k1", "total") == (2.0, 0.0)

@@ -141,6 +141,36 @@ async def test_redis_going_away_fails_open_when_configured_and_charges_once_on_r
     await lim.aclose()
 
 
+async def test_a_kept_settle_is_not_charged_again_when_redis_came_back_empty_and_another_seeded_it(
+    prefix: str, clock: Clock, proxy: Proxy
+) -> None:
+    """Two instances, Redis lost and back empty: the other instance seeds the counter from the
+    ledger (which holds the turn that ran during the outage) before this one sends the turn's
+    kept settle; the settle is not added again."""
+    ledger = {"spent": 0.0}
+
+    async def spend(scope: str, period: str, start: float, reset: float | None) -> float:
+        return ledger["spent"]
+
+    one = through(proxy, prefix, clock, fail="open", spend=spend)
+    other = RedisLimits.from_url(REDIS_URL, prefix=prefix, clock=clock, spend=spend)
+    await one.release(await one.admit([KEY], 0.1))
+    await proxy.kill()
+    res = await one.admit([KEY], 0.3)
+    assert res.degraded
+    await one.settle(res, 0.3, tokens=0)  # kept: Redis is away
+    ledger["spent"] = 0.3  # its transcript row
+    await drop_prefix(REDIS_URL, prefix)  # Redis came back empty
+    await proxy.start()
+    clock.advance(1)
+    await other.release(await other.admit([KEY], 0.1))  # seeds from the ledger: 0.3
+    await one.release(await one.admit([KEY], 0.1))  # sends the kept settle first
+    assert not one.pending
+    assert await one.spent_usd("key:k1", "day") == pytest.approx((0.3, 0.0))
+    await one.aclose()
+    await other.aclose()
+
+
 async def test_a_redis_that_does_not_answer_costs_one_timeout_then_the_fail_mode_at_once(
     prefix: str, clock: Clock
 ) -> None:

@@ -1,0 +1,148 @@
+"""The guardrails engine: runs the configured checks over one text and decides the action.
+
+:meth:`Guardrails.check` takes a text, its ``stage`` (``tool_output``, ``input``, ``output``)
+and context (server, tool, client, request id) and returns a :class:`Checked`: the text to use
+(redacted when a ``redact`` finding was made), the action taken (``allow``, ``redact``,
+``block``, ``flag``; the strongest of the findings': block > redact > flag) and the findings.
+Each action other than ``allow`` is logged (``guardrail_action``), counted
+(``turnstile_guardrail_actions_total{stage,check,action}`` through ``metrics``) and written to
+the audit (``audit``: an async callable taking one dict), once per check and action.
+
+Which checks run where: secrets and PII on every enabled stage, injection markers on tool
+results only, the webhook on the stages it names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from gateway.config import GuardrailsConfig
+from gateway.guardrails.findings import Finding, without_overlaps
+from gateway.guardrails.injection import MARKERS, find_injection
+from gateway.guardrails.pii import find_pii
+from gateway.guardrails.secrets import find_secrets
+from gateway.guardrails.webhook import Webhook
+
+log = structlog.get_logger("turnstile.guardrails")
+
+Audit = Callable[[dict[str, Any]], Awaitable[None]]
+Count = Callable[[str, str, str], None]
+"""``(stage, check, action)``: one action counted (:meth:`gateway.metrics.Metrics.guardrail`)."""
+
+_RANK = {"allow": 0, "flag": 1, "redact": 2, "block": 3}
+
+
+@dataclass
+class Checked:
+    """The outcome for one text: ``text`` to use, ``action``, ``findings``, and ``reason`` (the
+    kinds found, for an error result or a refusal)."""
+
+    text: str
+    action: str = "allow"
+    findings: list[Finding] = field(default_factory=list)
+    reason: str = ""
+
+
+class Guardrails:
+    """The checks of one gateway (``config``: the ``guardrails`` section)."""
+
+    def __init__(
+        self,
+        config: GuardrailsConfig,
+        *,
+        read_env: Callable[[str], str | None] = lambda _: None,
+        audit: Audit | None = None,
+        count: Count | None = None,
+    ) -> None:
+        self.config = config
+        self.audit = audit
+        self.count = count
+        self.markers = tuple(config.injection_markers) if config.injection_markers is not None else MARKERS
+        self.pii_kinds = frozenset(config.pii_kinds)
+        self.webhook = Webhook(config.webhook, read_env) if config.webhook is not None else None
+
+    def stage_on(self, stage: str) -> bool:
+        """Whether ``stage`` is checked at all."""
+        c = self.config
+        return c.enabled and (
+            c.tool_results if stage == "tool_output" else c.input if stage == "input" else c.output
+        )
+
+    def _local(self, stage: str, text: str) -> list[tuple[Finding, str]]:
+        c = self.config
+        out: list[tuple[Finding, str]] = []
+        if c.secrets != "off":
+            out += [(f, c.secrets) for f in find_secrets(text)]
+        if c.pii != "off" and self.pii_kinds:
+            out += [(f, c.pii) for f in find_pii(text, self.pii_kinds)]
+        if stage == "tool_output" and c.injection != "off":
+            out += [(f, c.injection) for f in find_injection(text, self.markers)]
+        return out
+
+    async def check(
+        self, stage: str, text: str, context: dict[str, Any] | None = None, *, record: bool = True
+    ) -> Checked:
+        """The outcome for ``text`` at ``stage`` (see the module docstring); ``record`` False
+        for a second look at data already checked and recorded (a result's structured copy).
+        Never raises for a check's fault: a webhook failure is its fail mode's action."""
+        context = context or {}
+        found = self._local(stage, text)
+        action = max((a for _, a in found), key=_RANK.__getitem__, default="allow")
+        out = text
+        if action == "redact":
+            spans = without_overlaps([f for f, a in found if a == "redact"])
+            for f in reversed(spans):
+                out = f"{out[: f.start]}[REDACTED:{f.kind}]{out[f.end :]}"
+        hook = self.webhook
+        if hook is not None and action != "block" and stage in hook.config.stages:
+            verdict = await hook.check(stage, out, context)
+            finding = Finding("webhook", verdict.reason or verdict.action)
+            if verdict.action != "allow":
+                found.append((finding, verdict.action))
+                if _RANK[verdict.action] > _RANK[action]:
+                    action = verdict.action
+                if verdict.action == "redact" and verdict.text is not None:
+                    out = verdict.text
+        kinds = sorted({f"{f.check}:{f.kind}" for f, _ in found})
+        checked = Checked(out if action != "block" else "", action, [f for f, _ in found], ", ".join(kinds))
+        if found and record:
+            await self._record(stage, found, context)
+        return checked
+
+    async def check_all(
+        self, stage: str, texts: list[str], context: dict[str, Any] | None = None
+    ) -> tuple[list[str], str | None]:
+        """Each of ``texts`` checked (:meth:`check`): the texts to use and, when one is blocked,
+        the reason (the kinds found), else None."""
+        out: list[str] = []
+        for text in texts:
+            checked = await self.check(stage, text, context)
+            if checked.action == "block":
+                return texts, checked.reason
+            out.append(checked.text)
+        return out, None
+
+    async def _record(self, stage: str, found: list[tuple[Finding, str]], context: dict[str, Any]) -> None:
+        """Log, count and audit each (check, action) once, with the kinds found."""
+        by: dict[tuple[str, str], set[str]] = {}
+        for f, a in found:
+            by.setdefault((f.check, a), set()).add(f.kind)
+        for (check, action), kinds in sorted(by.items()):
+            entry = {"stage": stage, "check": check, "action": action, "kinds": sorted(kinds), **context}
+            log.info("guardrail_action", **entry)
+            if self.count is not None:
+                self.count(stage, check, action)
+            if self.audit is not None:
+                try:
+                    await self.audit(entry)
+                except Exception:
+                    log.exception("guardrail_audit_failed", **entry)
+
+    async def close(self) -> None:
+        """Close the webhook's HTTP session."""
+        if self.webhook is not None:
+            await self.webhook.close()

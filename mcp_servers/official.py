@@ -1,0 +1,258 @@
+"""The official MCP Registry's ``server.json`` (schema 2025-12-11,
+https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json) turned into a
+:class:`mcp_servers.config.McpServerSpec`, its version pinned.
+
+``packages`` become a stdio command that runs exactly the published version:
+
+* ``npm``: ``npx -y [runtime args] <identifier>@<version> [package args]``;
+* ``pypi``: ``uvx [runtime args] <identifier>==<version> [package args]``;
+* ``oci``: ``docker run -i --rm [runtime args] <identifier>[:<version>] [package args]`` (an
+  identifier that already names a tag or digest is used as it is);
+* ``nuget``: ``dnx <identifier>@<version> --yes [-- package args]``.
+
+``runtimeHint`` replaces the command (``npx``, ``uvx``, ``docker``, ``dnx``). Arguments:
+a positional one is its ``value`` (else ``default``); a named one is ``--flag value`` (or the
+flag alone without a value); ``{curly}`` identifiers are replaced from the argument's
+``variables`` and from ``values`` (``turnstile mcp add --set name=value``); a required
+argument without a value is an error naming it. Environment variables: a fixed, non-secret
+``value`` is set (``env``); a secret or one without a value is passed through from the
+gateway's environment (``env_passthrough``, the same name) — no secret is ever written.
+
+``remotes`` (``streamable-http``) become an HTTP transport at the URL (``{variables}``
+substituted from ``values``); each header is read from an environment variable
+(``headers_env``: ``header_env`` names it, else ``<ID>_<HEADER>`` upper-cased). ``sse``
+remotes, ``mcpb`` and ``on_device`` packages and packages whose own transport is not
+``stdio`` are refused by name (the gateway runs stdio and connects to streamable HTTP only).
+
+The server id is ``id`` or the name's last segment (``io.github.acme/weather`` -> ``weather``),
+made a valid id; the whole document is kept on the spec (``server_json``), which the registry
+API (:mod:`mcp_servers.registry_api`) serves back.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mcp_servers.config import SERVER_ID, McpServerSpec
+
+SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
+NAME = re.compile(r"^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$")
+_RANGE = re.compile(r"^[\^~<>=]|\.x$|\*|^latest$|\s")
+_VAR = re.compile(r"\{([A-Za-z0-9_.-]+)\}")
+_DEFAULT_COMMAND = {"npm": "npx", "pypi": "uvx", "oci": "docker", "nuget": "dnx"}
+
+
+class ServerJsonError(ValueError):
+    """A ``server.json`` this gateway cannot register; the message names the field."""
+
+
+def is_server_json(doc: Any) -> bool:
+    """Whether ``doc`` looks like an official ``server.json`` (a ``name`` with a namespace and
+    a ``version``) rather than a gateway spec (``id``, ``transport``)."""
+    return (
+        isinstance(doc, dict)
+        and "transport" not in doc
+        and isinstance(doc.get("name"), str)
+        and "version" in doc
+    )
+
+
+def server_id(name: str) -> str:
+    """A gateway server id from an official name: its last segment, characters outside
+    ``[a-zA-Z0-9._-]`` replaced by ``-``, ``__`` collapsed, at most 64 characters."""
+    tail = name.rsplit("/", 1)[-1]
+    out = re.sub(r"[^a-zA-Z0-9._-]", "-", tail).strip("-_.")
+    out = re.sub(r"_{2,}", "_", out).rstrip("_")[:64] or "server"
+    return out if out[0].isalnum() else f"s{out}"[:64]
+
+
+def _fill(text: str, variables: dict[str, Any], values: dict[str, str], where: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        key = m.group(1)
+        if key in values:
+            return values[key]
+        var = variables.get(key)
+        if isinstance(var, dict):
+            found = var.get("value", var.get("default"))
+            if isinstance(found, str):
+                return found
+        raise ServerJsonError(f"{where}: no value for {{{key}}} (turnstile mcp add --set {key}=VALUE)")
+
+    return _VAR.sub(one, text)
+
+
+def _argument(arg: dict[str, Any], values: dict[str, str], where: str) -> list[str]:
+    kind = arg.get("type")
+    variables = arg.get("variables") or {}
+    label = arg.get("valueHint") or arg.get("name") or ""
+    value = values.get(label) if label in values else arg.get("value", arg.get("default"))
+    if value is not None and not isinstance(value, str):
+        raise ServerJsonError(f"{where}.value: expected a string")
+    if value is not None:
+        value = _fill(value, variables, values, where)
+    if kind == "positional":
+        if value is None:
+            if arg.get("isRequired"):
+                raise ServerJsonError(
+                    f"{where}: required argument {label!r} has no value (--set {label}=VALUE)"
+                )
+            return []
+        return [value]
+    if kind == "named":
+        name = arg.get("name")
+        if not isinstance(name, str) or not name:
+            raise ServerJsonError(f"{where}.name: a named argument needs its flag")
+        if value is None and arg.get("isRequired") and arg.get("format", "string") != "boolean":
+            raise ServerJsonError(f"{where}: required argument {name!r} has no value (--set {name}=VALUE)")
+        return [name] if value is None else [name, value]
+    raise ServerJsonError(f"{where}.type: expected positional or named, got {kind!r}")
+
+
+def _arguments(items: Any, values: dict[str, str], where: str) -> list[str]:
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise ServerJsonError(f"{where}: expected a list")
+    out: list[str] = []
+    for i, arg in enumerate(items):
+        if not isinstance(arg, dict):
+            raise ServerJsonError(f"{where}[{i}]: expected an object")
+        out += _argument(arg, values, f"{where}[{i}]")
+    return out
+
+
+def _pinned(version: Any, where: str) -> str:
+    if not isinstance(version, str) or not version or _RANGE.search(version):
+        raise ServerJsonError(f"{where}: a package needs one exact version, got {version!r}")
+    return version
+
+
+def package_transport(pkg: dict[str, Any], values: dict[str, str], where: str) -> dict[str, Any]:
+    """The stdio transport (as a spec dict) that runs ``pkg`` at its pinned version."""
+    kind = pkg.get("registryType")
+    ident = pkg.get("identifier")
+    if not isinstance(ident, str) or not ident:
+        raise ServerJsonError(f"{where}.identifier: missing")
+    own = (pkg.get("transport") or {}).get("type", "stdio")
+    if own != "stdio":
+        raise ServerJsonError(
+            f"{where}.transport.type: {own!r} packages are not supported (the gateway runs stdio packages)"
+        )
+    if kind not in _DEFAULT_COMMAND:
+        raise ServerJsonError(
+            f"{where}.registryType: {kind!r} is not supported (npm, pypi, oci and nuget packages are)"
+        )
+    runtime = _arguments(pkg.get("runtimeArguments"), values, f"{where}.runtimeArguments")
+    args = _arguments(pkg.get("packageArguments"), values, f"{where}.packageArguments")
+    hint = pkg.get("runtimeHint")
+    command = hint if isinstance(hint, str) and hint else _DEFAULT_COMMAND[kind]
+    if kind == "npm":
+        argv = ["-y", *runtime, f"{ident}@{_pinned(pkg.get('version'), f'{where}.version')}", *args]
+    elif kind == "pypi":
+        argv = [*runtime, f"{ident}=={_pinned(pkg.get('version'), f'{where}.version')}", *args]
+    elif kind == "oci":
+        tagged = "@" in ident or ":" in ident.rsplit("/", 1)[-1]
+        image = ident if tagged else f"{ident}:{_pinned(pkg.get('version'), f'{where}.version')}"
+        argv = ["run", "-i", "--rm", *runtime, image, *args]
+    else:  # nuget
+        argv = [*runtime, f"{ident}@{_pinned(pkg.get('version'), f'{where}.version')}", "--yes"]
+        argv += ["--", *args] if args else []
+    env: dict[str, str] = {}
+    passthrough: list[str] = []
+    for i, var in enumerate(pkg.get("environmentVariables") or []):
+        name = var.get("name") if isinstance(var, dict) else None
+        if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+            raise ServerJsonError(f"{where}.environmentVariables[{i}].name: not an environment variable name")
+        fixed = var.get("value")
+        if isinstance(fixed, str) and not var.get("isSecret") and not _VAR.search(fixed):
+            env[name] = fixed
+        else:
+            passthrough.append(name)
+    return {"type": "stdio", "command": command, "args": argv, "env": env, "env_passthrough": passthrough}
+
+
+def remote_transport(
+    remote: dict[str, Any], sid: str, values: dict[str, str], header_env: dict[str, str], where: str
+) -> dict[str, Any]:
+    """The streamable-HTTP transport (as a spec dict) of ``remote``."""
+    kind = remote.get("type")
+    if kind != "streamable-http":
+        raise ServerJsonError(f"{where}.type: {kind!r} remotes are not supported (streamable-http is)")
+    url = remote.get("url")
+    if not isinstance(url, str):
+        raise ServerJsonError(f"{where}.url: missing")
+    url = _fill(url, {}, values, f"{where}.url")
+    headers: dict[str, str] = {}
+    for i, h in enumerate(remote.get("headers") or []):
+        name = h.get("name") if isinstance(h, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ServerJsonError(f"{where}.headers[{i}].name: missing")
+        default = re.sub(r"[^A-Z0-9]+", "_", f"{sid}_{name}".upper()).strip("_")
+        headers[name] = header_env.get(name, default)
+    return {"type": "streamable_http", "url": url, "headers_env": headers}
+
+
+def spec_from_server_json(
+    doc: dict[str, Any],
+    *,
+    sid: str | None = None,
+    prefer: str = "package",
+    index: int | None = None,
+    values: dict[str, str] | None = None,
+    header_env: dict[str, str] | None = None,
+) -> McpServerSpec:
+    """The gateway spec of an official ``server.json`` ``doc`` (see the module docstring).
+    ``prefer``: ``package`` (the first stdio package, else the first remote) or ``remote``;
+    ``index`` picks one package or remote by position. Raises :class:`ServerJsonError` naming
+    the field (a pydantic ``ValidationError`` for an id the spec refuses)."""
+    values = values or {}
+    name = doc.get("name")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise ServerJsonError(f"name: expected reverse-DNS 'namespace/name', got {name!r}")
+    version = doc.get("version")
+    if not isinstance(version, str) or not version or _RANGE.search(version):
+        raise ServerJsonError(f"version: expected one exact version, got {version!r}")
+    chosen = sid or server_id(name)
+    if not SERVER_ID.match(chosen):
+        raise ServerJsonError(f"id: {chosen!r} is not a valid server id (pass --id)")
+    packages = doc.get("packages") or []
+    remotes = doc.get("remotes") or []
+    if not isinstance(packages, list) or not isinstance(remotes, list):
+        raise ServerJsonError("packages and remotes must be lists")
+    order = [("packages", packages), ("remotes", remotes)]
+    if prefer == "remote":
+        order.reverse()
+    transport: dict[str, Any] | None = None
+    problems: list[str] = []
+    for field, items in order:
+        picks = [index] if index is not None else range(len(items))
+        for i in picks:
+            if i is None or not 0 <= i < len(items):
+                continue
+            where = f"{field}[{i}]"
+            try:
+                if field == "packages":
+                    transport = package_transport(items[i], values, where)
+                else:
+                    transport = remote_transport(items[i], chosen, values, header_env or {}, where)
+            except ServerJsonError as err:
+                problems.append(str(err))
+                if index is not None:
+                    raise
+                continue
+            break
+        if transport is not None:
+            break
+    if transport is None:
+        why = "; ".join(problems) if problems else "it has no packages or remotes"
+        raise ServerJsonError(f"no runnable package or remote: {why}")
+    description = doc.get("title") or doc.get("description")
+    return McpServerSpec.model_validate(
+        {
+            "id": chosen,
+            "transport": transport,
+            "description": description if isinstance(description, str) else None,
+            "server_json": doc,
+        }
+    )
