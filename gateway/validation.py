@@ -21,7 +21,7 @@ TEMPERATURE_RANGE = (0.0, 2.0)
 
 def _check_image(part: ImagePart, where: str) -> None:
     if part.data is None:
-        if not part.url:
+        if not part.url and part.file_id is None:
             raise InvalidRequest(f"{where}: image has neither data nor url", param=where)
         return
     try:
@@ -58,6 +58,14 @@ def validate_request(request: Request) -> None:
                 f"({', '.join(names) or 'none'})",
                 param="tool_choice",
             )
+        if choice.allowed is not None:
+            unknown = [n for n in choice.allowed if n not in names]
+            if unknown or not choice.allowed:
+                raise InvalidRequest(
+                    f"tool_choice.allowed_tools names {', '.join(map(repr, unknown)) or 'no tool'}, "
+                    f"which is not among the offered tools ({', '.join(names) or 'none'})",
+                    param="tool_choice.allowed_tools",
+                )
     lo, hi = TEMPERATURE_RANGE
     if request.temperature is not None and not lo <= request.temperature <= hi:
         raise InvalidRequest(

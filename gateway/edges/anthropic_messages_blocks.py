@@ -36,12 +36,14 @@ SDK's types."""
 _SOURCE_KEYS = {
     "base64": frozenset({"type", "media_type", "data"}),
     "url": frozenset({"type", "url"}),
+    "file": frozenset({"type", "file_id"}),
 }
 _DOCUMENT_SOURCE_KEYS = {
     "base64": frozenset({"type", "media_type", "data"}),
     "text": frozenset({"type", "media_type", "data"}),
     "url": frozenset({"type", "url"}),
     "file": frozenset({"type", "file_id"}),
+    "content": frozenset({"type", "content"}),
 }
 _CHOICE_KEYS = {
     "auto": frozenset({"type", "disable_parallel_tool_use"}),
@@ -96,10 +98,11 @@ def text_part(block: JSONObj, path: str, serving: list[str] | None = None) -> JS
     return part
 
 
-def image_part(block: JSONObj, path: str, serving: list[str]) -> JSONObj:
-    """An ``image`` block (base64 or URL source) -> an image part dict; ``transformations``
-    carried (its path added to ``serving``). Raises :class:`InvalidRequest` for a key of the
-    block or its source the SDK types do not define."""
+def image_part(block: JSONObj, path: str, serving: list[str], native: list[str] | None = None) -> JSONObj:
+    """An ``image`` block (base64, URL or Files API ``file`` source) -> an image part dict;
+    ``transformations`` carried (its path added to ``serving``); a ``file`` source's path added
+    to ``native`` (a file uploaded to Anthropic: refused toward any other wire API). Raises
+    :class:`InvalidRequest` for a key of the block or its source the SDK types do not define."""
     spath = join(path, "source")
     source = as_obj(req(block, "source", dict, path), spath)
     stype = req(source, "type", str, spath)
@@ -114,6 +117,11 @@ def image_part(block: JSONObj, path: str, serving: list[str]) -> JSONObj:
     if stype == "base64":
         part["data"] = req(source, "data", str, spath)
         part["media_type"] = req(source, "media_type", str, spath)
+    elif stype == "file":
+        part["file_id"] = req(source, "file_id", str, spath)
+        if native is None:
+            raise unsupported(join(spath, "type"), "an image by file id here")
+        native.append(f"{spath} (a file uploaded to Anthropic)")
     else:
         part["url"] = req(source, "url", str, spath)
     transformations = opt(block, "transformations", dict, path)
@@ -156,9 +164,35 @@ def document_part(block: JSONObj, path: str) -> JSONObj:
     elif stype == "file":
         out["file_id"] = req(source, "file_id", str, spath)
         out["file_api"] = "anthropic"
+    elif stype == "content":
+        _content_source(source, spath, out)
     else:
         raise unsupported(join(spath, "type"), f"document source type {stype!r}")
     return out
+
+
+def _content_source(source: JSONObj, spath: str, out: JSONObj) -> None:
+    """A ``content`` document source (a string, or text and image blocks: a document in
+    chunks Claude cites block by block) into ``out``: ``content_source`` verbatim (an Anthropic
+    upstream gets it as sent) and ``text``, its text blocks joined by blank lines (what another
+    wire API gets; one with image blocks is refused toward it: :mod:`gateway.layers.target_media`)."""
+    cpath = join(spath, "content")
+    content = source.get("content")
+    if type(content) is str:
+        out["text"], out["content_source"] = content, content
+        out["media_type"] = "text/plain"
+        return
+    texts = []
+    for k, raw in enumerate(req(source, "content", list, spath)):
+        bpath = f"{cpath}[{k}]"
+        block = as_obj(raw, bpath)
+        kind = req(block, "type", str, bpath)
+        if kind == "text":
+            texts.append(req(block, "text", str, bpath))
+        elif kind != "image":
+            raise unsupported(join(bpath, "type"), f"content document block type {kind!r}")
+    out["text"], out["content_source"] = "\n\n".join(texts), content
+    out["media_type"] = "text/plain"
 
 
 def toolset_name(block: JSONObj, path: str, serving: list[str]) -> str | None:

@@ -60,8 +60,10 @@ OPENAI_RESPONSES: dict[str, Rule] = {
     "tool_choice": Rule(
         TRANSLATED,
         "`auto` / `none` / `required`, a function or custom tool by name (`namespace` + `name` for a "
-        "member); `allowed_tools`, hosted, `mcp` and other choices refused by name",
-        "each API's tool choice (Anthropic `tool_choice`, Gemini `toolConfig`)",
+        "member), `allowed_tools` (function and custom tools); hosted, `mcp` and other choices refused "
+        "by name",
+        "each API's tool choice (Anthropic `tool_choice`, Gemini `toolConfig`); `allowed_tools`: OpenAI "
+        "Chat natively, elsewhere only the allowed tools offered, with its mode",
     ),
     "parallel_tool_calls": Rule(
         CARRIED,
@@ -230,6 +232,15 @@ RESPONSES_NESTED: dict[str, Rule] = {
     "`programmatic_tool_calling` and hosted tools": Rule(
         REFUSED,
         "400 naming `input[i].type` / `tools[i].type`: no upstream here runs them",
+        "the same",
+    ),
+    "Responses client-run tool types `local_shell`, `shell`, `apply_patch` and their items "
+    "(`local_shell_call` / `_output`, `shell_call` / `_output`, `apply_patch_call` / `_output`)": Rule(
+        REFUSED,
+        "400 naming `tools[i].type` / `input[i].type`: the upstream answers them with output items of "
+        "their own (and `response.shell_call_command.*` stream events) that the gateway does not relay "
+        "yet, so a Responses upstream cannot get them either; Codex declares the same tools as "
+        "function / custom tools by default (those are carried)",
         "the same",
     ),
     "Responses `tool_choice.namespace`, `function_call.parsed_arguments`, `output_text.parsed`, "

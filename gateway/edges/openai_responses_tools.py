@@ -59,6 +59,11 @@ HOSTED_TOOLS = (
     "programmatic_tool_calling",
 )
 
+CLIENT_RUN_TOOLS = frozenset({"local_shell", "shell", "apply_patch"})
+"""Tool types the client runs itself (Codex), whose calls come as their own output items
+(``local_shell_call``, ``shell_call``, ``apply_patch_call``): refused by name, as their items
+are not relayed yet (Codex declares the same tools as function / custom tools by default)."""
+
 _MEMBER_OPTIONS = ("defer_loading", "allowed_callers", "async", "output_schema")
 
 
@@ -300,6 +305,12 @@ def add_tools(raw: Any, path: str, out: Tools, limits: InputLimits) -> None:
             if label not in out.servers:
                 out.servers.append(label)
         elif ttype in HOSTED_TOOLS:
+            if ttype in CLIENT_RUN_TOOLS:
+                raise unsupported(
+                    join(tpath, "type"),
+                    f"the tool {ttype!r} (the client runs it, but its call and output items are not "
+                    "relayed between client and upstream; declare it as a function or custom tool)",
+                )
             raise unsupported(join(tpath, "type"), f"the hosted tool {ttype!r} (no upstream here carries it)")
         else:
             kpath = join(tpath, "type")
@@ -320,8 +331,8 @@ calls do)."""
 
 def tool_choice(data: JSONObj) -> JSONObj | None:
     """``tool_choice`` and ``parallel_tool_calls`` -> a tool choice dict (a ``custom`` tool is
-    chosen by name as a function is; a member of a namespace by ``namespace`` and ``name``);
-    ``allowed_tools`` and hosted choices are refused naming the field."""
+    chosen by name as a function is; a member of a namespace by ``namespace`` and ``name``;
+    ``allowed_tools`` the names it allows); hosted choices are refused naming the field."""
     parallel = opt(data, "parallel_tool_calls", bool, "")
     raw = data.get("tool_choice")
     if raw is None:
@@ -341,4 +352,23 @@ def tool_choice(data: JSONObj) -> JSONObj | None:
         if ns:
             name = f"{ns}{NAMESPACE_SEPARATOR}{name}"
         return {"mode": "tool", "name": name, "parallel": parallel}
+    if ctype == "allowed_tools":  # {"type", "mode", "tools": [{"type": "function" | "custom", "name"}]}
+        check_keys(obj, frozenset({"type", "mode", "tools"}), "tool_choice")
+        mode = req(obj, "mode", str, "tool_choice")
+        if mode not in ("auto", "required"):
+            raise InvalidRequest(
+                f"tool_choice.mode: expected auto or required, got {mode!r}", param="tool_choice.mode"
+            )
+        names = []
+        for i, raw_tool in enumerate(req(obj, "tools", list, "tool_choice")):
+            tpath = f"tool_choice.tools[{i}]"
+            entry = as_obj(raw_tool, tpath)
+            ttype = req(entry, "type", str, tpath)
+            if ttype not in ("function", "custom"):
+                raise unsupported(join(tpath, "type"), f"allowed tool type {ttype!r}")
+            check_keys(entry, frozenset({"type", "name", "namespace"}), tpath)
+            name = req(entry, "name", str, tpath)
+            ns = opt(entry, "namespace", str, tpath)
+            names.append(f"{ns}{NAMESPACE_SEPARATOR}{name}" if ns else name)
+        return {"mode": mode, "allowed": names, "parallel": parallel}
     raise unsupported("tool_choice.type", f"tool_choice type {ctype!r}")
