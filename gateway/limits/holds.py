@@ -79,11 +79,22 @@ def principal_scopes(principal: Any) -> list[Scope]:
     an anonymous one): its key, then its team; empty without a key or limits."""
     if principal is None:
         return []
+    hit = _SCOPES.get(id(principal))
+    if hit is not None and hit[0] is principal:  # the identity hands out one principal a key
+        return hit[1]
     p = principal
     out = [Scope.of("key", p.key_id, p.key_budgets, p.key_rate_limits)]
     if p.team_id:
         out.append(Scope.of("team", p.team_id, p.team_budgets, p.team_rate_limits))
-    return [s for s in out if s.limited]
+    scopes = [s for s in out if s.limited]
+    if len(_SCOPES) >= 4096:
+        _SCOPES.clear()
+    _SCOPES[id(principal)] = (principal, scopes)  # held: its id is not reused while cached
+    return scopes
+
+
+_SCOPES: dict[int, tuple[Any, list[Scope]]] = {}
+"""The scopes of recent principals (immutable, as their scopes are), by ``id``."""
 
 
 def limit_name(err: LimitExceeded) -> str:

@@ -253,3 +253,17 @@ async def test_the_exact_count_is_not_asked_for_a_turn_that_fits(make_limits: Fa
     turn = await admitter.admit([_key(1.0)], 0.5, recount)
     assert admitter.last_cost_usd == 0.5
     await lim.release(turn)
+
+
+def test_a_principals_scopes_are_built_once_and_each_principal_has_its_own() -> None:
+    from gateway.access.model import Budget, Principal
+    from gateway.limits.holds import principal_scopes
+
+    def principal(usd: float) -> Principal:
+        return Principal("k1", "k", None, None, None, key_budgets=(Budget(period="day", usd=usd),))
+
+    a, b = principal(1.0), principal(2.0)
+    assert principal_scopes(a) is principal_scopes(a)
+    assert principal_scopes(a)[0].budgets[0].usd == 1.0
+    assert principal_scopes(b)[0].budgets[0].usd == 2.0
+    assert principal_scopes(None) == []
