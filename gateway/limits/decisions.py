@@ -105,11 +105,12 @@ def rate_headers(requests: WindowState | None, tokens: WindowState | None, now_s
     for dim, st in (("requests", requests), ("tokens", tokens)):
         if st is None:
             continue
-        out[f"x-ratelimit-limit-{dim}"] = str(st.limit)
-        out[f"x-ratelimit-remaining-{dim}"] = str(st.remaining)
+        limit, remaining = str(st.limit), str(st.remaining)
+        out[f"x-ratelimit-limit-{dim}"] = limit
+        out[f"x-ratelimit-remaining-{dim}"] = remaining
         out[f"x-ratelimit-reset-{dim}"] = duration(st.reset_s)
-        out[f"anthropic-ratelimit-{dim}-limit"] = str(st.limit)
-        out[f"anthropic-ratelimit-{dim}-remaining"] = str(st.remaining)
+        out[f"anthropic-ratelimit-{dim}-limit"] = limit
+        out[f"anthropic-ratelimit-{dim}-remaining"] = remaining
         out[f"anthropic-ratelimit-{dim}-reset"] = rfc3339(now_s + st.reset_s)
     return out
 
