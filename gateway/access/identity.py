@@ -110,6 +110,8 @@ class Identity:
         self.now = now
         self.owner: Callable[[str], tuple[str, str] | None] | None = None
         self._cache: dict[str, tuple[float, tuple[Key, Team | None] | None]] = {}
+        # the principal of each cached lookup, built once while that lookup is the cached one
+        self._principals: dict[str, tuple[tuple[Key, Team | None], Principal]] = {}
         self._refusals: dict[
             tuple[str, str, str], list[float]
         ] = {}  # -> [last event (clock), refusals since]
@@ -117,6 +119,7 @@ class Identity:
     def forget(self) -> None:
         """Drop every cached lookup (after a change made through this process's admin API)."""
         self._cache.clear()
+        self._principals.clear()
 
     async def _lookup(self, key_hash: str) -> tuple[Key, Team | None] | None:
         now = self.clock()
@@ -132,7 +135,8 @@ class Identity:
     async def principal(self, secret: str, *, request_id: str | None = None) -> Principal:
         """The principal of the key ``secret``. Raises :class:`AuthenticationRequired` naming
         why it is refused (unknown, revoked, disabled, expired, team deleted)."""
-        found = await self._lookup(digest(secret))
+        key_hash = digest(secret)
+        found = await self._lookup(key_hash)
         if found is None:
             log.info("access_denied", reason="unknown key", prefix=secret[:12], request_id=request_id)
             raise AuthenticationRequired(f"the key {secret[:12]}... is not a key of this gateway; {HINT}")
@@ -141,7 +145,14 @@ class Identity:
         if why is not None:
             await self._deny(key.id, key.id, why, request_id)
             raise AuthenticationRequired(f"the key {key.prefix}... ({key.id}) is {why}")
-        return principal_of(key, team)
+        built = self._principals.get(key_hash)
+        if built is not None and built[0] is found:
+            return built[1]
+        principal = principal_of(key, team)
+        if len(self._principals) >= MAX_CACHED:
+            self._principals.clear()
+        self._principals[key_hash] = (found, principal)
+        return principal
 
     def _refusal(self, key: Key, team: Team | None) -> str | None:
         if key.revoked_at is not None:

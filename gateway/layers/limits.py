@@ -42,9 +42,10 @@ provider's own limits) are the route layer's (:mod:`gateway.limits.quotas`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from gateway.config import Deployment
 from gateway.errors import InvalidRequest
 from gateway.limits.holds import Admitter, ContextHold, StepHolds, principal_scopes, worst_case
 from gateway.limits.model import Scope
@@ -55,6 +56,18 @@ from gateway.turn import Batches, Gateway, Service, Turn
 def scopes_of(turn: Turn) -> list[Scope]:
     """The limited scopes of ``turn``'s caller: its key, then its team (empty without a key)."""
     return principal_scopes(turn.principal)
+
+
+def _recount(
+    candidates: list[Deployment], request: Request, session_bound: bool, bound: float
+) -> Callable[[], float]:
+    """The turn's worst case with its input counted exactly (``bound``: unpriced)."""
+
+    def exact() -> float:
+        cost = worst_case(candidates, request, session_bound=session_bound, exact=True)
+        return bound if cost is None else cost
+
+    return exact
 
 
 def _tokens(u: Usage) -> int:
@@ -92,12 +105,17 @@ class LimitsLayer:
         looping = turn.loop_tools is not None and any(s.budgets for s in scopes)
         # a tool loop's steps are each held on the budgets (the first too): the turn's own
         # admission counts the request and takes the slot; nothing is reserved for it
-        reservation = await admitter.admit(scopes, 0.0 if looping else cost)
+        if looping:
+            reservation = await admitter.admit(scopes, 0.0)
+        else:
+            reservation = await admitter.admit(
+                scopes, cost, _recount(candidates, request, session_bound, cost)
+            )
         if reservation.headers:
             turn.limit_headers = reservation.headers
         context = None
         if session_bound and any(s.budgets for s in scopes):
-            context = turn.context_hold = ContextHold(admitter, scopes, 0.0 if looping else cost)
+            context = turn.context_hold = ContextHold(admitter, scopes, admitter.last_cost_usd)
         if looping:
             turn.step_holds = StepHolds(
                 admitter, scopes, candidates, session_bound=session_bound, context=context

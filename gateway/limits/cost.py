@@ -18,6 +18,12 @@ def worst_case_usd(input_tokens: int, max_output_tokens: int, price: Price | Non
     """
     if price is None or price.input is None or price.output is None:
         return None
-    per_input = max(p for p in (price.input, price.cache_write, price.cache_read) if p is not None)
-    per_output = max(price.output, price.reasoning if price.reasoning is not None else price.output)
+    per_input = price.input
+    if price.cache_write is not None and price.cache_write > per_input:
+        per_input = price.cache_write
+    if price.cache_read is not None and price.cache_read > per_input:
+        per_input = price.cache_read
+    per_output = price.output
+    if price.reasoning is not None and price.reasoning > per_output:
+        per_output = price.reasoning
     return (max(input_tokens, 0) * per_input + max(max_output_tokens, 0) * per_output) / 1e6

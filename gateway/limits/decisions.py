@@ -20,6 +20,7 @@ Values come from the tightest limited scope of the turn (least remaining), per d
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -89,7 +90,12 @@ def duration(seconds: float) -> str:
 
 def rfc3339(epoch_s: float) -> str:
     """An instant as an RFC 3339 UTC timestamp to the second, rounded up (Anthropic's reset)."""
-    return datetime.fromtimestamp(math.ceil(epoch_s - 1e-6), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _rfc3339_second(math.ceil(epoch_s - 1e-6))
+
+
+@functools.lru_cache(maxsize=256)
+def _rfc3339_second(second: int) -> str:  # a turn's resets fall on few distinct seconds
+    return datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def rate_headers(requests: WindowState | None, tokens: WindowState | None, now_s: float) -> dict[str, str]:
@@ -99,11 +105,12 @@ def rate_headers(requests: WindowState | None, tokens: WindowState | None, now_s
     for dim, st in (("requests", requests), ("tokens", tokens)):
         if st is None:
             continue
-        out[f"x-ratelimit-limit-{dim}"] = str(st.limit)
-        out[f"x-ratelimit-remaining-{dim}"] = str(st.remaining)
+        limit, remaining = str(st.limit), str(st.remaining)
+        out[f"x-ratelimit-limit-{dim}"] = limit
+        out[f"x-ratelimit-remaining-{dim}"] = remaining
         out[f"x-ratelimit-reset-{dim}"] = duration(st.reset_s)
-        out[f"anthropic-ratelimit-{dim}-limit"] = str(st.limit)
-        out[f"anthropic-ratelimit-{dim}-remaining"] = str(st.remaining)
+        out[f"anthropic-ratelimit-{dim}-limit"] = limit
+        out[f"anthropic-ratelimit-{dim}-remaining"] = remaining
         out[f"anthropic-ratelimit-{dim}-reset"] = rfc3339(now_s + st.reset_s)
     return out
 

@@ -24,7 +24,7 @@ for their absence is counted in ``turnstile_limit_counters_unreachable_total``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
@@ -34,6 +34,7 @@ from gateway.errors import BudgetBusy, BudgetExceeded, LimitExceeded, LimitsUnav
 from gateway.limits.backend import Limits
 from gateway.limits.cost import worst_case_usd
 from gateway.limits.decisions import Reservation
+from gateway.limits.estimate import input_token_bound
 from gateway.limits.model import Scope
 from gateway.schema import Request
 
@@ -43,20 +44,27 @@ DEFAULT_OUTPUT_BUDGET = 4096
 """Output tokens assumed for a call that names no limit, on a deployment that names none."""
 
 
-def worst_case(candidates: Sequence[Deployment], request: Request, *, session_bound: bool) -> float | None:
+def worst_case(
+    candidates: Sequence[Deployment], request: Request, *, session_bound: bool, exact: bool = False
+) -> float | None:
     """USD one model call of ``request`` can cost at most on the dearest of ``candidates``
-    (the deployments it may be routed to): its input estimate (an upper bound while the
-    tokenizer loads) plus its output budget (``max_output_tokens``, else the deployment's,
-    else :data:`DEFAULT_OUTPUT_BUDGET`). ``session_bound``: the call carries a session's
-    history rebuilt below (the window layer), unknown here — the estimate is then of the
-    client's request only, and :class:`ContextHold` holds the rest once the history is
-    rebuilt. None when there is no candidate or one has no price."""
-    from gateway.providers.catalog import count_tokens
-
+    (the deployments it may be routed to): its input tokens plus its output budget
+    (``max_output_tokens``, else the deployment's, else :data:`DEFAULT_OUTPUT_BUDGET`). The
+    input tokens are the cheap upper bound of :func:`gateway.limits.estimate.input_token_bound`
+    (no tokenizer run), or with ``exact`` (or for a request holding an image) the count of
+    :func:`gateway.providers.catalog.count_tokens` (an upper bound while the tokenizer loads).
+    ``session_bound``: the call carries a session's history rebuilt below (the window layer),
+    unknown here — the estimate is then of the client's request only, and
+    :class:`ContextHold` holds the rest once the history is rebuilt. None when there is no
+    candidate or one has no price."""
     if not candidates:
         return None
+    input_tokens = None if exact else input_token_bound(request)
+    if input_tokens is None:
+        from gateway.providers.catalog import count_tokens
+
+        input_tokens = count_tokens(request, candidates[0].model, wait=False, bound=True)  # never blocks
     worst = 0.0
-    input_tokens = count_tokens(request, candidates[0].model, wait=False, bound=True)  # never blocks the loop
     for dep in candidates:
         budget = request.max_output_tokens or dep.max_output_tokens or DEFAULT_OUTPUT_BUDGET
         cost = worst_case_usd(input_tokens, budget, dep.price)
@@ -71,11 +79,22 @@ def principal_scopes(principal: Any) -> list[Scope]:
     an anonymous one): its key, then its team; empty without a key or limits."""
     if principal is None:
         return []
+    hit = _SCOPES.get(id(principal))
+    if hit is not None and hit[0] is principal:  # the identity hands out one principal a key
+        return hit[1]
     p = principal
     out = [Scope.of("key", p.key_id, p.key_budgets, p.key_rate_limits)]
     if p.team_id:
         out.append(Scope.of("team", p.team_id, p.team_budgets, p.team_rate_limits))
-    return [s for s in out if s.limited]
+    scopes = [s for s in out if s.limited]
+    if len(_SCOPES) >= 4096:
+        _SCOPES.clear()
+    _SCOPES[id(principal)] = (principal, scopes)  # held: its id is not reused while cached
+    return scopes
+
+
+_SCOPES: dict[int, tuple[Any, list[Scope]]] = {}
+"""The scopes of recent principals (immutable, as their scopes are), by ``id``."""
 
 
 def limit_name(err: LimitExceeded) -> str:
@@ -99,11 +118,28 @@ class Admitter:
         self.identity = identity
         self.principal = principal
         self.request_id = request_id
+        self.last_cost_usd = 0.0
+        """USD the last :meth:`admit` reserved (its ``cost_usd``, or its ``recount``'s)."""
 
-    async def admit(self, scopes: Sequence[Scope], cost_usd: float) -> Reservation:
-        """:meth:`gateway.limits.backend.Limits.admit`, reported. Raises what it raises."""
+    async def admit(
+        self, scopes: Sequence[Scope], cost_usd: float, recount: Callable[[], float] | None = None
+    ) -> Reservation:
+        """:meth:`gateway.limits.backend.Limits.admit`, reported. Raises what it raises.
+
+        ``recount``: ``cost_usd`` is a cheap upper bound (:func:`worst_case`), and this gives
+        the tighter one (the input counted exactly): asked only when a budget refuses
+        ``cost_usd`` (nothing was taken then), and admitted with it when it is lower, so a
+        turn the exact count admits is never refused for the cheap bound."""
+        self.last_cost_usd = cost_usd
         try:
-            reservation = await self.limits.admit(scopes, cost_usd)
+            try:
+                reservation = await self.limits.admit(scopes, cost_usd)
+            except BudgetExceeded:
+                tighter = recount() if recount is not None else cost_usd
+                if tighter >= cost_usd:
+                    raise
+                self.last_cost_usd = tighter
+                reservation = await self.limits.admit(scopes, tighter)
         except LimitExceeded as err:
             limit = limit_name(err)
             self.metrics.limit_rejected(limit, err.scope.partition(":")[0])
@@ -165,10 +201,20 @@ class StepHolds:
         cost = worst_case(self.candidates, request, session_bound=self.session_bound)
         # None: an unpriced deployment, admitted only where no budget is hard (the turn's
         # admission refused it otherwise); nothing to reserve then
-        held = await self.hold_usd(cost or 0.0)
-        if self.context is not None:
-            self.context.rebase(cost or 0.0)  # the window layer tops this step up
+        if cost is None:
+            held = await self.hold_usd(0.0)
+        else:
+            held = await self.admitter.admit(self.scopes, cost, self._recount(request, cost))
+        if self.context is not None:  # the window layer tops this step up
+            self.context.rebase(self.admitter.last_cost_usd if cost is not None else 0.0)
         return held
+
+    def _recount(self, request: Request, bound: float) -> Callable[[], float]:
+        def exact() -> float:
+            cost = worst_case(self.candidates, request, session_bound=self.session_bound, exact=True)
+            return bound if cost is None else cost
+
+        return exact
 
     async def hold_usd(self, cost_usd: float) -> Reservation | None:
         """Reserve ``cost_usd`` (a call's worst case, USD) on every budget; as :meth:`hold`."""
@@ -236,9 +282,20 @@ class ContextHold:
         need = cost - self.base_usd - self.extra_usd
         if need <= 0:
             return
+
+        counted = [cost]  # the call's worst case, with the input counted exactly once recounted
+
+        def recount() -> float:  # asked when the cheap bound does not fit
+            exact = worst_case([dep], request, session_bound=False, exact=True)
+            if exact is not None and exact < counted[0]:
+                counted[0] = exact
+            return max(counted[0] - self.base_usd - self.extra_usd, 0.0)
+
         try:
-            self.extra.append(await self.admitter.admit(self.scopes, need))
+            self.extra.append(await self.admitter.admit(self.scopes, need, recount))
+            need = self.admitter.last_cost_usd
         except BudgetBusy as busy:
+            cost = counted[0]
             if busy.spent_usd + cost <= busy.limit_usd:
                 raise  # others' turns in flight hold the room: worth a retry
             # only this call's own reservation was in the way: the budget is spent for it

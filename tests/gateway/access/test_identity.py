@@ -120,6 +120,22 @@ async def test_a_revocation_made_elsewhere_is_in_force_once_the_cache_entry_is_o
         await elsewhere.close()
 
 
+async def test_a_keys_principal_is_built_once_per_lookup_and_rebuilt_after_a_change(
+    store: SqliteAccessStore,
+) -> None:
+    clock = Clock()
+    ident = Identity(store, required=True, ttl_s=1.0, clock=clock)
+    key, secret = await store.create_key("k", actor="t")
+    first = await ident.principal(secret)
+    assert await ident.principal(secret) is first  # the cached lookup's principal, reused
+    await store.update_key(key.id, {"models": ["gpt-4o"]}, actor="t")
+    clock.t += 1.0  # the lookup expires: the change is read, and its principal built anew
+    changed = await ident.principal(secret)
+    assert changed is not first and changed.key_models == ("gpt-4o",)
+    ident.forget()
+    assert await ident.principal(secret) is not changed
+
+
 async def test_a_model_must_be_allowed_by_the_key_and_its_team(store: SqliteAccessStore) -> None:
     team = await store.create_team("t", actor="x", models=["a", "b"])
     _, secret = await store.create_key("k", actor="x", team_id=team.id, models=["b", "c"])

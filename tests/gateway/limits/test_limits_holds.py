@@ -167,7 +167,7 @@ async def test_a_history_that_does_not_fit_beside_its_own_admission_is_a_spent_b
     rec = Recorder()
     new, rebuilt = _request("hi"), _request("a long history " * 50 + "hi")
     base = worst_case([_priced()], new, session_bound=True)
-    full = worst_case([_priced()], rebuilt, session_bound=False)
+    full = worst_case([_priced()], rebuilt, session_bound=False, exact=True)  # counted exactly
     assert base is not None and full is not None
     scope = _key((base + full) / 2)  # room for the new message, not for the history
     admitter = Admitter(lim, rec, rec, "principal", "r")
@@ -202,3 +202,68 @@ async def test_a_session_tool_loop_step_is_topped_up_for_its_history_and_given_b
         assert context.extra == [] and (await spent(lim, "key:k1", "total"))[1] == 0
     await lim.settle(turn, 0.0, tokens=0)
     assert await spent(lim, "key:k1", "total") == (2.0, 0.0)
+
+
+async def test_a_turn_the_cheap_bound_does_not_fit_is_admitted_with_its_exact_count(
+    make_limits: Factory,
+) -> None:
+    from gateway.limits.holds import worst_case
+    from gateway.providers.catalog import load_tokenizer
+
+    load_tokenizer()  # loaded: the exact count is the tokenizer's, not the bytes while it loads
+    lim = make_limits()
+    rec = Recorder()
+    request = _request("a plain English sentence of some length, " * 40)
+    cheap = worst_case([_priced()], request, session_bound=False)
+    exact = worst_case([_priced()], request, session_bound=False, exact=True)
+    assert cheap is not None and exact is not None and exact < cheap
+    admitter = Admitter(lim, rec, rec, "principal", "r")
+    turn = await admitter.admit([_key((cheap + exact) / 2)], cheap, lambda: exact)
+    assert admitter.last_cost_usd == exact
+    assert (await spent(lim, "key:k1", "total"))[1] == pytest.approx(exact, abs=1e-6)
+    assert rec.calls == []  # the cheap bound's refusal was not one: not counted, not audited
+    await lim.release(turn)
+
+
+async def test_a_turn_the_exact_count_does_not_fit_either_is_refused_once(make_limits: Factory) -> None:
+    lim = make_limits()
+    rec = Recorder()
+    admitter = Admitter(lim, rec, rec, "principal", "r")
+    asked: list[int] = []
+
+    def recount() -> float:
+        asked.append(1)
+        return 2.0
+
+    with pytest.raises(BudgetExceeded):
+        await admitter.admit([_key(1.0)], 3.0, recount)
+    assert asked == [1]
+    assert [c[0] for c in rec.calls] == ["rejected", "audit"]
+    assert await spent(lim, "key:k1", "total") == (0.0, 0.0)
+
+
+async def test_the_exact_count_is_not_asked_for_a_turn_that_fits(make_limits: Factory) -> None:
+    lim = make_limits()
+    rec = Recorder()
+    admitter = Admitter(lim, rec, rec, "principal", "r")
+
+    def recount() -> float:
+        raise AssertionError("counted exactly though the cheap bound fits")
+
+    turn = await admitter.admit([_key(1.0)], 0.5, recount)
+    assert admitter.last_cost_usd == 0.5
+    await lim.release(turn)
+
+
+def test_a_principals_scopes_are_built_once_and_each_principal_has_its_own() -> None:
+    from gateway.access.model import Budget, Principal
+    from gateway.limits.holds import principal_scopes
+
+    def principal(usd: float) -> Principal:
+        return Principal("k1", "k", None, None, None, key_budgets=(Budget(period="day", usd=usd),))
+
+    a, b = principal(1.0), principal(2.0)
+    assert principal_scopes(a) is principal_scopes(a)
+    assert principal_scopes(a)[0].budgets[0].usd == 1.0
+    assert principal_scopes(b)[0].budgets[0].usd == 2.0
+    assert principal_scopes(None) == []
