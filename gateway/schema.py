@@ -107,6 +107,10 @@ class DocumentPart(BaseModel):
     context: str | None = None
     citations: dict[str, Any] | None = None
     cache_control: dict[str, Any] | None = None
+    content_source: str | list[Any] | None = None
+    """Anthropic's ``content`` source (a string, or text and image blocks), verbatim: an
+    Anthropic upstream gets it as sent; any other gets ``text`` (its text blocks joined), and a
+    request whose ``content`` source holds images is refused toward it."""
     src: str | None = Field(default=None, exclude=True)
     own_keys: dict[str, Any] | None = None
     """The client's keys of this part the schema has no slot for (OpenAI
@@ -347,11 +351,17 @@ def freeform_note(freeform: dict[str, Any] | None) -> str | None:
 
 class ToolChoice(BaseModel):
     """How the model may use tools: ``auto``, ``none``, ``required`` (any tool) or ``tool``
-    (the one named); ``parallel`` False forbids several calls in one turn."""
+    (the one named); ``parallel`` False forbids several calls in one turn; ``allowed`` limits
+    ``auto`` / ``required`` to the tools named."""
 
     mode: Literal["auto", "none", "required", "tool"] = "auto"
     name: str | None = None
     parallel: bool | None = None
+    allowed: list[str] | None = None
+    """The names of the only tools the model may call (OpenAI ``allowed_tools``, mode ``auto`` or
+    ``required``; the tool list itself stays whole, for the upstream's prompt cache): both OpenAI
+    adapters send an ``allowed_tools`` choice; toward any other wire API the target layer sends
+    only those tools (:func:`gateway.layers.target.allowed_only`)."""
 
 
 class ResponseFormat(BaseModel):

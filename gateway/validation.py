@@ -58,6 +58,14 @@ def validate_request(request: Request) -> None:
                 f"({', '.join(names) or 'none'})",
                 param="tool_choice",
             )
+        if choice.allowed is not None:
+            unknown = [n for n in choice.allowed if n not in names]
+            if unknown or not choice.allowed:
+                raise InvalidRequest(
+                    f"tool_choice.allowed_tools names {', '.join(map(repr, unknown)) or 'no tool'}, "
+                    f"which is not among the offered tools ({', '.join(names) or 'none'})",
+                    param="tool_choice.allowed_tools",
+                )
     lo, hi = TEMPERATURE_RANGE
     if request.temperature is not None and not lo <= request.temperature <= hi:
         raise InvalidRequest(

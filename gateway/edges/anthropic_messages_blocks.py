@@ -42,6 +42,7 @@ _DOCUMENT_SOURCE_KEYS = {
     "text": frozenset({"type", "media_type", "data"}),
     "url": frozenset({"type", "url"}),
     "file": frozenset({"type", "file_id"}),
+    "content": frozenset({"type", "content"}),
 }
 _CHOICE_KEYS = {
     "auto": frozenset({"type", "disable_parallel_tool_use"}),
@@ -156,9 +157,35 @@ def document_part(block: JSONObj, path: str) -> JSONObj:
     elif stype == "file":
         out["file_id"] = req(source, "file_id", str, spath)
         out["file_api"] = "anthropic"
+    elif stype == "content":
+        _content_source(source, spath, out)
     else:
         raise unsupported(join(spath, "type"), f"document source type {stype!r}")
     return out
+
+
+def _content_source(source: JSONObj, spath: str, out: JSONObj) -> None:
+    """A ``content`` document source (a string, or text and image blocks: a document in
+    chunks Claude cites block by block) into ``out``: ``content_source`` verbatim (an Anthropic
+    upstream gets it as sent) and ``text``, its text blocks joined by blank lines (what another
+    wire API gets; one with image blocks is refused toward it: :mod:`gateway.layers.target_media`)."""
+    cpath = join(spath, "content")
+    content = source.get("content")
+    if type(content) is str:
+        out["text"], out["content_source"] = content, content
+        out["media_type"] = "text/plain"
+        return
+    texts = []
+    for k, raw in enumerate(req(source, "content", list, spath)):
+        bpath = f"{cpath}[{k}]"
+        block = as_obj(raw, bpath)
+        kind = req(block, "type", str, bpath)
+        if kind == "text":
+            texts.append(req(block, "text", str, bpath))
+        elif kind != "image":
+            raise unsupported(join(bpath, "type"), f"content document block type {kind!r}")
+    out["text"], out["content_source"] = "\n\n".join(texts), content
+    out["media_type"] = "text/plain"
 
 
 def toolset_name(block: JSONObj, path: str, serving: list[str]) -> str | None:

@@ -214,6 +214,31 @@ def _native_block(block: JSONObj, kind: str, path: str, st: _State) -> JSONObj:
     return {"type": "native", "api": API, "block": block, "src": path}
 
 
+_SEARCH_RESULT_KEYS = frozenset({"type", "source", "title", "content", "cache_control", "citations"})
+
+
+def search_result_text(block: JSONObj, path: str) -> str:
+    """A ``search_result`` block (``{"source", "title", "content": [text blocks]}``, Anthropic's
+    search results for RAG with citations) as the text another wire API's model reads:
+    ``Search result: <title>\nSource: <source>\n\n<text>``; the citations Claude would give
+    of it are not made there. Raises :class:`InvalidRequest` naming a key the SDK type
+    (``SearchResultBlockParam``) does not have or a content block that is not text."""
+    if not block.keys() <= _SEARCH_RESULT_KEYS:
+        only_keys(block, _SEARCH_RESULT_KEYS, path, "search_result")
+    title = req(block, "title", str, path)
+    source = req(block, "source", str, path)
+    texts = []
+    for k, raw in enumerate(req(block, "content", list, path)):
+        tpath = f"{join(path, 'content')}[{k}]"
+        inner = as_obj(raw, tpath)
+        if req(inner, "type", str, tpath) != "text":
+            raise InvalidRequest(
+                f"{join(tpath, 'type')}: a search result holds text blocks", param=join(tpath, "type")
+            )
+        texts.append(req(inner, "text", str, tpath))
+    return f"Search result: {title}\nSource: {source}\n\n" + "\n\n".join(texts)
+
+
 def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
     """A ``tool_result`` block -> a tool-result message dict (``src`` = the block's path)."""
     call_id = block.get("tool_use_id")
@@ -251,8 +276,20 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
                 req(inner, "source", dict, bpath)
                 parts.append(_native_block(inner, kind, bpath, st))
                 continue
+            if kind == "search_result":  # verbatim to an Anthropic upstream; its text elsewhere
+                st.translated.append(f"{bpath} ({kind})")
+                parts.append(
+                    {
+                        "type": "native",
+                        "api": API,
+                        "block": inner,
+                        "text": search_result_text(inner, bpath),
+                        "src": bpath,
+                    }
+                )
+                continue
             if kind != "text" and kind != "image":
-                raise _unknown_block(kind, bpath, "text, image, document or tool_reference")
+                raise _unknown_block(kind, bpath, "text, image, document, search_result or tool_reference")
             _add_media(parts, kind, inner, bpath, st)
     elif content is not None:
         raise wrong_type(path + ".content", "a string or an array of content blocks", content)

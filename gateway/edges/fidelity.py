@@ -78,11 +78,20 @@ OPENAI_CHAT: dict[str, Rule] = {
     ),
     "tools": Rule(
         CARRIED,
-        "`function` tools (`custom` tools refused)",
+        "`function` tools; `custom` tools (free-form input, `text` or a `lark` / `regex` grammar) "
+        "natively, their calls returned as `custom` tool calls (whole and streamed)",
         "each API's tool definitions; `function.strict` to Anthropic on a model with structured outputs, "
-        "else (Gemini, older Claude) " + _DROPPED,
+        "else (Gemini, older Claude) " + _DROPPED + "; `custom` tools: Responses natively (`custom` "
+        "with its `format`), elsewhere a function with one string argument `input` (the grammar in the "
+        "description, a regex as the argument's `pattern`)",
     ),
-    "tool_choice": Rule(CARRIED, "as sent", "Anthropic `tool_choice`, Gemini `toolConfig`"),
+    "tool_choice": Rule(
+        CARRIED,
+        "as sent (a `function` or `custom` tool by name, `allowed_tools`)",
+        "Anthropic `tool_choice`, Gemini `toolConfig`; `allowed_tools`: Responses natively, elsewhere "
+        "only the allowed tools are offered, with its mode (`auto` / `required`: the same calls are "
+        "possible; only the upstream's cached tool-list prefix differs)",
+    ),
     "parallel_tool_calls": Rule(
         CARRIED,
         "as sent",
@@ -302,6 +311,14 @@ NESTED: dict[str, Rule] = {
         + _DROPPED
         + " (`filename`)",
     ),
+    "Anthropic `document` blocks with a `text` source or a `content` source (a string, or text and "
+    "image blocks)": Rule(
+        CARRIED,
+        "as sent (a `content` source verbatim: `DocumentPart.content_source`)",
+        "Gemini: a `text/plain` `inlineData` document; OpenAI Chat and Responses (files are PDFs "
+        "there): a text part `<document title=...>` with its text; a `content` source's text blocks "
+        "joined, one holding images: 400 naming `...source.content`",
+    ),
     "Responses `input_audio` parts": Rule(
         REFUSED,
         "400 naming the part: no input of the Responses API takes audio (the SDK type is unused)",
@@ -312,6 +329,13 @@ NESTED: dict[str, Rule] = {
         "as sent (`NativePart`)",
         _REFUSED_ELSEWHERE + " (OpenAI Chat tool messages and Responses `function_call_output` "
         "`input_file` parts are refused by name on every target)",
+    ),
+    "Anthropic `tool_result.content[]` `search_result` blocks (search results with citations)": Rule(
+        TRANSLATED,
+        "as sent (`NativePart`)",
+        "their text: `Search result: <title>`, `Source: <source>`, then the content's text (the "
+        "citations Claude would give of them are not made there); `search_result` and `container_upload` "
+        "blocks in a user turn: refused by name on every target (no schema part holds them yet)",
     ),
     "Anthropic `tool_use.caller` (programmatic tool calling)": Rule(
         PASSED,

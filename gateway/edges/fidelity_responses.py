@@ -60,8 +60,10 @@ OPENAI_RESPONSES: dict[str, Rule] = {
     "tool_choice": Rule(
         TRANSLATED,
         "`auto` / `none` / `required`, a function or custom tool by name (`namespace` + `name` for a "
-        "member); `allowed_tools`, hosted, `mcp` and other choices refused by name",
-        "each API's tool choice (Anthropic `tool_choice`, Gemini `toolConfig`)",
+        "member), `allowed_tools` (function and custom tools); hosted, `mcp` and other choices refused "
+        "by name",
+        "each API's tool choice (Anthropic `tool_choice`, Gemini `toolConfig`); `allowed_tools`: OpenAI "
+        "Chat natively, elsewhere only the allowed tools offered, with its mode",
     ),
     "parallel_tool_calls": Rule(
         CARRIED,

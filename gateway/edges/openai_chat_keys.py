@@ -77,11 +77,11 @@ dropped and named toward another wire API; any other key of a tool entry is carr
 way and refused toward another wire API (``NativeFields.fields["tool_fields"]``)."""
 FUNCTION_KEYS = frozenset({"name", "description", "parameters", "strict", CACHE})
 LEGACY_FUNCTION_KEYS = frozenset({"name", "description", "parameters"})
-CALL_KEYS = frozenset({"id", "type", "function", "index", CACHE})
+CALL_KEYS = frozenset({"id", "type", "function", "custom", "index", CACHE})
 """``index``: the stream position a client's SDK leaves on a call it merged from a streamed
 answer (the openai SDK's ``ChatCompletionStreamState``); it carries nothing."""
 CALL_FUNCTION_KEYS = frozenset({"name", "arguments"})
-CHOICE_KEYS = frozenset({"type", "function"})
+CHOICE_KEYS = frozenset({"type", "function", "custom", "allowed_tools"})
 CHOICE_FUNCTION_KEYS = frozenset({"name"})
 FORMAT_KEYS = frozenset({"type", "json_schema"})
 JSON_SCHEMA_KEYS = frozenset({"name", "description", "schema", "strict"})

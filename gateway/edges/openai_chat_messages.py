@@ -312,6 +312,9 @@ def _tool_calls(calls: list[Any], path: str, st: ChatState, content: list[JSONOb
         check_keys(raw, CALL_KEYS, tpath)
         ctype = raw.get("type")
         if ctype is not None and ctype != "function":
+            if ctype == "custom":  # a custom tool's call: its free-form input is the argument "input"
+                _custom_call(raw, tpath, st, content)
+                continue
             if type(ctype) is not str:
                 raise wrong_type(join(tpath, "type"), "a string", ctype)
             raise unsupported(join(tpath, "type"), f"tool call type {ctype!r}")
@@ -335,6 +338,20 @@ def _tool_calls(calls: list[Any], path: str, st: ChatState, content: list[JSONOb
         if len(arguments) > st.short:
             where = tpath + ".function.arguments"
             check_embedded(content[-1]["arguments"], arguments, st.depth, _ARGUMENTS_LEVEL, where)
+
+
+def _custom_call(raw: JSONObj, tpath: str, st: ChatState, content: list[JSONObj]) -> None:
+    """Append the part dict of a ``custom`` tool call (``{"id", "type": "custom", "custom":
+    {"name", "input"}}``): a call of the emulated function with ``{"input": <text>}``
+    (:class:`gateway.schema.ToolDefinition` ``freeform``)."""
+    cpath = join(tpath, "custom")
+    custom = as_obj(req(raw, "custom", dict, tpath), cpath)
+    check_keys(custom, frozenset({"name", "input"}), cpath)
+    text = req(custom, "input", str, cpath)
+    arguments = orjson.dumps({"input": text}).decode()
+    content.append(
+        _tool_call(req(raw, "id", str, tpath), req(custom, "name", str, cpath), arguments, tpath, st)
+    )
 
 
 _REASONING_KEYS = ("reasoning_content", "reasoning")

@@ -16,6 +16,10 @@ each observed in real client traffic (``../shared/corpus``):
   (multi-hop proxies, handed case C05) -> :class:`ToolCallPart` / :class:`ThinkingPart`,
   kept next to ``tool_calls`` (the guards collapse identical duplicates);
 * ``cache_control`` on messages, parts and tools (OpenRouter/Anthropic-compatible servers);
+* ``custom`` tools (free-form input) are read as the Responses edge reads its own (a function
+  with one string argument ``input``, the format kept as ``freeform``: :func:`chat_custom_tool`),
+  a ``custom`` tool call in an assistant message as a call of it with ``{"input": ...}``, and a
+  ``custom`` or ``allowed_tools`` tool choice into :class:`gateway.schema.ToolChoice`;
 * a message's ``name`` (user, assistant, system, developer), ``role: developer`` (a system
   message marked ``developer``), ``image_url.detail``, ``seed`` and the penalties are read
   into the schema; which targets get them: :mod:`gateway.layers.target_fields`;
@@ -87,6 +91,7 @@ from gateway.edges.openai_chat_keys import (
     TOOL_SERVING,
 )
 from gateway.edges.openai_chat_messages import ChatState, attach_own, own_paths, parse_message
+from gateway.edges.openai_responses_tools import custom_tool
 from gateway.errors import InvalidRequest
 from gateway.providers.openai_common import API
 from gateway.schema import Request
@@ -154,6 +159,9 @@ def _tools(body: JSONObj, st: ChatState) -> tuple[list[JSONObj], bool]:
         if ttype == "mcp":
             has_mcp = True
             continue  # a registered MCP server for the gateway's tool loop: see mcp_server_entries
+        if ttype == "custom":
+            out.append(chat_custom_tool(tool, path))
+            continue
         if ttype != "function":
             raise unsupported(join(path, "type"), f"tool type {ttype!r}")
         fpath = path + ".function"
@@ -168,6 +176,40 @@ def _tools(body: JSONObj, st: ChatState) -> tuple[list[JSONObj], bool]:
         check_keys(fn, LEGACY_FUNCTION_KEYS, path)
         out.append(_tool_def(fn, path, None))
     return out, has_mcp
+
+
+_CHAT_CUSTOM_KEYS = frozenset({"name", "description", "format"})
+
+
+def chat_custom_tool(tool: JSONObj, path: str) -> JSONObj:
+    """A Chat ``custom`` tool (``{"type": "custom", "custom": {"name", "description", "format":
+    {"type": "text"} | {"type": "grammar", "grammar": {"definition", "syntax"}}}}``) -> the tool
+    definition dict the Responses edge makes of its ``custom`` tools
+    (:func:`gateway.edges.openai_responses_tools.custom_tool`: a function with one string
+    argument ``input``, the format kept as ``freeform`` in the Responses shape ``{"type":
+    "grammar", "syntax", "definition"}``). Raises :class:`InvalidRequest` naming the key."""
+    check_keys(tool, frozenset({"type", "custom"}), path)
+    cpath = join(path, "custom")
+    custom = as_obj(req(tool, "custom", dict, path), cpath)
+    check_keys(custom, _CHAT_CUSTOM_KEYS, cpath)
+    fmt = opt(custom, "format", dict, cpath)
+    as_responses = {k: v for k, v in custom.items() if k != "format"}
+    if fmt is not None:
+        fpath = join(cpath, "format")
+        ftype = req(fmt, "type", str, fpath)
+        if ftype == "grammar":
+            check_keys(fmt, frozenset({"type", "grammar"}), fpath)
+            gpath = join(fpath, "grammar")
+            grammar = as_obj(req(fmt, "grammar", dict, fpath), gpath)
+            check_keys(grammar, frozenset({"definition", "syntax"}), gpath)
+            as_responses["format"] = {
+                "type": "grammar",
+                "syntax": req(grammar, "syntax", str, gpath),
+                "definition": req(grammar, "definition", str, gpath),
+            }
+        else:
+            as_responses["format"] = fmt  # text (any other type is refused by name below)
+    return custom_tool(as_responses, cpath)
 
 
 def _tool_extras(tool: JSONObj, name: str, path: str, st: ChatState) -> None:
@@ -208,6 +250,14 @@ def _tool_choice(body: JSONObj) -> JSONObj | None:
         return {"mode": raw, "parallel": parallel}
     obj = as_obj(raw, path)
     ctype = req(obj, "type", str, path)
+    if ctype == "custom":  # a custom tool by name
+        check_keys(obj, frozenset({"type", "custom"}), path)
+        cpath = join(path, "custom")
+        custom = as_obj(req(obj, "custom", dict, path), cpath)
+        check_keys(custom, CHOICE_FUNCTION_KEYS, cpath)
+        return {"mode": "tool", "name": req(custom, "name", str, cpath), "parallel": parallel}
+    if ctype == "allowed_tools":
+        return {**allowed_tools_choice(obj, path), "parallel": parallel}
     if ctype != "function":
         raise unsupported(join(path, "type"), f"tool_choice type {ctype!r}")
     check_keys(obj, CHOICE_KEYS, path)
@@ -215,6 +265,34 @@ def _tool_choice(body: JSONObj) -> JSONObj | None:
     fn = as_obj(req(obj, "function", dict, path), fpath)
     check_keys(fn, CHOICE_FUNCTION_KEYS, fpath)
     return {"mode": "tool", "name": req(fn, "name", str, fpath), "parallel": parallel}
+
+
+def allowed_tools_choice(obj: JSONObj, path: str) -> JSONObj:
+    """``{"type": "allowed_tools", "allowed_tools": {"mode": "auto" | "required", "tools":
+    [{"type": "function", "function": {"name"}} | {"type": "custom", "custom": {"name"}}]}}`` ->
+    a tool choice dict of that mode with ``allowed``: the names. Raises
+    :class:`InvalidRequest` naming the key."""
+    check_keys(obj, frozenset({"type", "allowed_tools"}), path)
+    apath = join(path, "allowed_tools")
+    allowed = as_obj(req(obj, "allowed_tools", dict, path), apath)
+    check_keys(allowed, frozenset({"mode", "tools"}), apath)
+    mode = req(allowed, "mode", str, apath)
+    if mode not in ("auto", "required"):
+        raise InvalidRequest(
+            f"{join(apath, 'mode')}: expected auto or required, got {mode!r}", param=join(apath, "mode")
+        )
+    names = []
+    for i, raw in enumerate(req(allowed, "tools", list, apath)):
+        tpath = f"{apath}.tools[{i}]"
+        entry = as_obj(raw, tpath)
+        ttype = req(entry, "type", str, tpath)
+        if ttype not in ("function", "custom"):
+            raise unsupported(join(tpath, "type"), f"allowed tool type {ttype!r}")
+        check_keys(entry, frozenset({"type", ttype}), tpath)
+        inner = as_obj(req(entry, ttype, dict, tpath), join(tpath, ttype))
+        check_keys(inner, CHOICE_FUNCTION_KEYS, join(tpath, ttype))
+        names.append(req(inner, "name", str, join(tpath, ttype)))
+    return {"mode": mode, "allowed": names}
 
 
 def _response_format(raw: JSONObj) -> JSONObj:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import orjson
+
 from gateway.edges._common import jsonable
 from gateway.edges.signatures import wrap_signature, wrap_tool_call_id
 from gateway.errors import TurnstileError
@@ -135,6 +137,26 @@ def _wrapped(sig: str, prov: Provenance | None) -> str:
     return wrap_signature(sig, prov) if prov is not None else sig
 
 
+def custom_tool_names(request: Request) -> frozenset[str]:
+    """Names of the tools the client declared ``custom`` (free-form input), whose calls it gets
+    as ``custom`` tool calls."""
+    return frozenset(t.name for t in request.tools if t.freeform is not None)
+
+
+def tool_call_entry(cid: str, name: str, raw_arguments: str, custom: bool) -> dict[str, Any]:
+    """One ``tool_calls`` entry: a ``function`` call with its arguments byte-exact, or for a
+    ``custom`` tool ``{"type": "custom", "custom": {"name", "input"}}`` (``input``: the emulated
+    function's argument, else the raw arguments)."""
+    if custom:
+        try:
+            value = orjson.loads(raw_arguments).get("input")
+        except (orjson.JSONDecodeError, AttributeError):
+            value = None
+        text = value if isinstance(value, str) else raw_arguments
+        return {"id": cid, "type": "custom", "custom": {"name": name, "input": text}}
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": raw_arguments}}
+
+
 def render_response(resp: Response, request: Request) -> dict[str, Any]:
     """A non-streaming ``chat.completion`` body (a dict for the server to encode).
 
@@ -150,17 +172,14 @@ def render_response(resp: Response, request: Request) -> dict[str, Any]:
     thoughts: list[str] = []
     details: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
+    custom: frozenset[str] | None = None
     for p in resp.message.content:  # one pass; exact classes (isinstance on models is slow)
         if type(p) is TextPart:
             texts.append(p.text)
         elif type(p) is ToolCallPart:
-            calls.append(
-                {
-                    "id": client_tool_call_id(p),
-                    "type": "function",
-                    "function": {"name": p.name, "arguments": p.raw_arguments},
-                }
-            )
+            if custom is None:
+                custom = custom_tool_names(request) if request.tools else frozenset()
+            calls.append(tool_call_entry(client_tool_call_id(p), p.name, p.raw_arguments, p.name in custom))
         elif type(p) is ThinkingPart:
             thoughts.append(p.text)
             details.append(reasoning_detail(p, len(details)))

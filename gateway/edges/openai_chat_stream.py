@@ -31,10 +31,12 @@ from gateway.edges._common import sse
 from gateway.edges._frames import MARKER, Template, template
 from gateway.edges.openai_chat_render import (
     completion_id,
+    custom_tool_names,
     error_body,
     finish_reason,
     reasoning_detail,
     render_usage,
+    tool_call_entry,
     turnstile_meta,
 )
 from gateway.edges.signatures import wrap_tool_call_id
@@ -102,6 +104,8 @@ class StreamRenderer:
 
     def __init__(self, request: Request) -> None:
         self._delta_frames: dict[str, Template] = {}
+        self.request = request
+        self.custom: frozenset[str] | None = None  # the client's custom tools, on the first call
         self.include_usage = request.include_usage
         self.id = completion_id("turnstile")
         self.model = request.model
@@ -193,6 +197,12 @@ class StreamRenderer:
         cid = (
             call.id if call.signature is None else wrap_tool_call_id(call.id, call.signature, call.provenance)
         )
+        if self.custom is None:
+            self.custom = custom_tool_names(self.request) if self.request.tools else frozenset()
+        if call.name in self.custom:  # a custom tool's call: whole, with its free-form input
+            entry = tool_call_entry(cid, call.name, "".join(call.fragments), True)
+            out.append(self._chunk({"tool_calls": [{"index": k, **entry}]}))
+            return
         head = {"index": k, "id": cid, "type": "function", "function": {"name": call.name, "arguments": ""}}
         out.append(self._chunk({"tool_calls": [head]}))
         fragments = [f for f in call.fragments if f] or ["{}"]

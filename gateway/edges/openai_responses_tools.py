@@ -320,8 +320,8 @@ calls do)."""
 
 def tool_choice(data: JSONObj) -> JSONObj | None:
     """``tool_choice`` and ``parallel_tool_calls`` -> a tool choice dict (a ``custom`` tool is
-    chosen by name as a function is; a member of a namespace by ``namespace`` and ``name``);
-    ``allowed_tools`` and hosted choices are refused naming the field."""
+    chosen by name as a function is; a member of a namespace by ``namespace`` and ``name``;
+    ``allowed_tools`` the names it allows); hosted choices are refused naming the field."""
     parallel = opt(data, "parallel_tool_calls", bool, "")
     raw = data.get("tool_choice")
     if raw is None:
@@ -341,4 +341,23 @@ def tool_choice(data: JSONObj) -> JSONObj | None:
         if ns:
             name = f"{ns}{NAMESPACE_SEPARATOR}{name}"
         return {"mode": "tool", "name": name, "parallel": parallel}
+    if ctype == "allowed_tools":  # {"type", "mode", "tools": [{"type": "function" | "custom", "name"}]}
+        check_keys(obj, frozenset({"type", "mode", "tools"}), "tool_choice")
+        mode = req(obj, "mode", str, "tool_choice")
+        if mode not in ("auto", "required"):
+            raise InvalidRequest(
+                f"tool_choice.mode: expected auto or required, got {mode!r}", param="tool_choice.mode"
+            )
+        names = []
+        for i, raw_tool in enumerate(req(obj, "tools", list, "tool_choice")):
+            tpath = f"tool_choice.tools[{i}]"
+            entry = as_obj(raw_tool, tpath)
+            ttype = req(entry, "type", str, tpath)
+            if ttype not in ("function", "custom"):
+                raise unsupported(join(tpath, "type"), f"allowed tool type {ttype!r}")
+            check_keys(entry, frozenset({"type", "name", "namespace"}), tpath)
+            name = req(entry, "name", str, tpath)
+            ns = opt(entry, "namespace", str, tpath)
+            names.append(f"{ns}{NAMESPACE_SEPARATOR}{name}" if ns else name)
+        return {"mode": mode, "allowed": names, "parallel": parallel}
     raise unsupported("tool_choice.type", f"tool_choice type {ctype!r}")

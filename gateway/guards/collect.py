@@ -126,6 +126,7 @@ def collect(events: Iterable[StreamEvent]) -> Response:
     start: MessageStart | None = None
     end: MessageEnd | None = None
     parts: dict[int, _Builder] = {}
+    own_api: str | None = None
     for event in events:
         if isinstance(event, PartDelta):  # the most frequent event first
             builder = parts.get(event.index)
@@ -136,6 +137,8 @@ def collect(events: Iterable[StreamEvent]) -> Response:
             start = event
         elif isinstance(event, PartStart):
             parts[event.index] = _Builder(event)
+            if event.own_keys is not None:  # a part with keys of its wire API (a Responses phase)
+                own_api = event.api
         elif isinstance(event, MessageEnd):
             end = event
         elif isinstance(event, StreamError):
@@ -144,7 +147,6 @@ def collect(events: Iterable[StreamEvent]) -> Response:
         missing = "start" if start is None else "end"
         raise UpstreamProtocolError(f"stream has no message {missing}")
     content = [parts[i].build() for i in sorted(parts)]
-    own_api = next((b.start.api for b in parts.values() if b.start.own_keys is not None), None)
     return Response(
         id=start.id,
         model=start.model,

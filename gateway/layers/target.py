@@ -107,6 +107,8 @@ class TargetLayer:
         choice = request.tool_choice
         if choice is not None and choice.parallel is False and dep.api in NO_PARALLEL_LIMIT_APIS:
             note_parallel_limit(turn, dep)
+        if choice is not None and choice.allowed is not None and dep.api not in OPENAI_APIS:
+            request = allowed_only(request)
         if request.tools and dep.api in NO_STRICT_CHECK_APIS:
             note_strict_tools(turn, request, dep)
         rf = request.response_format
@@ -224,6 +226,20 @@ def note_parallel_limit(turn: Turn, dep: Deployment) -> None:
 
 OPENAI_APIS = frozenset({"openai_chat", "openai_responses"})
 """Wire APIs whose structured output is strict only when asked (``strict: true``)."""
+
+
+def allowed_only(request: Request) -> Request:
+    """``request`` for a wire API without ``allowed_tools`` (Anthropic, Gemini, litellm): only
+    the allowed tools are offered, with the choice's mode (``auto`` / ``required``). The model
+    may call the same tools either way; only the upstream's cached tool-list prefix differs."""
+    choice = request.tool_choice
+    assert choice is not None and choice.allowed is not None
+    allowed = set(choice.allowed)
+    return evolve(
+        request,
+        tools=[t for t in request.tools if t.name in allowed],
+        tool_choice=evolve(choice, allowed=None),
+    )
 
 
 def note_loose_format(turn: Turn, rf: ResponseFormat, dep: Deployment) -> None:

@@ -69,6 +69,12 @@ def _check_document(part: DocumentPart, where: str, dep: Deployment) -> None:
     if part.url is not None and api not in _DOC_URL:
         raise _refuse(where, "a document by URL", dep, "takes documents only inline; send it as base64")
     if api != "anthropic_messages" and api != "demo":
+        if type(part.content_source) is list and any(
+            type(b) is dict and b.get("type") == "image" for b in part.content_source
+        ):
+            raise _refuse(
+                f"{where}.source.content", "a content document with images", dep, "has no such document"
+            )
         if part.context is not None:
             raise _refuse(f"{where}.context", "a document context", dep, "has no document context")
         if part.citations is not None:

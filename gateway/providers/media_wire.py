@@ -44,7 +44,9 @@ def anthropic_document(part: DocumentPart) -> dict[str, Any]:
     """An Anthropic ``document`` block (base64 / url / text / file source, ``title``,
     ``context``, ``citations``, ``cache_control``)."""
     source: dict[str, Any]
-    if part.file_id is not None:
+    if part.content_source is not None:
+        source = {"type": "content", "content": part.content_source}
+    elif part.file_id is not None:
         source = {"type": "file", "file_id": part.file_id}
     elif part.url is not None:
         source = {"type": "url", "url": part.url}
@@ -62,6 +64,14 @@ def anthropic_document(part: DocumentPart) -> dict[str, Any]:
     if part.cache_control is not None:
         block["cache_control"] = part.cache_control
     return block
+
+
+def document_text(part: DocumentPart) -> str:
+    """A plain-text document (Anthropic's ``text`` or ``content`` source) as the text an API
+    without text documents reads (OpenAI Chat and Responses take PDF files only): its text
+    between ``<document>`` tags, with its title when it has one."""
+    head = f'<document title="{part.filename}">' if part.filename else "<document>"
+    return f"{head}\n{part.text}\n</document>"
 
 
 def openai_chat_file(part: DocumentPart, deployment: Deployment) -> dict[str, Any]:

@@ -81,6 +81,7 @@ from gateway.schema import (
     SystemMessage,
     TextPart,
     ToolCallPart,
+    ToolDefinition,
     ToolResultMessage,
     UserMessage,
 )
@@ -224,7 +225,10 @@ def _user_content(
             if own_parts and part.own_keys:
                 blocks[-1].update(part.own_keys)
         elif type(part) is DocumentPart:
-            blocks.append(media_wire.openai_chat_file(part, deployment))
+            if part.text is not None:  # a plain-text document: Chat's files are PDFs
+                blocks.append({"type": "text", "text": media_wire.document_text(part)})
+            else:
+                blocks.append(media_wire.openai_chat_file(part, deployment))
             if own_parts and part.own_keys:
                 blocks[-1].update(part.own_keys)
         elif type(part) is AudioPart:
@@ -232,7 +236,9 @@ def _user_content(
     return blocks or ""
 
 
-def _assistant_dict(msg: AssistantMessage, names: NameMap, own_parts: bool = False) -> dict[str, Any] | None:
+def _assistant_dict(
+    msg: AssistantMessage, names: NameMap, own_parts: bool = False, custom: frozenset[str] = frozenset()
+) -> dict[str, Any] | None:
     """An assistant message's wire dict (None when it has neither text nor tool calls);
     ``own_parts``: its text parts' ``own_keys`` are an OpenAI Chat client's
     (``prompt_cache_breakpoint``): its ``content`` is then a list of text blocks carrying them."""
@@ -242,6 +248,15 @@ def _assistant_dict(msg: AssistantMessage, names: NameMap, own_parts: bool = Fal
         if type(p) is TextPart:
             texts.append(p.text)
         elif type(p) is ToolCallPart:
+            if custom and p.name in custom and isinstance(p.arguments.get("input"), str):
+                calls.append(  # a custom tool's call: its free-form input
+                    {
+                        "id": upstream_id(names, p.id),
+                        "type": "custom",
+                        "custom": {"name": upstream_name(names, p.name), "input": p.arguments["input"]},
+                    }
+                )
+                continue
             calls.append(
                 {
                     "id": upstream_id(names, p.id),
@@ -278,7 +293,11 @@ def _merge_assistant(prev: dict[str, Any], new: dict[str, Any]) -> bool:
     return True
 
 
-def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[dict[str, Any]]:
+def _messages(
+    request: Request, deployment: Deployment, names: NameMap, custom: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
+    """The ``messages`` list; ``custom``: the free-form tools sent as Chat ``custom`` tools (their
+    calls in assistant messages go as ``custom`` tool calls)."""
     out: list[dict[str, Any]] = []
     image_followup: list[dict[str, Any]] = []
     inline_images = deployment.quirks.images_in_tool_results
@@ -292,7 +311,7 @@ def _messages(request: Request, deployment: Deployment, names: NameMap) -> list[
             o = None  # another wire API's own keys: not ours to send
         tm = type(msg)
         if tm is AssistantMessage:
-            item = _assistant_dict(msg, names, o is not None)  # type: ignore[arg-type]
+            item = _assistant_dict(msg, names, o is not None, custom)  # type: ignore[arg-type]
             if item is None:
                 if o is None or not o.keys:
                     continue
@@ -382,13 +401,46 @@ def _tool_message(
     return {"role": "tool", "tool_call_id": call_id, "content": wire}
 
 
-def _tool_choice(request: Request, names: NameMap) -> Any:
+def custom_tools(request: Request) -> frozenset[str]:
+    """Names of the request's free-form tools (:attr:`gateway.schema.ToolDefinition.freeform`),
+    sent to an OpenAI Chat upstream as Chat ``custom`` tools."""
+    return frozenset(t.name for t in request.tools if t.freeform is not None)
+
+
+def _custom_tool(t: ToolDefinition, names: NameMap) -> dict[str, Any]:
+    """A free-form tool as a Chat ``custom`` tool: its format in Chat's shape (``{"type":
+    "grammar", "grammar": {"definition", "syntax"}}``), its own description (without the
+    emulation's grammar note)."""
+    custom: dict[str, Any] = {"name": upstream_name(names, t.name)}
+    description = wire_common.native_description(t)
+    if description is not None:
+        custom["description"] = description
+    fmt = t.freeform or {}
+    if fmt.get("type") == "grammar":
+        custom["format"] = {
+            "type": "grammar",
+            "grammar": {"definition": fmt.get("definition"), "syntax": fmt.get("syntax")},
+        }
+    return {"type": "custom", "custom": custom}
+
+
+def _tool_choice(request: Request, names: NameMap, custom: frozenset[str]) -> Any:
     tc = request.tool_choice
     if tc is None:
         return None
+    if tc.allowed is not None and tc.mode in ("auto", "required"):
+        tools = [
+            {"type": "custom", "custom": {"name": upstream_name(names, n)}}
+            if n in custom
+            else {"type": "function", "function": {"name": upstream_name(names, n)}}
+            for n in tc.allowed
+        ]
+        return {"type": "allowed_tools", "allowed_tools": {"mode": tc.mode, "tools": tools}}
     if tc.mode == "tool":
         if not tc.name:
             return "required"
+        if tc.name in custom:
+            return {"type": "custom", "custom": {"name": upstream_name(names, tc.name)}}
         return {"type": "function", "function": {"name": upstream_name(names, tc.name)}}
     return tc.mode
 
@@ -401,10 +453,17 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
     ``quirks.stream_usage``. Raises :class:`CapabilityError` for images the deployment cannot
     take.
     """
-    body: dict[str, Any] = {"model": deployment.model, "messages": _messages(request, deployment, names)}
+    custom = custom_tools(request) if request.tools and deployment.api == API else frozenset()  # not litellm
+    body: dict[str, Any] = {
+        "model": deployment.model,
+        "messages": _messages(request, deployment, names, custom),
+    }
     if request.tools:
         tools = []
         for t in request.tools:
+            if t.name in custom:
+                tools.append(_custom_tool(t, names))
+                continue
             fn: dict[str, Any] = {"name": upstream_name(names, t.name)}
             if t.description is not None:
                 fn["description"] = t.description
@@ -413,7 +472,7 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
                 fn["strict"] = t.strict
             tools.append({"type": "function", "function": fn})
         body["tools"] = tools
-        choice = _tool_choice(request, names)
+        choice = _tool_choice(request, names, custom)
         if choice is not None:
             body["tool_choice"] = choice
         if request.tool_choice is not None and request.tool_choice.parallel is not None:
@@ -535,6 +594,12 @@ def from_wire_response(obj: dict[str, Any], ctx: CallContext) -> Response:
                     deployment=dep.name,
                 )
             fn = tc.get("function")
+            custom = tc.get("custom")
+            if isinstance(custom, dict):  # a custom tool's call: its input is the argument "input"
+                fn = {
+                    "name": custom.get("name"),
+                    "arguments": orjson.dumps({"input": str(custom.get("input") or "")}).decode(),
+                }
             if not isinstance(fn, dict):
                 fn = {}
             raw = raw_arguments_of(fn.get("arguments"))

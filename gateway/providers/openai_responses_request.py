@@ -84,6 +84,7 @@ from gateway.providers.openai_responses_common import (
     is_reasoning_model,
     is_responses_signed,
 )
+from gateway.providers.wire_common import native_description as native_description
 from gateway.schema import (
     AssistantMessage,
     AudioPart,
@@ -97,7 +98,6 @@ from gateway.schema import (
     ToolDefinition,
     ToolResultMessage,
     UserMessage,
-    freeform_note,
 )
 
 MAX_METADATA = 16
@@ -139,7 +139,10 @@ def _user_item(msg: UserMessage, deployment: Deployment, i: int, own: bool = Fal
                 raise _no_images(deployment, _where(msg, i), _where(msg, i))
             parts.append(_image(part))
         elif type(part) is DocumentPart:
-            parts.append(media_wire.responses_input_file(part))
+            if part.text is not None:  # a plain-text document: as text (input_file is for PDFs)
+                parts.append({"type": "input_text", "text": media_wire.document_text(part)})
+            else:
+                parts.append(media_wire.responses_input_file(part))
         else:
             if type(part) is AudioPart:
                 raise media_wire.refuse(part, deployment, "cannot take audio")
@@ -356,18 +359,6 @@ def _metadata(request: Request) -> dict[str, str]:
     return out
 
 
-def native_description(tool: ToolDefinition) -> str | None:
-    """A free-form tool's own description: without the grammar note the edge appended for the
-    emulation (:func:`gateway.schema.freeform_note`), which a native ``format`` states."""
-    note = freeform_note(tool.freeform)
-    text = tool.description
-    if note and text is not None:
-        if text == note:
-            return None
-        text = text.removesuffix("\n\n" + note)
-    return text
-
-
 def _custom_tool(t: ToolDefinition, names: NameMap) -> dict[str, Any]:
     tool: dict[str, Any] = {"type": "custom", "name": upstream_name(names, t.name)}
     description = native_description(t)
@@ -393,7 +384,17 @@ def _tools(request: Request, names: NameMap, body: dict[str, Any]) -> None:
     body["tools"] = tools
     tc = request.tool_choice
     if tc is not None:
-        if tc.mode == "tool":
+        if tc.allowed is not None and tc.mode in ("auto", "required"):
+            custom = _custom_tools(request)
+            body["tool_choice"] = {
+                "type": "allowed_tools",
+                "mode": tc.mode,
+                "tools": [
+                    {"type": "custom" if n in custom else "function", "name": upstream_name(names, n)}
+                    for n in tc.allowed
+                ],
+            }
+        elif tc.mode == "tool":
             kind = "custom" if tc.name in _custom_tools(request) else "function"
             body["tool_choice"] = (
                 {"type": kind, "name": upstream_name(names, tc.name)} if tc.name else "required"

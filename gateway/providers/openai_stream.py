@@ -75,6 +75,13 @@ class _Call:
     index: int | None = None  # part index once started
     pending: list[str] = field(default_factory=list)
     ended: bool = False
+    custom: bool = False  # a Chat custom tool's call: its input streamed as the argument "input"
+
+
+_CUSTOM_OPEN = '{"input":"'
+"""How a custom tool call's arguments begin: the emulated function's one argument ``input``
+(:attr:`gateway.schema.ToolDefinition.freeform`); its input is streamed JSON-escaped, and
+``"}`` closes it."""
 
 
 class OpenAIChatStreamParser:
@@ -271,10 +278,16 @@ class OpenAIChatStreamParser:
         return ("synthetic", self.synthetic)
 
     def _tool_delta(self, tc: dict[str, Any], out: list[StreamEvent]) -> None:
-        fn = wire_common.as_dict(tc.get("function"))
+        custom = tc.get("custom")
+        if type(custom) is dict:  # a custom tool's call: {"name", "input"} pieces
+            fn = custom
+            text = custom.get("input")
+            args = orjson.dumps(text).decode()[1:-1] if isinstance(text, str) else ""
+        else:
+            fn = wire_common.as_dict(tc.get("function"))
+            args = raw_arguments_of(fn.get("arguments")) if fn.get("arguments") is not None else ""
         tid = tc.get("id") or None
         name = fn.get("name") or None
-        args = raw_arguments_of(fn.get("arguments")) if fn.get("arguments") is not None else ""
         key = tc.get("index")
         if key is None:
             last = self.calls.get(self.last_key)
@@ -285,6 +298,9 @@ class OpenAIChatStreamParser:
             call = None
         if call is None:
             call = _Call(id=str(tid) if tid else None, name=str(name) if name else None)
+            if type(custom) is dict:
+                call.custom = True
+                call.pending.append(_CUSTOM_OPEN)
             self.calls[key] = call
         else:
             call.id = call.id or (str(tid) if tid else None)
@@ -325,5 +341,7 @@ class OpenAIChatStreamParser:
                 self._start_call(call, out)
         for call in sorted(self.call_order, key=lambda c: c.index or 0):
             if not call.ended and call.index is not None:
+                if call.custom:
+                    out.append(PartDelta(index=call.index, arguments='"}'))
                 out.append(PartEnd(index=call.index))
                 call.ended = True

@@ -12,7 +12,7 @@ import orjson
 from pydantic import ValidationError
 
 from gateway.errors import UpstreamProtocolError
-from gateway.schema import Response, ResponseFormat
+from gateway.schema import Response, ResponseFormat, ToolDefinition, freeform_note
 
 _DATA_URI = re.compile(r"^data:([^;,]+)?((?:;[^;,]+)*);base64,(.*)$", re.DOTALL)
 
@@ -58,6 +58,19 @@ def openai_strict(fmt: ResponseFormat) -> bool | None:
     if fmt.dialect_strict and openai_strict_ok(fmt.schema_):
         return True
     return None
+
+
+def native_description(tool: ToolDefinition) -> str | None:
+    """A free-form tool's own description: without the grammar note the edge appended for the
+    emulation (:func:`gateway.schema.freeform_note`), which a native ``format`` states (a
+    Responses or Chat ``custom`` tool)."""
+    note = freeform_note(tool.freeform)
+    text = tool.description
+    if note and text is not None:
+        if text == note:
+            return None
+        text = text.removesuffix("\n\n" + note)
+    return text
 
 
 ERROR_PREFIX = "Error: "

@@ -61,14 +61,22 @@ TOOL_CALLS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 NAMESPACE_SEPARATORS = (".", "__", "/", ":")  # how an edge may flatten a namespaced tool's name
 
 
+_CUSTOM_INPUT = {"type": "object", "properties": {"input": {"type": "string"}}}
+"""A Chat ``custom`` tool's free-form input, as the one string argument its call carries here."""
+
+
 def offered_tools(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The request's function tools: name -> parameter schema."""
+    """The request's function tools: name -> parameter schema; a Chat ``custom`` tool (free-form
+    input, which Chat Completions has too) as a function with one string argument ``input``."""
     tools: dict[str, dict[str, Any]] = {}
     for tool in body.get("tools") or []:
         fn = tool.get("function") if isinstance(tool, dict) else None
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):
             params = fn.get("parameters")
             tools[fn["name"]] = params if isinstance(params, dict) else {}
+        custom = tool.get("custom") if isinstance(tool, dict) else None
+        if isinstance(custom, dict) and isinstance(custom.get("name"), str):
+            tools[custom["name"]] = _CUSTOM_INPUT
     return tools
 
 

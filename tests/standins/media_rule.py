@@ -4,6 +4,7 @@ real API gives (messages paraphrased from the real errors).
 
 * Anthropic ``document`` (https://docs.anthropic.com/en/docs/build-with-claude/pdf-support):
   ``source.type`` ``base64`` (``media_type`` ``application/pdf``), ``text`` (``text/plain``),
+  ``content`` (a string or text and image blocks: the SDK's ``ContentBlockSourceParam``),
   ``url`` or ``file``; only ``title``, ``context``, ``citations``, ``cache_control`` beside it.
 * OpenAI Chat ``file`` (``file_data`` a data URI, or ``file_id``) and ``input_audio``
   (``data``, ``format`` ``wav`` / ``mp3``) (https://platform.openai.com/docs/guides/pdf-files).
@@ -42,6 +43,13 @@ def _anthropic(block: dict[str, Any], where: str) -> str | None:
     elif kind == "text":
         if src.get("media_type") != "text/plain" or not isinstance(src.get("data"), str):
             return f"{where}.source.text: expected text/plain data"
+    elif kind == "content":
+        content = src.get("content")
+        blocks = content if isinstance(content, list) else []
+        if not isinstance(content, (str, list)) or any(
+            not isinstance(b, dict) or b.get("type") not in ("text", "image") for b in blocks
+        ):
+            return f"{where}.source.content: expected a string or text and image blocks"
     elif kind == "url":
         if not str(src.get("url", "")).startswith("https://"):
             return f"{where}.source.url: expected an https URL"

@@ -211,3 +211,52 @@ def test_a_part_the_target_cannot_take_is_refused_by_name_and_nothing_goes_upstr
     message = str(exc.value)
     assert "messages[0].content[1]" in message and f"'{target}'" in message
     assert upstream.requests() == []
+
+
+TEXT_DOC: Any = {
+    "type": "document",
+    "source": {"type": "text", "media_type": "text/plain", "data": "Tide at noon."},
+}
+CONTENT_DOC: Any = {
+    "type": "document",
+    "source": {"type": "content", "content": [{"type": "text", "text": "Tide at noon."}]},
+    "title": "tides",
+}
+
+
+@pytest.mark.parametrize("doc", [TEXT_DOC, CONTENT_DOC], ids=["text-source", "content-source"])
+@pytest.mark.parametrize("target", ["an", "oa", "rs", "ge"])
+def test_a_plain_text_document_reaches_every_upstream_as_a_document_or_its_text(
+    doc: Any, target: str, upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    upstream.script(replay(text_answer(API_OF[target], "ok", stream=False)))
+    ant.messages.create(
+        model=target,
+        max_tokens=100,
+        messages=[{"role": "user", "content": [doc, {"type": "text", "text": "When?"}]}],
+    )
+    (got,) = upstream.requests()
+    body = got.body
+    if target == "an":
+        assert body["messages"][-1]["content"][0] == doc  # as sent, content blocks and all
+    elif target == "ge":
+        (part,) = [p for p in body["contents"][-1]["parts"] if "inlineData" in p]
+        assert part["inlineData"]["mimeType"] == "text/plain"
+        assert base64.b64decode(part["inlineData"]["data"]) == b"Tide at noon."
+    else:  # OpenAI's file inputs are PDFs: the document is a text part
+        parts = body["input"][-1]["content"] if target == "rs" else body["messages"][-1]["content"]
+        assert "Tide at noon." in parts[0]["text"] and parts[0]["text"].startswith("<document")
+
+
+def test_a_content_document_with_images_is_refused_by_name_outside_claude(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    image = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+    doc = {
+        "type": "document",
+        "source": {"type": "content", "content": [{"type": "text", "text": "x"}, image]},
+    }
+    with pytest.raises(anthropic.BadRequestError) as exc:
+        ant.messages.create(model="oa", max_tokens=100, messages=[{"role": "user", "content": [doc]}])
+    assert "messages[0].content[0].source.content" in exc.value.message
+    assert upstream.requests() == []

@@ -92,8 +92,15 @@ def test_anthropic_document_blocks_of_every_source_carry_title_context_citations
 
 def test_an_anthropic_document_source_of_an_unknown_type_is_refused_by_name() -> None:
     with pytest.raises(InvalidRequest) as exc:
-        _anthropic([{"type": "document", "source": {"type": "content", "content": []}}])
+        _anthropic([{"type": "document", "source": {"type": "clay", "content": []}}])
     assert exc.value.param == "messages[0].content[0].source.type"
+
+
+def test_an_anthropic_content_document_keeps_its_blocks_and_its_text() -> None:
+    blocks = [{"type": "text", "text": "One."}, {"type": "text", "text": "Two."}]
+    msg = _anthropic([{"type": "document", "source": {"type": "content", "content": blocks}, "title": "T"}])
+    (part,) = msg.content
+    assert (part.content_source, part.text, part.filename) == (blocks, "One.\n\nTwo.", "T")
 
 
 def test_openai_chat_file_parts_by_data_uri_and_file_id_and_input_audio() -> None:

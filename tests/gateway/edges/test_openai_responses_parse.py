@@ -221,11 +221,6 @@ def test_safety_identifier_is_the_user_when_no_user_is_given() -> None:
             "tools[0].server_url",
             "mcp",
         ),
-        (
-            {"tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": []}},
-            "tool_choice.type",
-            "allowed_tools",
-        ),
         ({"include": ["file_search_call.results"]}, "include[0]", "file_search_call.results"),
         ({"conversation": "conv_1"}, "conversation", "conversation"),
         ({"prompt": {"id": "p"}}, "prompt", "prompt"),
@@ -367,3 +362,22 @@ def test_metadata_past_openais_bounds_is_refused_naming_the_entry(metadata: dict
 def test_metadata_within_bounds_is_carried() -> None:
     req = parse_request(orjson.dumps({"model": "m", "input": "hi", "metadata": {"team": "a"}}))
     assert req.metadata == {"team": "a"}
+
+
+def test_an_allowed_tools_choice_is_read_as_the_allowed_names() -> None:
+    req = parse_request(
+        orjson.dumps(
+            {
+                "model": "m",
+                "input": "hi",
+                "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
+                "tool_choice": {
+                    "type": "allowed_tools",
+                    "mode": "required",
+                    "tools": [{"type": "function", "name": "f"}],
+                },
+            }
+        )
+    )
+    assert req.tool_choice is not None
+    assert (req.tool_choice.mode, req.tool_choice.allowed) == ("required", ["f"])

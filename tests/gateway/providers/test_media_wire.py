@@ -75,7 +75,10 @@ def test_openai_chat_gets_file_parts_with_a_data_uri_and_input_audio() -> None:
     ref = DocumentPart(file_id="file-1", file_api="openai")
     assert last_user_parts("openai_chat", body("openai_chat", INLINE, PLAIN, ref, WAV)) == [
         {"type": "file", "file": {"file_data": f"data:application/pdf;base64,{PDF}", "filename": "r.pdf"}},
-        {"type": "file", "file": {"file_data": "data:text/plain;base64,aGk=", "filename": "document"}},
+        {
+            "type": "text",
+            "text": "<document>\nhi\n</document>",
+        },  # Chat's files are PDFs: a text document is text
         {"type": "file", "file": {"file_id": "file-1"}},
         {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
     ]
