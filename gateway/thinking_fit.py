@@ -12,12 +12,15 @@ thinking removed (foreign, ``foreign_thinking_stripped``) or turned off for the 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import structlog
 
 from gateway import invariants
 from gateway.client_names import client_name
 from gateway.config import Deployment, GuardPolicy
 from gateway.deployments import provenance_of
+from gateway.guards.common import Repair
 from gateway.schema import Request
 from gateway.turn import Turn
 
@@ -41,11 +44,13 @@ def fit_thinking(turn: Turn, request: Request, dep: Deployment, policy: GuardPol
     )
     if not repairs:
         return prepared
-    turn.add_repairs(repairs)
     echoed = _echoed(request, dep.api)
+    if echoed:
+        repairs = [_as_echoed(r, dep.api) if _at(r) in echoed else r for r in repairs]
+    turn.add_repairs(repairs)
     for r in repairs:
         field = _NAMED.get(r.code)
-        if field is not None and not (echoed and (r.location or "").partition(".content[")[0] in echoed):
+        if field is not None:
             turn.note_dropped(
                 {"kind": "dropped", "field": field, "values": [], "deployment": dep.name, "reason": r.message}
             )
@@ -56,6 +61,23 @@ def fit_thinking(turn: Turn, request: Request, dep: Deployment, policy: GuardPol
 _REASONING_ECHO = ("reasoning_content", "reasoning")
 """An OpenAI Chat assistant message's own keys that carry its reasoning text back to an OpenAI
 Chat upstream (DeepSeek, vLLM): the unsigned thinking read from them is not lost there."""
+
+
+def _at(repair: Repair) -> str:
+    """The message location of a repair's part location (``messages[1].content[0]`` -> ``messages[1]``)."""
+    return (repair.location or "").partition(".content[")[0]
+
+
+def _as_echoed(repair: Repair, api: str) -> Repair:
+    """A thinking part removed from a message whose own reasoning key still carries its text to
+    ``api``: nothing is lost, so the repair says so and is not named dropped."""
+    if repair.code != "foreign_thinking_stripped":
+        return repair
+    return replace(
+        repair,
+        code="thinking_as_own_key",
+        message=f"thinking at {repair.location} goes to {api} as the message's own reasoning key, as sent",
+    )
 
 
 def _echoed(request: Request, api: str) -> set[str]:

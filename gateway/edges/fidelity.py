@@ -472,7 +472,10 @@ NESTED: dict[str, Rule] = {
         "sent back to the provider and model that signed them",
         "the foreign-thinking policy (`guards.foreign_thinking`): removed (`thinking` " + _DROPPED + "), "
         "or thinking turned off for a tool round Claude would refuse without its own signed thinking "
-        "first (`thinking` " + _DROPPED + "), or 400 naming every such part under policy `reject`",
+        "first (`thinking` " + _DROPPED + "; only an Anthropic target has that rule: toward OpenAI and "
+        "Gemini the client's reasoning request stands), or 400 naming every such part under policy "
+        "`reject`; an OpenAI Chat message's own `reasoning_content` / `reasoning` still reaches an "
+        "OpenAI Chat upstream as sent (nothing named)",
     ),
     **RESPONSES_NESTED,
     **GEMINI_NESTED,
