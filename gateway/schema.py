@@ -77,6 +77,10 @@ class ImagePart(BaseModel):
     detail: str | None = None
     cache_control: dict[str, Any] | None = None
     transformations: dict[str, Any] | None = None  # Anthropic's image transformations, verbatim
+    file_id: str | None = None
+    """An image uploaded to Anthropic's Files API (an Anthropic client's ``file`` source): sent
+    to an Anthropic upstream only (the edge names its path in ``NativeFields.paths``: refused
+    toward any other wire API)."""
     own_keys: dict[str, Any] | None = None
     """The client's keys of this part the schema has no slot for (OpenAI
     ``prompt_cache_breakpoint``, a Responses ``input_file``'s ``detail``): set on the part for an

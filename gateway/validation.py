@@ -21,7 +21,7 @@ TEMPERATURE_RANGE = (0.0, 2.0)
 
 def _check_image(part: ImagePart, where: str) -> None:
     if part.data is None:
-        if not part.url:
+        if not part.url and part.file_id is None:
             raise InvalidRequest(f"{where}: image has neither data nor url", param=where)
         return
     try:

@@ -36,6 +36,7 @@ SDK's types."""
 _SOURCE_KEYS = {
     "base64": frozenset({"type", "media_type", "data"}),
     "url": frozenset({"type", "url"}),
+    "file": frozenset({"type", "file_id"}),
 }
 _DOCUMENT_SOURCE_KEYS = {
     "base64": frozenset({"type", "media_type", "data"}),
@@ -97,10 +98,11 @@ def text_part(block: JSONObj, path: str, serving: list[str] | None = None) -> JS
     return part
 
 
-def image_part(block: JSONObj, path: str, serving: list[str]) -> JSONObj:
-    """An ``image`` block (base64 or URL source) -> an image part dict; ``transformations``
-    carried (its path added to ``serving``). Raises :class:`InvalidRequest` for a key of the
-    block or its source the SDK types do not define."""
+def image_part(block: JSONObj, path: str, serving: list[str], native: list[str] | None = None) -> JSONObj:
+    """An ``image`` block (base64, URL or Files API ``file`` source) -> an image part dict;
+    ``transformations`` carried (its path added to ``serving``); a ``file`` source's path added
+    to ``native`` (a file uploaded to Anthropic: refused toward any other wire API). Raises
+    :class:`InvalidRequest` for a key of the block or its source the SDK types do not define."""
     spath = join(path, "source")
     source = as_obj(req(block, "source", dict, path), spath)
     stype = req(source, "type", str, spath)
@@ -115,6 +117,11 @@ def image_part(block: JSONObj, path: str, serving: list[str]) -> JSONObj:
     if stype == "base64":
         part["data"] = req(source, "data", str, spath)
         part["media_type"] = req(source, "media_type", str, spath)
+    elif stype == "file":
+        part["file_id"] = req(source, "file_id", str, spath)
+        if native is None:
+            raise unsupported(join(spath, "type"), "an image by file id here")
+        native.append(f"{spath} (a file uploaded to Anthropic)")
     else:
         part["url"] = req(source, "url", str, spath)
     transformations = opt(block, "transformations", dict, path)

@@ -316,7 +316,7 @@ def _tool_result(block: JSONObj, path: str, st: _State) -> JSONObj:
 def _add_media(parts: list[JSONObj], kind: str, block: JSONObj, path: str, st: _State) -> None:
     """Append the ``text`` (dropped when empty) or ``image`` block at ``path`` to ``parts``."""
     if kind == "image":
-        parts.append(image_part(block, path, st.serving))
+        parts.append(image_part(block, path, st.serving, st.native))
         return
     part = text_part(block, path, st.serving)
     if part is not None:

@@ -319,6 +319,11 @@ NESTED: dict[str, Rule] = {
         "there): a text part `<document title=...>` with its text; a `content` source's text blocks "
         "joined, one holding images: 400 naming `...source.content`",
     ),
+    "Anthropic image `file` source (Files API)": Rule(
+        PASSED,
+        "as sent (`ImagePart.file_id`)",
+        _REFUSED_ELSEWHERE + " (`messages[i].content[j].source`: a file uploaded to Anthropic)",
+    ),
     "Responses `input_audio` parts": Rule(
         REFUSED,
         "400 naming the part: no input of the Responses API takes audio (the SDK type is unused)",

@@ -234,6 +234,15 @@ RESPONSES_NESTED: dict[str, Rule] = {
         "400 naming `input[i].type` / `tools[i].type`: no upstream here runs them",
         "the same",
     ),
+    "Responses client-run tool types `local_shell`, `shell`, `apply_patch` and their items "
+    "(`local_shell_call` / `_output`, `shell_call` / `_output`, `apply_patch_call` / `_output`)": Rule(
+        REFUSED,
+        "400 naming `tools[i].type` / `input[i].type`: the upstream answers them with output items of "
+        "their own (and `response.shell_call_command.*` stream events) that the gateway does not relay "
+        "yet, so a Responses upstream cannot get them either; Codex declares the same tools as "
+        "function / custom tools by default (those are carried)",
+        "the same",
+    ),
     "Responses `tool_choice.namespace`, `function_call.parsed_arguments`, `output_text.parsed`, "
     "`status` and `namespace` on `custom_tool_call_output`": Rule(
         CARRIED,

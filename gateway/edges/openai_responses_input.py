@@ -524,6 +524,12 @@ def parse_input(raw: Any, st: InputState) -> list[JSONObj]:
                 "with previous_response_id)",
             )
         elif kind in _HOSTED_ITEMS:
+            if kind.startswith(("local_shell_call", "shell_call", "apply_patch_call")):
+                raise unsupported(
+                    join(path, "type"),
+                    f"a {kind} input item (the calls of client-run tools are not relayed yet; send them "
+                    "as function_call / custom_tool_call items)",
+                )
             raise unsupported(join(path, "type"), f"a {kind} input item (no upstream here runs hosted tools)")
         elif kind in _REFUSED_ITEMS:
             raise unsupported(join(path, "type"), _REFUSED_ITEMS[kind])

@@ -59,6 +59,11 @@ HOSTED_TOOLS = (
     "programmatic_tool_calling",
 )
 
+CLIENT_RUN_TOOLS = frozenset({"local_shell", "shell", "apply_patch"})
+"""Tool types the client runs itself (Codex), whose calls come as their own output items
+(``local_shell_call``, ``shell_call``, ``apply_patch_call``): refused by name, as their items
+are not relayed yet (Codex declares the same tools as function / custom tools by default)."""
+
 _MEMBER_OPTIONS = ("defer_loading", "allowed_callers", "async", "output_schema")
 
 
@@ -300,6 +305,12 @@ def add_tools(raw: Any, path: str, out: Tools, limits: InputLimits) -> None:
             if label not in out.servers:
                 out.servers.append(label)
         elif ttype in HOSTED_TOOLS:
+            if ttype in CLIENT_RUN_TOOLS:
+                raise unsupported(
+                    join(tpath, "type"),
+                    f"the tool {ttype!r} (the client runs it, but its call and output items are not "
+                    "relayed between client and upstream; declare it as a function or custom tool)",
+                )
             raise unsupported(join(tpath, "type"), f"the hosted tool {ttype!r} (no upstream here carries it)")
         else:
             kpath = join(tpath, "type")

@@ -221,10 +221,12 @@ def _text_block(part: TextPart) -> dict[str, Any] | None:
 
 def image_block(part: ImagePart) -> dict[str, Any]:
     """An Anthropic ``image`` block: base64 source (data byte-identical; ``data:`` URIs are
-    split) or URL source."""
+    split), Files API ``file`` source, or URL source."""
     source: dict[str, Any]
     if part.data is not None:
         source = {"type": "base64", "media_type": part.media_type or "image/png", "data": part.data}
+    elif part.file_id is not None:
+        source = {"type": "file", "file_id": part.file_id}
     else:
         url = part.url or ""
         split = wire_common.split_data_uri(url)

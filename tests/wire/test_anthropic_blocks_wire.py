@@ -274,3 +274,19 @@ def test_an_answers_tool_use_toolset_name_reaches_the_anthropic_client(
         message = ant.messages.create(model="an", max_tokens=64, tools=[TOOL], messages=prompt)  # type: ignore[arg-type,list-item]
     (call,) = [b for b in message.content if b.type == "tool_use"]
     assert call.to_dict()["toolset_name"] == "files"
+
+
+def test_an_image_by_file_id_reaches_claude_and_is_refused_by_name_elsewhere(
+    upstream: UpstreamStandin, ant: anthropic.Anthropic
+) -> None:
+    image = {"type": "image", "source": {"type": "file", "file_id": "file_011"}}
+    messages: Any = [{"role": "user", "content": [image, {"type": "text", "text": "What is it?"}]}]
+    upstream.script(replay(text_answer("anthropic_messages", "A cat.", stream=False)))
+    ant.messages.create(model="an", max_tokens=64, messages=messages)
+    (got,) = upstream.requests()
+    assert got.body["messages"][0]["content"][0] == image
+    upstream.reset()
+    with pytest.raises(anthropic.BadRequestError) as exc:
+        ant.messages.create(model="oa", max_tokens=64, messages=messages)
+    assert "messages[0].content[0].source" in exc.value.message
+    assert upstream.requests() == []

@@ -335,7 +335,7 @@ U = [{"role": "user", "content": "q"}]
                 "messages": [
                     {
                         "role": "user",
-                        "content": [{"type": "image", "source": {"type": "file", "file_id": "f"}}],
+                        "content": [{"type": "image", "source": {"type": "clay", "file_id": "f"}}],
                     }
                 ],
             },

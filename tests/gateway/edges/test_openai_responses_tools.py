@@ -171,3 +171,11 @@ def test_codex_requests_for_a_model_outside_its_catalog_parse_with_the_multi_age
     names = [t.name for t in req.tools]
     assert "exec_command" in names and "multi_agent_v1.spawn_agent" in names
     assert isinstance(req.messages[-1], ToolResultMessage)
+
+
+@pytest.mark.parametrize("kind", ["local_shell", "shell", "apply_patch"])
+def test_a_client_run_tool_type_is_refused_by_name_saying_how_to_declare_it(kind: str) -> None:
+    with pytest.raises(InvalidRequest) as exc:
+        parse_request(orjson.dumps({"model": "m", "input": "hi", "tools": [{"type": kind}]}))
+    assert exc.value.param == "tools[0].type"
+    assert kind in str(exc.value) and "function or custom tool" in str(exc.value)
