@@ -141,6 +141,27 @@ def fit_claude_thinking(turn: Turn, request: Request, dep: Deployment) -> Reques
     return request.model_copy(update=update) if update else request
 
 
+def fit_openai_reasoning(turn: Turn, request: Request, dep: Deployment) -> Request:
+    """``request`` without its thinking when ``dep`` (an OpenAI Chat or Responses deployment)
+    serves a model without reasoning (``supports_thinking: false``, or litellm's table knows the
+    model as one without: :func:`gateway.providers.openai_responses_common.is_reasoning_model`;
+    OpenAI refuses ``reasoning_effort`` / ``reasoning.effort`` for it, "Unsupported parameter:
+    'reasoning.effort' is not supported with this model."). Reasoning the client asked for is
+    then named in ``x-turnstile-dropped`` by the client's name (``reasoning_effort``,
+    ``reasoning.effort``, ``thinking``, ``generationConfig.thinkingConfig``), the same for both
+    OpenAI APIs; thinking off asks for nothing there and is not named. The input itself when
+    the model reasons (both builders send the effort: :func:`gateway.providers.wire_common.openai_effort`)."""
+    from gateway.providers.openai_responses_common import is_reasoning_model
+
+    cfg = request.thinking
+    if cfg is None or is_reasoning_model(dep):
+        return request
+    if cfg.enabled:
+        name = client_name(turn.dialect, "thinking")
+        _note(turn, dep, name, [], f"{dep.model} has no reasoning (deployment {dep.name})")
+    return request.model_copy(update={"thinking": None})
+
+
 def _own_claude_thinking(request: Request) -> bool:
     """Whether the request is an Anthropic client's with its own ``thinking`` or effort (sent as
     it is: :func:`gateway.providers.anthropic_messages.merge_native`)."""

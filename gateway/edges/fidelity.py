@@ -114,8 +114,10 @@ OPENAI_CHAT: dict[str, Rule] = {
     ),
     "reasoning_effort": Rule(
         CARRIED,
-        "as sent (`none` and `xhigh` verbatim)",
-        "Responses `reasoning.effort` (`none` and `xhigh` verbatim), Anthropic thinking budget "
+        "as sent (`none` and `xhigh` verbatim); toward a model without reasoning " + _DROPPED,
+        "Responses `reasoning.effort` (`none` and `xhigh` verbatim; a model without reasoning: "
+        + _DROPPED
+        + "), Anthropic thinking budget "
         "(`xhigh` as `high`; fitted to Claude's rules: the nested table), Gemini `thinkingConfig`",
     ),
     "stream": Rule(CARRIED, "as sent", "each API's streaming"),
@@ -235,7 +237,8 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         CARRIED,
         "as sent (`adaptive`, `between_tools`, `display`, `block_binding`, `budget_tokens` verbatim; "
         "a key the SDK types do not define refused by name)",
-        "OpenAI `reasoning_effort`, Gemini `thinkingConfig`; `thinking.display` and "
+        "OpenAI `reasoning_effort` / `reasoning.effort` (a budget as an effort, `disabled` as `none`: "
+        "the nested table), Gemini `thinkingConfig`; `thinking.display` and "
         "`thinking.block_binding`: " + _DROPPED,
     ),
     "output_config": Rule(
@@ -457,6 +460,19 @@ NESTED: dict[str, Rule] = {
         "as sent (nothing named dropped)",
         "tool choice `auto` with every declared tool `strict` (Anthropic models without structured "
         "outputs: `tools[i].strict` " + _DROPPED + ")",
+    ),
+    "Thinking asked for by a client of another dialect toward OpenAI (Anthropic `thinking` and "
+    "`output_config.effort`, Gemini `thinkingConfig`, the other OpenAI API's effort)": Rule(
+        TRANSLATED,
+        "an OpenAI client's own effort as sent (`none` and `xhigh` verbatim)",
+        "Chat `reasoning_effort`, Responses `reasoning.effort` alike: an effort as it is; a budget "
+        "alone < 4096 tokens `low`, < 16384 `medium`, else `high`; adaptive or a dynamic budget "
+        "(`-1`) `medium`; `disabled` / `thinkingBudget: 0` `none` "
+        "(`gateway/providers/wire_common.py` `openai_effort`). Toward a model without reasoning "
+        "(`supports_thinking: false`, or litellm's table knows it as one) neither API gets it: "
+        "the client's field " + _DROPPED + " (thinking off asks for nothing there). Reasoning "
+        "another provider signed is removed, but the request's effort stands: OpenAI has no rule "
+        "that a tool round starts with signed thinking",
     ),
     "Thinking asked for by a client of another dialect toward Claude (OpenAI Chat `reasoning_effort`, "
     "Responses `reasoning.effort`, Gemini `thinkingConfig`)": Rule(

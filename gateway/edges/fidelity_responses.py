@@ -81,7 +81,7 @@ OPENAI_RESPONSES: dict[str, Rule] = {
     "reasoning": Rule(
         TRANSLATED,
         "`effort` -> the schema's thinking, sent back as `reasoning.effort` (`none` and `xhigh` "
-        "verbatim) to a reasoning model (other models have no slot, as in Chat); `summary`, "
+        "verbatim) to a reasoning model (toward another model " + DROPPED + ", as in Chat); `summary`, "
         "`generate_summary`, `context`, `mode` (serving) as sent to a reasoning model, else dropped "
         "and named",
         "effort: OpenAI Chat `reasoning_effort` (`none` and `xhigh` verbatim), Anthropic thinking "

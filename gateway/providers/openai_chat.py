@@ -33,8 +33,9 @@ Decisions worth knowing
 * ``tool_choice`` and ``parallel_tool_calls`` are sent only with tools (OpenAI rejects them
   otherwise). ``top_k`` is not sent; ``thinking.effort`` becomes ``reasoning_effort``
   when the deployment supports thinking (an OpenAI client's own ``xhigh`` and ``none`` are sent
-  as it sent them, unless the thinking policy turned thinking off); a thinking budget alone is
-  not sent.
+  as it sent them, unless the thinking policy turned thinking off); a thinking budget alone
+  becomes an effort and thinking off ``none``
+  (:func:`gateway.providers.wire_common.openai_effort`).
 * ``seed``, ``presence_penalty`` and ``frequency_penalty`` are sent as they are. To an OpenAI
   Chat upstream (not litellm, which reuses this body) a message's ``name``, a ``developer``
   system message as ``role: developer`` and an image's ``detail`` are sent too; litellm gets
@@ -508,10 +509,8 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
     thinking = request.thinking
     if thinking is not None and deployment.supports_thinking:
         verbatim = own.get("reasoning_effort") if own else _responses_effort(request)
-        if thinking.enabled and thinking.effort:
-            body["reasoning_effort"] = verbatim if verbatim == "xhigh" else thinking.effort
-        elif not thinking.enabled and verbatim == "none":
-            body["reasoning_effort"] = "none"
+        effort = wire_common.openai_effort(thinking)
+        body["reasoning_effort"] = verbatim if verbatim == "xhigh" and thinking.enabled else effort
     if request.user:
         body["user"] = request.user
     if request.stream:

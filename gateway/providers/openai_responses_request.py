@@ -54,10 +54,12 @@ Decisions worth knowing
 * Structured output: ``response_format`` becomes ``text.format`` (``json_object``, or
   ``json_schema`` with ``name``, ``description``, ``schema``, ``strict``).
 * ``thinking.effort`` becomes ``reasoning.effort``; a budget alone becomes an effort
-  (< 4096 tokens ``low``, < 16384 ``medium``, else ``high``); with thinking on, ``reasoning.summary``
+  (< 4096 tokens ``low``, < 16384 ``medium``, else ``high``) and thinking off ``none``
+  (:func:`gateway.providers.wire_common.openai_effort`); with thinking on, ``reasoning.summary``
   is ``auto`` so the client sees the model's reasoning summary. Only for a reasoning model
-  (OpenAI refuses ``reasoning`` for the others); for another model the request's thinking
-  setting has no slot and is not sent, as for Chat Completions.
+  (OpenAI refuses ``reasoning`` for the others): toward another model the target layer has
+  already dropped the request's thinking and named it (:mod:`gateway.thinking_fit`), for both
+  OpenAI APIs alike.
 * ``stop`` sequences have no slot in the Responses API: a request with them is refused
   (:class:`CapabilityError` naming ``stop``) rather than answered without them. ``top_k`` has
   none either and is not sent (as for Chat Completions). ``metadata`` entries with string values
@@ -328,18 +330,6 @@ def input_items(
     return ("\n\n".join(leading) if leading else None), items
 
 
-def _effort(request: Request) -> str | None:
-    thinking = request.thinking
-    if thinking is None or not thinking.enabled:
-        return None
-    if thinking.effort:
-        return thinking.effort
-    budget = thinking.budget_tokens
-    if budget is None:
-        return None
-    return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
-
-
 def _chat_effort(request: Request) -> str | None:
     """An OpenAI Chat client's ``reasoning_effort`` of ``none`` or ``xhigh`` as sent (kept in its
     ``request.native``: the schema reads them as thinking off and ``high``); the Responses API's
@@ -446,12 +436,13 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
                 fmt["strict"] = strict
             body["text"] = {"format": fmt}
     if is_reasoning_model(deployment):
-        effort = _effort(request)
-        verbatim = _chat_effort(request)
-        if effort is not None:
-            body["reasoning"] = {"effort": verbatim if verbatim == "xhigh" else effort, "summary": "auto"}
-        elif verbatim == "none" and request.thinking is not None and not request.thinking.enabled:
-            body["reasoning"] = {"effort": "none"}  # the API's own value: reasoning off
+        thinking = request.thinking
+        if thinking is not None:
+            verbatim = _chat_effort(request)
+            effort = wire_common.openai_effort(thinking)
+            body["reasoning"] = {"effort": verbatim if verbatim == "xhigh" and thinking.enabled else effort}
+            if thinking.enabled:
+                body["reasoning"]["summary"] = "auto"
         body["include"] = ["reasoning.encrypted_content"]
     if request.user:
         body["user"] = request.user

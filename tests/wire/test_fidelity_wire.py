@@ -218,7 +218,7 @@ def test_an_openai_reasoning_effort_the_schema_reads_coarser_reaches_openai_as_s
     effort: str, upstream: UpstreamStandin, oai: openai.OpenAI
 ) -> None:
     upstream.script(replay(text_answer("openai_chat", "hi", stream=False)))
-    oai.chat.completions.create(model="oa", messages=USER, reasoning_effort=effort)  # type: ignore[arg-type]
+    oai.chat.completions.create(model="some-oai-model", messages=USER, reasoning_effort=effort)  # type: ignore[arg-type]
     (got,) = upstream.requests()
     assert got.body["reasoning_effort"] == effort
 

@@ -16,7 +16,8 @@ from standins.topology import MATRIX
 from standins.upstream import UpstreamStandin, replay
 from standins.wirekit import transcript_row
 
-CHAT = MATRIX["openai_chat"][0]
+CHAT = "some-oai-model"  # a model litellm does not know: trusted to reason
+NO_REASONING = {"openai_chat": MATRIX["openai_chat"][0], "openai_responses": MATRIX["openai_responses"][0]}
 RESPONSES_REASONING = "rs-gpt-5"
 TOOLS: Any = [
     {"type": "function", "function": {"name": "weather", "parameters": {"type": "object", "properties": {}}}}
@@ -81,3 +82,84 @@ def test_chat_reasoning_effort_stays_on_toward_a_responses_reasoning_model_and_r
     body = _sent(upstream)
     assert body["reasoning"]["effort"] == "low"
     assert r.headers["x-turnstile-dropped"] == "thinking"
+
+
+@pytest.mark.parametrize(
+    ("thinking", "effort"),
+    [
+        ({"type": "enabled", "budget_tokens": 1500}, "low"),
+        ({"type": "enabled", "budget_tokens": 5000}, "medium"),
+        ({"type": "enabled", "budget_tokens": 20000}, "high"),
+        ({"type": "disabled"}, "none"),
+    ],
+)
+@pytest.mark.parametrize("target", ["openai_chat", "openai_responses"])
+def test_an_anthropic_thinking_budget_or_disabled_thinking_reaches_both_openai_apis_as_an_effort(
+    target: str, thinking: dict[str, Any], effort: str, upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    upstream.script(replay(text_answer(target, "ok", stream=False)))
+    model = CHAT if target == "openai_chat" else RESPONSES_REASONING
+    r = _post(
+        gateway_url,
+        "/v1/messages",
+        {
+            "model": model,
+            "max_tokens": 30000,
+            "messages": [{"role": "user", "content": "hi"}],
+            "thinking": thinking,
+        },
+    )
+    body = _sent(upstream)
+    sent = body["reasoning_effort"] if target == "openai_chat" else body["reasoning"]["effort"]
+    assert sent == effort
+    assert "x-turnstile-dropped" not in r.headers
+
+
+def test_a_gemini_thinking_budget_reaches_openai_chat_as_an_effort(
+    upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    upstream.script(replay(text_answer("openai_chat", "ok", stream=False)))
+    _post(
+        gateway_url,
+        f"/v1beta/models/{CHAT}:generateContent",
+        {
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "generationConfig": {"thinkingConfig": {"thinkingBudget": 5000}},
+        },
+    )
+    assert _sent(upstream)["reasoning_effort"] == "medium"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "name"),
+    [
+        (
+            "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": "hi"}], "reasoning_effort": "high"},
+            "reasoning_effort",
+        ),
+        (
+            "/v1/responses",
+            {"input": "hi", "reasoning": {"effort": "high"}, "store": False},
+            "reasoning.effort",
+        ),
+        (
+            "/v1/messages",
+            {
+                "max_tokens": 100,
+                "messages": [{"role": "user", "content": "hi"}],
+                "output_config": {"effort": "high"},
+            },
+            "thinking",
+        ),
+    ],
+)
+@pytest.mark.parametrize("target", ["openai_chat", "openai_responses"])
+def test_reasoning_toward_a_model_without_reasoning_is_dropped_and_named_on_both_openai_apis(
+    target: str, path: str, body: dict[str, Any], name: str, upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    upstream.script(replay(text_answer(target, "ok", stream=False)))
+    r = _post(gateway_url, path, {"model": NO_REASONING[target], **body})
+    sent = _sent(upstream)
+    assert "reasoning_effort" not in sent and "reasoning" not in sent
+    assert name in r.headers["x-turnstile-dropped"].split(",")

@@ -246,8 +246,9 @@ def test_thinking_becomes_reasoning_effort_with_summaries(thinking: ThinkingConf
     assert _body(_req(_user("q"), thinking=thinking))["reasoning"] == {"effort": effort, "summary": "auto"}
 
 
-def test_disabled_thinking_sends_no_reasoning() -> None:
-    assert "reasoning" not in _body(_req(_user("q"), thinking=ThinkingConfig(enabled=False, effort="high")))
+def test_disabled_thinking_sends_reasoning_effort_none_without_summaries() -> None:
+    body = _body(_req(_user("q"), thinking=ThinkingConfig(enabled=False, effort="high")))
+    assert body["reasoning"] == {"effort": "none"}
 
 
 def test_sampling_budget_user_and_metadata() -> None:
