@@ -50,6 +50,9 @@ LIMITS: dict[tuple[str, str], str] = {
     ("gemini", "parallel_tool_calls"): "Gemini has no switch for parallel function calls",
     ("gemini", "user"): "Gemini has no end-user field",
     ("gemini", "redacted_thinking"): "Gemini cannot read Anthropic's encrypted reasoning",
+    ("gemini", "thinking_config"): (
+        "Gemini 2.5 Pro and Gemini 3 cannot turn thinking off, and a budget is brought into the model's range"
+    ),
     ("gemini", "result_images"): "Gemini carries tool-result images as parts after the function responses",
     ("anthropic_messages", "response_format"): (
         "output_config.format takes a JSON Schema subset and no name (unsupported keywords go into"
