@@ -207,6 +207,14 @@ RESPONSES_NESTED: dict[str, Rule] = {
         "an answer field: another dialect's client has no slot for it (its text is the same); "
         "toward another upstream from the session log: `history.phase` " + DROPPED,
     ),
+    "Responses `reasoning` input items (`summary`, `content`, `encrypted_content`)": Rule(
+        CARRIED,
+        "as sent to any Responses deployment (a raw `encrypted_content` is OpenAI's own, any model: "
+        "the upstream verifies it, as Anthropic a raw `signature`), with an empty `summary` too; a "
+        "Turnstile envelope's only to the model that signed it",
+        "thinking made by OpenAI: the foreign-thinking policy (`guards.foreign_thinking`: removed, "
+        "`thinking` " + DROPPED + ")",
+    ),
     "Responses call items' `id`, call outputs' `id`, `name` and `namespace`, `reasoning` items' `id` "
     "and `status`, messages' `id`": Rule(
         CARRIED,

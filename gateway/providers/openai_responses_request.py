@@ -22,13 +22,15 @@ Decisions worth knowing
   ``encrypted_content`` (the thinking signature): the thinking policy
   (:mod:`gateway.guards.thinking`) has already removed reasoning signed elsewhere; here a
   thinking part that is not Responses-signed or has no signature is left out as a last resort
-  (OpenAI could not verify it). Its text goes back as one ``summary_text`` part. Redacted
-  thinking (Anthropic's encrypted reasoning) has no slot and is left out alike. Reasoning item
-  ids are not sent: with ``store: false`` the ``encrypted_content`` is what OpenAI reads (Codex
-  CLI sends reasoning items without ``id`` the same way). Reasoning that ends an assistant turn
-  with no output after it (its calls were withheld) is not sent: OpenAI wants a reasoning item
-  followed by the item it led to ("Item 'rs_…' of type 'reasoning' was provided without its
-  required following item", continuedev/continue#8933).
+  (OpenAI could not verify it). Its text goes back as one ``summary_text`` part. Encrypted
+  reasoning without text that a Responses upstream made (a client's raw ``reasoning`` item with
+  an empty ``summary``) goes back as a ``reasoning`` item with its ``encrypted_content`` and no
+  summary; other redacted thinking (Anthropic's encrypted reasoning) has no slot and is left
+  out. Reasoning item ids are not sent: with ``store: false`` the ``encrypted_content`` is what
+  OpenAI reads (Codex CLI sends reasoning items without ``id`` the same way). Reasoning that
+  ends an assistant turn with no output after it (its calls were withheld) is not sent: OpenAI
+  wants a reasoning item followed by the item it led to ("Item 'rs_…' of type 'reasoning' was
+  provided without its required following item", continuedev/continue#8933).
 * Free-form tools (:attr:`gateway.schema.ToolDefinition.freeform`: a Responses client's
   ``custom`` tools) are sent natively as ``custom`` tools with their ``format`` and their own
   description (the emulation's grammar note removed); their calls in the history go back as
@@ -92,6 +94,7 @@ from gateway.schema import (
     AudioPart,
     DocumentPart,
     ImagePart,
+    RedactedThinkingPart,
     Request,
     SystemMessage,
     TextPart,
@@ -239,7 +242,10 @@ def _assistant_items(
             flush()
             summary = [{"type": "summary_text", "text": p.text}] if p.text else []
             out.append({"type": "reasoning", "summary": summary, "encrypted_content": p.signature})
-        # RedactedThinkingPart: Anthropic's encrypted reasoning, no slot here
+        elif type(p) is RedactedThinkingPart and is_responses_signed(p.provenance):
+            flush()  # a reasoning item with encrypted content and no summary, as the client sent it
+            out.append({"type": "reasoning", "summary": [], "encrypted_content": p.data})
+        # any other RedactedThinkingPart (Anthropic's encrypted reasoning): no slot here
     flush()
     while len(out) > start and out[-1]["type"] == "reasoning":
         out.pop()  # reasoning goes with the output that followed it; alone it is not sent

@@ -163,3 +163,29 @@ def test_reasoning_toward_a_model_without_reasoning_is_dropped_and_named_on_both
     sent = _sent(upstream)
     assert "reasoning_effort" not in sent and "reasoning" not in sent
     assert name in r.headers["x-turnstile-dropped"].split(",")
+
+
+@pytest.mark.parametrize("model", ["rs-gpt-5", MATRIX["openai_responses"][0]])
+def test_a_raw_responses_reasoning_item_without_summary_reaches_a_responses_upstream_as_sent(
+    model: str, upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    """As a raw Anthropic signature or Gemini thoughtSignature goes to its own API: the upstream
+    judges it (the stand-in, as OpenAI, cannot verify content it did not issue: its 400 is
+    relayed), nothing vanishes on the way."""
+    r = httpx.post(
+        gateway_url + "/v1/responses",
+        json={
+            "model": model,
+            "store": False,
+            "input": [
+                {"role": "user", "content": "q"},
+                {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAforeign"},
+                {"role": "assistant", "content": "a"},
+                {"role": "user", "content": "more"},
+            ],
+        },
+        timeout=10,
+    )
+    items = _sent(upstream)["input"]
+    assert {"type": "reasoning", "summary": [], "encrypted_content": "gAAAAforeign"} in items
+    assert r.status_code == 400 and "could not be verified" in r.text

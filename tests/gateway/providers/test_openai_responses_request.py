@@ -174,9 +174,11 @@ def test_reasoning_with_nothing_after_it_in_its_turn_is_not_sent() -> None:
         ),
         ThinkingPart(text="t", signature=None, provenance=SIGNED),
         ThinkingPart(text="t", signature="sig", provenance=None),
-        RedactedThinkingPart(data="opaque", provenance=SIGNED),
+        RedactedThinkingPart(
+            data="opaque", provenance=Provenance(api="anthropic_messages", provider="anthropic")
+        ),
     ],
-    ids=["anthropic-signed", "unsigned", "unknown-signer", "redacted"],
+    ids=["anthropic-signed", "unsigned", "unknown-signer", "anthropic-redacted"],
 )
 def test_reasoning_not_made_by_a_responses_upstream_is_never_sent(part: Any) -> None:
     msg = AssistantMessage(content=[part, TextPart(text="ok")])
@@ -493,3 +495,13 @@ def test_a_failed_tool_results_output_starts_with_error_since_responses_has_no_e
     )
     (output,) = [i for i in _body(req)["input"] if i.get("type") == "function_call_output"]
     assert output["output"] == "Error:"
+
+
+def test_encrypted_reasoning_without_text_made_by_a_responses_upstream_goes_back_as_a_reasoning_item() -> (
+    None
+):
+    history = AssistantMessage(
+        content=[RedactedThinkingPart(data="gAAAA-enc", provenance=SIGNED), TextPart(text="a")]
+    )
+    body = _body(_req(_user("q"), history, _user("more")))
+    assert body["input"][1] == {"type": "reasoning", "summary": [], "encrypted_content": "gAAAA-enc"}
