@@ -168,7 +168,8 @@ OPENAI_CHAT: dict[str, Rule] = {
     "metadata": Rule(
         CARRIED,
         "as sent (also read for the session id)",
-        "Responses `metadata` (string values, at most 16); Anthropic, Gemini: " + _DROPPED,
+        "Responses `metadata` (a value that is not a string or more than 16 keys: 400 naming "
+        "`metadata.<key>` / `metadata` and the model, never trimmed); Anthropic, Gemini: " + _DROPPED,
     ),
     "prompt_cache_key": Rule(SERVING, "as sent", "Responses `prompt_cache_key`; elsewhere " + _DROPPED),
     "prompt_cache_options": Rule(

@@ -64,8 +64,9 @@ Decisions worth knowing
   OpenAI APIs alike.
 * ``stop`` sequences have no slot in the Responses API: a request with them is refused
   (:class:`CapabilityError` naming ``stop``) rather than answered without them. ``top_k`` has
-  none either and is not sent (as for Chat Completions). ``metadata`` entries with string values
-  go in ``metadata`` (at most 16, as OpenAI allows), except the gateway's own keys.
+  none either and is not sent (as for Chat Completions). ``metadata`` goes in ``metadata``, except
+  the gateway's own keys; a value that is not a string or more than 16 keys (OpenAI refuses
+  both) is refused by name (:class:`CapabilityError`), never trimmed.
 * Tool names are rewritten to ``^[a-zA-Z0-9_-]{1,64}$`` and call ids longer than 40 characters
   to 40, as for Chat Completions (:mod:`gateway.providers.openai_chat`), mapped back on the way in.
   A member of a client's ``namespace`` tool (flattened to ``<namespace>.<name>`` by the edge) is
@@ -347,11 +348,28 @@ def _chat_effort(request: Request) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _metadata(request: Request) -> dict[str, str]:
+def _metadata(request: Request, deployment: Deployment) -> dict[str, str]:
+    """The client's ``metadata`` for a Responses upstream, less the gateway's own keys. Raises
+    :class:`CapabilityError` naming ``metadata.<key>`` for a value that is not a string, or
+    ``metadata`` for more than 16 keys (OpenAI's limits: it refuses both), rather than sending
+    part of it."""
     out: dict[str, str] = {}
     for key, value in request.metadata.items():
-        if isinstance(value, str) and not key.startswith(_OWN_METADATA) and len(out) < MAX_METADATA:
-            out[key] = value
+        if key.startswith(_OWN_METADATA):
+            continue
+        if not isinstance(value, str):
+            raise CapabilityError(
+                f"metadata.{key}: deployment {deployment.name!r} ({API}) takes only string metadata "
+                f"values, got {type(value).__name__}",
+                param=f"metadata.{key}",
+            )
+        out[key] = value
+    if len(out) > MAX_METADATA:
+        raise CapabilityError(
+            f"metadata: deployment {deployment.name!r} ({API}) takes at most {MAX_METADATA} keys, "
+            f"got {len(out)}",
+            param="metadata",
+        )
     return out
 
 
@@ -452,7 +470,7 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         body["include"] = ["reasoning.encrypted_content"]
     if request.user:
         body["user"] = request.user
-    metadata = _metadata(request) if request.metadata else None
+    metadata = _metadata(request, deployment) if request.metadata else None
     if metadata:
         body["metadata"] = metadata
     if request.stream:

@@ -261,7 +261,7 @@ def test_sampling_budget_user_and_metadata() -> None:
             temperature=0.2,
             top_p=0.9,
             user="u-1",
-            metadata={"trace": "abc", "n": 3, "turnstile_session": "s", "_turnstile_retried": True},
+            metadata={"trace": "abc", "turnstile_session": "s", "_turnstile_retried": True},
         )
     )
     assert (body["max_output_tokens"], body["temperature"], body["top_p"], body["user"]) == (
@@ -505,3 +505,19 @@ def test_encrypted_reasoning_without_text_made_by_a_responses_upstream_goes_back
     )
     body = _body(_req(_user("q"), history, _user("more")))
     assert body["input"][1] == {"type": "reasoning", "summary": [], "encrypted_content": "gAAAA-enc"}
+
+
+@pytest.mark.parametrize(
+    ("metadata", "param"),
+    [
+        ({"a": {"b": 1}, "s": "ok"}, "metadata.a"),
+        ({"n": 5}, "metadata.n"),
+        ({f"k{i}": "v" for i in range(20)}, "metadata"),
+    ],
+)
+def test_metadata_a_responses_upstream_cannot_take_is_refused_by_name_not_trimmed(
+    metadata: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(CapabilityError) as err:
+        _body(_req(_user("q"), metadata=metadata))
+    assert err.value.param == param and "openai_responses" in str(err.value)
