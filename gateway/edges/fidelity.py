@@ -386,6 +386,11 @@ NESTED: dict[str, Rule] = {
         "as sent on that message / tool (`own`, `tool_fields`)",
         _REFUSED_ELSEWHERE + "; a tool's `defer_loading` / `eager_input_streaming` " + _DROPPED,
     ),
+    "OpenAI Chat assistant `refusal`": Rule(
+        CARRIED,
+        "the message's `refusal` as sent (beside its `content`, or alone)",
+        "a text part after the message's content: nothing of the refusal is lost",
+    ),
     "OpenAI Chat assistant `audio` (`{id}`) and `annotations`": Rule(
         SERVING, "as sent on that message", _DROPPED + " (`messages[i].audio`)"
     ),

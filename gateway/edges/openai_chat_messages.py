@@ -406,8 +406,9 @@ def _assistant(msg: JSONObj, i: int, path: str, st: ChatState) -> JSONObj:
     if refusal is not None:
         if type(refusal) is not str:
             raise wrong_type(join(path, "refusal"), "a string", refusal)
-        if refusal and not raw_content:
+        if refusal:  # its text for every target; the key itself, as sent, for an OpenAI Chat upstream
             content.append({"type": "text", "text": refusal})
+            st.message_fields.setdefault(path, {})["refusal"] = refusal
     name = get("name")
     if name is not None and type(name) is not str:
         raise wrong_type(join(path, "name"), "a string", name)

@@ -278,6 +278,17 @@ def _assistant_dict(
     return out
 
 
+def _without_refusal_text(msg: AssistantMessage, refusal: Any) -> AssistantMessage:
+    """``msg`` less the text part the OpenAI Chat edge made of its ``refusal`` (the last one
+    with that text): an OpenAI Chat upstream gets the ``refusal`` key itself, as sent."""
+    content = msg.content
+    for j in range(len(content) - 1, -1, -1):
+        p = content[j]
+        if type(p) is TextPart and p.text == refusal:
+            return msg.model_copy(update={"content": [*content[:j], *content[j + 1 :]]})
+    return msg
+
+
 _MERGEABLE = frozenset({"role", "content", "tool_calls", "name"})
 """An assistant wire dict with other keys (the client's own: ``audio``) is never merged into."""
 
@@ -312,6 +323,8 @@ def _messages(
             o = None  # another wire API's own keys: not ours to send
         tm = type(msg)
         if tm is AssistantMessage:
+            if o is not None and "refusal" in o.keys:
+                msg = _without_refusal_text(msg, o.keys["refusal"])  # type: ignore[arg-type]
             item = _assistant_dict(msg, names, o is not None, custom)  # type: ignore[arg-type]
             if item is None:
                 if o is None or not o.keys:
