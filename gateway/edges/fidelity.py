@@ -386,6 +386,14 @@ NESTED: dict[str, Rule] = {
         "as sent on that message / tool (`own`, `tool_fields`)",
         _REFUSED_ELSEWHERE + "; a tool's `defer_loading` / `eager_input_streaming` " + _DROPPED,
     ),
+    "OpenAI Chat and Responses tool-call `arguments` in the history (a string)": Rule(
+        CARRIED,
+        "as sent (the string, whatever it holds)",
+        "the other OpenAI API: as sent; Anthropic `tool_use.input`, Gemini `functionCall.args` (an "
+        'object only): the parsed object, `""` as `{}`; arguments that are not a JSON object '
+        '(`[1,2]`, `"str"`, text, trailing bytes): 400 naming '
+        "`messages[i].tool_calls[j].function.arguments` / `input[i].arguments` and the model",
+    ),
     "OpenAI Chat assistant `refusal`": Rule(
         CARRIED,
         "the message's `refusal` as sent (beside its `content`, or alone)",

@@ -31,11 +31,17 @@ refused (HTTP 400 naming the field and the model). Gemini's per-part ``mediaReso
 not a translation of ``detail``: it exists for Gemini 3 models only, and its levels are token
 budgets of another scale. The keyless ``demo`` stand-in reads none of these and counts as
 taking them all (nothing is named for it).
+
+Tool-call arguments in an OpenAI client's history are a string; toward a wire API that takes
+them as a JSON object only (Anthropic, Gemini) arguments that are not one are refused by name
+(``messages[i].tool_calls[j].function.arguments``), never sent as ``{}``.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from gateway.client_names import client_name
 from gateway.config import Deployment
@@ -47,6 +53,7 @@ from gateway.schema import (
     Request,
     SystemMessage,
     TextPart,
+    ToolCallPart,
     ToolResultMessage,
     UserMessage,
 )
@@ -112,7 +119,10 @@ def check_fields(request: Request, dep: Deployment, dialect: str = "openai_chat"
     if not (names or details or filenames):
         return notes
     found: dict[str, list[str]] = {}
+    objects = api in OBJECT_ARGUMENT_APIS
     for i, msg in enumerate(request.messages):
+        if objects and type(msg) is AssistantMessage:
+            _check_arguments(msg, dep)
         if type(msg) is ToolResultMessage:
             if details and _has_media(msg):
                 _parts(msg, i, found, details=True, filenames=False)
@@ -124,6 +134,36 @@ def check_fields(request: Request, dep: Deployment, dialect: str = "openai_chat"
     for field, where in found.items():
         notes.append(_note(field, where[:_MAX_WHERE], dep, _WHATS[field]))
     return notes
+
+
+OBJECT_ARGUMENT_APIS = frozenset({"anthropic_messages", "gemini"})
+"""Wire APIs whose tool calls take their arguments as a JSON object (Anthropic ``tool_use.input``,
+Gemini ``functionCall.args``); the OpenAI APIs take the string as the client sent it."""
+
+
+def _check_arguments(msg: AssistantMessage, dep: Deployment) -> None:
+    """Raise :class:`CapabilityError` naming the first tool call of ``msg`` (an OpenAI client's
+    history) whose arguments are not a JSON object (``"not json"``, ``[1,2]``, ``"str"``,
+    ``{"a":1} trailing``): ``dep``'s wire API takes an object only, and sending ``{}`` instead
+    would change the call. Empty arguments (``""``) are no arguments: ``{}``."""
+    for p in msg.content:
+        if type(p) is ToolCallPart and not p.arguments:
+            raw = p.raw_arguments.strip()
+            if raw and raw != "{}" and not _is_object(raw):
+                src = p.src or "tool call"
+                where = src + (".function.arguments" if ".tool_calls[" in src else ".arguments")
+                raise CapabilityError(
+                    f"{where}: model {dep.name!r} is served by the {dep.api} wire API, which takes "
+                    f"tool-call arguments as a JSON object only; got {raw[:40]!r}",
+                    param=where,
+                )
+
+
+def _is_object(raw: str) -> bool:
+    try:
+        return isinstance(orjson.loads(raw), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 NO_STOP_APIS = frozenset({"openai_responses"})

@@ -47,3 +47,48 @@ def test_an_assistant_refusal_beside_content_reaches_another_wire_api_as_text(
     blocks = _sent(upstream)["messages"][1]["content"]
     texts = [blocks] if isinstance(blocks, str) else [b["text"] for b in blocks]
     assert "".join(texts).count("C1") == 1 and "".join(texts).count("R1") == 1
+
+
+def _call_history(arguments: str) -> list[Any]:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    return [
+        USER,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "r"},
+    ]
+
+
+TOOLS: Any = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+
+
+@pytest.mark.parametrize("arguments", ["not json", "[1,2]", '"str"', '{"a":1} trailing'])
+@pytest.mark.parametrize("api", ["anthropic_messages", "gemini"])
+def test_tool_call_arguments_that_are_not_an_object_are_refused_by_name_where_the_target_needs_one(
+    api: str, arguments: str, upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    r = _post(gateway_url, {"model": MATRIX[api][0], "messages": _call_history(arguments), "tools": TOOLS})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["param"] == "messages[1].tool_calls[0].function.arguments"
+    assert api in error["message"]
+    assert upstream.requests() == []
+
+
+@pytest.mark.parametrize("api", ["openai_chat", "openai_responses"])
+def test_tool_call_arguments_that_are_not_an_object_reach_openai_as_sent(
+    api: str, upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    upstream.script(replay(text_answer(api, "ok", stream=False)))
+    r = _post(gateway_url, {"model": MATRIX[api][0], "messages": _call_history("[1,2]"), "tools": TOOLS})
+    assert r.status_code == 200, r.text
+    assert "[1,2]" in str(_sent(upstream))
+
+
+def test_empty_tool_call_arguments_are_no_arguments_toward_anthropic(
+    upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    upstream.script(replay(text_answer("anthropic_messages", "ok", stream=False)))
+    model = MATRIX["anthropic_messages"][0]
+    r = _post(gateway_url, {"model": model, "messages": _call_history(""), "tools": TOOLS})
+    assert r.status_code == 200, r.text
+    assert _sent(upstream)["messages"][1]["content"][0]["input"] == {}
