@@ -394,6 +394,11 @@ NESTED: dict[str, Rule] = {
         '(`[1,2]`, `"str"`, text, trailing bytes): 400 naming '
         "`messages[i].tool_calls[j].function.arguments` / `input[i].arguments` and the model",
     ),
+    "OpenAI Chat user message `content: null` (or missing)": Rule(
+        REFUSED,
+        "400 naming `messages[i].content`: the SDK type requires it and OpenAI refuses null",
+        "the same (never a request that lost the message)",
+    ),
     "OpenAI Chat assistant `refusal`": Rule(
         CARRIED,
         "the message's `refusal` as sent (beside its `content`, or alone)",

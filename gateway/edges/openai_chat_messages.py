@@ -502,7 +502,9 @@ def parse_message(msg: JSONObj, i: int, path: str, st: ChatState) -> JSONObj | N
         }
     if role == "user":
         content = msg.get("content")
-        parts = [] if content is None else _parts(content, path + ".content", _USER_PARTS)
+        if content is None:  # required by the SDK type; OpenAI refuses null, no target can send it
+            raise missing(join(path, "content"))
+        parts = _parts(content, path + ".content", _USER_PARTS)
         if "cache_control" in msg:
             _message_cache(msg, parts, path)
         if "name" in msg:

@@ -92,3 +92,13 @@ def test_empty_tool_call_arguments_are_no_arguments_toward_anthropic(
     r = _post(gateway_url, {"model": model, "messages": _call_history(""), "tools": TOOLS})
     assert r.status_code == 200, r.text
     assert _sent(upstream)["messages"][1]["content"][0]["input"] == {}
+
+
+@pytest.mark.parametrize("api", ["anthropic_messages", "openai_chat"])
+def test_a_user_message_without_content_is_refused_by_name(
+    api: str, upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    r = _post(gateway_url, {"model": MATRIX[api][0], "messages": [{"role": "user", "content": None}]})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == "messages[0].content"
+    assert upstream.requests() == []
