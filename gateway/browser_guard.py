@@ -41,7 +41,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.config import GatewayConfig
 from gateway.errors import TurnstileError
-from gateway.exposure import is_loopback
+from gateway.exposure import is_loopback, send_json
 
 log = structlog.get_logger("turnstile.exposure")
 
@@ -172,17 +172,7 @@ class BrowserGuard:
             origin=origin.decode("latin-1") if origin else None,
             client=(scope.get("client") or ("?",))[0],
         )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_json(send, status, body)
 
     def _judge(
         self,

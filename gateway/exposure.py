@@ -164,16 +164,22 @@ class LoopbackOnly:
                     path=scope["path"],
                     client=(scope.get("client") or ("?",))[0],
                 )
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": status,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+                await send_json(send, status, body)
                 return
         await self.app(scope, receive, send)
+
+
+async def send_json(send: Send, status: int, body: bytes) -> None:
+    """Answer an ASGI request with ``body`` (JSON bytes) and ``status``: a refusal written before
+    any handler runs (the middlewares of this module and :mod:`gateway.browser_guard`)."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -26,7 +26,7 @@ from fnmatch import fnmatchcase
 from urllib.parse import urlsplit
 
 from mcp_servers.config import AdminServerPolicy, HttpTransport, McpServerSpec, StdioTransport
-from mcp_servers.upstream import resolve_command
+from mcp_servers.targets import resolve_command
 
 
 @dataclass(frozen=True)

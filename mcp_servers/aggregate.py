@@ -50,6 +50,7 @@ from mcp.shared.subscriptions import (
 )
 from mcp.types import (
     INVALID_PARAMS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     SERVER_INFO_META_KEY,
     CompleteRequestParams,
     CompleteResult,
@@ -57,6 +58,7 @@ from mcp.types import (
     EmptyResult,
     GetPromptRequestParams,
     GetPromptResult,
+    InputRequiredResult,
     ListPromptsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
@@ -76,6 +78,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_servers.clients import Visibility, from_request
 from mcp_servers.naming import SEPARATOR, exposed_name
 from mcp_servers.registry import McpRegistry
+from mcp_servers.relay import caller_capabilities, missing_capabilities
+from mcp_servers.request_state import binding
 from mcp_servers.scoped_bus import ScopedBus
 from mcp_servers.upstream import Upstream, UpstreamCallFailed, UpstreamUnavailable
 
@@ -135,6 +139,8 @@ class Aggregator:
         self.registry = registry
         self.namespaced = registry.config.namespaced
         self.page_size = page_size
+        self.states: Any = None
+        """The endpoint's :class:`mcp_servers.request_state.SealedStates` (``prompts/get`` rounds)."""
         self._server_info = {"name": name, "version": version}
         self._prompt_names: dict[str, tuple[str, str]] = {}  # exposed -> (server, prompt)
         self._uri_owner: dict[str, str] = {}  # non-namespaced: uri -> server that listed it
@@ -504,27 +510,62 @@ class Aggregator:
 
     async def get_prompt(
         self, ctx: ServerRequestContext[Any], params: GetPromptRequestParams
-    ) -> GetPromptResult:
+    ) -> GetPromptResult | InputRequiredResult:
         """``prompts/get`` routed to (server, original name); the result marked untrusted.
-        Unknown name, or one the caller may not see: ``-32602``."""
+        Unknown name, or one the caller may not see: ``-32602``. For a 2026-07-28 caller an
+        upstream's ``InputRequiredResult`` is passed on as for ``tools/call`` (its state sealed
+        in the gateway's, bound to prompt, arguments and caller; ``-32021`` for a request the
+        caller has no capability for; a tampered state ``-32602``) and the retry's answers go
+        upstream; for a handshake-era caller the SDK runs the rounds."""
         self.track(ctx)
         visible = self.visibility(ctx)
         candidates = self._resolve_prompt(params.name) if visible.allows(params.name) else []
         if not candidates:
             raise MCPError(INVALID_PARAMS, f"unknown prompt {params.name!r}: not exposed by this gateway")
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and self.states is not None
+        bound = binding(f"prompt:{params.name}", dict(params.arguments or {}), visible.client)
+        responses, upstream_state = None, None
+        if modern and params.request_state:
+            sealed = self.states.unseal(bound, params.request_state)
+            if sealed is None and self.states.forged(params.request_state):
+                raise MCPError(INVALID_PARAMS, "requestState failed the gateway's integrity check")
+            if sealed is not None:
+                upstream_state, responses = sealed.get("u") or None, params.input_responses
         last: Exception | None = None
         for sid, original in candidates:
             up = self.registry.upstream(sid)
             if up is None:
                 continue
-            try:
-                result = await up.request(
-                    "prompts/get",
-                    lambda c, n=original: c.get_prompt(n, params.arguments),  # type: ignore[misc]
+
+            def get(c: Client, n: str = original) -> Awaitable[Any]:
+                if not modern:
+                    return c.get_prompt(n, params.arguments)
+                return c.session.get_prompt(
+                    n,
+                    params.arguments,
+                    input_responses=responses,
+                    request_state=upstream_state,
+                    allow_input_required=True,
                 )
+
+            try:
+                result = await up.request("prompts/get", get)
             except (UpstreamUnavailable, UpstreamCallFailed, MCPError) as err:
                 last = err if isinstance(err, MCPError) else MCPError(-32603, str(err))
                 continue
+            if isinstance(result, InputRequiredResult):
+                requests = dict(result.input_requests or {})
+                missing = missing_capabilities(
+                    requests, caller_capabilities(ctx.session.client_capabilities, True)
+                )
+                if missing:
+                    raise MCPError(
+                        MISSING_REQUIRED_CLIENT_CAPABILITY,
+                        f"prompt {params.name!r} needs the client capabilities {sorted(missing)}",
+                        {"requiredCapabilities": missing},
+                    )
+                state = self.states.seal(bound, {"u": result.request_state or ""})
+                return InputRequiredResult(input_requests=requests or None, request_state=state)
             meta = {**(result.meta or {}), SERVER_INFO_META_KEY: self._server_info, **_origin(sid)}
             return GetPromptResult(description=result.description, messages=result.messages, _meta=meta)
         raise last or MCPError(INVALID_PARAMS, f"unknown prompt {params.name!r}")

@@ -51,6 +51,18 @@ if TYPE_CHECKING:
     from mcp_servers.upstream import EnvReader
 
 STATE_KEY = "turnstile_mcp_client"
+SUBJECT_TOKEN_KEY = "turnstile_mcp_subject_token"
+"""Where the ``/mcp`` app leaves the caller's bearer JWT in the request's state: only for an
+upstream's per-user delegation (RFC 8693 token exchange), never sent upstream itself."""
+
+
+def subject_token(request: Any) -> str | None:
+    """The caller's bearer JWT the ``/mcp`` app left on ``request`` (None: none)."""
+    state = getattr(request, "scope", {}).get("state") or {} if request is not None else {}
+    found = state.get(SUBJECT_TOKEN_KEY)
+    return found if isinstance(found, str) else None
+
+
 UNAUTHENTICATED = "<unauthenticated>"
 KEY_HEADERS = ("authorization", "x-api-key", "x-goog-api-key")
 """Where a caller's key may be: OpenAI's and MCP's bearer token, Anthropic's and Google's key

@@ -117,7 +117,9 @@ class UpstreamOAuth(BaseModel):
       metadata document (``client_metadata_url``, an https URL) or, neither given, registered
       dynamically).
     * ``client_secret_env``: the environment variable holding the client secret (none: a
-      public client); ``token_endpoint_auth_method`` how it is presented.
+      public client); ``token_endpoint_auth_method`` how it is presented, or
+      ``private_key_jwt`` (RFC 7523, client credentials only): a JWT assertion signed with the
+      PEM private key in ``client_key_env`` (``client_key_alg``, default RS256).
     * ``scope``: asked for; null: as the server's challenge or metadata says.
     * ``issuer``: the authorization server the credentials belong to (tokens are asked only there).
     * ``refresh_margin_s``: a token is renewed this long before it expires (at most half its life).
@@ -131,9 +133,11 @@ class UpstreamOAuth(BaseModel):
     grant: Literal["client_credentials", "authorization_code"]
     client_id: str | None = Field(default=None, min_length=1)
     client_secret_env: str | None = None
-    token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post", "none"] = (
-        "client_secret_basic"
-    )
+    token_endpoint_auth_method: Literal[
+        "client_secret_basic", "client_secret_post", "none", "private_key_jwt"
+    ] = "client_secret_basic"
+    client_key_env: str | None = None
+    client_key_alg: JwtAlgorithm = "RS256"
     client_metadata_url: str | None = Field(default=None, pattern=r"^https://")
     redirect_uri: str | None = Field(default=None, pattern=r"^https?://")
     scope: str | None = None
@@ -141,7 +145,7 @@ class UpstreamOAuth(BaseModel):
     refresh_margin_s: float = Field(default=60.0, ge=0, le=3600)
     token_exchange: TokenExchange | None = None
 
-    @field_validator("client_secret_env")
+    @field_validator("client_secret_env", "client_key_env")
     @classmethod
     def _secret_env(cls, v: str | None) -> str | None:
         if v is not None:
@@ -150,16 +154,20 @@ class UpstreamOAuth(BaseModel):
 
     @model_validator(mode="after")
     def _grant_needs(self) -> UpstreamOAuth:
-        if self.grant == "client_credentials" and (self.client_id is None or self.client_secret_env is None):
-            raise ValueError("oauth: client_credentials needs client_id and client_secret_env")
+        signed = self.token_endpoint_auth_method == "private_key_jwt"
+        if signed and (self.grant != "client_credentials" or self.client_key_env is None):
+            raise ValueError("oauth: private_key_jwt is for client_credentials and needs client_key_env")
+        credential = self.client_key_env if signed else self.client_secret_env
+        if self.grant == "client_credentials" and (self.client_id is None or credential is None):
+            raise ValueError(
+                "oauth: client_credentials needs client_id and client_secret_env (or client_key_env)"
+            )
         if self.grant == "authorization_code" and self.redirect_uri is None:
             raise ValueError(
-                "oauth: authorization_code needs redirect_uri (the gateway's /mcp/oauth/callback URL)"
+                "oauth: authorization_code needs redirect_uri (the gateway's /mcp/oauth/callback)"
             )
         if self.token_exchange is not None and (self.client_id is None or self.client_secret_env is None):
-            raise ValueError(
-                "oauth: token_exchange needs client_id and client_secret_env (the gateway's client)"
-            )
+            raise ValueError("oauth: token_exchange needs client_id and client_secret_env")
         return self
 
 
@@ -350,8 +358,9 @@ class McpAuthorization(BaseModel):
     * ``issuer``: the authorization server whose JWT access tokens are accepted (its ``iss``);
       listed in the protected-resource metadata (RFC 9728) that a 401 points to.
     * ``resource``: this gateway's resource URL (``https://gw.example/mcp``), the audience a token
-      must carry (``aud``); null: the URL of ``/mcp`` as the request reached it (set it behind a
-      proxy that rewrites the host).
+      must carry (``aud``); null: the URL of ``/mcp`` as the request reached it, allowed only
+      where the ``Host`` header is checked (a loopback gateway, or ``server.allowed_hosts`` set;
+      otherwise the gateway refuses to start), since the audience would follow the header.
     * ``jwks_url``: the issuer's key set; null: ``jwks_uri`` of its RFC 8414 metadata
       (``/.well-known/oauth-authorization-server``, else ``openid-configuration``).
     * ``jwks_ttl_s``: how long a fetched key set is used (a token with an unknown ``kid`` fetches
@@ -436,6 +445,12 @@ class McpConfig(BaseModel):
     * ``token_key_env``: the environment variable holding the Fernet key (``cryptography``;
       ``Fernet.generate_key()``) that encrypts upstream OAuth tokens at rest; a server with
       ``oauth`` does not start while it is unset.
+    * ``state_key_env``: the environment variable holding the secret that signs the
+      ``requestState`` of 2026-07-28 rounds (approval questions, upstream input requests);
+      set the same value on every instance behind one load balancer so that a retry may reach
+      any of them (unset: a random secret per process; a state is then accepted only by the
+      instance that issued it, and any instance refuses it as tampered). Replay protection
+      (single use) stays per instance.
     * ``authorization``: ``/mcp`` as an OAuth protected resource (:class:`McpAuthorization`);
       null (the default): no JWTs, keys as above.
     * ``tool_search``: meta-tools instead of the full catalog for some callers
@@ -470,6 +485,7 @@ class McpConfig(BaseModel):
         description="the reverse-DNS namespace of GET /v0.1/servers names for servers not added from a "
         "server.json (<namespace>/<id>)",
     )
+    state_key_env: str | None = None
 
     def resolved_workspace_roots(self) -> list[str]:
         """``workspace_roots`` as absolute paths (symlinks resolved), in order."""

@@ -40,6 +40,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannel
 from mcp.types import (
     INVALID_PARAMS,
     LOG_LEVEL_META_KEY,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     SERVER_INFO_META_KEY,
     CallToolRequestParams,
     CallToolResult,
@@ -63,10 +64,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_servers.aggregate import Aggregator, decode_cursor, encode_cursor
 from mcp_servers.arguments import argument_errors, invalid_arguments_text
-from mcp_servers.clients import EVERYTHING, Visibility, current_caller, from_request
+from mcp_servers.clients import EVERYTHING, Visibility, current_caller, from_request, subject_token
 from mcp_servers.output_cap import cap_text
 from mcp_servers.registry import McpRegistry, RegisteredTool
-from mcp_servers.relay import LEVELS, UPSTREAM_KEY_PREFIX, Channel
+from mcp_servers.relay import LEVELS, Channel, caller_capabilities, missing_capabilities
 from mcp_servers.request_state import STATE_TTL_S, SealedStates, binding
 from mcp_servers.tool_search import CALL, META_NAMES, ToolSearch, call_target
 from mcp_servers.trust import (
@@ -206,6 +207,7 @@ def channel_for(ctx: ServerRequestContext[Any], server: str) -> Channel:
         can_elicit=caps is not None and caps.elicitation is not None,
         can_sample=caps is not None and caps.sampling is not None,
         server=server,
+        capabilities=caller_capabilities(caps, modern),
     )
 
 
@@ -219,6 +221,7 @@ class McpEndpoint:
         name: str = "turnstile",
         version: str = "0.1.0",
         workspace_roots: list[str] | None = None,
+        state_secret: bytes | None = None,
     ) -> None:
         self.registry = registry
         self.name = name
@@ -234,9 +237,10 @@ class McpEndpoint:
         # gateway.guardrails.mcp.McpGuard), set by the server when guardrails are on; None: off.
         # The tool loop's results are checked by the guardrails layer instead.
         self.guardrails: Any = None
-        self.states = SealedStates(ttl_s=STATE_TTL_S)
+        self.states = SealedStates(secret=state_secret, ttl_s=STATE_TTL_S)
         self.search = ToolSearch(registry)  # the meta-tools of mcp.tool_search
         self.aggregate = Aggregator(registry, name=name, version=version, page_size=registry.config.page_size)
+        self.aggregate.states = self.states
         self._listen_handler = ListenHandler(self.aggregate.bus)
         with warnings.catch_warnings():  # logging/setLevel is deprecated in 2026-07-28, still served
             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -374,6 +378,10 @@ class McpEndpoint:
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         bound = binding(params.name, params.arguments, visible.client)
         state = self.states.unseal(bound, params.request_state) if modern else None  # single-use
+        if modern and state is None and params.request_state and self.states.forged(params.request_state):
+            raise MCPError(
+                INVALID_PARAMS, "requestState failed the gateway's integrity check (tampered or foreign)"
+            )
         if decision.outcome == "refuse":
             return await self._refused(t, decision, visible)
         if decision.outcome == "ask" and not (state or {}).get("c"):
@@ -532,15 +540,16 @@ class McpEndpoint:
             await ctx.session.report_progress(p, total, message)
 
         channel = channel_for(ctx, t.server)
+        user = subject_token(ctx.request)
+        delegated: dict[str, Any] = {"subject_token": user} if user is not None else {}
         if not channel.modern:
-            return await self.forward(t, args, progress=progress, channel=channel)
+            return await self.forward(t, args, progress=progress, channel=channel, **delegated)
         responses = None
         upstream_state = None
         if state is not None and state.get("u") is not None:
-            upstream_state = state["u"]
-            n = len(UPSTREAM_KEY_PREFIX)
+            upstream_state = state["u"] or None
             given = params.input_responses or {}
-            responses = {k[n:]: v for k, v in given.items() if k.startswith(UPSTREAM_KEY_PREFIX)}
+            responses = {k: v for k, v in given.items() if k != CONFIRM_KEY}
         result = await self.forward(
             t,
             args,
@@ -549,10 +558,25 @@ class McpEndpoint:
             pass_input_required=True,
             input_responses=responses,
             request_state=upstream_state,
+            **delegated,
         )
         if not isinstance(result, InputRequiredResult):
             return result
-        requests = {UPSTREAM_KEY_PREFIX + k: v for k, v in (result.input_requests or {}).items()}
+        requests = dict(result.input_requests or {})
+        if CONFIRM_KEY in requests:
+            return _text_result(
+                f"MCP server {t.server!r} asked its caller with the key {CONFIRM_KEY!r}, which the gateway "
+                "keeps for its own approval question; the call was not completed.",
+                is_error=True,
+            )
+        missing = missing_capabilities(requests, channel.capabilities or {})
+        if missing:
+            raise MCPError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"MCP server {t.server!r} needs the client capabilities {sorted(missing)}, which this "
+                "client did not declare",
+                {"requiredCapabilities": missing},
+            )
         bound = binding(params.name, params.arguments, visible.client)
         sealed = self.states.seal(bound, {"c": True, "u": result.request_state or ""})
         return InputRequiredResult(input_requests=requests or None, request_state=sealed)
@@ -631,6 +655,8 @@ class McpEndpoint:
             log.warning("mcp_call_failed", server=t.server, tool=t.name, error=str(err))
             return _text_result(str(err), is_error=True), True
         except MCPError as err:
+            if err.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+                raise  # the caller's own fault (it did not declare what the tool needs): its error as sent
             return _text_result(
                 f"MCP server {t.server!r} refused tool {t.name!r}: {err}", is_error=True
             ), True

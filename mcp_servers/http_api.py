@@ -60,17 +60,26 @@ from starlette.types import Receive, Scope, Send
 
 from gateway.access.guessing import TooManyKeyGuesses, check_admin_key
 from mcp_servers.admin_policy import AdminPolicyViolation
-from mcp_servers.clients import CALLER, STATE_KEY, KeyAuth, Visibility, admit
+from mcp_servers.clients import (
+    CALLER,
+    STATE_KEY,
+    SUBJECT_TOKEN_KEY,
+    KeyAuth,
+    Visibility,
+    admit,
+    bearer,
+)
 from mcp_servers.config import McpConfig, McpServerSpec
 from mcp_servers.endpoint import McpEndpoint
 from mcp_servers.legacy_sse import MESSAGES_PATH, LegacySse
 from mcp_servers.oauth_resource import (
     WELL_KNOWN,
-    BearerRefused,
     OAuthResource,
+    admit_or_refuse,
     challenge,
-    judge,
+    looks_like_jwt,
     resource_url,
+    step_up,
 )
 from mcp_servers.registry import McpRegistry, RegistryConflict
 from mcp_servers.store import McpStore
@@ -114,14 +123,28 @@ async def open_mcp(
     :func:`gateway.browser_guard.mcp_security`); None checks nothing.
     """
     registry = McpRegistry(config, store=McpStore(db_path), read_env=read_env)
-    endpoint = McpEndpoint(registry, version=version, workspace_roots=config.resolved_workspace_roots())
+    shared = read_env(config.state_key_env) if config.state_key_env else None
+    endpoint = McpEndpoint(
+        registry,
+        version=version,
+        workspace_roots=config.resolved_workspace_roots(),
+        state_secret=shared.encode() if shared else None,
+    )
+    if config.authorization is not None and config.authorization.resource is None and security is None:
+        from gateway.errors import ConfigError
+
+        raise ConfigError(
+            "mcp.authorization.resource is unset and the gateway listens on a non-loopback address without "
+            "server.allowed_hosts: the audience tokens must carry would come from the request's Host header. "
+            "Set mcp.authorization.resource (this gateway's /mcp URL) or server.allowed_hosts."
+        )
     manager = StreamableHTTPSessionManager(app=endpoint.server, security_settings=security)
-    legacy = LegacySse(endpoint.server, config, read_env, security, keys)
+    oauth = OAuthResource(config.authorization) if config.authorization is not None else None
+    legacy = LegacySse(endpoint.server, config, read_env, security, keys, oauth)
     await registry.start()
     try:
         async with manager.run():
             try:
-                oauth = OAuthResource(config.authorization) if config.authorization is not None else None
                 yield McpRuntime(config, registry, endpoint, manager, read_env, legacy, keys, oauth)
             finally:
                 legacy.close()
@@ -143,11 +166,34 @@ class McpAsgi:
             await visibility(scope, receive, send)
             return
         scope.setdefault("state", {})[STATE_KEY] = visibility
+        headers = Headers(scope=scope)
+        jwt = bearer(headers)
+        if runtime.oauth is not None and looks_like_jwt(jwt):
+            scope["state"][SUBJECT_TOKEN_KEY] = jwt  # for per-user delegation (token exchange) only
+            tool = (headers.get("mcp-name") or "").strip()
+            if (headers.get("mcp-method") or "").strip() == "tools/call" and tool:
+                refused = step_up(
+                    runtime.oauth, jwt, visibility, tool, runtime.registry.lookup(tool) is not None
+                )
+                if refused is not None:
+                    resource = resource_url(runtime.oauth.config, str(Request(scope).base_url))
+                    response = _json({"error": refused.error, "error_description": refused.description}, 403)
+                    response.headers["WWW-Authenticate"] = challenge(resource, refused)
+                    await response(scope, receive, send)
+                    return
+        scope["headers"] = trimmed_mcp_headers(scope["headers"])
         token = CALLER.set(visibility)  # for the SDK's Mcp-Param-* check (McpEndpoint.visible_input_schema)
         try:
             await runtime.session_manager.handle_request(scope, receive, send)
         finally:
             CALLER.reset(token)
+
+
+def trimmed_mcp_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``raw`` ASGI headers with the optional whitespace around ``Mcp-*`` values removed (RFC
+    9110 §5.5: it is not part of the value), which the MCP SDK's ``Mcp-Method``/``Mcp-Name``/
+    ``Mcp-Param-*`` checks compare as they come."""
+    return [(k, v.strip(b" \t") if k[:4].lower() == b"mcp-" else v) for k, v in raw]
 
 
 class LegacySseAsgi:
@@ -177,15 +223,10 @@ async def _caller(runtime: McpRuntime, scope: Scope) -> Visibility | Response:
     if runtime.oauth is None:
         found = await admit(runtime.config, runtime.read_env, headers, runtime.keys)
         return _unauthenticated() if found is None else found
-    resource = resource_url(runtime.oauth.config, str(Request(scope).base_url))
-    try:
-        return await judge(runtime.oauth, runtime.config, runtime.read_env, headers, runtime.keys, resource)
-    except BearerRefused as refused:
-        log.info("mcp_bearer_refused", status=refused.status, error=refused.error, reason=refused.description)
-        body = {"error": refused.error or "invalid_request", "error_description": refused.description}
-        response = _json(body, refused.status)
-        response.headers["WWW-Authenticate"] = challenge(resource, refused)
-        return response
+    base_url = str(Request(scope).base_url)
+    return await admit_or_refuse(
+        runtime.oauth, runtime.config, runtime.read_env, headers, runtime.keys, base_url
+    )
 
 
 async def resource_metadata(request: Request) -> Response:
@@ -211,6 +252,10 @@ async def oauth_callback(request: Request) -> Response:
     q = request.query_params
     if q.get("error"):
         log.warning("mcp_oauth_authorization_refused", error=q.get("error"), state=q.get("state"))
+        for status in runtime.registry.status()["servers"]:
+            prompt = getattr(runtime.registry.upstream(status["id"]), "prompt", None)
+            if prompt is not None:
+                prompt.refuse(q.get("state", ""), str(q.get("error")))
         return _error(
             f"the authorization server answered {q.get('error')}: {q.get('error_description', '')}",
             400,
@@ -308,13 +353,23 @@ async def post_server(request: Request) -> Response:
     return _json(entry, 200 if replaced else 201)
 
 
+def _with_authorization_url(runtime: McpRuntime, entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` (a server of the admin API) with ``status.oauth.authorization_url`` when its
+    OAuth sign-in waits for an admin (never on ``GET /health``)."""
+    oauth = entry.get("status", {}).get("oauth")
+    if isinstance(oauth, dict):
+        prompt = getattr(runtime.registry.upstream(entry["spec"]["id"]), "prompt", None)
+        oauth["authorization_url"] = prompt.url if prompt is not None else None
+    return entry
+
+
 async def list_servers(request: Request) -> Response:
     """Every server with its source and status."""
     runtime, denied = await _admin(request)
     if runtime is None:
         assert denied is not None
         return denied
-    return _json({"servers": runtime.registry.servers()})
+    return _json({"servers": [_with_authorization_url(runtime, e) for e in runtime.registry.servers()]})
 
 
 async def get_server(request: Request) -> Response:
@@ -326,7 +381,7 @@ async def get_server(request: Request) -> Response:
     sid = request.path_params["server_id"]
     for entry in runtime.registry.servers():
         if entry["spec"]["id"] == sid:
-            return _json(entry)
+            return _json(_with_authorization_url(runtime, entry))
     return _error(f"no MCP server {sid!r}", 404, "not_found")
 
 

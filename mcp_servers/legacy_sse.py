@@ -56,6 +56,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from mcp_servers.clients import CALLER, STATE_KEY, KeyAuth, Visibility, admit
 from mcp_servers.config import McpConfig
+from mcp_servers.oauth_resource import OAuthResource, admit_or_refuse
 from mcp_servers.upstream import EnvReader
 
 log = structlog.get_logger("turnstile.mcp.sse")
@@ -195,8 +196,10 @@ class LegacySse:
         read_env: EnvReader,
         security: TransportSecuritySettings | None,
         keys: KeyAuth | None = None,
+        oauth: OAuthResource | None = None,
     ) -> None:
         self.server = server
+        self.oauth = oauth
         self.config = config
         self.read_env = read_env
         self.keys = keys
@@ -210,7 +213,7 @@ class LegacySse:
         """``GET /sse``: checks (Host/Origin, key, session cap), then serves one session until
         its client disconnects, it idles out or the gateway shuts down."""
         refused = await self._security.validate_request(Request(scope, receive), is_post=False)
-        admitted = refused or await self._admission(Headers(scope=scope))
+        admitted = refused or await self._admission(Headers(scope=scope), str(Request(scope).base_url))
         if isinstance(admitted, Response):
             await admitted(scope, receive, send)
             return
@@ -249,10 +252,19 @@ class LegacySse:
                 self.sessions.pop(key[0], None)
                 log.info("mcp_sse_session_closed", session=key[0].hex, client=session.visibility.client)
 
-    async def _admission(self, headers: Headers) -> Visibility | Response:
+    async def _caller(self, headers: Headers, base_url: str) -> Visibility | Response | None:
+        """As on ``/mcp``: with ``mcp.authorization`` a JWT, virtual key or client key (else the
+        401/403 with its challenge), without it :func:`mcp_servers.clients.admit` (None: refused)."""
+        if self.oauth is not None:
+            return await admit_or_refuse(self.oauth, self.config, self.read_env, headers, self.keys, base_url)
+        return await admit(self.config, self.read_env, headers, self.keys)
+
+    async def _admission(self, headers: Headers, base_url: str) -> Visibility | Response:
         """The caller's visibility, or the refusal: 401 (no client's key, as on ``/mcp``), 503
         (shutting down, or ``max_sessions`` streams open)."""
-        visibility = await admit(self.config, self.read_env, headers, self.keys)
+        visibility = await self._caller(headers, base_url)
+        if isinstance(visibility, Response):
+            return visibility
         if visibility is None:
             response = json_error(
                 "this gateway's MCP endpoint needs a client API key (Authorization: Bearer <key>)",
@@ -301,7 +313,8 @@ class LegacySse:
             except ValueError:
                 refused = json_error(f"session_id {given[:64]!r} is not a session id", 400, "invalid_request")
             else:
-                visibility = await admit(self.config, self.read_env, request.headers, self.keys)
+                found = await self._caller(request.headers, str(request.base_url))
+                visibility = found if isinstance(found, Visibility) else None
                 if session is None or visibility is None or visibility.client != session.visibility.client:
                     session = None  # another client's session is answered as one that does not exist
                     refused = json_error(

@@ -22,14 +22,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 import httpx2
 import jwt
+import orjson
 import structlog
 from mcp.shared.auth import ProtectedResourceMetadata
+from starlette.responses import Response
 
 from gateway.errors import AuthenticationRequired
 from mcp_servers.clients import KeyAuth, Visibility, authenticate, bearer, presented_keys
@@ -268,3 +271,42 @@ async def judge(
         if matched is not None:
             return matched
     raise BearerRefused(401, "invalid_token", "the bearer token is not a token or key of this gateway")
+
+
+async def admit_or_refuse(
+    oauth: OAuthResource,
+    config: McpConfig,
+    read_env: EnvReader,
+    headers: Any,
+    keys: KeyAuth | None,
+    base_url: str,
+) -> Visibility | Response:
+    """:func:`judge` for a request that reached the gateway at ``base_url``, its refusal as the
+    401/403 JSON response carrying the ``WWW-Authenticate`` challenge (one log line)."""
+    resource = resource_url(oauth.config, base_url)
+    try:
+        return await judge(oauth, config, read_env, headers, keys, resource)
+    except BearerRefused as refused:
+        log.info("mcp_bearer_refused", status=refused.status, error=refused.error, reason=refused.description)
+        body = {"error": refused.error or "invalid_request", "error_description": refused.description}
+        response = Response(orjson.dumps(body), status_code=refused.status, media_type="application/json")
+        response.headers["WWW-Authenticate"] = challenge(resource, refused)
+        return response
+
+
+def step_up(
+    oauth: OAuthResource, token: str, visibility: Visibility, tool: str, exists: bool
+) -> BearerRefused | None:
+    """For a JWT caller's ``tools/call`` of ``tool`` (named in its ``Mcp-Name`` header) that its
+    scopes do not cover: the 403 ``insufficient_scope`` whose ``scope`` is the token's scopes
+    plus those that would cover it (the MCP spec's scope challenge, so a client can step up).
+    None when the call is covered, the tool does not exist, or no configured scope covers it
+    (then it stays hidden, answered as unknown)."""
+    if not exists or visibility.allows(tool):
+        return None
+    needed = [s for s, globs in oauth.config.scopes.items() if any(fnmatchcase(tool, g) for g in globs)]
+    if not needed:
+        return None
+    granted = token_scopes(jwt.decode(token, options={"verify_signature": False}))  # verified by judge
+    scope = " ".join(sorted(granted | set(needed)))
+    return BearerRefused(403, "insufficient_scope", f"tool {tool!r} needs one of the scopes {needed}", scope)

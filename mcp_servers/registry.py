@@ -58,8 +58,9 @@ from mcp_servers.arguments import InvalidSchema, compile_schema
 from mcp_servers.config import HttpTransport, McpConfig, McpServerSpec, StdioTransport
 from mcp_servers.naming import ToolNameTable
 from mcp_servers.store import McpStore
+from mcp_servers.targets import expand_workspace
 from mcp_servers.trust import Classification, classify, pending
-from mcp_servers.upstream import EnvReader, Upstream, expand_workspace
+from mcp_servers.upstream import EnvReader, Upstream
 from mcp_servers.upstream_oauth import TokenVault
 
 log = structlog.get_logger("turnstile.mcp.registry")

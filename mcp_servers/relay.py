@@ -11,8 +11,15 @@ How an upstream request reaches the channel depends on the upstream's protocol e
   ``Client.call_tool`` runs those rounds in the caller's task, so :data:`CURRENT` (a context
   variable set around the upstream call) names the channel. For a 2026-07-28 *caller* the
   endpoint does not let the SDK run the rounds: it hands the ``InputRequiredResult`` back to
-  the caller (keys prefixed :data:`UPSTREAM_KEY_PREFIX`, the upstream's ``request_state``
-  sealed inside the gateway's own) and forwards the caller's answers on the retry.
+  the caller (the upstream's keys unchanged, the upstream's ``request_state`` sealed inside the
+  gateway's own; a request the caller did not declare the capability for is refused with
+  ``-32021``, :func:`missing_capabilities`) and forwards the caller's answers on the retry.
+
+The upstream sees the *caller's* client capabilities on a forwarded call (what the gateway can
+pass on of them: elicitation, sampling, and roots for a 2026-07-28 caller), not the gateway's
+own: :func:`stamp_caller_capabilities` puts :attr:`Channel.capabilities` into the request's
+``_meta["io.modelcontextprotocol/clientCapabilities"]``, so an upstream asks only what the
+caller can answer.
 * handshake-era upstream: ``elicitation/create`` / ``sampling/createMessage`` and
   ``notifications/message`` arrive on the upstream ``Client``'s receive loop with nothing that
   names the call (stdio carries no related-request id). They go to the upstream's one call in
@@ -34,6 +41,7 @@ import structlog
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
+    CLIENT_CAPABILITIES_META_KEY,
     INVALID_REQUEST,
     LOG_LEVEL_META_KEY,
     CreateMessageRequest,
@@ -52,9 +60,12 @@ log = structlog.get_logger("turnstile.mcp.relay")
 
 LEVELS: tuple[str, ...] = get_args(LoggingLevel)
 """Severity-ascending (RFC 5424 order, as the ``LoggingLevel`` literal declares it)."""
-UPSTREAM_KEY_PREFIX = "upstream:"
-"""Prefix of an upstream's input-request keys in the gateway's own ``InputRequiredResult``
-(keeps them apart from the gateway's own confirmation key)."""
+RELAYED_CAPABILITIES = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+"""Input-request method -> the client capability it needs."""
 
 
 def level_at_least(level: str, floor: str | None) -> bool:
@@ -80,6 +91,9 @@ class Channel:
     can_elicit: bool
     can_sample: bool
     server: str
+    capabilities: dict[str, Any] | None = None
+    """The caller's declared client capabilities the gateway can pass on (JSON), sent upstream
+    in place of the gateway's own; None: leave the gateway's."""
 
     async def log(self, params: LoggingMessageNotificationParams) -> None:
         """Send an upstream log message to the caller when at or above its level."""
@@ -122,6 +136,51 @@ class Channel:
         except MCPError as err:
             return ErrorData(code=err.code, message=err.message, data=err.data)
         return answer
+
+
+def caller_capabilities(declared: Any, modern: bool) -> dict[str, Any]:
+    """What of the caller's declared ``ClientCapabilities`` (``declared``, None: nothing) an
+    upstream may rely on through the gateway: elicitation and sampling always, roots for a
+    2026-07-28 caller (its answer is passed through; a handshake-era caller is not asked)."""
+    if declared is None:
+        return {}
+    dumped = declared.model_dump(by_alias=True, mode="json", exclude_none=True)
+    keep = ("elicitation", "sampling", "roots") if modern else ("elicitation", "sampling")
+    return {k: v for k, v in dumped.items() if k in keep}
+
+
+def missing_capabilities(requests: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:
+    """The capabilities ``requests`` (an ``InputRequiredResult``'s input requests) need that
+    ``declared`` (:func:`caller_capabilities`) lacks, as a ``requiredCapabilities`` object."""
+    missing: dict[str, Any] = {}
+    for request in requests.values():
+        method = getattr(request, "method", None) or (
+            request.get("method") if isinstance(request, dict) else None
+        )
+        needed = RELAYED_CAPABILITIES.get(str(method))
+        if needed is not None and needed not in declared:
+            missing[needed] = {}
+    return missing
+
+
+def stamp_caller_capabilities(session: Any) -> None:
+    """Make ``session`` (an upstream ``ClientSession`` speaking 2026-07-28) send the calling
+    client's capabilities (:data:`CURRENT`'s :attr:`Channel.capabilities`) in a forwarded
+    request's ``_meta`` instead of the gateway's. Wraps the SDK's per-request ``_meta`` stamp
+    (``ClientSession._stamp``, mcp 2.3), set when the connection was negotiated."""
+    inner = getattr(session, "_stamp", None)
+    if inner is None or getattr(inner, "_turnstile", False):
+        return
+
+    def stamp(data: dict[str, Any], opts: Any) -> None:
+        inner(data, opts)
+        channel = CURRENT.get()
+        meta = (data.get("params") or {}).get("_meta")
+        if channel is not None and channel.capabilities is not None and isinstance(meta, dict):
+            meta[CLIENT_CAPABILITIES_META_KEY] = channel.capabilities
+
+    stamp._turnstile = True  # type: ignore[attr-defined]
+    session._stamp = stamp
 
 
 def _refusal(message: str) -> ErrorData:

@@ -103,6 +103,13 @@ class SealedStates:
         self._remember(nonce, issued, now)
         return payload
 
+    def forged(self, token: str) -> bool:
+        """Whether ``token`` is not a state this instance sealed at all (its MAC does not
+        verify): a tampered or foreign state, as opposed to an expired, replayed or
+        other-call one."""
+        text, _, mac = token.rpartition(".")
+        return not text or not hmac.compare_digest(mac, self._mac(text))
+
     def _remember(self, nonce: str, issued: float, now: float) -> None:
         consumed = self._consumed
         while consumed:

@@ -34,18 +34,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
-import shutil
 import sys
 import time
 import warnings
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
 import structlog
 from mcp import Client, StdioServerParameters
+from mcp.client.auth import OAuthFlowError
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import (
     PromptsListChanged,
@@ -81,11 +79,18 @@ from mcp.types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mcp_servers.config import WORKSPACE_PLACEHOLDER, HttpTransport, McpServerSpec, StdioTransport
-from mcp_servers.relay import CURRENT, Channel, upstream_meta
+from mcp_servers.config import HttpTransport, McpServerSpec, StdioTransport
+from mcp_servers.relay import CURRENT, Channel, stamp_caller_capabilities, upstream_meta
 from mcp_servers.stdio_stderr import StderrLimits
 from mcp_servers.stdio_transport import WireStats, stdio_transport, wire_fault
-from mcp_servers.upstream_oauth import AuthorizationPrompt, OAuthKeyMissing, TokenVault, build_auth
+from mcp_servers.targets import CommandNotFound, EnvReader, build_target
+from mcp_servers.upstream_oauth import (
+    AuthorizationPrompt,
+    Delegation,
+    OAuthKeyMissing,
+    TokenVault,
+    build_auth,
+)
 
 log = structlog.get_logger("turnstile.mcp.upstream")
 
@@ -113,79 +118,12 @@ class UpstreamCallFailed(Exception):
         self.server = server
 
 
-class CommandNotFound(Exception):
-    """The stdio server's command is neither on ``PATH`` nor beside the gateway's Python."""
-
-    def __init__(self, server: str, command: str) -> None:
-        super().__init__(
-            f"command {command!r} of MCP server {server!r} was not found on PATH; install it or set "
-            f"enabled: false on the server"
-        )
-
-
-def resolve_command(command: str) -> str | None:
-    """The executable to run for ``command``: itself when it contains a path separator and
-    exists, else ``shutil.which(command)``, else the file of that name beside
-    ``sys.executable`` (the gateway's own environment's scripts); None when none exists."""
-    if os.sep in command:
-        return command if os.path.exists(command) else None
-    found = shutil.which(command)
-    if found:
-        return found
-    beside = Path(sys.executable).parent / command
-    return str(beside) if beside.exists() else None
-
-
-def expand_workspace(value: str, workspace_roots: list[str]) -> str:
-    """``value`` with ``${workspace}`` replaced by the first workspace root (absolute)."""
-    if WORKSPACE_PLACEHOLDER not in value:
-        return value
-    if not workspace_roots:
-        raise ValueError(f"{value!r} uses {WORKSPACE_PLACEHOLDER} but mcp.workspace_roots is empty")
-    return value.replace(WORKSPACE_PLACEHOLDER, workspace_roots[0])
-
-
-EnvReader = Callable[[str], str | None]
 ToolsCallback = Callable[[str, list[Tool] | None], None]
 ListsCallback = Callable[[str, str], None]
 """``(server id, kind)`` with kind ``resources`` or ``prompts``: that upstream's list changed."""
 UpdatedCallback = Callable[[str, str], None]
 """``(server id, original resource URI)``: that upstream said the resource changed."""
 T = TypeVar("T")
-
-
-def build_target(
-    spec: McpServerSpec,
-    read_env: EnvReader,
-    stack: AsyncExitStack,
-    workspace_roots: list[str] | None = None,
-    auth: Any = None,
-) -> Any:
-    """What ``mcp.Client`` connects to for ``spec``: ``StdioServerParameters`` (the child gets the
-    SDK's minimal safe environment, the allow-listed variables and ``env``; ``${workspace}`` in
-    ``args``/``cwd`` expanded; raises :class:`CommandNotFound`), or a streamable HTTP
-    transport whose ``httpx2`` client carries the configured headers read from the environment
-    and ``auth`` (the upstream's OAuth, :mod:`mcp_servers.upstream_oauth`), registered on
-    ``stack`` so it is closed with the connection."""
-    t = spec.transport
-    if isinstance(t, StdioTransport):
-        env = {name: value for name in t.env_passthrough if (value := read_env(name)) is not None}
-        env.update(t.env)
-        command = resolve_command(t.command)
-        if command is None:
-            raise CommandNotFound(spec.id, t.command)
-        roots = workspace_roots or []
-        args = [expand_workspace(a, roots) for a in t.args]
-        cwd = expand_workspace(t.cwd, roots) if t.cwd else None
-        return StdioServerParameters(command=command, args=args, cwd=cwd, env=env or None)
-    assert isinstance(t, HttpTransport)
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    headers = {h: value for h, var in t.headers_env.items() if (value := read_env(var)) is not None}
-    http = create_mcp_http_client(headers=headers or None, auth=auth)
-    stack.push_async_callback(http.aclose)
-    return streamable_http_client(t.url, http_client=http)
 
 
 class Upstream:
@@ -217,6 +155,13 @@ class Upstream:
         )
         """The authorization-code grant's wait for a person (None for other servers)."""
         self._connect_deadline: asyncio.Timeout | None = None
+        self._oauth_provider: Any = None
+        self.delegation = (
+            Delegation(spec.id, oauth, read_env)
+            if oauth is not None and oauth.token_exchange is not None
+            else None
+        )
+        """Per-user delegation (RFC 8693) when ``oauth.token_exchange`` is set."""
         self._on_lists_changed = on_lists_changed
         self._on_resource_updated = on_resource_updated
         self._inflight: dict[int, Channel | None] = {}
@@ -366,6 +311,7 @@ class Upstream:
                 tools = await self._list_tools(client)
             self._connect_deadline = None
             if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                stamp_caller_capabilities(client.session)  # the upstream sees the caller's capabilities
                 self._restart_listener(client)
                 stack.callback(self._stop_listener)
             else:
@@ -404,7 +350,10 @@ class Upstream:
             return None
         if self._oauth_vault is None:
             raise OAuthKeyMissing(self.id, "mcp.token_key_env")
-        return build_auth(self.id, t.url, t.oauth, self._read_env, self._oauth_vault, self.prompt)
+        self._oauth_provider = build_auth(
+            self.id, t.url, t.oauth, self._read_env, self._oauth_vault, self.prompt
+        )
+        return self._oauth_provider
 
     def _authorizing(self, waiting: bool) -> None:
         """The authorization-code grant started (``waiting``) or ended waiting for a person:
@@ -629,8 +578,13 @@ class Upstream:
         pass_input_required: bool = False,
         input_responses: InputResponses | None = None,
         request_state: str | None = None,
+        subject_token: str | None = None,
     ) -> CallToolResult | InputRequiredResult:
         """Call ``name`` (the original tool name) with ``arguments``.
+
+        ``subject_token``: the caller's access token (a JWT it presented to ``/mcp``); with
+        ``oauth.token_exchange`` the call is made for that user with a token exchanged for it
+        (:meth:`call_delegated`), never with ``subject_token`` itself.
 
         ``channel`` is the way back to the caller (:mod:`mcp_servers.relay`): the upstream's
         log messages, sampling and elicitation requests during the call go there, and a
@@ -645,6 +599,10 @@ class Upstream:
         the connection died mid-call (the supervisor restarts it). An ``MCPError`` the upstream
         answered with (bad arguments, unknown tool, a refused input request) propagates unchanged.
         """
+        if self.delegation is not None:
+            exchange = self.delegation.oauth.token_exchange
+            if subject_token is not None or (exchange is not None and exchange.required):
+                return await self.call_delegated(name, arguments, subject_token, timeout_s)
         client = await self._connected()
         limit = timeout_s if timeout_s is not None else self.spec.call_timeout_s
         self._call_seq += 1
@@ -685,6 +643,50 @@ class Upstream:
         finally:
             CURRENT.reset(token)
             del self._inflight[key]
+
+    async def call_delegated(
+        self, name: str, arguments: dict[str, Any] | None, subject_token: str | None, timeout_s: float | None
+    ) -> CallToolResult:
+        """One call for one user (RFC 8693 delegation): the caller's token exchanged at the
+        upstream's authorization server, the call made on a connection of its own carrying the
+        exchanged token. No relay of upstream questions on this path. Raises
+        :class:`UpstreamCallFailed` (no caller token where ``token_exchange.required``, the
+        exchange refused, timeout, transport) and ``MCPError`` as :meth:`call_tool`."""
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        assert self.delegation is not None and isinstance(self.spec.transport, HttpTransport)
+        if subject_token is None:
+            raise UpstreamCallFailed(
+                self.id, "it acts for the calling user and the caller presented no user token"
+            )
+        await self._connected()  # the gateway's own sign-in discovered the authorization server
+        limit = timeout_s if timeout_s is not None else self.spec.call_timeout_s
+        try:
+            async with asyncio.timeout(limit):
+                token = await self.delegation.token_for(subject_token, self._oauth_provider)
+                http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+                async with (
+                    http,
+                    Client(
+                        streamable_http_client(self.spec.transport.url, http_client=http),
+                        mode=self.spec.protocol,
+                        cache=None,
+                    ) as client,
+                ):
+                    return await client.call_tool(name, arguments)
+        except TimeoutError:
+            raise UpstreamCallFailed(self.id, f"tool {name!r} did not answer within {limit:g} s") from None
+        except MCPError as err:
+            raise self._call_error(f"tool {name!r}", f"tools/call {name!r}", err) from err
+        except OAuthFlowError as err:
+            raise UpstreamCallFailed(
+                self.id, f"the token exchange for the calling user failed: {err}"
+            ) from err
+        except Exception as err:
+            raise UpstreamCallFailed(
+                self.id, f"tool {name!r} for the calling user failed: {_describe(err)}"
+            ) from err
 
     def capabilities(self) -> ServerCapabilities | None:
         """The connected upstream's capabilities, or None while it is not ready."""
@@ -760,9 +762,11 @@ class Upstream:
         if isinstance(self.spec.transport, StdioTransport):
             out["wire"] = dataclasses.asdict(self.wire)
         elif self.spec.transport.oauth is not None:
+            # the authorization URL itself only on the admin API (mcp_servers.http_api): its
+            # state would let anyone who saw it bind the server to their own account
             out["oauth"] = {
                 "grant": self.spec.transport.oauth.grant,
-                "authorization_url": self.prompt.url if self.prompt is not None else None,
+                "waiting_for_authorization": self.prompt is not None and self.prompt.url is not None,
             }
         return out
 

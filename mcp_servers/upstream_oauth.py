@@ -36,7 +36,11 @@ import orjson
 import structlog
 from cryptography.fernet import Fernet, InvalidToken
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthFlowError, TokenStorage
-from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.auth.extensions.client_credentials import (
+    ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+    SignedJWTParameters,
+)
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from mcp_servers.config import UpstreamOAuth
@@ -157,27 +161,20 @@ class _Renewing:
             self.context.token_expiry_time = renew_at(storage.expires_at, None, self._margin_s)
 
 
-class GatewayClientCredentials(_Renewing, ClientCredentialsOAuthProvider):
-    """``client_credentials`` with a secret; a token about to expire is replaced before the
-    request that would have been refused."""
+class _RenewingGrant(_Renewing):
+    """Mixin for the client-credentials providers: a token about to expire is replaced before
+    the request that would have been refused (there is no refresh token)."""
 
-    def __init__(self, *args: Any, margin_s: float, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._margin_s = margin_s
-        self._renew_early()
-
-    async def _initialize(self) -> None:
-        await super()._initialize()
-        self._stored_expiry()
+    _initialized: bool
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         ctx = self.context
         known = self._initialized and ctx.oauth_metadata is not None and ctx.current_tokens is not None
         if known and not ctx.is_token_valid():
             async with ctx.lock:
-                response = yield await self._perform_authorization()
-                await self._handle_token_response(response)
-        flow = super()._auth_flow(request)
+                response = yield await self._perform_authorization()  # type: ignore[attr-defined]
+                await self._handle_token_response(response)  # type: ignore[attr-defined]
+        flow = super()._auth_flow(request)  # type: ignore[misc]
         outgoing = await flow.__anext__()
         while True:
             incoming = yield outgoing
@@ -185,6 +182,32 @@ class GatewayClientCredentials(_Renewing, ClientCredentialsOAuthProvider):
                 outgoing = await flow.asend(incoming)
             except StopAsyncIteration:
                 return
+
+
+class GatewayClientCredentials(_RenewingGrant, ClientCredentialsOAuthProvider):
+    """``client_credentials`` with a secret."""
+
+    def __init__(self, *args: Any, margin_s: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._margin_s = margin_s
+        self._renew_early()
+
+    async def _initialize(self) -> None:
+        await super()._initialize()  # type: ignore[safe-super]
+        self._stored_expiry()
+
+
+class GatewayPrivateKeyJwt(_RenewingGrant, PrivateKeyJWTOAuthProvider):
+    """``client_credentials`` authenticated with a signed JWT assertion (RFC 7523)."""
+
+    def __init__(self, *args: Any, margin_s: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._margin_s = margin_s
+        self._renew_early()
+
+    async def _initialize(self) -> None:
+        await super()._initialize()  # type: ignore[safe-super]
+        self._stored_expiry()
 
 
 class GatewayAuthorizationCode(_Renewing, OAuthClientProvider):
@@ -246,6 +269,15 @@ class AuthorizationPrompt:
         self._answer.set_result(AuthorizationCodeResult(code=code, state=state, iss=iss))
         return True
 
+    def refuse(self, state: str | None, why: str) -> bool:
+        """End the waiting flow with ``OAuthFlowError(why)`` (the authorization server redirected
+        with an error, or the authorization could not be completed); ``state`` None ends it
+        whatever state it waits for. False when no flow waits (with that state)."""
+        if self._answer is None or self._answer.done() or (state is not None and state != self.state):
+            return False
+        self._answer.set_exception(OAuthFlowError(f"authorization refused: {why}"))
+        return True
+
 
 def build_auth(
     server: str,
@@ -262,6 +294,26 @@ def build_auth(
     if oauth.client_secret_env and not secret:
         raise ValueError(
             f"MCP server {server!r}: the client secret variable {oauth.client_secret_env} is unset"
+        )
+    if oauth.grant == "client_credentials" and oauth.token_endpoint_auth_method == "private_key_jwt":
+        assert oauth.client_id is not None and oauth.client_key_env is not None  # the config validator checks
+        key = read_env(oauth.client_key_env)
+        if not key:
+            raise ValueError(f"MCP server {server!r}: client key variable {oauth.client_key_env} is unset")
+        assertion = SignedJWTParameters(
+            issuer=oauth.client_id,
+            subject=oauth.client_id,
+            signing_key=key,
+            signing_algorithm=oauth.client_key_alg,
+        )
+        return GatewayPrivateKeyJwt(
+            server_url=url,
+            storage=storage,
+            client_id=oauth.client_id,
+            assertion_provider=assertion.create_assertion_provider(),
+            scope=oauth.scope,
+            issuer=oauth.issuer,
+            margin_s=oauth.refresh_margin_s,
         )
     if oauth.grant == "client_credentials":
         assert oauth.client_id is not None and secret is not None  # the config validator checks
@@ -346,3 +398,54 @@ async def exchange_token(
     if response.status_code != 200:
         raise OAuthFlowError(f"token exchange refused ({response.status_code}): {response.text[:300]}")
     return OAuthToken.model_validate(response.json())
+
+
+class Delegation:
+    """Per-user delegation (RFC 8693) for one upstream: the caller's token exchanged for one of
+    the upstream's authorization server, cached per caller token until ``margin_s`` before it
+    expires (at most :data:`MAX_DELEGATED` at a time)."""
+
+    def __init__(self, server: str, oauth: UpstreamOAuth, read_env: Callable[[str], str | None]) -> None:
+        assert oauth.token_exchange is not None and oauth.client_id is not None
+        self.server = server
+        self.oauth = oauth
+        self.read_env = read_env
+        self._cache: dict[str, tuple[float, str]] = {}
+
+    async def token_for(self, subject_token: str, provider: OAuthClientProvider | None) -> str:
+        """An access token for the upstream acting for the holder of ``subject_token``. The
+        token endpoint and resource are those the gateway's own sign-in discovered
+        (``provider``). Raises ``OAuthFlowError`` (no discovery yet, exchange refused)."""
+        import hashlib
+
+        key = hashlib.sha256(subject_token.encode()).hexdigest()
+        now = time.time()
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        ctx = provider.context if provider is not None else None
+        if ctx is None or ctx.oauth_metadata is None:
+            raise OAuthFlowError(
+                f"MCP server {self.server!r}: its authorization server is not discovered yet"
+            )
+        secret = self.read_env(self.oauth.client_secret_env or "") or ""
+        assert self.oauth.token_exchange is not None and self.oauth.client_id is not None
+        token = await exchange_token(
+            str(ctx.oauth_metadata.token_endpoint),
+            client_id=self.oauth.client_id,
+            client_secret=secret,
+            subject_token=subject_token,
+            resource=ctx.get_resource_url(),
+            scope=self.oauth.token_exchange.scope,
+            auth_method=self.oauth.token_endpoint_auth_method,
+        )
+        lifetime = float(token.expires_in) if token.expires_in is not None else 300.0
+        renew = renew_at(now + lifetime, lifetime, self.oauth.refresh_margin_s) or now
+        if len(self._cache) >= MAX_DELEGATED:
+            self._cache.clear()
+        self._cache[key] = (renew, token.access_token)
+        log.info("mcp_oauth_token_exchanged", server=self.server, expires_in=token.expires_in)
+        return token.access_token
+
+
+MAX_DELEGATED = 1024

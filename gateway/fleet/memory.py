@@ -7,7 +7,10 @@ behind them:
 
 * every answer remembered is written under each of its tool-call ids (``t:<call id>``, the
   memory's ``ttl_s``), every signature's provenance under its hash (``s:<sha256>``, the same
-  TTL), in a task of its own (one pipelined round trip; the turn waits for nothing);
+  TTL), in a task of its own (one pipelined round trip), which the attempt layer awaits
+  (:meth:`SharedMemory.written`) before the answer goes up: a client's next request, on any
+  instance, comes after it. An answer without signed parts writes nothing and waits for
+  nothing;
 * before the guards restore or resolve, :meth:`SharedMemory.prefetch` reads what the request
   needs and this process does not know (one pipelined round trip, only for a request that has
   such a part: an assistant message with tool calls and no signed thinking, or a signature
@@ -63,6 +66,11 @@ class SharedMemory:
         self.signers.listener = None
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def written(self) -> None:
+        """Wait for the writes in flight (none: returns at once); never raises."""
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def _spawn(self, what: str, writes: list[tuple[str, bytes]]) -> None:
         async def write() -> None:

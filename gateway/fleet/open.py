@@ -34,6 +34,12 @@ class Fleet:
         """The guards layer's one call: what ``request`` needs from the shared memories."""
         await self.memory.prefetch(request)
 
+    async def remembered(self) -> None:
+        """The attempt layer's one call: wait until what the memories just remembered is
+        written (nothing to wait for: returns at once), so that a next request landing on
+        another instance finds it."""
+        await self.memory.written()
+
     async def access_changed(self, what: str) -> None:
         """A key or team changed here: every instance forgets its cached key lookups."""
         await self.bus.publish("access", what=what)

@@ -113,6 +113,8 @@ class AttemptLayer:
         resp = invariants.check_truncation(raw, provider.output_budget(request, dep), deployment=dep.name)
         self.gw.signers.remember(resp)
         self.gw.thinking.remember(resp)
+        if self.gw.fleet is not None:  # shared before the answer goes up (the next turn may land elsewhere)
+            await self.gw.fleet.remembered()
         usage = self.priced(resp.usage, dep, request, resp)
         if span is not None:
             span.sent()
@@ -287,6 +289,8 @@ class AttemptLayer:
             turn.outcome = StreamOutcome(final, error, status)
             if span is not None:  # gateway.tracing.AttemptSpan
                 span.end(final, error, status)
+            if self.gw.fleet is not None and error is None and status == 200:
+                await self.gw.fleet.remembered()  # shared before the stream's last bytes go out
 
 
 def _log_withheld(turn: Turn, dep: Deployment, withheld: list[WithheldToolCall]) -> None:

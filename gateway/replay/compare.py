@@ -246,6 +246,21 @@ ANTHROPIC_MIN_BUDGET = (
 )
 
 
+GEMINI_ALWAYS_THINKS = (
+    "this Gemini model's thinking cannot be turned off (gateway/providers/gemini_models.py); "
+    "the request asking for it off is sent without a thinking setting and `thinking` is named dropped"
+)
+
+
+def _kept_on(value: Any, other: Any) -> bool:
+    """Thinking asked off that reached the target with no thinking setting at all."""
+    return (
+        isinstance(value, dict)
+        and value.get("enabled") is False
+        and (other is None or (isinstance(other, dict) and other.get("enabled") is None))
+    )
+
+
 def _raised_budget(value: Any, other: Any) -> bool:
     """A thinking budget under Anthropic's minimum that went up to exactly the minimum."""
     if not isinstance(value, dict) or not isinstance(other, dict):
@@ -302,6 +317,8 @@ def diff(before: Request, after: Request, target: str) -> list[Difference]:
             limit = LIMITS.get((target, facet), "")
             if facet == "thinking_config" and target == "anthropic_messages" and _raised_budget(value, other):
                 limit = ANTHROPIC_MIN_BUDGET
+            if facet == "thinking_config" and target == "gemini" and _kept_on(value, other):
+                limit = GEMINI_ALWAYS_THINKS
             out.append(Difference(facet, x, y, limit))
     if target == "openai_chat" and any(d.facet == "result_images" for d in out):
         for d in out:

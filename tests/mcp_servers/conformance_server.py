@@ -3,7 +3,13 @@
 (``mcp.namespaced: false``) and the suite is run against the gateway's ``/mcp``.
 
 Written from the scenario descriptions printed by ``conformance list``/the scenario sources
-(``@modelcontextprotocol/conformance@0.1.16``); each handler returns what the scenario checks.
+(``@modelcontextprotocol/conformance@0.1.16`` and ``@0.2.0-alpha.12``); each handler returns what
+the scenario checks. The 2026-07-28 line adds the ``test_input_required_result_*`` tools and
+prompt (multi-round ``InputRequiredResult``: elicitation, sampling, roots, several at once, a
+``requestState`` the fixture signs and checks), ``test_missing_capability`` (asks for sampling),
+``test_header_param`` (a string argument mirrored in the ``Mcp-Param-Region`` header,
+``x-mcp-header``) and JSON Schema 2020-12 ``allOf``/``anyOf``, ``if``/``then``/``else`` and
+``$anchor`` in ``json_schema_2020_12_tool``.
 
 Run as ``python tests/mcp_servers/conformance_server.py`` (stdio).
 """
@@ -11,16 +17,22 @@ Run as ``python tests/mcp_servers/conformance_server.py`` (stdio).
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.prompts import Prompt
 from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     AudioContent,
     CallToolResult,
+    ClientCapabilities,
     CreateMessageRequest,
     CreateMessageRequestParams,
     CreateMessageResult,
@@ -30,12 +42,16 @@ from mcp.types import (
     EmbeddedResource,
     ImageContent,
     InputRequiredResult,
+    ListRootsRequest,
+    MissingRequiredClientCapabilityErrorData,
+    SamplingCapability,
     SamplingMessage,
     TextContent,
     TextResourceContents,
     ToolAnnotations,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import Field
 
 # a 1x1 transparent PNG and a tiny WAV header, base64
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -77,9 +93,201 @@ async def _elicit(ctx: Context, message: str, schema: dict[str, Any]) -> ElicitR
     return InputRequiredResult(input_requests={ASK_KEY: ElicitRequest(params=params)}, request_state="asked")
 
 
+def _responses(ctx: Context) -> dict[str, Any]:
+    """This round's input responses as plain JSON (empty on the first round)."""
+    got = ctx.input_responses or {}
+    return {
+        k: (v if isinstance(v, dict) else v.model_dump(by_alias=True, mode="json")) for k, v in got.items()
+    }
+
+
+def _ask_name(message: str, field: str = "name") -> ElicitRequest:
+    schema = {"type": "object", "properties": {field: {"type": "string"}}, "required": [field]}
+    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+def _sample(text: str, max_tokens: int) -> CreateMessageRequest:
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=text))
+    return CreateMessageRequest(params=CreateMessageRequestParams(messages=[message], max_tokens=max_tokens))
+
+
+STATE_KEY = b"conformance-fixture-state-key"
+
+
+def _signed(value: str) -> str:
+    """``value`` with an HMAC, as an integrity-protected ``requestState``."""
+    mac = hmac.new(STATE_KEY, value.encode(), hashlib.sha256).hexdigest()[:32]
+    return f"{value}.{mac}"
+
+
+def _verified(state: str | None) -> str | None:
+    """The value of a ``requestState`` made by :func:`_signed`, None when absent or tampered."""
+    value, _, _mac = (state or "").rpartition(".")
+    return value if value and hmac.compare_digest(_signed(value), state or "") else None
+
+
+def _add_input_required_tools(server: MCPServer) -> None:
+    """The ``input-required-result-*`` tools and prompt of the 2026-07-28 scenarios."""
+
+    @server.tool(annotations=RO, description="Asks the user's name (InputRequiredResult)")
+    def test_input_required_result_elicitation(ctx: Context) -> str | InputRequiredResult:
+        got = _responses(ctx).get("user_name")
+        if not isinstance(got, dict) or not isinstance(got.get("content"), dict):
+            return InputRequiredResult(input_requests={"user_name": _ask_name("What is your name?")})
+        return f"Hello, {got['content'].get('name', '')}!"
+
+    @server.tool(annotations=RO, description="Asks the client's model (InputRequiredResult)")
+    def test_input_required_result_sampling(ctx: Context) -> str | InputRequiredResult:
+        got = _responses(ctx).get("capital_question")
+        if not isinstance(got, dict):
+            request = _sample("What is the capital of France?", 100)
+            return InputRequiredResult(input_requests={"capital_question": request})
+        content = got.get("content") or {}
+        return f"Sampling response: {content.get('text', '') if isinstance(content, dict) else content}"
+
+    @server.tool(annotations=RO, description="Asks the client's roots (InputRequiredResult)")
+    def test_input_required_result_list_roots(ctx: Context) -> str | InputRequiredResult:
+        got = _responses(ctx).get("client_roots")
+        if not isinstance(got, dict):
+            return InputRequiredResult(input_requests={"client_roots": ListRootsRequest()})
+        uris = [r.get("uri") for r in got.get("roots", []) if isinstance(r, dict)]
+        return f"Roots: {', '.join(str(u) for u in uris)}"
+
+    @server.tool(annotations=RO, description="Asks three things at once (InputRequiredResult)")
+    def test_input_required_result_multiple_inputs(ctx: Context) -> str | InputRequiredResult:
+        got = _responses(ctx)
+        keys = ("user_name", "greeting", "client_roots")
+        if not all(isinstance(got.get(k), dict) for k in keys) or _verified(ctx.request_state) != "multi":
+            requests: dict[str, Any] = {
+                "user_name": _ask_name("What is your name?"),
+                "greeting": _sample("Generate a greeting", 50),
+                "client_roots": ListRootsRequest(),
+            }
+            return InputRequiredResult(input_requests=requests, request_state=_signed("multi"))
+        return "Received all inputs: " + ", ".join(keys)
+
+    @server.tool(annotations=RO, description="Round-trips its requestState (InputRequiredResult)")
+    def test_input_required_result_request_state(ctx: Context) -> str | InputRequiredResult:
+        got = _responses(ctx).get("confirm")
+        if not isinstance(got, dict):
+            schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+            params = ElicitRequestFormParams(message="Please confirm", requested_schema=schema)
+            request = ElicitRequest(params=params)
+            return InputRequiredResult(input_requests={"confirm": request}, request_state=_signed("confirm"))
+        if _verified(ctx.request_state) != "confirm":
+            raise ValueError("requestState missing or failed its integrity check")
+        return "state-ok: the request state was received and validated"
+
+    @server.tool(annotations=RO, description="Two rounds of questions (InputRequiredResult)")
+    def test_input_required_result_multi_round(ctx: Context) -> str | InputRequiredResult:
+        got = _responses(ctx)
+        step = _verified(ctx.request_state)
+        if step == "round-1" and isinstance(got.get("step1"), dict):
+            name = (got["step1"].get("content") or {}).get("name", "")
+            request = _ask_name("Step 2: What is your favorite color?", "color")
+            return InputRequiredResult(
+                input_requests={"step2": request}, request_state=_signed(f"round-2:{name}")
+            )
+        if step is not None and step.startswith("round-2:") and isinstance(got.get("step2"), dict):
+            color = (got["step2"].get("content") or {}).get("color", "")
+            return f"Done: name={step.removeprefix('round-2:')}, color={color}"
+        request = _ask_name("Step 1: What is your name?")
+        return InputRequiredResult(input_requests={"step1": request}, request_state=_signed("round-1"))
+
+    @server.tool(annotations=RO, description="Signs its requestState (InputRequiredResult)")
+    def test_input_required_result_tampered_state(ctx: Context) -> str | InputRequiredResult:
+        if ctx.request_state is None:
+            schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+            params = ElicitRequestFormParams(message="Please confirm", requested_schema=schema)
+            request = ElicitRequest(params=params)
+            return InputRequiredResult(input_requests={"confirm": request}, request_state=_signed("tamper"))
+        if _verified(ctx.request_state) != "tamper":
+            raise ValueError("requestState failed its integrity check")
+        return "state verified"
+
+    @server.tool(annotations=RO, description="Asks only what the client declared it supports")
+    def test_input_required_result_capabilities(ctx: Context) -> str | InputRequiredResult:
+        if ctx.input_responses:
+            return "answered"
+        caps = ctx.client_capabilities
+        requests: dict[str, Any] = {}
+        if caps is not None and caps.elicitation is not None:
+            requests["user_name"] = _ask_name("What is your name?")
+        if caps is not None and caps.sampling is not None:
+            requests["greeting"] = _sample("Generate a greeting", 50)
+        if caps is not None and caps.roots is not None:
+            requests["client_roots"] = ListRootsRequest()
+        if not requests:
+            return "the client declared no capability to ask with"
+        return InputRequiredResult(input_requests=requests)
+
+    @server.tool(annotations=RO, description="Needs sampling, which the client must declare")
+    def test_missing_capability(ctx: Context) -> str | InputRequiredResult:
+        caps = ctx.client_capabilities
+        if caps is None or caps.sampling is None:
+            data = MissingRequiredClientCapabilityErrorData(
+                required_capabilities=ClientCapabilities(sampling=SamplingCapability())
+            )
+            raise MCPError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "this tool needs the sampling capability",
+                data.model_dump(by_alias=True, mode="json", exclude_none=True),
+            )
+        got = _responses(ctx).get("sample")
+        if not isinstance(got, dict):
+            return InputRequiredResult(input_requests={"sample": _sample("Say hi", 20)})
+        return "sampled"
+
+    @server.tool(annotations=RO, description="Asks through elicitation (server-stateless diagnostic)")
+    def test_streaming_elicitation(ctx: Context) -> str | InputRequiredResult:
+        if not isinstance(_responses(ctx).get("user_name"), dict):
+            return InputRequiredResult(input_requests={"user_name": _ask_name("What is your name?")})
+        return "elicited"
+
+    @server.tool(annotations=RO, description="Logs three messages (server-stateless diagnostic)")
+    async def test_logging_tool(ctx: Context) -> str:
+        for message in ("first", "second", "third"):
+            await ctx.info(f"log message {message}")
+        return "logged"
+
+    changes = {"n": 0}
+
+    @server.tool(annotations=RO, description="Adds a tool and says the list changed (diagnostic)")
+    async def test_trigger_tool_change(ctx: Context) -> str:
+        changes["n"] += 1
+        n = changes["n"]
+        server.add_tool(lambda: "added", name=f"added_tool_{n}", description="added", annotations=RO)
+        await ctx.notify_tools_changed()
+        return f"tool list changed ({n})"
+
+    @server.tool(annotations=RO, description="Adds a prompt and says the list changed (diagnostic)")
+    async def test_trigger_prompt_change(ctx: Context) -> str:
+        changes["n"] += 1
+        n = changes["n"]
+        server.add_prompt(
+            Prompt.from_function(lambda: "added", name=f"added_prompt_{n}", description="added")
+        )
+        await ctx.notify_prompts_changed()
+        return f"prompt list changed ({n})"
+
+    @server.prompt(description="A prompt that asks for context first (InputRequiredResult)")
+    def test_input_required_result_prompt(ctx: Context) -> list[UserMessage] | InputRequiredResult:
+        got = _responses(ctx).get("user_context")
+        if not isinstance(got, dict):
+            request = _ask_name("What context should the prompt use?", "context")
+            return InputRequiredResult(input_requests={"user_context": request})
+        context = (got.get("content") or {}).get("context", "")
+        return [UserMessage(f"Prompt with context: {context}")]
+
+
 def build() -> MCPServer:
     """The conformance fixture server."""
     server = MCPServer("turnstile-conformance-fixture", version="0.0.1")
+    _add_input_required_tools(server)
+
+    @server.tool(annotations=RO, description="Mirrors region in the Mcp-Param-Region header")
+    def test_header_param(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+        return f"region={region}"
 
     @server.tool(annotations=RO, description="Returns simple text")
     def test_simple_text() -> str:
@@ -240,11 +448,22 @@ def build() -> MCPServer:
         "type": "object",
         "$defs": {
             "address": {
+                "$anchor": "addressDef",
                 "type": "object",
                 "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
             }
         },
-        "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"},
+        },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
         "additionalProperties": False,
     }
 

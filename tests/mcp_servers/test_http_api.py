@@ -15,6 +15,8 @@ from mcp import Client
 from mcp.types import TextContent
 from mcp_harness import ADMIN_KEY, McpGateway, fixture_spec
 
+from mcp_servers.http_api import trimmed_mcp_headers
+
 AUTH = {"Authorization": f"Bearer {ADMIN_KEY}"}
 
 
@@ -199,3 +201,12 @@ async def test_model_tools_unknown_format_is_400(gw: McpGateway) -> None:
     async with httpx.AsyncClient(base_url=gw.url) as http:
         r = await http.get("/v1/mcp/tools", params={"format": "cohere"})
     assert r.status_code == 400 and "unknown tool format" in r.json()["error"]["message"]
+
+
+def test_whitespace_around_mcp_header_values_is_not_part_of_them() -> None:
+    raw = [(b"mcp-name", b"  tool \t"), (b"Mcp-Method", b" tools/call"), (b"x-other", b" kept ")]
+    assert trimmed_mcp_headers(raw) == [
+        (b"mcp-name", b"tool"),
+        (b"Mcp-Method", b"tools/call"),
+        (b"x-other", b" kept "),
+    ]

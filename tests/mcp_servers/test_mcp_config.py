@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from gateway.config import parse_config
 from gateway.errors import ConfigError
@@ -82,7 +83,7 @@ def test_workspace_placeholder_expands_to_the_first_root_and_commands_resolve_be
     import sys
     from contextlib import AsyncExitStack
 
-    from mcp_servers.upstream import CommandNotFound, build_target, resolve_command
+    from mcp_servers.targets import CommandNotFound, build_target, resolve_command
 
     monkeypatch.setenv("PATH", str(tmp_path))
     assert resolve_command("mcp-server-time") == str(Path(sys.executable).parent / "mcp-server-time")
@@ -111,3 +112,21 @@ def test_sse_bounds_have_defaults_and_refuse_unknown_or_nonpositive_values() -> 
     for bad in ({"max_sessions": 0}, {"idle_timeout_s": 0}, {"idle_after_s": 5}):
         with pytest.raises(ConfigError, match="sse"):
             parse_config({"mcp": {"sse": bad}})
+
+
+def test_upstream_oauth_names_each_missing_credential() -> None:
+    from mcp_servers.config import UpstreamOAuth
+
+    with pytest.raises(ValidationError, match="client_credentials needs client_id"):
+        UpstreamOAuth(grant="client_credentials", client_id="c")
+    with pytest.raises(ValidationError, match="private_key_jwt is for client_credentials"):
+        UpstreamOAuth(grant="client_credentials", client_id="c", token_endpoint_auth_method="private_key_jwt")
+    with pytest.raises(ValidationError, match="authorization_code needs redirect_uri"):
+        UpstreamOAuth(grant="authorization_code")
+    signed = UpstreamOAuth(
+        grant="client_credentials",
+        client_id="c",
+        token_endpoint_auth_method="private_key_jwt",
+        client_key_env="K",
+    )
+    assert signed.client_key_alg == "RS256"

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     CreateMessageResult,
     ElicitResult,
     InputRequiredResult,
@@ -27,6 +29,7 @@ from mcp.types import (
 from mcp_harness import McpGateway, start_gateway
 
 from mcp_servers.aggregate import namespace_uri
+from mcp_servers.relay import missing_capabilities
 
 CONFORMANCE_SERVER = str(Path(__file__).with_name("conformance_server.py"))
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
@@ -162,15 +165,29 @@ async def test_client_without_elicitation_gets_an_error_not_a_question(relay_gw:
     assert result.is_error and "does not support elicitation" in _text(result), _text(result)
 
 
-async def test_forged_request_state_does_not_reach_the_upstream(relay_gw: McpGateway) -> None:
+async def _never_asked(context: Any, params: Any) -> ElicitResult:
+    raise AssertionError("the rounds are the test's own")
+
+
+async def test_a_2026_client_without_elicitation_gets_missing_capability(relay_gw: McpGateway) -> None:
     async with Client(relay_gw.mcp_url, mode="auto") as client:
+        with pytest.raises(MCPError) as refused:
+            await client.session.call_tool(
+                "conf__test_elicitation", {"message": "hi"}, allow_input_required=True
+            )
+    assert refused.value.error.code == MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert refused.value.error.data == {"requiredCapabilities": {"elicitation": {}}}
+
+
+async def test_forged_request_state_does_not_reach_the_upstream(relay_gw: McpGateway) -> None:
+    async with Client(relay_gw.mcp_url, mode="auto", elicitation_callback=_never_asked) as client:
         first = await client.session.call_tool(
             "conf__test_elicitation", {"message": "hi"}, allow_input_required=True
         )
         assert isinstance(first, InputRequiredResult)
-        assert list(first.input_requests or {}) == ["upstream:ask"]
+        assert list(first.input_requests or {}) == ["ask"]
         answer: dict[str, Any] = {
-            "upstream:ask": ElicitResult(action="accept", content={"username": "x", "email": "y"})
+            "ask": ElicitResult(action="accept", content={"username": "x", "email": "y"})
         }
         forged = await client.session.call_tool(
             "conf__test_elicitation",
@@ -180,7 +197,7 @@ async def test_forged_request_state_does_not_reach_the_upstream(relay_gw: McpGat
             allow_input_required=True,
         )
     # bound to the first call's arguments: the retry of another call starts over
-    assert isinstance(forged, InputRequiredResult) and list(forged.input_requests or {}) == ["upstream:ask"]
+    assert isinstance(forged, InputRequiredResult) and list(forged.input_requests or {}) == ["ask"]
 
 
 @pytest.mark.parametrize("upstream", UPSTREAMS)
@@ -193,3 +210,9 @@ async def test_resource_updates_reach_a_subscribed_client(relay_gw: McpGateway, 
         await asyncio.wait_for(caller.got_update.wait(), 10)
         await client.unsubscribe_resource(uri)
     assert caller.updated == [uri]
+
+
+def test_missing_capabilities_name_what_the_requests_need() -> None:
+    requests = {"a": {"method": "sampling/createMessage"}, "b": {"method": "roots/list"}}
+    assert missing_capabilities(requests, {"sampling": {}}) == {"roots": {}}
+    assert missing_capabilities(requests, {"sampling": {}, "roots": {}}) == {}

@@ -72,3 +72,18 @@ def test_the_record_of_used_states_is_bounded_and_never_lets_one_through_twice()
     clock.now += 1_000  # entries older than the TTL are dropped as new ones come
     states.unseal(bound, states.seal(bound, {"q": True}))
     assert len(states._consumed) == 1
+
+
+def test_a_tampered_state_is_told_apart_from_a_replayed_one() -> None:
+    states = SealedStates()
+    token = states.seal("b", {"x": 1})
+    assert states.unseal("b", token) == {"x": 1}
+    assert states.unseal("b", token) is None and not states.forged(token)  # replayed: ours, used
+    assert states.forged(token + "-TAMPERED") and states.forged("") and states.forged("no-mac")
+    assert states.forged(SealedStates().seal("b", {}))  # another instance's secret
+
+
+def test_instances_sharing_a_secret_accept_each_others_states_once_each() -> None:
+    a, b = SealedStates(secret=b"shared"), SealedStates(secret=b"shared")
+    token = a.seal("bound", {"k": 1})
+    assert not b.forged(token) and b.unseal("bound", token) == {"k": 1}

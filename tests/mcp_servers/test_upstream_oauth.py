@@ -18,9 +18,11 @@ import jwt
 import pytest
 from cryptography.fernet import Fernet
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import TextContent
 from mcp_harness import ADMIN_KEY, HttpFixture, McpGateway, start_gateway
-from oauth_issuer import Issuer, RegisteredClient
+from oauth_issuer import TOKEN_EXCHANGE, Issuer, RegisteredClient
 from standins.servers import GatewayServer, LoopThread
 
 from mcp_servers.upstream_oauth import AuthorizationPrompt, renew_at
@@ -35,6 +37,9 @@ def issuer() -> Iterator[Issuer]:
     iss = Issuer(
         clients={
             "gateway-cc": RegisteredClient("cc-secret", scopes=("mcp",)),
+            "gateway-delegate": RegisteredClient(
+                "delegate-secret", grants=("client_credentials", TOKEN_EXCHANGE), scopes=("mcp",)
+            ),
             "gateway-web": RegisteredClient(
                 "web-secret", grants=("authorization_code", "refresh_token"), scopes=("mcp",)
             ),
@@ -55,7 +60,8 @@ def issuer() -> Iterator[Issuer]:
 @pytest.fixture(scope="module")
 def upstreams(issuer: Issuer) -> Iterator[dict[str, HttpFixture]]:
     """Two OAuth-protected fixture servers over HTTP."""
-    ups = {name: HttpFixture(name, "--oauth-issuer", issuer.url) for name in ("secure", "desk")}
+    names = ("secure", "desk", "crm")
+    ups = {name: HttpFixture(name, "--oauth-issuer", issuer.url) for name in names}
     try:
         yield ups
     finally:
@@ -183,6 +189,8 @@ def test_an_authorization_code_upstream_waits_for_an_admin_then_refreshes(
         assert time.monotonic() < deadline, status
     assert url.startswith(f"{issuer.url}/authorize?") and "code_challenge_method=S256" in url
     assert "waiting for OAuth authorization" in (status.get("reason") or "")
+    health = httpx.get(f"{gw.url}/health", timeout=10).text
+    assert url not in health and "waiting_for_authorization" in health  # the URL is for admins only
     assert httpx.get(f"{gw.url}/mcp/oauth/callback?code=x&state=forged", timeout=10).status_code == 400
     answered = httpx.get(url, follow_redirects=True, timeout=10)  # the admin clicks "allow"
     assert answered.status_code == 200 and answered.json() == {"server": "desk", "authorized": True}
@@ -212,3 +220,54 @@ def test_the_authorization_prompt_takes_only_its_own_state() -> None:
         assert prompt.url is None
 
     anyio.run(run)
+
+
+@pytest.fixture(scope="module")
+def delegating_gw(
+    issuer: Issuer, upstreams: dict[str, HttpFixture], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[McpGateway]:
+    """A gateway whose ``/mcp`` takes the issuer's JWTs, with ``crm`` acting for each caller
+    (RFC 8693 token exchange, required)."""
+    spec = {
+        "id": "crm",
+        "transport": {
+            "type": "streamable_http",
+            "url": upstreams["crm"].url,
+            "oauth": {
+                "grant": "client_credentials",
+                "client_id": "gateway-delegate",
+                "client_secret_env": "DELEGATE_SECRET",
+                "issuer": issuer.url,
+                "token_exchange": {"scope": "mcp", "required": True},
+            },
+        },
+    }
+    env = {"DELEGATE_SECRET": "delegate-secret", "TURNSTILE_MCP_TOKEN_KEY": TOKEN_KEY}
+    yield from start_gateway(
+        tmp_path_factory.mktemp("delegating"),
+        [spec],
+        env=env,
+        authorization={"issuer": issuer.url, "scopes": {"mcp": ["*"]}},
+    )
+
+
+def test_a_delegating_upstream_is_called_for_the_user_with_an_exchanged_token(
+    delegating_gw: McpGateway, issuer: Issuer, upstreams: dict[str, HttpFixture]
+) -> None:
+    user_token = issuer.mint(aud=delegating_gw.mcp_url, scope="mcp", client_id="chat-app", sub="alice")
+
+    async def run() -> str:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {user_token}"})
+        async with Client(streamable_http_client(delegating_gw.mcp_url, http_client=http)) as client:
+            result = await client.call_tool("crm__headers", {})
+            block = result.content[0]
+            assert isinstance(block, TextContent) and not result.is_error, result
+            return block.text
+
+    seen = json.loads(anyio.run(run))["authorization"].removeprefix("Bearer ")
+    assert seen != user_token  # the user's token for the gateway never goes upstream
+    claims = jwt.decode(seen, options={"verify_signature": False})
+    assert claims["sub"] == "alice" and claims["act"] == {"sub": "gateway-delegate"}
+    assert claims["aud"] == upstreams["crm"].url
+    exchanged = [g for g in issuer.grants if g["grant"] == TOKEN_EXCHANGE]
+    assert exchanged and exchanged[-1]["aud"] == upstreams["crm"].url
