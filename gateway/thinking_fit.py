@@ -141,6 +141,25 @@ def fit_claude_thinking(turn: Turn, request: Request, dep: Deployment) -> Reques
     return request.model_copy(update=update) if update else request
 
 
+def note_unforced_output(turn: Turn, request: Request, dep: Deployment) -> None:
+    """Name the client's structured-output field (``response_format``, ``output_config.format``,
+    ...) in ``x-turnstile-dropped`` when an Anthropic deployment ``dep`` gets it as an output tool
+    it cannot force because thinking is on (:func:`gateway.providers.anthropic_output.unforced_output`:
+    a model without the native slot): the answer may come as prose."""
+    from gateway.providers.anthropic_output import unforced_output
+
+    if unforced_output(request, dep):
+        name = client_name(turn.dialect, "response_format")
+        _note(
+            turn,
+            dep,
+            name,
+            [],
+            f"{dep.model} has no native structured output and takes no forced tool use with thinking on: "
+            "the output tool is offered, not forced (the answer may be prose); turn thinking off to force it",
+        )
+
+
 def fit_openai_reasoning(turn: Turn, request: Request, dep: Deployment) -> Request:
     """``request`` without its thinking when ``dep`` (an OpenAI Chat or Responses deployment)
     serves a model without reasoning (``supports_thinking: false``, or litellm's table knows the

@@ -110,7 +110,9 @@ OPENAI_CHAT: dict[str, Rule] = {
         CARRIED,
         "as sent",
         "native structured output or a forced tool (Gemini: `responseJsonSchema` as sent on Gemini 2.5 "
-        "and later, the converted `responseSchema` on older models: `gateway/providers/gemini_models.py`)",
+        "and later, the converted `responseSchema` on older models: `gateway/providers/gemini_models.py`); "
+        "a Claude model without the native slot with thinking on: the output tool offered, not forced "
+        "(Claude takes no forced tool use with thinking), `response_format` " + _DROPPED,
     ),
     "reasoning_effort": Rule(
         CARRIED,
@@ -245,7 +247,8 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
     "output_config": Rule(
         CARRIED,
         "`format` (structured output), `effort` and the beta `task_budget` as sent (any other key "
-        "refused by name)",
+        "refused by name); a model without the native slot gets `format` as a forced output tool, "
+        "offered unforced with thinking on (`output_config.format` " + _DROPPED + ")",
         "format: native structured output or a forced tool (OpenAI: `strict: true`, as Anthropic's are "
         "always strict, where the schema meets OpenAI's strict rules; else sent loose and "
         "`output_config.format.strict` " + _DROPPED + "); effort: `reasoning_effort` / `thinkingConfig`; "

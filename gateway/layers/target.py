@@ -49,7 +49,7 @@ from gateway.schema import (
     evolve,
 )
 from gateway.sessions.turns import foreign_own_keys, note_foreign_keys
-from gateway.thinking_fit import fit_claude_thinking, fit_openai_reasoning, fit_thinking
+from gateway.thinking_fit import fit_claude_thinking, fit_openai_reasoning, fit_thinking, note_unforced_output
 from gateway.turn import Batches, Gateway, Service, Turn
 
 log = structlog.get_logger("turnstile.pipeline")
@@ -116,6 +116,8 @@ class TargetLayer:
             note_loose_format(turn, rf, dep)
         if request.thinking is not None and dep.api == ANTHROPIC:
             request = fit_claude_thinking(turn, request, dep)
+            if rf is not None:
+                note_unforced_output(turn, request, dep)
         elif request.thinking is not None and dep.api in OPENAI_APIS:
             request = fit_openai_reasoning(turn, request, dep)
         elif (
