@@ -383,11 +383,20 @@ NESTED: dict[str, Rule] = {
         "by their class below; an earlier turn's, rebuilt from the session log toward another wire "
         "API: " + _DROPPED + " (`history.<key>`)",
     ),
-    "OpenAI Chat: a message's keys besides the SDK's and the read extensions (Mistral `prefix`), "
+    "OpenAI Chat: a message's keys besides the SDK's and the read extensions (Mistral `prefix`: "
+    "the prefill row), "
     "a `tools[]` entry's keys besides `type`, `function`, `cache_control`": Rule(
         PASSED,
         "as sent on that message / tool (`own`, `tool_fields`)",
         _REFUSED_ELSEWHERE + "; a tool's `defer_loading` / `eager_input_streaming` " + _DROPPED,
+    ),
+    "Assistant prefill: an Anthropic client's last assistant message, an OpenAI Chat client's "
+    "`prefix: true` (Mistral, DeepSeek) on its last assistant message": Rule(
+        TRANSLATED,
+        "Anthropic: continued as sent; OpenAI Chat: `prefix` as sent on that message",
+        "Anthropic: the last assistant message, which Claude continues (`prefix` not sent); OpenAI, "
+        "Gemini (no continuation: an ordinary assistant message, answered after): `messages[i]` / "
+        "`messages[i].prefix` " + _DROPPED + "; `prefix` on an earlier message: 400 naming it",
     ),
     "OpenAI Chat and Responses tool-call `arguments` in the history (a string)": Rule(
         CARRIED,

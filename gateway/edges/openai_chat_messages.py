@@ -243,6 +243,7 @@ class ChatState(BadIds):
         "message_fields",
         "names",
         "native",
+        "prefix_at",
         "serving",
         "short",
         "tool_fields",
@@ -251,6 +252,7 @@ class ChatState(BadIds):
     def __init__(self, depth: int) -> None:
         super().__init__()
         self.message_fields: dict[str, JSONObj] = {}  # message path -> its SDK keys kept verbatim
+        self.prefix_at: str | None = None  # the assistant message with Mistral's ``prefix: true``
         self.serving: list[str] = []  # their paths, dropped and named toward another wire API
         self.native: list[str] = []  # their paths, refused toward another wire API
         self.tool_fields: dict[str, JSONObj] = {}  # tool name -> its entry's own keys
@@ -453,6 +455,11 @@ def _message_extras(msg: JSONObj, known: frozenset[str], path: str, st: ChatStat
     if extra:
         st.message_fields.setdefault(path, {}).update(extra)
         for k in extra:
+            if k == "prefix" and extra[k] is True and msg.get("role") == "assistant":
+                st.prefix_at = (
+                    path  # a prefill: Anthropic continues it too (the target layer names it elsewhere)
+                )
+                continue
             (st.serving if k in MESSAGE_SERVING else st.native).append(join(path, k))
 
 

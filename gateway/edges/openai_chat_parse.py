@@ -452,6 +452,9 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
             messages.append(m)
     if st.bad_ids:
         raise refusal(st.bad_ids)
+    if st.prefix_at is not None and st.prefix_at != f"messages[{len(raw_messages) - 1}]":
+        where = st.prefix_at + ".prefix"
+        raise InvalidRequest(f"{where}: only the last message can be a prefix to continue", param=where)
     out: JSONObj = {"model": model, "messages": messages}
     # Optional fields, checked in a fixed order (the first error wins); absent ones are left
     # to the schema's defaults.

@@ -82,6 +82,11 @@ def check_fields(request: Request, dep: Deployment, dialect: str = "openai_chat"
     Empty for most requests (one pass of attribute tests over the messages)."""
     api = dep.api
     notes: list[dict[str, Any]] = []
+    last = request.messages[-1] if request.messages else None
+    if type(last) is AssistantMessage and api != "anthropic_messages" and api != "demo":
+        prefill = _prefill(last, len(request.messages) - 1, dialect, api)
+        if prefill is not None:
+            notes.append(_note(prefill, [], dep, _WHATS["prefill"]))
     if (request.presence_penalty is not None or request.frequency_penalty is not None) and (
         api not in PENALTY_APIS
     ):
@@ -166,6 +171,20 @@ def _is_object(raw: str) -> bool:
         return False
 
 
+def _prefill(last: AssistantMessage, i: int, dialect: str, api: str) -> str | None:
+    """The client's name of an assistant prefill (a last assistant message the model is to
+    continue: any an Anthropic client ends with, an OpenAI Chat client's ``prefix: true``) that
+    an upstream of ``api`` gets as an ordinary assistant message (no continuation there); None
+    when there is none or ``api`` continues it (an OpenAI Chat upstream gets ``prefix`` as sent)."""
+    where = last.src or f"messages[{i}]"
+    if dialect == "anthropic_messages":
+        return where if not any(type(p) is ToolCallPart for p in last.content) else None
+    own = last.own
+    if own is not None and own.keys.get("prefix") is True and api != own.api:
+        return where + ".prefix"
+    return None
+
+
 NO_STOP_APIS = frozenset({"openai_responses"})
 """Wire APIs with no stop sequences (the Responses API)."""
 
@@ -176,6 +195,8 @@ _WHATS = {
     "filename": "a document's name (OpenAI `filename`, Anthropic `title`)",
     "user": "an end-user id (OpenAI `user` / `safety_identifier`, Anthropic `metadata.user_id`)",
     "metadata": "the client's metadata (OpenAI `metadata`)",
+    "prefill": "an assistant prefill to continue (no continuation there: sent as an ordinary assistant "
+    "message, the model answers after it)",
 }
 
 
