@@ -398,6 +398,12 @@ NESTED: dict[str, Rule] = {
         "Gemini (no continuation: an ordinary assistant message, answered after): `messages[i]` / "
         "`messages[i].prefix` " + _DROPPED + "; `prefix` on an earlier message: 400 naming it",
     ),
+    'An empty assistant turn in the history (OpenAI Chat `content: ""` or null, without tool calls)': Rule(
+        CARRIED,
+        'OpenAI Chat: `{role: assistant, content: ""}` in place',
+        "no message of the other APIs holds an empty turn (Anthropic refuses empty content): removed, "
+        "the turns around it kept, `messages[i]` " + _DROPPED,
+    ),
     "OpenAI Chat and Responses tool-call `arguments` in the history (a string)": Rule(
         CARRIED,
         "as sent (the string, whatever it holds)",

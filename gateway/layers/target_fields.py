@@ -126,8 +126,11 @@ def check_fields(request: Request, dep: Deployment, dialect: str = "openai_chat"
     found: dict[str, list[str]] = {}
     objects = api in OBJECT_ARGUMENT_APIS
     for i, msg in enumerate(request.messages):
-        if objects and type(msg) is AssistantMessage:
-            _check_arguments(msg, dep)
+        if type(msg) is AssistantMessage:
+            if objects:
+                _check_arguments(msg, dep)
+            if not msg.content:  # the client's empty assistant turn: no part to send there
+                notes.append(_note(_where(msg, i), [], dep, _WHATS["empty"]))
         if type(msg) is ToolResultMessage:
             if details and _has_media(msg):
                 _parts(msg, i, found, details=True, filenames=False)
@@ -195,6 +198,7 @@ _WHATS = {
     "filename": "a document's name (OpenAI `filename`, Anthropic `title`)",
     "user": "an end-user id (OpenAI `user` / `safety_identifier`, Anthropic `metadata.user_id`)",
     "metadata": "the client's metadata (OpenAI `metadata`)",
+    "empty": "an empty assistant turn (no wire message holds it: removed, the turns around it kept)",
     "prefill": "an assistant prefill to continue (no continuation there: sent as an ordinary assistant "
     "message, the model answers after it)",
 }

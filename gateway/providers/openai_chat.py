@@ -327,9 +327,12 @@ def _messages(
                 msg = _without_refusal_text(msg, o.keys["refusal"])  # type: ignore[arg-type]
             item = _assistant_dict(msg, names, o is not None, custom)  # type: ignore[arg-type]
             if item is None:
-                if o is None or not o.keys:
+                if o is not None and o.keys:
+                    item = {"role": "assistant"}  # only the client's own keys (an audio reference)
+                elif own and not msg.content:
+                    item = {"role": "assistant", "content": ""}  # the client's empty turn, kept
+                else:
                     continue
-                item = {"role": "assistant"}  # only the client's own keys (an audio reference)
             if own and msg.name is not None:
                 item["name"] = msg.name
             if o is not None and o.keys:

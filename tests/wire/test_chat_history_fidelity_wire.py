@@ -102,3 +102,25 @@ def test_a_user_message_without_content_is_refused_by_name(
     assert r.status_code == 400, r.text
     assert r.json()["error"]["param"] == "messages[0].content"
     assert upstream.requests() == []
+
+
+EMPTY_TURN: Any = [USER, {"role": "assistant", "content": ""}, MORE]
+
+
+def test_an_empty_assistant_turn_reaches_openai_chat_as_sent(
+    upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    upstream.script(replay(text_answer("openai_chat", "ok", stream=False)))
+    r = _post(gateway_url, {"model": MATRIX["openai_chat"][0], "messages": EMPTY_TURN})
+    assert r.status_code == 200 and "x-turnstile-dropped" not in r.headers
+    assert [m["role"] for m in _sent(upstream)["messages"]] == ["user", "assistant", "user"]
+
+
+@pytest.mark.parametrize("api", ["anthropic_messages", "gemini", "openai_responses"])
+def test_an_empty_assistant_turn_removed_for_another_api_is_named(
+    api: str, upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    upstream.script(replay(text_answer(api, "ok", stream=False)))
+    r = _post(gateway_url, {"model": MATRIX[api][0], "messages": EMPTY_TURN})
+    assert r.status_code == 200, r.text
+    assert r.headers["x-turnstile-dropped"] == "messages[1]"
