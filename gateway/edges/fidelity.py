@@ -278,11 +278,20 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         "the session log (message threads: create / continue)",
         "the same: the context is rebuilt from the log",
     ),
-    "betas": Rule(HEADER, "`anthropic-beta`, admitted by `anthropic.betas`", "dropped, reported"),
-    "workspace_id": Rule(
-        HEADER, "`anthropic-workspace-id`: the deployment's credential picks the workspace", "n/a"
+    "betas": Rule(
+        HEADER,
+        "`anthropic-beta`, admitted by `anthropic.betas` (in a JSON body: 400 naming it)",
+        "dropped, reported",
     ),
-    "user_profile_id": Rule(HEADER, "`anthropic-user-profile-id`: not forwarded", "n/a"),
+    "workspace_id": Rule(
+        HEADER,
+        "`anthropic-workspace-id`: the deployment's credential picks the workspace (in a JSON body: "
+        "400 naming it)",
+        "n/a",
+    ),
+    "user_profile_id": Rule(
+        HEADER, "`anthropic-user-profile-id`: not forwarded (in a JSON body: 400 naming it)", "n/a"
+    ),
 }
 """Anthropic Messages request fields (https://docs.anthropic.com/en/api/messages;
 ``anthropic.types.message_create_params`` and the beta ``anthropic.types.beta.message_create_params``)."""
@@ -637,7 +646,8 @@ automatic caching, storage, attribution) and do not change the answer's meaning;
 verbosity, web search, code containers, MCP connector), so toward an API that cannot carry them
 the request is refused rather than answered differently. A value that asks for nothing
 (`n: 1`, `logprobs: false`, `frequency_penalty: 0`, `logit_bias: {}`, `modalities: ["text"]`,
-null) is accepted and carries nothing. A top-level field the OpenAI Chat or Anthropic table
+null; toward another wire API `store: false` and `service_tier: "auto"`) is accepted and carries
+nothing (nothing named). A top-level field the OpenAI Chat or Anthropic table
 does not list (a vendor extension such as vLLM's `repetition_penalty`) is passed through; the
 Responses and Gemini edges refuse an unknown top-level field by name (their notes below).
 

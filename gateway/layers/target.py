@@ -71,6 +71,11 @@ STRICT_FIELD = {"openai_chat": "tools[{i}].function.strict"}
 """Per client dialect: where a tool's ``strict`` is (default ``tools[i].strict``)."""
 
 
+_ASKS_NOTHING: dict[str, tuple[object, ...]] = {"store": (False,), "service_tier": ("auto", "default")}
+"""Serving fields whose value asks nothing of an upstream of another wire API (no copy kept, the
+default tier): not named dropped there."""
+
+
 class TargetLayer:
     """Hands the layer below the request for ``turn.deployment``."""
 
@@ -179,6 +184,9 @@ class TargetLayer:
             names = [n for n in names if n not in kept]
             if not names:
                 return
+        names = [n for n in names if passthrough.value_of(native.fields, n) not in _ASKS_NOTHING.get(n, ())]
+        if not names:
+            return
         for name in names:
             found = passthrough.value_of(native.fields, name)
             turn.note_dropped(

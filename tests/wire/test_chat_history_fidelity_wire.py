@@ -124,3 +124,17 @@ def test_an_empty_assistant_turn_removed_for_another_api_is_named(
     r = _post(gateway_url, {"model": MATRIX[api][0], "messages": EMPTY_TURN})
     assert r.status_code == 200, r.text
     assert r.headers["x-turnstile-dropped"] == "messages[1]"
+
+
+def test_store_false_and_service_tier_auto_ask_nothing_of_another_wire_api(
+    upstream: UpstreamStandin, gateway_url: str
+) -> None:
+    upstream.script(replay(text_answer("anthropic_messages", "ok", stream=False)))
+    body = {
+        "model": MATRIX["anthropic_messages"][0],
+        "messages": [USER],
+        "store": False,
+        "service_tier": "auto",
+    }
+    r = _post(gateway_url, body)
+    assert r.status_code == 200 and "x-turnstile-dropped" not in r.headers
