@@ -125,8 +125,9 @@ OPENAI_CHAT: dict[str, Rule] = {
     "stream": Rule(CARRIED, "as sent", "each API's streaming"),
     "stream_options": Rule(
         CARRIED,
-        "`include_usage` (`include_obfuscation` has no effect: the gateway writes the client's stream)",
-        "usage is always read",
+        "`include_usage`; `include_obfuscation: true` refused by name (the gateway writes the client's "
+        "stream without obfuscation padding; as the Responses edge)",
+        "usage is always read; `include_obfuscation: true` refused",
     ),
     "user": Rule(
         CARRIED, "as sent", "Responses `user`, Anthropic `metadata.user_id`; Gemini (no slot): " + _DROPPED

@@ -463,6 +463,8 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
         if type(stream_options) is not dict:
             check(stream_options, dict, "stream_options")  # raises
         check_keys(stream_options, STREAM_OPTIONS_KEYS, "stream_options")
+        if opt(stream_options, "include_obfuscation", bool, "stream_options"):  # as the Responses edge
+            raise unsupported("stream_options.include_obfuscation", "obfuscation padding of stream events")
     metadata = get("metadata")
     if metadata is not None:
         out["metadata"] = metadata if type(metadata) is dict else check(metadata, dict, "metadata")
