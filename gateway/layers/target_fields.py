@@ -129,7 +129,9 @@ def check_fields(request: Request, dep: Deployment, dialect: str = "openai_chat"
         if type(msg) is AssistantMessage:
             if objects:
                 _check_arguments(msg, dep)
-            if not msg.content:  # the client's empty assistant turn: no part to send there
+            if not msg.content and not (
+                msg.own and msg.own.keys
+            ):  # an empty turn (own keys are named as such)
                 notes.append(_note(_where(msg, i), [], dep, _WHATS["empty"]))
         if type(msg) is ToolResultMessage:
             if details and _has_media(msg):
