@@ -525,8 +525,14 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
     thinking = request.thinking
     if thinking is not None and deployment.supports_thinking:
         verbatim = own.get("reasoning_effort") if own else _responses_effort(request)
-        effort = wire_common.openai_effort(thinking)
-        body["reasoning_effort"] = verbatim if verbatim == "xhigh" and thinking.enabled else effort
+        if deployment.api == API:
+            effort: str | None = wire_common.openai_effort(thinking)
+        else:  # litellm maps reasoning_effort per provider: only an effort, or the client's own none
+            effort = thinking.effort if thinking.enabled else ("none" if verbatim == "none" else None)
+        if verbatim == "xhigh" and thinking.enabled:
+            effort = verbatim
+        if effort is not None:
+            body["reasoning_effort"] = effort
     if request.user:
         body["user"] = request.user
     if request.stream:
