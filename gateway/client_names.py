@@ -16,10 +16,15 @@ CLIENT_NAMES: dict[str, dict[str, str]] = {
         "temperature": "generationConfig.temperature",
         "stop": "generationConfig.stopSequences",
         "thinking": "generationConfig.thinkingConfig",
+        "response_format": "generationConfig.responseJsonSchema",
     },
-    "anthropic_messages": {"stop": "stop_sequences", "user": "metadata.user_id"},
+    "anthropic_messages": {
+        "stop": "stop_sequences",
+        "user": "metadata.user_id",
+        "response_format": "output_config.format",
+    },
     "openai_chat": {"thinking": "reasoning_effort"},
-    "openai_responses": {"thinking": "reasoning.effort"},
+    "openai_responses": {"thinking": "reasoning.effort", "response_format": "text.format"},
 }
 """Client dialect -> schema field -> the client's own (dotted) name of it."""
 

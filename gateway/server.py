@@ -88,6 +88,7 @@ from gateway.errors import (
     UpstreamError,
 )
 from gateway.http_headers import header_value, retry_after_value
+from gateway.layers.target_media import check_capabilities
 from gateway.logs import access_log
 from gateway.memory import MemoryReturn
 from gateway.metrics import fold_periodically
@@ -601,6 +602,9 @@ async def _count(
         if prepare is not None:
             turn_request = await prepare(gw, turn_request, request_caller(state))
         dep = gw.table.candidates(turn_request.model)[0]
+        check_capabilities(
+            turn_request, dep
+        )  # refused as /v1/messages refuses it (a container toward OpenAI)
         from gateway.providers.catalog import count_tokens as count
 
         # In a worker thread: tokenizing grows with the request, and the first call imports litellm.

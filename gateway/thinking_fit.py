@@ -12,12 +12,15 @@ thinking removed (foreign, ``foreign_thinking_stripped``) or turned off for the 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import structlog
 
 from gateway import invariants
 from gateway.client_names import client_name
 from gateway.config import Deployment, GuardPolicy
 from gateway.deployments import provenance_of
+from gateway.guards.common import Repair
 from gateway.schema import Request
 from gateway.turn import Turn
 
@@ -41,11 +44,13 @@ def fit_thinking(turn: Turn, request: Request, dep: Deployment, policy: GuardPol
     )
     if not repairs:
         return prepared
-    turn.add_repairs(repairs)
     echoed = _echoed(request, dep.api)
+    if echoed:
+        repairs = [_as_echoed(r, dep.api) if _at(r) in echoed else r for r in repairs]
+    turn.add_repairs(repairs)
     for r in repairs:
         field = _NAMED.get(r.code)
-        if field is not None and not (echoed and (r.location or "").partition(".content[")[0] in echoed):
+        if field is not None:
             turn.note_dropped(
                 {"kind": "dropped", "field": field, "values": [], "deployment": dep.name, "reason": r.message}
             )
@@ -56,6 +61,23 @@ def fit_thinking(turn: Turn, request: Request, dep: Deployment, policy: GuardPol
 _REASONING_ECHO = ("reasoning_content", "reasoning")
 """An OpenAI Chat assistant message's own keys that carry its reasoning text back to an OpenAI
 Chat upstream (DeepSeek, vLLM): the unsigned thinking read from them is not lost there."""
+
+
+def _at(repair: Repair) -> str:
+    """The message location of a repair's part location (``messages[1].content[0]`` -> ``messages[1]``)."""
+    return (repair.location or "").partition(".content[")[0]
+
+
+def _as_echoed(repair: Repair, api: str) -> Repair:
+    """A thinking part removed from a message whose own reasoning key still carries its text to
+    ``api``: nothing is lost, so the repair says so and is not named dropped."""
+    if repair.code != "foreign_thinking_stripped":
+        return repair
+    return replace(
+        repair,
+        code="thinking_as_own_key",
+        message=f"thinking at {repair.location} goes to {api} as the message's own reasoning key, as sent",
+    )
 
 
 def _echoed(request: Request, api: str) -> set[str]:
@@ -117,6 +139,46 @@ def fit_claude_thinking(turn: Turn, request: Request, dep: Deployment) -> Reques
                 name = client_name(turn.dialect, field)
                 _note(turn, dep, name, [value], f"Claude takes no {name} {value} with thinking on")
     return request.model_copy(update=update) if update else request
+
+
+def note_unforced_output(turn: Turn, request: Request, dep: Deployment) -> None:
+    """Name the client's structured-output field (``response_format``, ``output_config.format``,
+    ...) in ``x-turnstile-dropped`` when an Anthropic deployment ``dep`` gets it as an output tool
+    it cannot force because thinking is on (:func:`gateway.providers.anthropic_output.unforced_output`:
+    a model without the native slot): the answer may come as prose."""
+    from gateway.providers.anthropic_output import unforced_output
+
+    if unforced_output(request, dep):
+        name = client_name(turn.dialect, "response_format")
+        _note(
+            turn,
+            dep,
+            name,
+            [],
+            f"{dep.model} has no native structured output and takes no forced tool use with thinking on: "
+            "the output tool is offered, not forced (the answer may be prose); turn thinking off to force it",
+        )
+
+
+def fit_openai_reasoning(turn: Turn, request: Request, dep: Deployment) -> Request:
+    """``request`` without its thinking when ``dep`` (an OpenAI Chat or Responses deployment)
+    serves a model without reasoning (``supports_thinking: false``, or litellm's table knows the
+    model as one without: :func:`gateway.providers.openai_responses_common.is_reasoning_model`;
+    OpenAI refuses ``reasoning_effort`` / ``reasoning.effort`` for it, "Unsupported parameter:
+    'reasoning.effort' is not supported with this model."). Reasoning the client asked for is
+    then named in ``x-turnstile-dropped`` by the client's name (``reasoning_effort``,
+    ``reasoning.effort``, ``thinking``, ``generationConfig.thinkingConfig``), the same for both
+    OpenAI APIs; thinking off asks for nothing there and is not named. The input itself when
+    the model reasons (both builders send the effort: :func:`gateway.providers.wire_common.openai_effort`)."""
+    from gateway.providers.openai_responses_common import is_reasoning_model
+
+    cfg = request.thinking
+    if cfg is None or is_reasoning_model(dep):
+        return request
+    if cfg.enabled:
+        name = client_name(turn.dialect, "thinking")
+        _note(turn, dep, name, [], f"{dep.model} has no reasoning (deployment {dep.name})")
+    return request.model_copy(update={"thinking": None})
 
 
 def _own_claude_thinking(request: Request) -> bool:

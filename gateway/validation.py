@@ -49,7 +49,8 @@ def validate_request(request: Request) -> None:
     if choice is not None:
         if choice.mode in ("required", "tool") and not request.tools:
             raise InvalidRequest(
-                f"tool_choice {choice.mode!r} needs at least one tool, and the request offers none",
+                "tool_choice forces a tool call (OpenAI 'required' or a named tool, Anthropic 'any' or "
+                "'tool', Gemini 'ANY'), which needs at least one tool, and the request offers none",
                 param="tool_choice",
             )
         if choice.mode == "tool" and choice.name not in names:

@@ -79,8 +79,12 @@ def missing(path: str) -> InvalidRequest:
 
 
 def unsupported(path: str, what: str) -> InvalidRequest:
-    """An :class:`InvalidRequest` saying ``what`` at ``path`` is not supported yet."""
-    return InvalidRequest(f"{path}: {what} is not supported yet", param=path)
+    """An :class:`InvalidRequest` saying ``what`` at ``path`` is not supported yet, toward any
+    upstream (the edge refuses it before a deployment is chosen: no wire API gets it)."""
+    return InvalidRequest(
+        f"{path}: {what} is not supported yet on any upstream (the gateway relays it to no wire API)",
+        param=path,
+    )
 
 
 def check(value: Any, typ: type, path: str) -> Any:

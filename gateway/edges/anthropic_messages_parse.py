@@ -510,7 +510,7 @@ def _messages(data: JSONObj) -> tuple[list[JSONObj], _State]:
         else:
             role = req(msg, "role", str, path)  # raises when missing or not a string
             raise InvalidRequest(
-                f"{join(path, 'role')}: unknown role {role!r} (expected user or assistant)",
+                f"{join(path, 'role')}: unknown role {role!r} (expected user, assistant or system)",
                 param=join(path, "role"),
             )
         if len(msg) > 2:
@@ -651,6 +651,15 @@ _READ = frozenset(
 :data:`gateway.edges.fidelity.ANTHROPIC_MESSAGES` (:func:`_native`)."""
 
 
+_HEADER_PARAMS = {
+    "betas": "anthropic-beta",
+    "workspace_id": "anthropic-workspace-id",
+    "user_profile_id": "anthropic-user-profile-id",
+}
+"""SDK parameters the Anthropic SDK sends as HTTP headers (class ``header`` in
+:data:`gateway.edges.fidelity.ANTHROPIC_MESSAGES`): refused by name in a JSON body."""
+
+
 def _native(data: JSONObj, extra: set[str], extras: _Extras) -> JSONObj | None:
     """The ``Request.native`` dict: the top-level fields in ``extra`` by their class (after
     refusing by name those whose answers the gateway does not relay), the tools' extra keys
@@ -660,6 +669,12 @@ def _native(data: JSONObj, extra: set[str], extras: _Extras) -> JSONObj | None:
     for key in ("diagnostics", "compaction"):
         if data.get(key) is not None:
             raise unsupported(key, f"{key!r} ({ANTHROPIC_MESSAGES[key].same.removeprefix('refused: ')})")
+    for key, header in _HEADER_PARAMS.items():
+        if key in data:  # the SDK sends these as headers; the Messages API has no such body field
+            raise InvalidRequest(
+                f"{key}: not a body field of the Messages API (the SDK sends it as the {header} header)",
+                param=key,
+            )
     billing = data.get("billing_policy")
     if billing is not None and (type(billing) is not dict or billing.get("bill_to", "self") != "self"):
         raise unsupported("billing_policy", "billing_policy other than bill_to: self")

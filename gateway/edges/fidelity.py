@@ -110,19 +110,24 @@ OPENAI_CHAT: dict[str, Rule] = {
         CARRIED,
         "as sent",
         "native structured output or a forced tool (Gemini: `responseJsonSchema` as sent on Gemini 2.5 "
-        "and later, the converted `responseSchema` on older models: `gateway/providers/gemini_models.py`)",
+        "and later, the converted `responseSchema` on older models: `gateway/providers/gemini_models.py`); "
+        "a Claude model without the native slot with thinking on: the output tool offered, not forced "
+        "(Claude takes no forced tool use with thinking), `response_format` " + _DROPPED,
     ),
     "reasoning_effort": Rule(
         CARRIED,
-        "as sent (`none` and `xhigh` verbatim)",
-        "Responses `reasoning.effort` (`none` and `xhigh` verbatim), Anthropic thinking budget "
+        "as sent (`none` and `xhigh` verbatim); toward a model without reasoning " + _DROPPED,
+        "Responses `reasoning.effort` (`none` and `xhigh` verbatim; a model without reasoning: "
+        + _DROPPED
+        + "), Anthropic thinking budget "
         "(`xhigh` as `high`; fitted to Claude's rules: the nested table), Gemini `thinkingConfig`",
     ),
     "stream": Rule(CARRIED, "as sent", "each API's streaming"),
     "stream_options": Rule(
         CARRIED,
-        "`include_usage` (`include_obfuscation` has no effect: the gateway writes the client's stream)",
-        "usage is always read",
+        "`include_usage`; `include_obfuscation: true` refused by name (the gateway writes the client's "
+        "stream without obfuscation padding; as the Responses edge)",
+        "usage is always read; `include_obfuscation: true` refused",
     ),
     "user": Rule(
         CARRIED, "as sent", "Responses `user`, Anthropic `metadata.user_id`; Gemini (no slot): " + _DROPPED
@@ -166,7 +171,8 @@ OPENAI_CHAT: dict[str, Rule] = {
     "metadata": Rule(
         CARRIED,
         "as sent (also read for the session id)",
-        "Responses `metadata` (string values, at most 16); Anthropic, Gemini: " + _DROPPED,
+        "Responses `metadata` (a value that is not a string or more than 16 keys: 400 naming "
+        "`metadata.<key>` / `metadata` and the model, never trimmed); Anthropic, Gemini: " + _DROPPED,
     ),
     "prompt_cache_key": Rule(SERVING, "as sent", "Responses `prompt_cache_key`; elsewhere " + _DROPPED),
     "prompt_cache_options": Rule(
@@ -235,13 +241,15 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         CARRIED,
         "as sent (`adaptive`, `between_tools`, `display`, `block_binding`, `budget_tokens` verbatim; "
         "a key the SDK types do not define refused by name)",
-        "OpenAI `reasoning_effort`, Gemini `thinkingConfig`; `thinking.display` and "
+        "OpenAI `reasoning_effort` / `reasoning.effort` (a budget as an effort, `disabled` as `none`: "
+        "the nested table), Gemini `thinkingConfig`; `thinking.display` and "
         "`thinking.block_binding`: " + _DROPPED,
     ),
     "output_config": Rule(
         CARRIED,
         "`format` (structured output), `effort` and the beta `task_budget` as sent (any other key "
-        "refused by name)",
+        "refused by name); a model without the native slot gets `format` as a forced output tool, "
+        "offered unforced with thinking on (`output_config.format` " + _DROPPED + ")",
         "format: native structured output or a forced tool (OpenAI: `strict: true`, as Anthropic's are "
         "always strict, where the schema meets OpenAI's strict rules; else sent loose and "
         "`output_config.format.strict` " + _DROPPED + "); effort: `reasoning_effort` / `thinkingConfig`; "
@@ -271,11 +279,20 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         "the session log (message threads: create / continue)",
         "the same: the context is rebuilt from the log",
     ),
-    "betas": Rule(HEADER, "`anthropic-beta`, admitted by `anthropic.betas`", "dropped, reported"),
-    "workspace_id": Rule(
-        HEADER, "`anthropic-workspace-id`: the deployment's credential picks the workspace", "n/a"
+    "betas": Rule(
+        HEADER,
+        "`anthropic-beta`, admitted by `anthropic.betas` (in a JSON body: 400 naming it)",
+        "dropped, reported",
     ),
-    "user_profile_id": Rule(HEADER, "`anthropic-user-profile-id`: not forwarded", "n/a"),
+    "workspace_id": Rule(
+        HEADER,
+        "`anthropic-workspace-id`: the deployment's credential picks the workspace (in a JSON body: "
+        "400 naming it)",
+        "n/a",
+    ),
+    "user_profile_id": Rule(
+        HEADER, "`anthropic-user-profile-id`: not forwarded (in a JSON body: 400 naming it)", "n/a"
+    ),
 }
 """Anthropic Messages request fields (https://docs.anthropic.com/en/api/messages;
 ``anthropic.types.message_create_params`` and the beta ``anthropic.types.beta.message_create_params``)."""
@@ -376,11 +393,44 @@ NESTED: dict[str, Rule] = {
         "by their class below; an earlier turn's, rebuilt from the session log toward another wire "
         "API: " + _DROPPED + " (`history.<key>`)",
     ),
-    "OpenAI Chat: a message's keys besides the SDK's and the read extensions (Mistral `prefix`), "
+    "OpenAI Chat: a message's keys besides the SDK's and the read extensions (Mistral `prefix`: "
+    "the prefill row), "
     "a `tools[]` entry's keys besides `type`, `function`, `cache_control`": Rule(
         PASSED,
         "as sent on that message / tool (`own`, `tool_fields`)",
         _REFUSED_ELSEWHERE + "; a tool's `defer_loading` / `eager_input_streaming` " + _DROPPED,
+    ),
+    "Assistant prefill: an Anthropic client's last assistant message, an OpenAI Chat client's "
+    "`prefix: true` (Mistral, DeepSeek) on its last assistant message": Rule(
+        TRANSLATED,
+        "Anthropic: continued as sent; OpenAI Chat: `prefix` as sent on that message",
+        "Anthropic: the last assistant message, which Claude continues (`prefix` not sent); OpenAI, "
+        "Gemini (no continuation: an ordinary assistant message, answered after): `messages[i]` / "
+        "`messages[i].prefix` " + _DROPPED + "; `prefix` on an earlier message: 400 naming it",
+    ),
+    'An empty assistant turn in the history (OpenAI Chat `content: ""` or null, without tool calls)': Rule(
+        CARRIED,
+        'OpenAI Chat: `{role: assistant, content: ""}` in place',
+        "no message of the other APIs holds an empty turn (Anthropic refuses empty content): removed, "
+        "the turns around it kept, `messages[i]` " + _DROPPED,
+    ),
+    "OpenAI Chat and Responses tool-call `arguments` in the history (a string)": Rule(
+        CARRIED,
+        "as sent (the string, whatever it holds)",
+        "the other OpenAI API: as sent; Anthropic `tool_use.input`, Gemini `functionCall.args` (an "
+        'object only): the parsed object, `""` as `{}`; arguments that are not a JSON object '
+        '(`[1,2]`, `"str"`, text, trailing bytes): 400 naming '
+        "`messages[i].tool_calls[j].function.arguments` / `input[i].arguments` and the model",
+    ),
+    "OpenAI Chat user message `content: null` (or missing)": Rule(
+        REFUSED,
+        "400 naming `messages[i].content`: the SDK type requires it and OpenAI refuses null",
+        "the same (never a request that lost the message)",
+    ),
+    "OpenAI Chat assistant `refusal`": Rule(
+        CARRIED,
+        "the message's `refusal` as sent (beside its `content`, or alone)",
+        "a text part after the message's content: nothing of the refusal is lost",
     ),
     "OpenAI Chat assistant `audio` (`{id}`) and `annotations`": Rule(
         SERVING, "as sent on that message", _DROPPED + " (`messages[i].audio`)"
@@ -458,6 +508,19 @@ NESTED: dict[str, Rule] = {
         "tool choice `auto` with every declared tool `strict` (Anthropic models without structured "
         "outputs: `tools[i].strict` " + _DROPPED + ")",
     ),
+    "Thinking asked for by a client of another dialect toward OpenAI (Anthropic `thinking` and "
+    "`output_config.effort`, Gemini `thinkingConfig`, the other OpenAI API's effort)": Rule(
+        TRANSLATED,
+        "an OpenAI client's own effort as sent (`none` and `xhigh` verbatim)",
+        "Chat `reasoning_effort`, Responses `reasoning.effort` alike: an effort as it is; a budget "
+        "alone < 4096 tokens `low`, < 16384 `medium`, else `high`; adaptive or a dynamic budget "
+        "(`-1`) `medium`; `disabled` / `thinkingBudget: 0` `none` "
+        "(`gateway/providers/wire_common.py` `openai_effort`). Toward a model without reasoning "
+        "(`supports_thinking: false`, or litellm's table knows it as one) neither API gets it: "
+        "the client's field " + _DROPPED + " (thinking off asks for nothing there). Reasoning "
+        "another provider signed is removed, but the request's effort stands: OpenAI has no rule "
+        "that a tool round starts with signed thinking",
+    ),
     "Thinking asked for by a client of another dialect toward Claude (OpenAI Chat `reasoning_effort`, "
     "Responses `reasoning.effort`, Gemini `thinkingConfig`)": Rule(
         TRANSLATED,
@@ -477,7 +540,10 @@ NESTED: dict[str, Rule] = {
         "sent back to the provider and model that signed them",
         "the foreign-thinking policy (`guards.foreign_thinking`): removed (`thinking` " + _DROPPED + "), "
         "or thinking turned off for a tool round Claude would refuse without its own signed thinking "
-        "first (`thinking` " + _DROPPED + "), or 400 naming every such part under policy `reject`",
+        "first (`thinking` " + _DROPPED + "; only an Anthropic target has that rule: toward OpenAI and "
+        "Gemini the client's reasoning request stands), or 400 naming every such part under policy "
+        "`reject`; an OpenAI Chat message's own `reasoning_content` / `reasoning` still reaches an "
+        "OpenAI Chat upstream as sent (nothing named)",
     ),
     **RESPONSES_NESTED,
     **GEMINI_NESTED,
@@ -581,7 +647,8 @@ automatic caching, storage, attribution) and do not change the answer's meaning;
 verbosity, web search, code containers, MCP connector), so toward an API that cannot carry them
 the request is refused rather than answered differently. A value that asks for nothing
 (`n: 1`, `logprobs: false`, `frequency_penalty: 0`, `logit_bias: {}`, `modalities: ["text"]`,
-null) is accepted and carries nothing. A top-level field the OpenAI Chat or Anthropic table
+null; toward another wire API `store: false` and `service_tier: "auto"`) is accepted and carries
+nothing (nothing named). A top-level field the OpenAI Chat or Anthropic table
 does not list (a vendor extension such as vLLM's `repetition_penalty`) is passed through; the
 Responses and Gemini edges refuse an unknown top-level field by name (their notes below).
 

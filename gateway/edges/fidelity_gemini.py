@@ -38,7 +38,8 @@ SDK_WIRE_KEYS = {"image_config": "generationConfig.imageConfig"}
 ``generationConfig``."""
 
 GEMINI_NOTE = (
-    "Field names are the REST body's camelCase keys (snake_case is read too). They come from "
+    "Field names are the REST body's camelCase keys (snake_case is read too; one field in both "
+    "spellings, `generationConfig` and `generation_config`, is refused naming both). They come from "
     "the `google-genai` SDK's types: each field's alias (`top_k` -> `topK`); "
     "`GenerateContentConfig` fields that `GenerationConfig` also has (and `image_config`, which "
     "the SDK writes there) are `generationConfig.*` keys, the others top-level keys; the SDK's "

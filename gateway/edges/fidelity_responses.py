@@ -81,7 +81,7 @@ OPENAI_RESPONSES: dict[str, Rule] = {
     "reasoning": Rule(
         TRANSLATED,
         "`effort` -> the schema's thinking, sent back as `reasoning.effort` (`none` and `xhigh` "
-        "verbatim) to a reasoning model (other models have no slot, as in Chat); `summary`, "
+        "verbatim) to a reasoning model (toward another model " + DROPPED + ", as in Chat); `summary`, "
         "`generate_summary`, `context`, `mode` (serving) as sent to a reasoning model, else dropped "
         "and named",
         "effort: OpenAI Chat `reasoning_effort` (`none` and `xhigh` verbatim), Anthropic thinking "
@@ -206,6 +206,14 @@ RESPONSES_NESTED: dict[str, Rule] = {
         "kept on the answer's text in the session log, so a stored chain's later turns send it back",
         "an answer field: another dialect's client has no slot for it (its text is the same); "
         "toward another upstream from the session log: `history.phase` " + DROPPED,
+    ),
+    "Responses `reasoning` input items (`summary`, `content`, `encrypted_content`)": Rule(
+        CARRIED,
+        "as sent to any Responses deployment (a raw `encrypted_content` is OpenAI's own, any model: "
+        "the upstream verifies it, as Anthropic a raw `signature`), with an empty `summary` too; a "
+        "Turnstile envelope's only to the model that signed it",
+        "thinking made by OpenAI: the foreign-thinking policy (`guards.foreign_thinking`: removed, "
+        "`thinking` " + DROPPED + ")",
     ),
     "Responses call items' `id`, call outputs' `id`, `name` and `namespace`, `reasoning` items' `id` "
     "and `status`, messages' `id`": Rule(

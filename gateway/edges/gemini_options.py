@@ -71,14 +71,31 @@ _MODES = {"AUTO": "auto", "NONE": "none", "ANY": "required", "VALIDATED": "auto"
 _LEVELS = {"MINIMAL": "minimal", "LOW": "low", "MEDIUM": "medium", "HIGH": "high"}
 
 
-def camel(obj: JSONObj) -> JSONObj:
-    """``obj`` with its snake_case keys spelled camelCase (``function_call`` ->
+def camel(obj: JSONObj, path: str = "") -> JSONObj:
+    """``obj`` (at ``path``) with its snake_case keys spelled camelCase (``function_call`` ->
     ``functionCall``), one level only: the REST API takes both spellings (protobuf JSON), and
     the python SDK sends some fields snake_case (``parameters_json_schema``). Free-form values
-    below (arguments, schemas' property names) are not touched."""
+    below (arguments, schemas' property names) are not touched. Raises
+    :class:`InvalidRequest` naming both when one field comes in both spellings
+    (``generationConfig`` and ``generation_config``): one would otherwise win unseen."""
     if not any("_" in k for k in obj):
         return obj
-    return {_CAMEL.sub(lambda m: m.group(1).upper(), k) if "_" in k else k: v for k, v in obj.items()}
+    out: JSONObj = {}
+    spelled: dict[str, str] = {}  # camelCase key -> the spelling it came in
+    for k, v in obj.items():
+        key = _CAMEL.sub(_upper, k) if "_" in k else k
+        first = spelled.setdefault(key, k)
+        if first != k:
+            raise InvalidRequest(
+                f"{join(path, first)} and {join(path, k)}: the same field in two spellings; send one",
+                param=join(path, k),
+            )
+        out[key] = v
+    return out
+
+
+def _upper(m: re.Match[str]) -> str:
+    return m.group(1).upper()
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])_([a-z])")
@@ -86,7 +103,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])_([a-z])")
 
 def obj(value: Any, path: str) -> JSONObj:
     """``value`` checked to be an object, keys camelCase (:func:`camel`)."""
-    return camel(as_obj(value, path))
+    return camel(as_obj(value, path), path)
 
 
 # ---------------------------------------------------------------------------- schemas
@@ -266,7 +283,7 @@ def tool_choice(data: JSONObj, native: Native, declared: set[str]) -> tuple[JSON
     cfg = opt(data, "toolConfig", dict, "")
     if cfg is None:
         return None, False
-    cfg = camel(cfg)
+    cfg = camel(cfg, "toolConfig")
     choice: JSONObj | None = None
     validated = False
     for key, value in cfg.items():
@@ -344,8 +361,8 @@ def generation(data: JSONObj, out: JSONObj, native: Native) -> None:
     gen = opt(data, "generationConfig", dict, "")
     if not gen:
         return
-    gen = camel(gen)
     path = "generationConfig"
+    gen = camel(gen, path)
     for key, value in gen.items():
         if key in TRANSLATED_GENERATION or value is None or value is False:
             continue
@@ -440,7 +457,7 @@ def _thinking_config(gen: JSONObj, path: str, out: JSONObj, native: Native) -> N
     client's own form (``native``)."""
     thinking = opt(gen, "thinkingConfig", dict, path)
     if thinking is not None:
-        thinking = camel(thinking)
+        thinking = camel(thinking, join(path, "thinkingConfig"))
         out["thinking"] = _thinking(thinking)
         # A Gemini upstream gets the client's thinkingConfig as sent (``thinkingLevel``,
         # ``includeThoughts: false``, ``thinkingBudget: -1``), not the gateway's rebuild of it.

@@ -457,6 +457,8 @@ def _results(responses: list[tuple[str, JSONObj]], i: int, st: _State) -> list[J
         for k in fr:
             if k not in FUNCTION_RESPONSE_KEYS:
                 if k in FUNCTION_RESPONSE_REFUSED:
+                    if fr[k] is None:
+                        continue  # null asks for nothing
                     raise unsupported(join(path, k), f"the functionResponse field {k!r}")
                 raise InvalidRequest(f"{join(path, k)}: unknown field {k!r}", param=join(path, k))
         name = req(fr, "name", str, path)

@@ -243,6 +243,7 @@ class ChatState(BadIds):
         "message_fields",
         "names",
         "native",
+        "prefix_at",
         "serving",
         "short",
         "tool_fields",
@@ -251,6 +252,7 @@ class ChatState(BadIds):
     def __init__(self, depth: int) -> None:
         super().__init__()
         self.message_fields: dict[str, JSONObj] = {}  # message path -> its SDK keys kept verbatim
+        self.prefix_at: str | None = None  # the assistant message with Mistral's ``prefix: true``
         self.serving: list[str] = []  # their paths, dropped and named toward another wire API
         self.native: list[str] = []  # their paths, refused toward another wire API
         self.tool_fields: dict[str, JSONObj] = {}  # tool name -> its entry's own keys
@@ -406,8 +408,9 @@ def _assistant(msg: JSONObj, i: int, path: str, st: ChatState) -> JSONObj:
     if refusal is not None:
         if type(refusal) is not str:
             raise wrong_type(join(path, "refusal"), "a string", refusal)
-        if refusal and not raw_content:
+        if refusal:  # its text for every target; the key itself, as sent, for an OpenAI Chat upstream
             content.append({"type": "text", "text": refusal})
+            st.message_fields.setdefault(path, {})["refusal"] = refusal
     name = get("name")
     if name is not None and type(name) is not str:
         raise wrong_type(join(path, "name"), "a string", name)
@@ -452,6 +455,11 @@ def _message_extras(msg: JSONObj, known: frozenset[str], path: str, st: ChatStat
     if extra:
         st.message_fields.setdefault(path, {}).update(extra)
         for k in extra:
+            if k == "prefix" and extra[k] is True and msg.get("role") == "assistant":
+                st.prefix_at = (
+                    path  # a prefill: Anthropic continues it too (the target layer names it elsewhere)
+                )
+                continue
             (st.serving if k in MESSAGE_SERVING else st.native).append(join(path, k))
 
 
@@ -501,7 +509,9 @@ def parse_message(msg: JSONObj, i: int, path: str, st: ChatState) -> JSONObj | N
         }
     if role == "user":
         content = msg.get("content")
-        parts = [] if content is None else _parts(content, path + ".content", _USER_PARTS)
+        if content is None:  # required by the SDK type; OpenAI refuses null, no target can send it
+            raise missing(join(path, "content"))
+        parts = _parts(content, path + ".content", _USER_PARTS)
         if "cache_control" in msg:
             _message_cache(msg, parts, path)
         if "name" in msg:

@@ -452,6 +452,9 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
             messages.append(m)
     if st.bad_ids:
         raise refusal(st.bad_ids)
+    if st.prefix_at is not None and st.prefix_at != f"messages[{len(raw_messages) - 1}]":
+        where = st.prefix_at + ".prefix"
+        raise InvalidRequest(f"{where}: only the last message can be a prefix to continue", param=where)
     out: JSONObj = {"model": model, "messages": messages}
     # Optional fields, checked in a fixed order (the first error wins); absent ones are left
     # to the schema's defaults.
@@ -460,6 +463,8 @@ def parse_request(body: bytes, limits: InputLimits = DEFAULT_LIMITS) -> Request:
         if type(stream_options) is not dict:
             check(stream_options, dict, "stream_options")  # raises
         check_keys(stream_options, STREAM_OPTIONS_KEYS, "stream_options")
+        if opt(stream_options, "include_obfuscation", bool, "stream_options"):  # as the Responses edge
+            raise unsupported("stream_options.include_obfuscation", "obfuscation padding of stream events")
     metadata = get("metadata")
     if metadata is not None:
         out["metadata"] = metadata if type(metadata) is dict else check(metadata, dict, "metadata")

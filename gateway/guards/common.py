@@ -16,9 +16,9 @@ class Repair:
     ``duplicate_tool_call``: two identical copies of a call were collapsed;
     ``result_out_of_order`` / ``result_not_adjacent``: a result was moved to follow its call
     in call order; ``foreign_thinking_stripped`` / ``foreign_thinking_as_text`` /
-    ``foreign_signature_dropped`` / ``thinking_disabled``: thinking policy). ``id`` is the
-    tool-call id concerned (None for thinking parts), ``location`` where the item sat in the
-    client's request, ``message`` a sentence for logs.
+    ``foreign_signature_dropped`` / ``thinking_disabled`` / ``thinking_as_own_key``: thinking
+    policy). ``id`` is the tool-call id concerned (None for thinking parts), ``location``
+    where the item sat in the client's request, ``message`` a sentence for logs.
     """
 
     code: str

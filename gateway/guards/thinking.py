@@ -107,17 +107,15 @@ def apply_thinking_policy(
     byte-identical. Locations are
     ``<message src or messages[i]>.content[j]``.
 
-    When the request asks for thinking and the last assistant message holds tool calls (an
-    open tool loop) and lost thinking here, thinking is disabled for this request
-    (``ThinkingConfig.enabled = False``, repair ``thinking_disabled``): an upstream that
-    requires the last assistant turn of a tool loop to start with its own signed thinking
-    (Anthropic, "Extended thinking" docs, "preserving thinking blocks") rejects the
-    continuation otherwise. With ``leading_thinking`` (the target requires it: Anthropic) the
-    same holds when that assistant message never had thinking that the target signed, so
-    that it does not start with a thinking or redacted-thinking part (a client that dropped
-    the reasoning, and the gateway's memory could not restore it): the request would be
-    refused upstream ("a final `assistant` message must start with a thinking block"), so
-    thinking is turned off for it instead (repair ``thinking_disabled``).
+    With ``leading_thinking`` (the target requires the last assistant turn of a tool loop to
+    start with its own signed thinking: Anthropic, "Extended thinking" docs, "preserving
+    thinking blocks"), when the request asks for thinking and the last assistant message holds
+    tool calls (an open tool loop) and either lost its thinking here or never had thinking the
+    target signed (a client that dropped the reasoning, and the gateway's memory could not
+    restore it), thinking is disabled for this request (``ThinkingConfig.enabled = False``,
+    repair ``thinking_disabled``): the request would be refused upstream ("a final
+    `assistant` message must start with a thinking block"). Without it (OpenAI, Gemini: no
+    such rule) the client's thinking request is left as it is.
 
     Raises :class:`gateway.errors.CapabilityError` (HTTP 400, ``param`` the first location)
     under policy ``reject`` when any foreign part is present, naming every location.
@@ -173,10 +171,16 @@ def apply_thinking_policy(
         )
     thinking = request.thinking
     reason = None
-    if thinking is not None and thinking.enabled and last_assistant is not None and last_has_calls:
+    if (
+        thinking is not None
+        and thinking.enabled
+        and leading_thinking
+        and last_assistant is not None
+        and last_has_calls
+    ):
         if last_assistant in lost_thinking:
             reason = f"lost its thinking, which was not signed by {desc}"
-        elif leading_thinking:
+        else:
             last_msg = changed.get(last_assistant) or messages[last_assistant]
             head = last_msg.content[0] if last_msg.content else None  # type: ignore[union-attr]
             if type(head) is not ThinkingPart and type(head) is not RedactedThinkingPart:

@@ -49,7 +49,7 @@ from gateway.schema import (
     evolve,
 )
 from gateway.sessions.turns import foreign_own_keys, note_foreign_keys
-from gateway.thinking_fit import fit_claude_thinking, fit_thinking
+from gateway.thinking_fit import fit_claude_thinking, fit_openai_reasoning, fit_thinking, note_unforced_output
 from gateway.turn import Batches, Gateway, Service, Turn
 
 log = structlog.get_logger("turnstile.pipeline")
@@ -69,6 +69,11 @@ setting; Anthropic takes it only on models with structured outputs
 (:func:`gateway.providers.anthropic_output.strict_input_schema`)."""
 STRICT_FIELD = {"openai_chat": "tools[{i}].function.strict"}
 """Per client dialect: where a tool's ``strict`` is (default ``tools[i].strict``)."""
+
+
+_ASKS_NOTHING: dict[str, tuple[object, ...]] = {"store": (False,), "service_tier": ("auto", "default")}
+"""Serving fields whose value asks nothing of an upstream of another wire API (no copy kept, the
+default tier): not named dropped there."""
 
 
 class TargetLayer:
@@ -116,6 +121,10 @@ class TargetLayer:
             note_loose_format(turn, rf, dep)
         if request.thinking is not None and dep.api == ANTHROPIC:
             request = fit_claude_thinking(turn, request, dep)
+            if rf is not None:
+                note_unforced_output(turn, request, dep)
+        elif request.thinking is not None and dep.api in OPENAI_APIS:
+            request = fit_openai_reasoning(turn, request, dep)
         elif (
             request.thinking is not None
             and not request.thinking.enabled
@@ -175,6 +184,9 @@ class TargetLayer:
             names = [n for n in names if n not in kept]
             if not names:
                 return
+        names = [n for n in names if passthrough.value_of(native.fields, n) not in _ASKS_NOTHING.get(n, ())]
+        if not names:
+            return
         for name in names:
             found = passthrough.value_of(native.fields, name)
             turn.note_dropped(

@@ -31,11 +31,17 @@ refused (HTTP 400 naming the field and the model). Gemini's per-part ``mediaReso
 not a translation of ``detail``: it exists for Gemini 3 models only, and its levels are token
 budgets of another scale. The keyless ``demo`` stand-in reads none of these and counts as
 taking them all (nothing is named for it).
+
+Tool-call arguments in an OpenAI client's history are a string; toward a wire API that takes
+them as a JSON object only (Anthropic, Gemini) arguments that are not one are refused by name
+(``messages[i].tool_calls[j].function.arguments``), never sent as ``{}``.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from gateway.client_names import client_name
 from gateway.config import Deployment
@@ -47,6 +53,7 @@ from gateway.schema import (
     Request,
     SystemMessage,
     TextPart,
+    ToolCallPart,
     ToolResultMessage,
     UserMessage,
 )
@@ -75,6 +82,11 @@ def check_fields(request: Request, dep: Deployment, dialect: str = "openai_chat"
     Empty for most requests (one pass of attribute tests over the messages)."""
     api = dep.api
     notes: list[dict[str, Any]] = []
+    last = request.messages[-1] if request.messages else None
+    if type(last) is AssistantMessage and api != "anthropic_messages" and api != "demo":
+        prefill = _prefill(last, len(request.messages) - 1, dialect, api)
+        if prefill is not None:
+            notes.append(_note(prefill, [], dep, _WHATS["prefill"]))
     if (request.presence_penalty is not None or request.frequency_penalty is not None) and (
         api not in PENALTY_APIS
     ):
@@ -112,7 +124,15 @@ def check_fields(request: Request, dep: Deployment, dialect: str = "openai_chat"
     if not (names or details or filenames):
         return notes
     found: dict[str, list[str]] = {}
+    objects = api in OBJECT_ARGUMENT_APIS
     for i, msg in enumerate(request.messages):
+        if type(msg) is AssistantMessage:
+            if objects:
+                _check_arguments(msg, dep)
+            if not msg.content and not (
+                msg.own and msg.own.keys
+            ):  # an empty turn (own keys are named as such)
+                notes.append(_note(_where(msg, i), [], dep, _WHATS["empty"]))
         if type(msg) is ToolResultMessage:
             if details and _has_media(msg):
                 _parts(msg, i, found, details=True, filenames=False)
@@ -126,6 +146,50 @@ def check_fields(request: Request, dep: Deployment, dialect: str = "openai_chat"
     return notes
 
 
+OBJECT_ARGUMENT_APIS = frozenset({"anthropic_messages", "gemini"})
+"""Wire APIs whose tool calls take their arguments as a JSON object (Anthropic ``tool_use.input``,
+Gemini ``functionCall.args``); the OpenAI APIs take the string as the client sent it."""
+
+
+def _check_arguments(msg: AssistantMessage, dep: Deployment) -> None:
+    """Raise :class:`CapabilityError` naming the first tool call of ``msg`` (an OpenAI client's
+    history) whose arguments are not a JSON object (``"not json"``, ``[1,2]``, ``"str"``,
+    ``{"a":1} trailing``): ``dep``'s wire API takes an object only, and sending ``{}`` instead
+    would change the call. Empty arguments (``""``) are no arguments: ``{}``."""
+    for p in msg.content:
+        if type(p) is ToolCallPart and not p.arguments:
+            raw = p.raw_arguments.strip()
+            if raw and raw != "{}" and not _is_object(raw):
+                src = p.src or "tool call"
+                where = src + (".function.arguments" if ".tool_calls[" in src else ".arguments")
+                raise CapabilityError(
+                    f"{where}: model {dep.name!r} is served by the {dep.api} wire API, which takes "
+                    f"tool-call arguments as a JSON object only; got {raw[:40]!r}",
+                    param=where,
+                )
+
+
+def _is_object(raw: str) -> bool:
+    try:
+        return isinstance(orjson.loads(raw), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _prefill(last: AssistantMessage, i: int, dialect: str, api: str) -> str | None:
+    """The client's name of an assistant prefill (a last assistant message the model is to
+    continue: any an Anthropic client ends with, an OpenAI Chat client's ``prefix: true``) that
+    an upstream of ``api`` gets as an ordinary assistant message (no continuation there); None
+    when there is none or ``api`` continues it (an OpenAI Chat upstream gets ``prefix`` as sent)."""
+    where = last.src or f"messages[{i}]"
+    if dialect == "anthropic_messages":
+        return where if not any(type(p) is ToolCallPart for p in last.content) else None
+    own = last.own
+    if own is not None and own.keys.get("prefix") is True and api != own.api:
+        return where + ".prefix"
+    return None
+
+
 NO_STOP_APIS = frozenset({"openai_responses"})
 """Wire APIs with no stop sequences (the Responses API)."""
 
@@ -136,6 +200,9 @@ _WHATS = {
     "filename": "a document's name (OpenAI `filename`, Anthropic `title`)",
     "user": "an end-user id (OpenAI `user` / `safety_identifier`, Anthropic `metadata.user_id`)",
     "metadata": "the client's metadata (OpenAI `metadata`)",
+    "empty": "an empty assistant turn (no wire message holds it: removed, the turns around it kept)",
+    "prefill": "an assistant prefill to continue (no continuation there: sent as an ordinary assistant "
+    "message, the model answers after it)",
 }
 
 

@@ -126,9 +126,11 @@ def check_capabilities(request: Request, dep: Deployment) -> None:
             kept = passthrough.translated_names(native.fields, native.api, dep.api)
             paths = [p for p in paths if p not in kept]
         if paths:
+            them = "them" if len(paths) > 1 else "it"
             raise CapabilityError(
-                f"{', '.join(paths)}: carried only to a {native.api} upstream, and model {dep.name!r} "
-                f"is served by the {dep.api} wire API; remove them or use a {native.api} model",
+                f"{', '.join(paths)}: carried only to an upstream of the {native.api} wire API, and model "
+                f"{dep.name!r} is served by the {dep.api} wire API; remove {them} or use a model served by "
+                f"{native.api}",
                 param=paths[0],
             )
     if request.tools and not dep.supports_tools:

@@ -45,7 +45,7 @@ from gateway.providers.naming import NameMap
 from gateway.providers.wire import CallContext
 from gateway.schema import Request
 
-__all__ = ["OUTPUT_TOOL", "add_output", "map_back_parts", "output_text"]
+__all__ = ["OUTPUT_TOOL", "add_output", "map_back_parts", "output_text", "unforced_output"]
 
 OUTPUT_TOOL = "json_output"
 """Name of the forced tool that carries a structured answer."""
@@ -85,6 +85,27 @@ def _tool_name(tools: list[dict[str, Any]], names: NameMap) -> str:
         n += 1
         name = f"{OUTPUT_TOOL}_{n}"
     return name
+
+
+def unforced_output(request: Request, deployment: Deployment) -> bool:
+    """Whether :func:`add_output` will offer the output tool without forcing it: the format needs
+    the tool (``json_object``, a model without the native slot, a schema the slot cannot state)
+    and thinking is on (Anthropic refuses a forced choice with it), so Claude may answer in prose.
+    The target layer names the format dropped then. Never raises."""
+    fmt = request.response_format
+    thinking = request.thinking
+    if fmt is None or fmt.type == "text" or thinking is None or not thinking.enabled:
+        return False
+    if not deployment.supports_thinking:
+        return False
+    schema = wire_common.described_schema(fmt) if fmt.type == "json_schema" else None
+    if schema is None or not _native(deployment):
+        return True
+    try:
+        to_anthropic_schema(schema)
+    except SchemaNotExpressible:
+        return True
+    return False
 
 
 def add_output(body: dict[str, Any], request: Request, deployment: Deployment, ctx: CallContext) -> None:

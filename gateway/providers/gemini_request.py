@@ -192,7 +192,9 @@ def _result_parts(
                 f"tool result {res.tool_call_id!r} has no matching tool call, and Gemini needs the tool name",
                 param=res.src or "messages",
             )
-        text = "".join(p.text for p in res.content if isinstance(p, TextPart))
+        text = "\n".join(
+            p.text for p in res.content if isinstance(p, TextPart)
+        )  # as the OpenAI adapters join them
         media.extend(image_part(p, res.src) for p in res.content if isinstance(p, ImagePart))
         own = res.own
         if own is not None and own.api == API and "response" in own.keys:

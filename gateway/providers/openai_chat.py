@@ -33,8 +33,9 @@ Decisions worth knowing
 * ``tool_choice`` and ``parallel_tool_calls`` are sent only with tools (OpenAI rejects them
   otherwise). ``top_k`` is not sent; ``thinking.effort`` becomes ``reasoning_effort``
   when the deployment supports thinking (an OpenAI client's own ``xhigh`` and ``none`` are sent
-  as it sent them, unless the thinking policy turned thinking off); a thinking budget alone is
-  not sent.
+  as it sent them, unless the thinking policy turned thinking off); a thinking budget alone
+  becomes an effort and thinking off ``none``
+  (:func:`gateway.providers.wire_common.openai_effort`).
 * ``seed``, ``presence_penalty`` and ``frequency_penalty`` are sent as they are. To an OpenAI
   Chat upstream (not litellm, which reuses this body) a message's ``name``, a ``developer``
   system message as ``role: developer`` and an image's ``detail`` are sent too; litellm gets
@@ -277,6 +278,17 @@ def _assistant_dict(
     return out
 
 
+def _without_refusal_text(msg: AssistantMessage, refusal: Any) -> AssistantMessage:
+    """``msg`` less the text part the OpenAI Chat edge made of its ``refusal`` (the last one
+    with that text): an OpenAI Chat upstream gets the ``refusal`` key itself, as sent."""
+    content = msg.content
+    for j in range(len(content) - 1, -1, -1):
+        p = content[j]
+        if type(p) is TextPart and p.text == refusal:
+            return msg.model_copy(update={"content": [*content[:j], *content[j + 1 :]]})
+    return msg
+
+
 _MERGEABLE = frozenset({"role", "content", "tool_calls", "name"})
 """An assistant wire dict with other keys (the client's own: ``audio``) is never merged into."""
 
@@ -311,11 +323,16 @@ def _messages(
             o = None  # another wire API's own keys: not ours to send
         tm = type(msg)
         if tm is AssistantMessage:
+            if o is not None and "refusal" in o.keys:
+                msg = _without_refusal_text(msg, o.keys["refusal"])  # type: ignore[arg-type]
             item = _assistant_dict(msg, names, o is not None, custom)  # type: ignore[arg-type]
             if item is None:
-                if o is None or not o.keys:
+                if o is not None and o.keys:
+                    item = {"role": "assistant"}  # only the client's own keys (an audio reference)
+                elif own and not msg.content:
+                    item = {"role": "assistant", "content": ""}  # the client's empty turn, kept
+                else:
                     continue
-                item = {"role": "assistant"}  # only the client's own keys (an audio reference)
             if own and msg.name is not None:
                 item["name"] = msg.name
             if o is not None and o.keys:
@@ -508,10 +525,14 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
     thinking = request.thinking
     if thinking is not None and deployment.supports_thinking:
         verbatim = own.get("reasoning_effort") if own else _responses_effort(request)
-        if thinking.enabled and thinking.effort:
-            body["reasoning_effort"] = verbatim if verbatim == "xhigh" else thinking.effort
-        elif not thinking.enabled and verbatim == "none":
-            body["reasoning_effort"] = "none"
+        if deployment.api == API:
+            effort: str | None = wire_common.openai_effort(thinking)
+        else:  # litellm maps reasoning_effort per provider: only an effort, or the client's own none
+            effort = thinking.effort if thinking.enabled else ("none" if verbatim == "none" else None)
+        if verbatim == "xhigh" and thinking.enabled:
+            effort = verbatim
+        if effort is not None:
+            body["reasoning_effort"] = effort
     if request.user:
         body["user"] = request.user
     if request.stream:

@@ -22,13 +22,15 @@ Decisions worth knowing
   ``encrypted_content`` (the thinking signature): the thinking policy
   (:mod:`gateway.guards.thinking`) has already removed reasoning signed elsewhere; here a
   thinking part that is not Responses-signed or has no signature is left out as a last resort
-  (OpenAI could not verify it). Its text goes back as one ``summary_text`` part. Redacted
-  thinking (Anthropic's encrypted reasoning) has no slot and is left out alike. Reasoning item
-  ids are not sent: with ``store: false`` the ``encrypted_content`` is what OpenAI reads (Codex
-  CLI sends reasoning items without ``id`` the same way). Reasoning that ends an assistant turn
-  with no output after it (its calls were withheld) is not sent: OpenAI wants a reasoning item
-  followed by the item it led to ("Item 'rs_…' of type 'reasoning' was provided without its
-  required following item", continuedev/continue#8933).
+  (OpenAI could not verify it). Its text goes back as one ``summary_text`` part. Encrypted
+  reasoning without text that a Responses upstream made (a client's raw ``reasoning`` item with
+  an empty ``summary``) goes back as a ``reasoning`` item with its ``encrypted_content`` and no
+  summary; other redacted thinking (Anthropic's encrypted reasoning) has no slot and is left
+  out. Reasoning item ids are not sent: with ``store: false`` the ``encrypted_content`` is what
+  OpenAI reads (Codex CLI sends reasoning items without ``id`` the same way). Reasoning that
+  ends an assistant turn with no output after it (its calls were withheld) is not sent: OpenAI
+  wants a reasoning item followed by the item it led to ("Item 'rs_…' of type 'reasoning' was
+  provided without its required following item", continuedev/continue#8933).
 * Free-form tools (:attr:`gateway.schema.ToolDefinition.freeform`: a Responses client's
   ``custom`` tools) are sent natively as ``custom`` tools with their ``format`` and their own
   description (the emulation's grammar note removed); their calls in the history go back as
@@ -54,14 +56,17 @@ Decisions worth knowing
 * Structured output: ``response_format`` becomes ``text.format`` (``json_object``, or
   ``json_schema`` with ``name``, ``description``, ``schema``, ``strict``).
 * ``thinking.effort`` becomes ``reasoning.effort``; a budget alone becomes an effort
-  (< 4096 tokens ``low``, < 16384 ``medium``, else ``high``); with thinking on, ``reasoning.summary``
+  (< 4096 tokens ``low``, < 16384 ``medium``, else ``high``) and thinking off ``none``
+  (:func:`gateway.providers.wire_common.openai_effort`); with thinking on, ``reasoning.summary``
   is ``auto`` so the client sees the model's reasoning summary. Only for a reasoning model
-  (OpenAI refuses ``reasoning`` for the others); for another model the request's thinking
-  setting has no slot and is not sent, as for Chat Completions.
+  (OpenAI refuses ``reasoning`` for the others): toward another model the target layer has
+  already dropped the request's thinking and named it (:mod:`gateway.thinking_fit`), for both
+  OpenAI APIs alike.
 * ``stop`` sequences have no slot in the Responses API: a request with them is refused
   (:class:`CapabilityError` naming ``stop``) rather than answered without them. ``top_k`` has
-  none either and is not sent (as for Chat Completions). ``metadata`` entries with string values
-  go in ``metadata`` (at most 16, as OpenAI allows), except the gateway's own keys.
+  none either and is not sent (as for Chat Completions). ``metadata`` goes in ``metadata``, except
+  the gateway's own keys; a value that is not a string or more than 16 keys (OpenAI refuses
+  both) is refused by name (:class:`CapabilityError`), never trimmed.
 * Tool names are rewritten to ``^[a-zA-Z0-9_-]{1,64}$`` and call ids longer than 40 characters
   to 40, as for Chat Completions (:mod:`gateway.providers.openai_chat`), mapped back on the way in.
   A member of a client's ``namespace`` tool (flattened to ``<namespace>.<name>`` by the edge) is
@@ -90,6 +95,7 @@ from gateway.schema import (
     AudioPart,
     DocumentPart,
     ImagePart,
+    RedactedThinkingPart,
     Request,
     SystemMessage,
     TextPart,
@@ -237,7 +243,10 @@ def _assistant_items(
             flush()
             summary = [{"type": "summary_text", "text": p.text}] if p.text else []
             out.append({"type": "reasoning", "summary": summary, "encrypted_content": p.signature})
-        # RedactedThinkingPart: Anthropic's encrypted reasoning, no slot here
+        elif type(p) is RedactedThinkingPart and is_responses_signed(p.provenance):
+            flush()  # a reasoning item with encrypted content and no summary, as the client sent it
+            out.append({"type": "reasoning", "summary": [], "encrypted_content": p.data})
+        # any other RedactedThinkingPart (Anthropic's encrypted reasoning): no slot here
     flush()
     while len(out) > start and out[-1]["type"] == "reasoning":
         out.pop()  # reasoning goes with the output that followed it; alone it is not sent
@@ -328,18 +337,6 @@ def input_items(
     return ("\n\n".join(leading) if leading else None), items
 
 
-def _effort(request: Request) -> str | None:
-    thinking = request.thinking
-    if thinking is None or not thinking.enabled:
-        return None
-    if thinking.effort:
-        return thinking.effort
-    budget = thinking.budget_tokens
-    if budget is None:
-        return None
-    return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
-
-
 def _chat_effort(request: Request) -> str | None:
     """An OpenAI Chat client's ``reasoning_effort`` of ``none`` or ``xhigh`` as sent (kept in its
     ``request.native``: the schema reads them as thinking off and ``high``); the Responses API's
@@ -351,11 +348,28 @@ def _chat_effort(request: Request) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _metadata(request: Request) -> dict[str, str]:
+def _metadata(request: Request, deployment: Deployment) -> dict[str, str]:
+    """The client's ``metadata`` for a Responses upstream, less the gateway's own keys. Raises
+    :class:`CapabilityError` naming ``metadata.<key>`` for a value that is not a string, or
+    ``metadata`` for more than 16 keys (OpenAI's limits: it refuses both), rather than sending
+    part of it."""
     out: dict[str, str] = {}
     for key, value in request.metadata.items():
-        if isinstance(value, str) and not key.startswith(_OWN_METADATA) and len(out) < MAX_METADATA:
-            out[key] = value
+        if key.startswith(_OWN_METADATA):
+            continue
+        if not isinstance(value, str):
+            raise CapabilityError(
+                f"metadata.{key}: deployment {deployment.name!r} ({API}) takes only string metadata "
+                f"values, got {type(value).__name__}",
+                param=f"metadata.{key}",
+            )
+        out[key] = value
+    if len(out) > MAX_METADATA:
+        raise CapabilityError(
+            f"metadata: deployment {deployment.name!r} ({API}) takes at most {MAX_METADATA} keys, "
+            f"got {len(out)}",
+            param="metadata",
+        )
     return out
 
 
@@ -446,16 +460,17 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
                 fmt["strict"] = strict
             body["text"] = {"format": fmt}
     if is_reasoning_model(deployment):
-        effort = _effort(request)
-        verbatim = _chat_effort(request)
-        if effort is not None:
-            body["reasoning"] = {"effort": verbatim if verbatim == "xhigh" else effort, "summary": "auto"}
-        elif verbatim == "none" and request.thinking is not None and not request.thinking.enabled:
-            body["reasoning"] = {"effort": "none"}  # the API's own value: reasoning off
+        thinking = request.thinking
+        if thinking is not None:
+            verbatim = _chat_effort(request)
+            effort = wire_common.openai_effort(thinking)
+            body["reasoning"] = {"effort": verbatim if verbatim == "xhigh" and thinking.enabled else effort}
+            if thinking.enabled:
+                body["reasoning"]["summary"] = "auto"
         body["include"] = ["reasoning.encrypted_content"]
     if request.user:
         body["user"] = request.user
-    metadata = _metadata(request) if request.metadata else None
+    metadata = _metadata(request, deployment) if request.metadata else None
     if metadata:
         body["metadata"] = metadata
     if request.stream:

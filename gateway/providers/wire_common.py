@@ -12,7 +12,7 @@ import orjson
 from pydantic import ValidationError
 
 from gateway.errors import UpstreamProtocolError
-from gateway.schema import Response, ResponseFormat, ToolDefinition, freeform_note
+from gateway.schema import Response, ResponseFormat, ThinkingConfig, ToolDefinition, freeform_note
 
 _DATA_URI = re.compile(r"^data:([^;,]+)?((?:;[^;,]+)*);base64,(.*)$", re.DOTALL)
 
@@ -71,6 +71,23 @@ def native_description(tool: ToolDefinition) -> str | None:
             return None
         text = text.removesuffix("\n\n" + note)
     return text
+
+
+def openai_effort(thinking: ThinkingConfig) -> str:
+    """The OpenAI reasoning effort (Chat ``reasoning_effort``, Responses ``reasoning.effort``)
+    for a thinking request of another dialect: its effort; a budget alone (an Anthropic
+    ``budget_tokens``, a Gemini ``thinkingBudget``, in tokens) < 4096 ``low``, < 16384
+    ``medium``, else ``high``; no budget (Gemini's dynamic ``-1``) ``medium``, OpenAI's default;
+    thinking off (Anthropic ``disabled``, ``thinkingBudget: 0``) ``none``, the API's own value
+    for no reasoning (``openai.types.shared.ReasoningEffort``)."""
+    if not thinking.enabled:
+        return "none"
+    if thinking.effort:
+        return thinking.effort
+    budget = thinking.budget_tokens
+    if budget is None:
+        return "medium"
+    return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
 
 
 ERROR_PREFIX = "Error: "

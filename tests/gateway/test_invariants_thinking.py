@@ -69,7 +69,7 @@ def test_C16_signed_thinking_goes_back_byte_identical_to_the_model_that_signed_i
 
 def test_C16_signature_of_model_A_never_reaches_model_B_and_thinking_is_disabled() -> None:
     request = c16_turn2()
-    out, repairs = apply_thinking_policy(request, MODEL_B, STRIP)
+    out, repairs = apply_thinking_policy(request, MODEL_B, STRIP, leading_thinking=True)
     assert "SIG_A_opaque" not in out.model_dump_json()
     assert [type(p).__name__ for p in out.messages[1].content] == ["ToolCallPart"]  # type: ignore[union-attr]
     assert out.thinking is not None and out.thinking.enabled is False
@@ -95,7 +95,7 @@ def test_text_policy_turns_thinking_into_tagged_text_and_drops_redacted() -> Non
         update={"content": [RedactedThinkingPart(data="ENC", provenance=MODEL_A), *msg.content]}
     )
     request = request.model_copy(update={"messages": [request.messages[0], msg2, request.messages[2]]})
-    out, repairs = apply_thinking_policy(request, MODEL_B, TEXT)
+    out, repairs = apply_thinking_policy(request, MODEL_B, TEXT, leading_thinking=True)
     content = out.messages[1].content  # type: ignore[union-attr]
     assert content[0] == TextPart(text="<thinking>Need the price tool.</thinking>")
     assert isinstance(content[1], ToolCallPart)
@@ -194,3 +194,16 @@ def test_leading_rule_ignores_requests_without_thinking() -> None:
     request = _without_thinking(c16_turn2()).model_copy(update={"thinking": None})
     out, repairs = apply_thinking_policy(request, MODEL_A, STRIP, leading_thinking=True)
     assert out is request and repairs == []
+
+
+OPENAI = Provenance(api="openai_responses", provider="openai", model="gpt-5")
+
+
+def test_stripped_thinking_in_a_tool_round_keeps_thinking_on_for_a_target_without_the_leading_rule() -> None:
+    """OpenAI has no rule that a tool round starts with signed thinking: the client's reasoning
+    request stands although the foreign thinking was removed."""
+    request = c16_turn2()
+    out, repairs = apply_thinking_policy(request, OPENAI, STRIP)
+    assert out.thinking is not None and out.thinking.enabled
+    assert [r.code for r in repairs] == ["foreign_thinking_stripped"]
+    assert [type(p).__name__ for p in out.messages[1].content] == ["ToolCallPart"]  # type: ignore[union-attr]

@@ -105,3 +105,33 @@ def test_a_gemini_clients_sampling_settings_are_named_as_it_sent_them(
     body = _sent(upstream)
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert "temperature" not in body and "top_k" not in body
+
+
+SCHEMA: Any = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+
+
+def test_structured_output_that_cannot_be_forced_with_thinking_on_is_named(
+    upstream: UpstreamStandin, oai: openai.OpenAI, ant: Any
+) -> None:
+    """An older Claude (no native structured output) gets the output tool, which it cannot be
+    forced to use with thinking on: the client is told (bt14 finding 12)."""
+    upstream.script(replay(text_answer("anthropic_messages", "ok", stream=False)))
+    raw = oai.chat.completions.with_raw_response.create(
+        model=CLAUDE,
+        messages=[{"role": "user", "content": "hi"}],
+        reasoning_effort="low",
+        max_completion_tokens=5000,
+        response_format={"type": "json_schema", "json_schema": {"name": "r", "schema": SCHEMA}},
+    )
+    assert raw.headers["x-turnstile-dropped"] == "response_format"
+    assert _sent(upstream)["tool_choice"] == {"type": "auto"}
+    upstream.reset()
+    upstream.script(replay(text_answer("anthropic_messages", "ok", stream=False)))
+    araw = ant.messages.with_raw_response.create(
+        model=CLAUDE,
+        max_tokens=5000,
+        messages=[{"role": "user", "content": "hi"}],
+        thinking={"type": "enabled", "budget_tokens": 2000},
+        output_config={"format": {"type": "json_schema", "schema": SCHEMA}},
+    )
+    assert araw.headers["x-turnstile-dropped"] == "output_config.format"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
 from standins.tool_answers import text_answer
@@ -218,7 +219,7 @@ def test_an_openai_reasoning_effort_the_schema_reads_coarser_reaches_openai_as_s
     effort: str, upstream: UpstreamStandin, oai: openai.OpenAI
 ) -> None:
     upstream.script(replay(text_answer("openai_chat", "hi", stream=False)))
-    oai.chat.completions.create(model="oa", messages=USER, reasoning_effort=effort)  # type: ignore[arg-type]
+    oai.chat.completions.create(model="some-oai-model", messages=USER, reasoning_effort=effort)  # type: ignore[arg-type]
     (got,) = upstream.requests()
     assert got.body["reasoning_effort"] == effort
 
@@ -293,3 +294,12 @@ def test_a_system_messages_per_turn_output_config_toward_openai_is_dropped_and_n
     assert "output_config" not in json.dumps(got.body)
     notes = _dropped_notes(db_path, raw.headers["x-turnstile-request-id"])
     assert [n["field"] for n in notes] == ["messages[1].output_config"]
+
+
+def test_count_tokens_refuses_a_same_wire_field_another_wire_api_cannot_take_as_messages_does(
+    gateway_url: str,
+) -> None:
+    body = {"model": "oa", "messages": [{"role": "user", "content": "hi"}], "container": "cntr_1"}
+    r = httpx.post(f"{gateway_url}/v1/messages/count_tokens", json=body, timeout=10)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["message"].startswith("container:")

@@ -142,10 +142,11 @@ def test_a_vendor_key_on_a_message_reaches_openai_chat_on_that_message(
 def test_a_vendor_key_on_a_message_toward_another_api_is_refused_by_name(
     target: str, upstream: UpstreamStandin, oai: openai.OpenAI
 ) -> None:
+    turn = [PREFIX_TURN[0], {"role": "assistant", "content": "Autumn", "x_rank": 2}, PREFIX_TURN[0]]
     with pytest.raises(openai.BadRequestError) as exc:
-        oai.chat.completions.create(model=target, messages=PREFIX_TURN)  # type: ignore[arg-type]
-    assert exc.value.body["param"] == "messages[1].prefix"  # type: ignore[index]
-    assert upstream.requests() == []
+        oai.chat.completions.create(model=target, messages=turn)  # type: ignore[arg-type]
+    assert exc.value.body["param"] == "messages[1].x_rank"  # type: ignore[index]
+    assert upstream.requests() == []  # (a prefix: true prefill: tests/wire/test_prefill_wire.py)
 
 
 TOOL_EXTRAS = [{"type": "function", "function": FN, "eager_input_streaming": True, "x_rank": 2}]

@@ -672,7 +672,8 @@ def test_codex_code_mode_recorded_turns_run_their_tool_loop_on_every_upstream_ap
         assert dropped == f"{CODEX_DROPPED},parallel_tool_calls"
         assert "client_metadata" not in json.dumps(sent)
     elif api == "openai_chat":  # the fields Chat shares are translated (prompt_cache_key, verbosity)
-        assert dropped == "client_metadata,reasoning.context"
+        # gpt-4o-mini has no reasoning: Codex's reasoning.effort is named, as toward Responses
+        assert dropped == "client_metadata,reasoning.context,reasoning.effort"
         assert "client_metadata" not in json.dumps(sent)
         assert sent["prompt_cache_key"] and sent["verbosity"] == "low"
     else:

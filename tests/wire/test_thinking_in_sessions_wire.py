@@ -59,10 +59,12 @@ def test_a_gemini_thought_in_the_session_log_never_reaches_claude(
 def test_an_openai_reasoning_item_of_a_stored_chain_never_reaches_claude(
     upstream: UpstreamStandin, oai: openai.OpenAI
 ) -> None:
-    upstream.script(_answer("openai_responses"), _answer("anthropic_messages"))
+    # the first turn goes to Claude too: a Responses upstream is sent the raw reasoning item as
+    # the client sent it, and the stand-in (as OpenAI) cannot verify content it did not issue
+    upstream.script(_answer("anthropic_messages"), _answer("anthropic_messages"))
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "OPENAI_ENC"}
     first = oai.responses.create(
-        model=MATRIX["openai_responses"][0],
+        model=MATRIX["anthropic_messages"][0],
         input=[
             {"role": "user", "content": "q"},
             reasoning,
@@ -74,5 +76,5 @@ def test_an_openai_reasoning_item_of_a_stored_chain_never_reaches_claude(
         model=MATRIX["anthropic_messages"][0], input="next", previous_response_id=first.id
     )
     assert raw.headers["x-turnstile-dropped"] == "thinking"
-    _, got = upstream.requests()
-    assert "OPENAI_ENC" not in json.dumps(got.body)
+    for got in upstream.requests():
+        assert "OPENAI_ENC" not in json.dumps(got.body)

@@ -622,3 +622,11 @@ def test_every_message_made_of_one_client_message_carries_its_own_keys() -> None
     )
     result, user = req.messages[2:]
     assert result.own == user.own == OwnKeys(api="anthropic_messages", keys={"future_key": 1})
+
+
+@pytest.mark.parametrize("key", ["betas", "workspace_id", "user_profile_id"])
+def test_an_sdk_header_parameter_in_the_body_is_refused_by_name(key: str) -> None:
+    body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}], key: ["x"]}
+    with pytest.raises(InvalidRequest) as err:
+        anthropic_messages.parse_request(orjson.dumps(body))
+    assert err.value.param == key and "header" in str(err.value)

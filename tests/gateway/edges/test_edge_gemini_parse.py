@@ -488,3 +488,41 @@ def test_streamed_thought_parts_are_one_thinking_part_ended_by_its_signature() -
         ThinkingPart(text="c", provenance=gemini.NATIVE),  # unsigned: back to a Gemini upstream
         TextPart(text="answer"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        (
+            {"generationConfig": {"temperature": 0.1}, "generation_config": {"temperature": 0.9}},
+            "generation_config",
+        ),
+        (
+            {"generationConfig": {"maxOutputTokens": 5, "max_output_tokens": 9}},
+            "generationConfig.max_output_tokens",
+        ),
+        (
+            {"generationConfig": {"thinkingConfig": {"thinkingBudget": 0, "thinking_budget": 9}}},
+            "generationConfig.thinkingConfig.thinking_budget",
+        ),
+        (
+            {"toolConfig": {"functionCallingConfig": {}, "function_calling_config": {}}},
+            "toolConfig.function_calling_config",
+        ),
+    ],
+)
+def test_one_field_in_both_spellings_is_refused_naming_both(body: dict[str, Any], param: str) -> None:
+    with pytest.raises(InvalidRequest) as err:
+        parse({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], **body})
+    assert err.value.param == param
+    assert "two spellings" in str(err.value)
+
+
+def test_snake_case_alone_is_read_as_camel_case() -> None:
+    req = parse(
+        {
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "generation_config": {"max_output_tokens": 7},
+        }
+    )
+    assert req.max_output_tokens == 7

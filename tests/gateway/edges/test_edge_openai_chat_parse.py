@@ -506,3 +506,11 @@ def test_n_above_one_is_refused_by_name_with_the_reason() -> None:
     assert exc.value.param == "n"
     assert "a turn is one answer" in str(exc.value)
     assert parse({"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": 1}).messages
+
+
+def test_stream_obfuscation_asked_for_is_refused_by_name_as_on_the_responses_edge() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    with pytest.raises(InvalidRequest) as err:
+        parse({**body, "stream_options": {"include_obfuscation": True}})
+    assert err.value.param == "stream_options.include_obfuscation"
+    parse({**body, "stream_options": {"include_obfuscation": False}})

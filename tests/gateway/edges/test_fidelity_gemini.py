@@ -209,7 +209,10 @@ def test_values_that_ask_for_nothing_are_accepted() -> None:
     contents = [
         {"role": "user", "parts": [{"text": "go"}]},
         {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}, "willContinue": False}}]},
-        {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"output": "ok"}}}]},
+        {
+            "role": "user",
+            "parts": [{"functionResponse": {"name": "f", "response": {"output": "ok"}, "scheduling": None}}],
+        },
     ]
     req = _parse(
         contents=contents,

@@ -254,6 +254,20 @@ def test_c19_results_returned_out_of_order_are_sent_in_call_order_paired_by_id()
     }
 
 
+def test_a_results_text_parts_are_joined_by_a_newline_as_toward_openai() -> None:
+    req = Request(
+        model="m",
+        tools=[ToolDefinition(name="f", parameters={"type": "object"})],
+        messages=[
+            UserMessage(content=[TextPart(text="go")]),
+            AssistantMessage(content=[ToolCallPart(id="c1", name="f")]),
+            ToolResultMessage(tool_call_id="c1", content=[TextPart(text="A"), TextPart(text="B")]),
+        ],
+    )
+    (part,) = body_of(req)["contents"][2]["parts"]
+    assert part["functionResponse"]["response"] == {"output": "A\nB"}
+
+
 def test_error_result_uses_error_key_and_images_follow_the_responses() -> None:
     req = Request(
         model="m",

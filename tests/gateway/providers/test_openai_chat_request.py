@@ -361,10 +361,10 @@ def test_the_clients_own_fields_are_merged_verbatim() -> None:
     [
         (ThinkingConfig(effort="high"), "xhigh", "xhigh"),
         (ThinkingConfig(enabled=False), "none", "none"),
-        (ThinkingConfig(enabled=False, effort="high"), "xhigh", None),  # the thinking policy turned it off
+        (ThinkingConfig(enabled=False, effort="high"), "xhigh", "none"),  # thinking off: OpenAI's own value
     ],
 )
-def test_the_clients_own_reasoning_effort_is_sent_as_sent_unless_thinking_was_turned_off(
+def test_the_clients_own_reasoning_effort_is_sent_as_sent_and_thinking_off_is_none(
     thinking: ThinkingConfig, effort: str, sent: str | None
 ) -> None:
     native = NativeFields(api="openai_chat", fields={"reasoning_effort": effort})
@@ -376,10 +376,10 @@ def test_the_clients_own_reasoning_effort_is_sent_as_sent_unless_thinking_was_tu
     [
         (ThinkingConfig(effort="high"), "xhigh", "xhigh"),
         (ThinkingConfig(enabled=False), "none", "none"),
-        (ThinkingConfig(enabled=False, effort="high"), "xhigh", None),  # the thinking policy turned it off
+        (ThinkingConfig(enabled=False, effort="high"), "xhigh", "none"),  # thinking off: OpenAI's own value
     ],
 )
-def test_a_responses_clients_own_reasoning_effort_is_sent_as_sent_unless_thinking_was_turned_off(
+def test_a_responses_clients_own_reasoning_effort_is_sent_as_sent_and_thinking_off_is_none(
     thinking: ThinkingConfig, effort: str, sent: str | None
 ) -> None:
     native = NativeFields(api="openai_responses", fields={"reasoning": {"effort": effort}})
@@ -417,3 +417,19 @@ def test_a_failed_tool_results_text_starts_with_error_since_chat_has_no_error_fl
     )
     results = [m["content"] for m in body_of(req)["messages"] if m["role"] == "tool"]
     assert results == ["Error: no such file", "Error: already said", "fine"]
+
+
+@pytest.mark.parametrize(
+    ("thinking", "sent"),
+    [
+        (ThinkingConfig(budget_tokens=1500), "low"),
+        (ThinkingConfig(budget_tokens=5000), "medium"),
+        (ThinkingConfig(budget_tokens=20000), "high"),
+        (ThinkingConfig(), "medium"),  # Gemini's dynamic budget, Anthropic adaptive: OpenAI's default
+        (ThinkingConfig(enabled=False), "none"),  # Anthropic disabled, thinkingBudget 0
+    ],
+)
+def test_a_thinking_budget_or_thinking_off_of_another_dialect_becomes_reasoning_effort(
+    thinking: ThinkingConfig, sent: str
+) -> None:
+    assert body_of(_with_native(None, thinking)).get("reasoning_effort") == sent

@@ -174,9 +174,11 @@ def test_reasoning_with_nothing_after_it_in_its_turn_is_not_sent() -> None:
         ),
         ThinkingPart(text="t", signature=None, provenance=SIGNED),
         ThinkingPart(text="t", signature="sig", provenance=None),
-        RedactedThinkingPart(data="opaque", provenance=SIGNED),
+        RedactedThinkingPart(
+            data="opaque", provenance=Provenance(api="anthropic_messages", provider="anthropic")
+        ),
     ],
-    ids=["anthropic-signed", "unsigned", "unknown-signer", "redacted"],
+    ids=["anthropic-signed", "unsigned", "unknown-signer", "anthropic-redacted"],
 )
 def test_reasoning_not_made_by_a_responses_upstream_is_never_sent(part: Any) -> None:
     msg = AssistantMessage(content=[part, TextPart(text="ok")])
@@ -246,8 +248,9 @@ def test_thinking_becomes_reasoning_effort_with_summaries(thinking: ThinkingConf
     assert _body(_req(_user("q"), thinking=thinking))["reasoning"] == {"effort": effort, "summary": "auto"}
 
 
-def test_disabled_thinking_sends_no_reasoning() -> None:
-    assert "reasoning" not in _body(_req(_user("q"), thinking=ThinkingConfig(enabled=False, effort="high")))
+def test_disabled_thinking_sends_reasoning_effort_none_without_summaries() -> None:
+    body = _body(_req(_user("q"), thinking=ThinkingConfig(enabled=False, effort="high")))
+    assert body["reasoning"] == {"effort": "none"}
 
 
 def test_sampling_budget_user_and_metadata() -> None:
@@ -258,7 +261,7 @@ def test_sampling_budget_user_and_metadata() -> None:
             temperature=0.2,
             top_p=0.9,
             user="u-1",
-            metadata={"trace": "abc", "n": 3, "turnstile_session": "s", "_turnstile_retried": True},
+            metadata={"trace": "abc", "turnstile_session": "s", "_turnstile_retried": True},
         )
     )
     assert (body["max_output_tokens"], body["temperature"], body["top_p"], body["user"]) == (
@@ -492,3 +495,29 @@ def test_a_failed_tool_results_output_starts_with_error_since_responses_has_no_e
     )
     (output,) = [i for i in _body(req)["input"] if i.get("type") == "function_call_output"]
     assert output["output"] == "Error:"
+
+
+def test_encrypted_reasoning_without_text_made_by_a_responses_upstream_goes_back_as_a_reasoning_item() -> (
+    None
+):
+    history = AssistantMessage(
+        content=[RedactedThinkingPart(data="gAAAA-enc", provenance=SIGNED), TextPart(text="a")]
+    )
+    body = _body(_req(_user("q"), history, _user("more")))
+    assert body["input"][1] == {"type": "reasoning", "summary": [], "encrypted_content": "gAAAA-enc"}
+
+
+@pytest.mark.parametrize(
+    ("metadata", "param"),
+    [
+        ({"a": {"b": 1}, "s": "ok"}, "metadata.a"),
+        ({"n": 5}, "metadata.n"),
+        ({f"k{i}": "v" for i in range(20)}, "metadata"),
+    ],
+)
+def test_metadata_a_responses_upstream_cannot_take_is_refused_by_name_not_trimmed(
+    metadata: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(CapabilityError) as err:
+        _body(_req(_user("q"), metadata=metadata))
+    assert err.value.param == param and "openai_responses" in str(err.value)
