@@ -241,7 +241,8 @@ ANTHROPIC_MESSAGES: dict[str, Rule] = {
         CARRIED,
         "as sent (`adaptive`, `between_tools`, `display`, `block_binding`, `budget_tokens` verbatim; "
         "a key the SDK types do not define refused by name)",
-        "OpenAI `reasoning_effort` / `reasoning.effort` (a budget as an effort, `disabled` as `none`: "
+        "OpenAI `reasoning_effort` / `reasoning.effort` (a budget as an effort, `disabled` as `none`, "
+        "or the least effort a model without `none` takes: gpt-5 `minimal`, o-series `low`; "
         "the nested table), Gemini `thinkingConfig`; `thinking.display` and "
         "`thinking.block_binding`: " + _DROPPED,
     ),

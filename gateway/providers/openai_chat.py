@@ -526,7 +526,7 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
     if thinking is not None and deployment.supports_thinking:
         verbatim = own.get("reasoning_effort") if own else _responses_effort(request)
         if deployment.api == API:
-            effort: str | None = wire_common.openai_effort(thinking)
+            effort: str | None = wire_common.openai_effort(thinking, deployment.model)
         else:  # litellm maps reasoning_effort per provider: only an effort, or the client's own none
             effort = thinking.effort if thinking.enabled else ("none" if verbatim == "none" else None)
         if verbatim == "xhigh" and thinking.enabled:

@@ -463,7 +463,7 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         thinking = request.thinking
         if thinking is not None:
             verbatim = _chat_effort(request)
-            effort = wire_common.openai_effort(thinking)
+            effort = wire_common.openai_effort(thinking, deployment.model)
             body["reasoning"] = {"effort": verbatim if verbatim == "xhigh" and thinking.enabled else effort}
             if thinking.enabled:
                 body["reasoning"]["summary"] = "auto"

@@ -73,15 +73,25 @@ def native_description(tool: ToolDefinition) -> str | None:
     return text
 
 
-def openai_effort(thinking: ThinkingConfig) -> str:
+_NO_NONE_EFFORT = re.compile(r"^(?:.*/)?(?:(o\d)|(gpt-5)(?:-[a-z]|$))")
+"""OpenAI reasoning models that take no ``none`` effort: the o-series (``low`` at least) and the
+first gpt-5 family (``gpt-5``, ``gpt-5-mini``, ``gpt-5-nano``, ``gpt-5-codex``: ``minimal`` at
+least); ``none`` came with gpt-5.1 (OpenAI's reasoning guide, "Reasoning effort")."""
+
+
+def openai_effort(thinking: ThinkingConfig, model: str = "") -> str:
     """The OpenAI reasoning effort (Chat ``reasoning_effort``, Responses ``reasoning.effort``)
     for a thinking request of another dialect: its effort; a budget alone (an Anthropic
     ``budget_tokens``, a Gemini ``thinkingBudget``, in tokens) < 4096 ``low``, < 16384
     ``medium``, else ``high``; no budget (Gemini's dynamic ``-1``) ``medium``, OpenAI's default;
     thinking off (Anthropic ``disabled``, ``thinkingBudget: 0``) ``none``, the API's own value
-    for no reasoning (``openai.types.shared.ReasoningEffort``)."""
+    for no reasoning (``openai.types.shared.ReasoningEffort``) — or, for a ``model`` that has no
+    ``none`` (:data:`_NO_NONE_EFFORT`), its least: ``minimal`` (gpt-5) or ``low`` (o-series)."""
     if not thinking.enabled:
-        return "none"
+        found = _NO_NONE_EFFORT.match(model.lower())
+        if found is None:
+            return "none"
+        return "low" if found.group(1) else "minimal"
     if thinking.effort:
         return thinking.effort
     budget = thinking.budget_tokens

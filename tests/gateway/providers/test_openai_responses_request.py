@@ -248,9 +248,11 @@ def test_thinking_becomes_reasoning_effort_with_summaries(thinking: ThinkingConf
     assert _body(_req(_user("q"), thinking=thinking))["reasoning"] == {"effort": effort, "summary": "auto"}
 
 
-def test_disabled_thinking_sends_reasoning_effort_none_without_summaries() -> None:
-    body = _body(_req(_user("q"), thinking=ThinkingConfig(enabled=False, effort="high")))
-    assert body["reasoning"] == {"effort": "none"}
+def test_disabled_thinking_sends_the_least_reasoning_effort_without_summaries() -> None:
+    off = _req(_user("q"), thinking=ThinkingConfig(enabled=False, effort="high"))
+    assert _body(off)["reasoning"] == {"effort": "minimal"}  # gpt-5 takes no "none"
+    newer = DEP.model_copy(update={"model": "gpt-5.1"})
+    assert _body(off, newer)["reasoning"] == {"effort": "none"}
 
 
 def test_sampling_budget_user_and_metadata() -> None:
