@@ -52,8 +52,10 @@ OPENAI_RESPONSES: dict[str, Rule] = {
     "tools": Rule(
         TRANSLATED,
         "`function` tools as sent (`strict: false` unless asked); `custom` tools natively with their "
-        "`format`; `namespace` members flattened to `<namespace>.<name>`; `mcp` naming a registered "
-        "server -> the gateway's own tool loop (never sent upstream); hosted tools refused by name",
+        "`format`; `namespace` members flattened to `<namespace>.<name>` (sent as `<namespace>__<name>` "
+        "to OpenAI and Anthropic, whose tool names refuse the dot; the calls mapped back); "
+        "`mcp` naming a registered server -> the gateway's own tool loop (never sent upstream); "
+        "hosted tools refused by name",
         "function tools (`custom` tools as a function with one string argument `input`, the grammar in "
         "the description)",
     ),
