@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from routers.lexical_fit import MIN_ROWS, fit_lexical
+
 #: A family gets an expert when it has at least this many training rows with both labels.
 MIN_FAMILY_ROWS = 20
 
@@ -113,12 +115,10 @@ def fit_families(
     keep: int,
     seed: int = 0,
 ) -> FamilyTable:
-    """Experts (:func:`routers.fitting.fit_lexical` with ``c_family`` and ``keep`` on each
+    """Experts (:func:`routers.lexical_fit.fit_lexical` with ``c_family`` and ``keep`` on each
     family's rows; families with fewer than :data:`MIN_FAMILY_ROWS` rows or one label get
     none) and the gate (multinomial, L2 ``c_gate``, balanced classes, the ``keep`` terms of
     largest coefficient magnitude over the classes, terms in at least two rows)."""
-    from routers.fitting import MIN_ROWS, fit_lexical
-
     names: list[str] = []
     experts: list[tuple[float, dict[str, float]]] = []
     for g in sorted(set(groups.tolist())):
