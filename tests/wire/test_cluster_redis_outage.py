@@ -143,9 +143,13 @@ def _ledger(url: str, key_id: str) -> float:
     return sum(r["cost_usd"] for r in got.json()["data"] if r["group"] == key_id)
 
 
-def _counter(own: OwnRedis, prefix: str, key_id: str) -> float:
+def _counter(own: OwnRedis, prefix: str, key_id: str) -> float | None:
+    """The key's total-budget counter in USD; None while no instance has re-seeded it yet."""
     client = own.client()
-    [key] = list(client.scan_iter(match=f"{prefix}b:key:{key_id}:total:*"))
+    keys = list(client.scan_iter(match=f"{prefix}b:key:{key_id}:total:*"))
+    if not keys:
+        return None
+    [key] = keys
     return int(client.hget(key, "s") or 0) / 1e9
 
 
@@ -206,9 +210,10 @@ def test_redis_killed_fails_open_when_configured_and_charges_the_outage_once(
             for proc in group.instances:  # each sends its kept settles before its next admission
                 assert _ask(proc.url, secret).status_code == 200
             spent = _ledger(group.url, key_id)
-            if _counter(own, prefix, key_id) == pytest.approx(spent, abs=1e-6):
+            counted = _counter(own, prefix, key_id)
+            if counted is not None and counted == pytest.approx(spent, abs=1e-6):
                 break  # charged once: a double charge (or a lost one) never converges
-            assert time.monotonic() - start < 5, (_counter(own, prefix, key_id), spent)
+            assert time.monotonic() - start < 15, (counted, spent)  # generous on a loaded machine
     finally:
         group.stop()
         if own.proc is None or own.proc.poll() is not None:
