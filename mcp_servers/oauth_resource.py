@@ -88,6 +88,14 @@ def metadata_url(resource: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{path}"
 
 
+def _header_text(text: str, limit: int = 200) -> str:
+    """``text`` as an ``error_description`` may carry (RFC 6750 section 3: printable ASCII
+    without ``"`` and ``\\``): other characters as ``?``, at most ``limit`` characters — the
+    description can quote a token's own header values (its ``kid``)."""
+    kept = "".join(c if " " <= c <= "~" and c not in '"\\' else "?" for c in text[:limit])
+    return kept + ("..." if len(text) > limit else "")
+
+
 def challenge(resource: str, refused: BearerRefused | None = None) -> str:
     """The ``WWW-Authenticate`` value of a 401/403 on ``/mcp``: ``Bearer`` with
     ``resource_metadata`` and, for a refused token, ``error``, ``error_description`` and
@@ -95,7 +103,7 @@ def challenge(resource: str, refused: BearerRefused | None = None) -> str:
     parts = [f'resource_metadata="{metadata_url(resource)}"']
     if refused is not None and refused.error:
         parts.insert(0, f'error="{refused.error}"')
-        parts.insert(1, 'error_description="' + refused.description.replace('"', "'") + '"')
+        parts.insert(1, f'error_description="{_header_text(refused.description)}"')
         if refused.scope:
             parts.append(f'scope="{refused.scope}"')
     return "Bearer " + ", ".join(parts)

@@ -174,7 +174,15 @@ def test_a_token_with_every_scope_sees_every_server(gw: dict[str, Any], issuer: 
 
 @pytest.mark.parametrize(
     "case",
-    ["wrong audience", "expired", "other issuer", "unknown key", "forged signature", "not a token"],
+    [
+        "wrong audience",
+        "expired",
+        "other issuer",
+        "unknown key",
+        "unknown key named outside ASCII",
+        "forged signature",
+        "not a token",
+    ],
 )
 def test_bad_tokens_are_refused_with_invalid_token(gw: dict[str, Any], issuer: Issuer, case: str) -> None:
     other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -184,6 +192,10 @@ def test_bad_tokens_are_refused_with_invalid_token(gw: dict[str, Any], issuer: I
         "expired": lambda: issuer.mint(aud=aud, scope="mcp:all", ttl_s=-120),
         "other issuer": lambda: issuer.mint(aud=aud, scope="mcp:all", issuer="http://evil.example"),
         "unknown key": lambda: issuer.mint(aud=aud, scope="mcp:all", kid="nope", key=other_key),
+        # echoed in error_description: a header carries printable ASCII only (was a 500)
+        "unknown key named outside ASCII": lambda: issuer.mint(
+            aud=aud, scope="mcp:all", kid="\u2603" + "k" * 5000, key=other_key
+        ),
         "forged signature": lambda: issuer.mint(aud=aud, scope="mcp:all", key=other_key),
         "not a token": lambda: "a.b.c",
     }[case]()
@@ -191,6 +203,7 @@ def test_bad_tokens_are_refused_with_invalid_token(gw: dict[str, Any], issuer: I
     assert refused.status_code == 401, refused.text
     assert 'error="invalid_token"' in refused.headers["www-authenticate"]
     assert "resource_metadata=" in refused.headers["www-authenticate"]
+    assert len(refused.headers["www-authenticate"]) < 1000
 
 
 def test_a_token_without_a_configured_scope_is_refused_403_insufficient_scope(
