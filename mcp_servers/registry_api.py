@@ -18,9 +18,11 @@ official": {"status": "active", "publishedAt", "updatedAt", "isLatest": true},
 "io.turnstile/gateway": {"id", "state", "tools"}}}``. ``server`` is the ``server.json`` the
 server was added from (:mod:`mcp_servers.official`), else one made from the registration:
 ``name`` ``<mcp.registry_namespace>/<id>``, the version its upstream reports (``0.0.0`` before
-it answered), its description. Either way ``remotes`` adds this gateway's ``/mcp``, where the
-server's tools are reached as ``<id>__<tool>``; nothing of the upstream's own transport (a
-command, a URL, a credential's variable) is shown unless the ``server.json`` published it.
+it answered), its description. Either way ``remotes`` is this gateway's ``/mcp`` alone, where
+the server's tools are reached as ``<id>__<tool>``: the upstream's own ``remotes`` and
+``packages`` are left out (a client that followed them would go around the gateway's access
+checks, trust tiers and guardrails), and nothing of its transport (a command, a URL, a
+credential's variable) is shown. ``_meta`` lists only the tools the caller may see.
 
 Callers are admitted as on ``/mcp`` and ``/v1/mcp/tools`` (a JWT of the configured issuer with
 ``mcp.authorization`` on, a virtual key, an ``mcp.clients`` key): each sees only the servers it
@@ -64,13 +66,14 @@ def _rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def entry(registry: McpRegistry, sid: str, mcp_url: str) -> dict[str, Any]:
-    """The ``ServerResponse`` of registered server ``sid`` (see the module docstring)."""
+def entry(registry: McpRegistry, sid: str, mcp_url: str, visible: Visibility | None = None) -> dict[str, Any]:
+    """The ``ServerResponse`` of registered server ``sid`` (see the module docstring), its tools
+    those ``visible`` allows (all with None)."""
     spec = registry.spec(sid)
     assert spec is not None
     status = registry.server_status(sid)
     if spec.server_json is not None:
-        server = {k: v for k, v in spec.server_json.items()}
+        server = {k: v for k, v in spec.server_json.items() if k not in ("remotes", "packages")}
     else:
         up = registry.upstream(sid)
         info = getattr(up, "server_info", None)
@@ -85,9 +88,13 @@ def entry(registry: McpRegistry, sid: str, mcp_url: str) -> dict[str, Any]:
             ],
             "version": version,
         }
-    server["remotes"] = [*(server.get("remotes") or []), {"type": "streamable-http", "url": mcp_url}]
+    server["remotes"] = [{"type": "streamable-http", "url": mcp_url}]
     registered, changed = registry.times(sid) or (0.0, 0.0)
-    tools = sorted(t.exposed for t in registry.tools() if t.server == sid)
+    tools = sorted(
+        t.exposed
+        for t in registry.tools()
+        if t.server == sid and (visible is None or visible.allows(t.exposed))
+    )
     return {
         "server": server,
         "_meta": {
@@ -109,7 +116,11 @@ def _visible(registry: McpRegistry, visible: Visibility, sid: str) -> bool:
 
 def entries(registry: McpRegistry, visible: Visibility, mcp_url: str) -> list[dict[str, Any]]:
     """Every server ``visible`` may see, as ``ServerResponse`` entries in name order."""
-    out = [entry(registry, sid, mcp_url) for sid in registry.server_ids() if _visible(registry, visible, sid)]
+    out = [
+        entry(registry, sid, mcp_url, visible)
+        for sid in registry.server_ids()
+        if _visible(registry, visible, sid)
+    ]
     return sorted(out, key=lambda e: e["server"]["name"])
 
 

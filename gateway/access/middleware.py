@@ -33,7 +33,7 @@ from gateway.errors import AuthenticationRequired, TurnstileError
 from gateway.sessions.owners import STATE_ADMIN, STATE_PRINCIPAL
 from mcp_servers.clients import is_admin_key, presented_keys
 
-EXEMPT = ("/health", "/admin/", "/mcp", "/sse", "/messages/", "/ui", "/.well-known/")
+EXEMPT = ("/health", "/admin/", "/mcp", "/sse", "/messages/", "/ui", "/.well-known/", "/v0.1/")
 """Path prefixes :class:`KeyCheck` leaves to their own checks."""
 
 

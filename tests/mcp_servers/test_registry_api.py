@@ -173,7 +173,9 @@ async def test_an_entry_carries_the_registry_metadata_and_the_gateways_remote(re
     (entry,) = body["servers"]
     official = entry["_meta"]["io.modelcontextprotocol.registry/official"]
     assert official["status"] == "active" and official["isLatest"] is True
-    assert entry["server"]["packages"] == WEATHER["packages"] and entry["server"]["version"] == "1.4.2"
+    assert entry["server"]["version"] == "1.4.2"
+    # the gateway's /mcp alone: the upstream's packages and remotes would lead around the gateway
+    assert "packages" not in entry["server"]
     assert entry["server"]["remotes"] == [{"type": "streamable-http", "url": "http://gw.test/mcp"}]
     assert entry["_meta"]["io.turnstile/gateway"] == {
         "id": "weather",
@@ -236,6 +238,15 @@ async def test_a_caller_sees_only_the_servers_its_key_may_see(
         )
     assert [e["server"]["name"] for e in seen["servers"]] == ["io.github.acme/weather"]
     assert hidden.status_code == 404
+
+
+async def test_an_entry_lists_only_the_tools_the_caller_may_see(registry: McpRegistry) -> None:
+    async def no_ping(headers: Any) -> Visibility | None:
+        return Visibility("k1", ("weather__other",))
+
+    async with _client(registry, keys=no_ping) as client:
+        seen = (await client.get("/v0.1/servers", params={"search": "WEATHER"})).json()
+    assert [e["_meta"]["io.turnstile/gateway"]["tools"] for e in seen["servers"]] in ([], [[]])
 
 
 def test_the_running_gateway_serves_its_registered_servers_on_v0_1(gw: Any) -> None:
