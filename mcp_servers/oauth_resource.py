@@ -124,6 +124,8 @@ class OAuthResource:
         self.clock = clock
         self._keys: dict[str, jwt.PyJWK] = {}
         self._fetched_at: float | None = None
+        self._tried_at: float | None = None  # the last fetch attempt, answered or not
+        self._jwks_uri: str | None = None  # discovered once
         self._lock = anyio.Lock()
 
     def metadata(self, resource: str) -> dict[str, Any]:
@@ -145,6 +147,11 @@ class OAuthResource:
     async def _jwks_url(self) -> str:
         if self.config.jwks_url:
             return self.config.jwks_url
+        if self._jwks_uri is None:
+            self._jwks_uri = await self._discover_jwks_url()
+        return self._jwks_uri
+
+    async def _discover_jwks_url(self) -> str:
         issuer = self.config.issuer.rstrip("/")
         parts = urlsplit(issuer)
         path = parts.path
@@ -185,8 +192,11 @@ class OAuthResource:
             now = self.clock()
             stale = self._fetched_at is None or now - self._fetched_at >= self.config.jwks_ttl_s
             missing = kid not in self._keys and not (not kid and len(self._keys) == 1)
-            may_refetch = self._fetched_at is None or now - self._fetched_at >= self.config.jwks_min_refresh_s
-            if stale or (missing and may_refetch):
+            # at most one attempt per jwks_min_refresh_s, answered or not: an issuer that is down
+            # (or tokens naming unknown keys) cannot make every request wait on a fetch
+            may_try = self._tried_at is None or now - self._tried_at >= self.config.jwks_min_refresh_s
+            if (stale or missing) and may_try:
+                self._tried_at = now
                 try:
                     await self._refresh()
                 except Exception as err:
@@ -195,6 +205,8 @@ class OAuthResource:
                         raise BearerRefused(
                             401, "invalid_token", "the issuer's signing keys could not be read"
                         ) from err
+            elif not self._keys:
+                raise BearerRefused(401, "invalid_token", "the issuer's signing keys could not be read")
             if kid in self._keys:
                 return self._keys[kid]
             if not kid and len(self._keys) == 1:

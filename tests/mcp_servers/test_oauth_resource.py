@@ -272,7 +272,7 @@ def test_the_key_set_is_fetched_once_and_again_for_an_unknown_key_id() -> None:
         now[0] = 11
         with pytest.raises(BearerRefused):
             await guard.visibility(iss.mint(aud="http://gw/mcp", scope="s", kid="k2"), "http://gw/mcp")
-        assert len(fetched) == 4
+        assert len(fetched) == 3  # the key set again; the metadata's jwks_uri is read once
 
     anyio.run(run)
 
@@ -332,3 +332,35 @@ def test_a_tool_outside_the_tokens_scopes_gets_a_scope_challenge(gw: dict[str, A
     assert 'error="insufficient_scope"' in header and 'scope="mcp:all mcp:alpha"' in header
     assert call("alpha__echo").status_code != 403
     assert call("no_such__tool").status_code != 403  # unknown stays unknown
+
+
+def test_an_issuer_that_is_down_is_asked_at_most_once_per_min_refresh_and_its_cached_keys_serve() -> None:
+    fetched: list[str] = []
+    now = [0.0]
+    iss = Issuer(url="http://issuer.test")
+    up = [True]
+
+    async def fetch(url: str) -> Any:
+        fetched.append(url)
+        if not up[0]:
+            raise OSError("issuer unreachable")
+        return iss.jwks()
+
+    config = McpAuthorization(
+        issuer="http://issuer.test",
+        jwks_url="http://issuer.test/jwks",
+        scopes={"s": ["*"]},
+        jwks_ttl_s=60,
+        jwks_min_refresh_s=10,
+    )
+    guard = OAuthResource(config, fetch=fetch, clock=lambda: now[0])
+
+    async def run() -> None:
+        ok = iss.mint(aud="http://gw/mcp", scope="s")
+        await guard.visibility(ok, "http://gw/mcp")
+        up[0], now[0] = False, 61  # stale, and the issuer is down
+        for _ in range(5):  # served from the cached keys; one attempt to refresh
+            assert (await guard.visibility(ok, "http://gw/mcp")).globs == ("*",)
+        assert len(fetched) == 2
+
+    anyio.run(run)
