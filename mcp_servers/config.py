@@ -34,6 +34,9 @@ TrustTier = Literal["allow", "allow_in_workspace", "confirm", "deny"]
 path-like argument is inside a workspace root, else ``confirm``), ``confirm`` (the client
 is asked, showing the exact action), ``deny`` (never runs, not listed)."""
 
+RESERVED_SERVER_ID = "turnstile"
+"""The namespace of the gateway's own MCP tools (``turnstile__search_tools``, ...:
+:mod:`mcp_servers.tool_search`): no registered server may take it."""
 SERVER_ID = re.compile(r"^(?=.{1,64}$)[a-zA-Z0-9][a-zA-Z0-9.-]*(_[a-zA-Z0-9.-]+)*$")
 """Server ids: no "__" (it separates server and tool in exposed names), no trailing "_"."""
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -257,6 +260,11 @@ class McpServerSpec(BaseModel):
             raise ValueError(
                 f"server id {v!r} must be 1-64 characters of [a-zA-Z0-9_.-] starting with a letter or "
                 'digit, without "__" (it separates server and tool names) or a trailing "_"'
+            )
+        if v.lower() == RESERVED_SERVER_ID:
+            raise ValueError(
+                f"server id {v!r} is reserved: the gateway's own tools (tool search) are named "
+                f"{RESERVED_SERVER_ID}__<tool>"
             )
         return v
 

@@ -71,6 +71,12 @@ def test_invalid_server_specs_name_the_key(bad: dict, where: str) -> None:
         parse_config({"mcp": {"servers": [bad]}})
 
 
+def test_the_gateways_own_tool_namespace_is_no_server_id() -> None:
+    spec = {"id": "Turnstile", "transport": {"type": "stdio", "command": "x"}}
+    with pytest.raises(ConfigError, match="reserved"):
+        parse_config({"mcp": {"servers": [spec]}})
+
+
 def test_duplicate_server_ids_are_rejected() -> None:
     spec = {"id": "a", "transport": {"type": "stdio", "command": "x"}}
     with pytest.raises(ConfigError, match="repeated: a"):
