@@ -25,7 +25,7 @@ from gateway.guardrails.findings import Finding, without_overlaps
 from gateway.guardrails.injection import MARKERS, find_injection
 from gateway.guardrails.pii import find_pii
 from gateway.guardrails.secrets import find_secrets
-from gateway.guardrails.webhook import Webhook
+from gateway.guardrails.webhook import Webhook, WebhookVerdict
 
 log = structlog.get_logger("turnstile.guardrails")
 
@@ -83,13 +83,8 @@ class Guardrails:
             out += [(f, c.injection) for f in find_injection(text, self.markers)]
         return out
 
-    async def check(
-        self, stage: str, text: str, context: dict[str, Any] | None = None, *, record: bool = True
-    ) -> Checked:
-        """The outcome for ``text`` at ``stage`` (see the module docstring); ``record`` False
-        for a second look at data already checked and recorded (a result's structured copy).
-        Never raises for a check's fault: a webhook failure is its fail mode's action."""
-        context = context or {}
+    def _local_outcome(self, stage: str, text: str) -> tuple[str, str, list[tuple[Finding, str]]]:
+        """The local checks' ``(text to use, action, (finding, action) pairs)`` for ``text``."""
         found = self._local(stage, text)
         action = max((a for _, a in found), key=_RANK.__getitem__, default="allow")
         out = text
@@ -97,34 +92,71 @@ class Guardrails:
             spans = without_overlaps([f for f, a in found if a == "redact"])
             for f in reversed(spans):
                 out = f"{out[: f.start]}[REDACTED:{f.kind}]{out[f.end :]}"
+        return out, action, found
+
+    def _webhook_on(self, stage: str) -> Webhook | None:
         hook = self.webhook
-        if hook is not None and action != "block" and stage in hook.config.stages:
-            verdict = await hook.check(stage, out, context)
-            finding = Finding("webhook", verdict.reason or verdict.action)
-            if verdict.action != "allow":
-                found.append((finding, verdict.action))
-                if _RANK[verdict.action] > _RANK[action]:
-                    action = verdict.action
-                if verdict.action == "redact" and verdict.text is not None:
-                    out = verdict.text
+        return hook if hook is not None and stage in hook.config.stages else None
+
+    @staticmethod
+    def _apply(
+        verdict: WebhookVerdict, out: str, action: str, found: list[tuple[Finding, str]]
+    ) -> tuple[str, str]:
+        """The webhook's ``verdict`` merged into one text's outcome (``found`` appended to)."""
+        if verdict.action != "allow":
+            found.append((Finding("webhook", verdict.reason or verdict.action), verdict.action))
+            if _RANK[verdict.action] > _RANK[action]:
+                action = verdict.action
+            if verdict.action == "redact" and verdict.text is not None:
+                out = verdict.text
+        return out, action
+
+    @staticmethod
+    def _checked(out: str, action: str, found: list[tuple[Finding, str]]) -> Checked:
         kinds = sorted({f"{f.check}:{f.kind}" for f, _ in found})
-        checked = Checked(out if action != "block" else "", action, [f for f, _ in found], ", ".join(kinds))
+        return Checked(out if action != "block" else "", action, [f for f, _ in found], ", ".join(kinds))
+
+    async def check(
+        self, stage: str, text: str, context: dict[str, Any] | None = None, *, record: bool = True
+    ) -> Checked:
+        """The outcome for ``text`` at ``stage`` (see the module docstring); ``record`` False
+        for a second look at data already checked and recorded (a result's structured copy).
+        Never raises for a check's fault: a webhook failure is its fail mode's action."""
+        context = context or {}
+        out, action, found = self._local_outcome(stage, text)
+        hook = self._webhook_on(stage)
+        if hook is not None and action != "block":
+            out, action = self._apply(await hook.check(stage, out, context), out, action, found)
         if found and record:
             await self._record(stage, found, context)
-        return checked
+        return self._checked(out, action, found)
 
     async def check_all(
         self, stage: str, texts: list[str], context: dict[str, Any] | None = None
     ) -> tuple[list[str], str | None]:
-        """Each of ``texts`` checked (:meth:`check`): the texts to use and, when one is blocked,
-        the reason (the kinds found), else None."""
-        out: list[str] = []
-        for text in texts:
-            checked = await self.check(stage, text, context)
-            if checked.action == "block":
-                return texts, checked.reason
-            out.append(checked.text)
-        return out, None
+        """Each of ``texts`` checked as one unit: the local checks on each, then the webhook on
+        all of them concurrently under one overall deadline of its ``timeout_s``
+        (:meth:`Webhook.check_many`; skipped when a local check already blocks). The actions
+        are recorded once for the unit, each (check, action) with all the kinds found. Returns
+        the texts to use and, when one is blocked, the reason (the kinds found, of the
+        blocked texts), else None (``texts`` unchanged when blocked)."""
+        context = context or {}
+        outcomes = [self._local_outcome(stage, t) for t in texts]
+        hook = self._webhook_on(stage)
+        if hook is not None and outcomes and all(a != "block" for _, a, _ in outcomes):
+            verdicts = await hook.check_many(stage, [o for o, _, _ in outcomes], context)
+            outcomes = [
+                (*self._apply(v, out, action, found), found)
+                for v, (out, action, found) in zip(verdicts, outcomes, strict=True)
+            ]
+        found_all = [pair for _, _, found in outcomes for pair in found]
+        if found_all:
+            await self._record(stage, found_all, context)
+        checked = [self._checked(*o) for o in outcomes]
+        blocked = [c.reason for c in checked if c.action == "block"]
+        if blocked:
+            return texts, ", ".join(sorted({k for r in blocked for k in r.split(", ")}))
+        return [c.text for c in checked], None
 
     async def _record(self, stage: str, found: list[tuple[Finding, str]], context: dict[str, Any]) -> None:
         """Log, count and audit each (check, action) once, with the kinds found."""

@@ -11,6 +11,7 @@ answer of another shape is a failure: ``fail: open`` allows the text (the verdic
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +60,21 @@ class Webhook:
         action = "block" if self.config.fail == "closed" else "flag"
         log.warning("guardrail_webhook_failed", url=self.config.url, error=why, fail=self.config.fail)
         return WebhookVerdict(action, reason=f"webhook_unavailable: {why}", failed=True)
+
+    async def check_many(self, stage: str, texts: list[str], context: dict[str, Any]) -> list[WebhookVerdict]:
+        """The service's verdicts on ``texts`` (in order): one call each, all at once, under one
+        overall deadline of ``timeout_s`` seconds; a call unanswered by then is the fail mode's
+        (never raises)."""
+        tasks = [asyncio.ensure_future(self.check(stage, t, context)) for t in texts]
+        if not tasks:
+            return []
+        _, pending = await asyncio.wait(tasks, timeout=self.config.timeout_s)
+        for task in pending:
+            task.cancel()
+        late = self._failed(f"no answer within {self.config.timeout_s:g} s") if pending else None
+        if pending:
+            await asyncio.wait(pending)
+        return [late if late is not None and t in pending else t.result() for t in tasks]
 
     async def check(self, stage: str, text: str, context: dict[str, Any]) -> WebhookVerdict:
         """The service's verdict on ``text`` (never raises: a failure is the fail mode's)."""

@@ -10,11 +10,18 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
+from mcp.types import (
+    CallToolResult,
+    EmbeddedResource,
+    TextContent,
+    TextResourceContents,
+    Tool,
+    ToolAnnotations,
+)
 
 from gateway.config import GuardrailsConfig
 from gateway.guardrails.engine import Guardrails
-from gateway.guardrails.mcp import McpGuard
+from gateway.guardrails.mcp import MAX_DEPTH, McpGuard
 from gateway.metrics import Metrics
 from mcp_servers.config import McpConfig, McpServerSpec
 from mcp_servers.endpoint import McpEndpoint
@@ -112,3 +119,89 @@ async def test_without_guardrails_the_result_passes_unchanged(endpoint: McpEndpo
     async with Client(endpoint.server) as client:
         result = await client.call_tool("ops__dump", {})
     assert result.content[0].text == LEAK  # type: ignore[union-attr]
+
+
+class _Audit:
+    """Collects audit entries."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+
+    async def __call__(self, entry: dict[str, Any]) -> None:
+        self.entries.append(entry)
+
+
+def _direct(**cfg: Any) -> tuple[McpGuard, _Audit]:
+    audit = _Audit()
+    return McpGuard(Guardrails(GuardrailsConfig(enabled=True, **cfg), audit=audit)), audit
+
+
+async def _run(guard: McpGuard, result: CallToolResult) -> CallToolResult:
+    return await guard.tool_result(result, server="ops", tool="dump", client=None)
+
+
+def _embedded(text: str) -> EmbeddedResource:
+    res = TextResourceContents(uri="file:///etc/app.env", mime_type="text/plain", text=text)
+    return EmbeddedResource(type="resource", resource=res)
+
+
+async def test_a_secret_in_an_embedded_text_resource_is_redacted() -> None:
+    guard, audit = _direct()
+    result = await _run(guard, CallToolResult(content=[_embedded(LEAK)]))
+    block = result.content[0]
+    assert isinstance(block, EmbeddedResource) and isinstance(block.resource, TextResourceContents)
+    assert KEY not in block.resource.text and "[REDACTED:aws_access_key_id]" in block.resource.text
+    assert str(block.resource.uri) == "file:///etc/app.env"
+    assert any(e["check"] == "secrets" for e in audit.entries)
+
+
+async def test_a_secret_in_an_embedded_text_resource_can_block_the_result() -> None:
+    guard, _ = _direct(secrets="block")
+    result = await _run(guard, CallToolResult(content=[_embedded(LEAK)]))
+    assert result.is_error and KEY not in str(result.model_dump())
+
+
+async def test_a_secret_in_a_structured_dict_key_is_redacted() -> None:
+    guard, _ = _direct()
+    result = await _run(
+        guard, CallToolResult(content=[], structured_content={"creds": {KEY: "active"}, "n": 1})
+    )
+    assert KEY not in str(result.model_dump())
+    assert result.structured_content == {"creds": {"[REDACTED:aws_access_key_id]": "active"}, "n": 1}
+
+
+async def test_a_secret_only_in_structured_content_is_audited_once() -> None:
+    guard, audit = _direct()
+    result = await _run(
+        guard,
+        CallToolResult(
+            content=[TextContent(type="text", text="ok")],
+            structured_content={"a": f"k={KEY}", "b": [f"again {KEY}"]},
+        ),
+    )
+    assert KEY not in str(result.model_dump())
+    secrets = [e for e in audit.entries if e["check"] == "secrets"]
+    assert len(secrets) == 1 and "aws_access_key_id" in secrets[0]["kinds"]
+
+
+async def test_structured_content_nested_too_deep_is_blocked_without_recursion_error() -> None:
+    guard, _ = _direct()
+    deep: Any = "leaf"
+    for _ in range(5000):
+        deep = {"x": [deep]}
+    result = await _run(guard, CallToolResult.model_construct(content=[], structured_content=deep))
+    assert result.is_error and "too_deep" in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_structured_content_at_the_depth_bound_is_still_checked() -> None:
+    guard, _ = _direct()
+    deep: Any = f"k={KEY}"
+    for _ in range(MAX_DEPTH):
+        deep = [deep]
+    result = await _run(guard, CallToolResult.model_construct(content=[], structured_content={"d": deep}))
+    assert result.is_error  # 65 levels: one past the bound
+    shallow: Any = f"k={KEY}"
+    for _ in range(MAX_DEPTH - 1):
+        shallow = [shallow]
+    ok = await _run(guard, CallToolResult.model_construct(content=[], structured_content={"d": shallow}))
+    assert not ok.is_error and KEY not in str(ok.structured_content)

@@ -110,3 +110,35 @@ async def test_an_unreachable_service_fails_by_its_mode() -> None:
         assert (await g.check("tool_output", "x")).action == "block"
     finally:
         await g.close()
+
+
+async def test_many_strings_with_a_hung_service_share_one_deadline_and_fail_open(url: str) -> None:
+    g = _engine(url, "open")  # timeout_s 0.3: serially, 20 strings would take 6 s
+    texts = [f"hang {i}" for i in range(20)]
+    try:
+        async with asyncio.timeout(3):  # bounded wait: one shared deadline, not one per string
+            new, blocked = await g.check_all("tool_output", texts, {"server": "docs"})
+    finally:
+        await g.close()
+    assert blocked is None and new == texts
+
+
+async def test_many_strings_with_a_hung_service_fail_closed_as_a_block(url: str) -> None:
+    g = _engine(url, "closed")
+    try:
+        async with asyncio.timeout(3):
+            _, blocked = await g.check_all("tool_output", [f"hang {i}" for i in range(20)])
+    finally:
+        await g.close()
+    assert blocked is not None and "webhook:webhook_unavailable" in blocked
+
+
+async def test_each_of_many_strings_gets_its_own_verdict(url: str) -> None:
+    g = _engine(url)
+    try:
+        new, blocked = await g.check_all("tool_output", ["a secret-project note", "fine"])
+        assert blocked is None and new == ["a [X] note", "fine"]
+        _, blocked = await g.check_all("tool_output", ["fine", "forbidden words"])
+        assert blocked is not None and "webhook:policy 7" in blocked
+    finally:
+        await g.close()
