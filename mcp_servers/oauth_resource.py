@@ -252,8 +252,10 @@ class OAuthResource:
 
 def token_scopes(claims: dict[str, Any]) -> set[str]:
     """The scopes a token's claims grant: ``scope`` (RFC 9068, space-separated) or ``scp`` (a
-    list, or a string as ``scope``)."""
-    raw = claims.get("scope", claims.get("scp"))
+    list, or a string as ``scope``; read when ``scope`` is absent or null)."""
+    raw = claims.get("scope")
+    if raw is None:
+        raw = claims.get("scp")
     if isinstance(raw, str):
         return set(raw.split())
     if isinstance(raw, list):
