@@ -7,10 +7,13 @@ https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json) tu
 * ``npm``: ``npx -y [runtime args] <identifier>@<version> [package args]``;
 * ``pypi``: ``uvx [runtime args] <identifier>==<version> [package args]``;
 * ``oci``: ``docker run -i --rm [runtime args] <identifier>[:<version>] [package args]`` (an
-  identifier that already names a tag or digest is used as it is);
+  identifier that already names an exact tag or a digest is used as it is, without a version);
 * ``nuget``: ``dnx <identifier>@<version> --yes [-- package args]``.
 
-``runtimeHint`` replaces the command (``npx``, ``uvx``, ``docker``, ``dnx``). Arguments:
+Only an exact version of a name valid in its registry runs: a range, tag, alias, URL or path
+as the version, an identifier starting with ``-`` or outside its registry's grammar, a
+``runtimeHint`` other than the registry's runner (``npx``, ``uvx``, ``docker``, ``dnx``) and a
+runtime argument outside a short allow list (``_RUNTIME_ARGUMENTS``) are refused by name. Arguments:
 a positional one is its ``value`` (else ``default``); a named one is ``--flag value`` (or the
 flag alone without a value); ``{curly}`` identifiers are replaced from the argument's
 ``variables`` and from ``values`` (``turnstile mcp add --set name=value``); a required
@@ -19,7 +22,8 @@ argument without a value is an error naming it. Environment variables: a fixed, 
 gateway's environment (``env_passthrough``, the same name) — no secret is ever written.
 
 ``remotes`` (``streamable-http``) become an HTTP transport at the URL (``{variables}``
-substituted from ``values``); each header is read from an environment variable
+substituted from ``values``; http(s) only, not a link-local or metadata host unless the admin
+policy's ``url_hosts`` allows it); each header is read from an environment variable
 (``headers_env``: ``header_env`` names it, else ``<ID>_<HEADER>`` upper-cased). ``sse``
 remotes, ``mcpb`` and ``on_device`` packages and packages whose own transport is not
 ``stdio`` are refused by name (the gateway runs stdio and connects to streamable HTTP only).
