@@ -7,10 +7,13 @@ https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json) tu
 * ``npm``: ``npx -y [runtime args] <identifier>@<version> [package args]``;
 * ``pypi``: ``uvx [runtime args] <identifier>==<version> [package args]``;
 * ``oci``: ``docker run -i --rm [runtime args] <identifier>[:<version>] [package args]`` (an
-  identifier that already names a tag or digest is used as it is);
+  identifier that already names an exact tag or a digest is used as it is, without a version);
 * ``nuget``: ``dnx <identifier>@<version> --yes [-- package args]``.
 
-``runtimeHint`` replaces the command (``npx``, ``uvx``, ``docker``, ``dnx``). Arguments:
+Only an exact version of a name valid in its registry runs: a range, tag, alias, URL or path
+as the version, an identifier starting with ``-`` or outside its registry's grammar, a
+``runtimeHint`` other than the registry's runner (``npx``, ``uvx``, ``docker``, ``dnx``) and a
+runtime argument outside a short allow list (``_RUNTIME_ARGUMENTS``) are refused by name. Arguments:
 a positional one is its ``value`` (else ``default``); a named one is ``--flag value`` (or the
 flag alone without a value); ``{curly}`` identifiers are replaced from the argument's
 ``variables`` and from ``values`` (``turnstile mcp add --set name=value``); a required
@@ -19,7 +22,8 @@ argument without a value is an error naming it. Environment variables: a fixed, 
 gateway's environment (``env_passthrough``, the same name) — no secret is ever written.
 
 ``remotes`` (``streamable-http``) become an HTTP transport at the URL (``{variables}``
-substituted from ``values``); each header is read from an environment variable
+substituted from ``values``; http(s) only, not a link-local or metadata host unless the admin
+policy's ``url_hosts`` allows it); each header is read from an environment variable
 (``headers_env``: ``header_env`` names it, else ``<ID>_<HEADER>`` upper-cased). ``sse``
 remotes, ``mcpb`` and ``on_device`` packages and packages whose own transport is not
 ``stdio`` are refused by name (the gateway runs stdio and connects to streamable HTTP only).
@@ -31,16 +35,61 @@ API (:mod:`mcp_servers.registry_api`) serves back.
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
+from packaging.version import InvalidVersion, Version
+
+from mcp_servers.admin_policy import host_allowed
 from mcp_servers.config import SERVER_ID, McpServerSpec
 
 SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
 NAME = re.compile(r"^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$")
-_RANGE = re.compile(r"^[\^~<>=]|\.x$|\*|^latest$|\s")
 _VAR = re.compile(r"\{([A-Za-z0-9_.-]+)\}")
 _DEFAULT_COMMAND = {"npm": "npx", "pypi": "uvx", "oci": "docker", "nuget": "dnx"}
+# Exact versions only (a range, tag, alias, URL or path is refused). npm: semver 2.0.0
+# (https://semver.org, "MAJOR.MINOR.PATCH[-prerelease][+build]"); NuGet: semver with an optional
+# fourth part (https://learn.microsoft.com/nuget/concepts/package-versioning); PyPI: a PEP 440
+# version in its normal form (packaging.version.Version); OCI: a tag other than ``latest``.
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(-(0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(\.(0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*)?"
+    r"(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$"
+)
+_NUGET_VERSION = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z.-]+)?$")
+_OCI_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+# Identifiers per registry: npm (https://github.com/npm/validate-npm-package-name, at most 214
+# characters), PyPI (PEP 508 name), NuGet (package id, at most 100 characters), OCI (the
+# distribution spec's reference grammar: [host[:port]/]path[:tag][@digest]).
+_NPM_NAME = re.compile(r"^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*$")
+_PYPI_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_NUGET_ID = re.compile(r"^[A-Za-z0-9_]+([.-][A-Za-z0-9_]+)*$")
+_OCI_PATH = r"[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*"
+_OCI_REF = re.compile(
+    rf"^((?P<host>[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d+)?)/)?"
+    rf"(?P<path>{_OCI_PATH}(/{_OCI_PATH})*)"
+    r"(:(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?"
+    r"(@(?P<digest>[a-z0-9]+([+._-][a-z0-9]+)*:[a-fA-F0-9]{32,}))?$"
+)
+_RUNTIME_HINTS = {"npm": {"npx"}, "pypi": {"uvx"}, "oci": {"docker"}, "nuget": {"dnx"}}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(=.*)?$")
+# Runtime arguments go before the package reference, where they configure the runner itself
+# (docker --privileged / -v / --network, npx --call, uvx --from / --with): only these flags are
+# accepted; the value each takes (None: a flag without a value) must match the pattern.
+_RUNTIME_ARGUMENTS: dict[str, dict[str, re.Pattern[str] | None]] = {
+    "npm": {"--prefer-offline": None, "--quiet": None, "-q": None},
+    "pypi": {"--quiet": None, "-q": None, "--offline": None},
+    "oci": {"-e": _ENV_ASSIGNMENT, "--env": _ENV_ASSIGNMENT, "--read-only": None, "--init": None},
+    "nuget": {},
+}
+# Link-local and cloud metadata addresses (169.254.169.254, AWS's fd00:ec2::254).
+_METADATA_NETWORKS = [ipaddress.ip_network("169.254.0.0/16"), ipaddress.ip_network("fe80::/10")]
+_METADATA_ADDRESSES = {ipaddress.ip_address("fd00:ec2::254")}
+_METADATA_HOSTS = {"metadata.google.internal", "metadata"}
 
 
 class ServerJsonError(ValueError):
@@ -122,18 +171,127 @@ def _arguments(items: Any, values: dict[str, str], where: str) -> list[str]:
     return out
 
 
-def _pinned(version: Any, where: str) -> str:
-    if not isinstance(version, str) or not version or _RANGE.search(version):
-        raise ServerJsonError(f"{where}: a package needs one exact version, got {version!r}")
+def _exact(kind: str, version: str) -> bool:
+    if kind == "npm":
+        return bool(_SEMVER.match(version))
+    if kind == "nuget":
+        return bool(_NUGET_VERSION.match(version))
+    if kind == "oci":
+        return bool(_OCI_TAG.match(version)) and version.lower() != "latest"
+    if "*" in version:
+        return False
+    try:
+        return str(Version(version)) == version
+    except InvalidVersion:
+        return False
+
+
+def _pinned(kind: str, version: Any, where: str) -> str:
+    if not isinstance(version, str) or not version or not _exact(kind, version):
+        raise ServerJsonError(
+            f"{where}: a {kind} package needs one exact version (no range, tag, alias, URL or path), "
+            f"got {version!r}"
+        )
     return version
+
+
+def _identifier(kind: str, ident: Any, version: Any, where: str) -> str:
+    """The package reference (``name@version``, ``name==version``, ``image:tag``) of a checked
+    ``identifier`` and ``version``; raises :class:`ServerJsonError` naming either."""
+    if not isinstance(ident, str) or not ident:
+        raise ServerJsonError(f"{where}.identifier: missing")
+    if ident.startswith("-"):
+        raise ServerJsonError(
+            f"{where}.identifier: {ident!r} starts with '-' (it would be read as an option)"
+        )
+    vwhere = f"{where}.version"
+    if kind == "npm":
+        if len(ident) > 214 or not _NPM_NAME.match(ident):
+            raise ServerJsonError(f"{where}.identifier: {ident!r} is not an npm package name")
+        return f"{ident}@{_pinned(kind, version, vwhere)}"
+    if kind == "pypi":
+        if not _PYPI_NAME.match(ident):
+            raise ServerJsonError(f"{where}.identifier: {ident!r} is not a PyPI project name (PEP 508)")
+        return f"{ident}=={_pinned(kind, version, vwhere)}"
+    if kind == "nuget":
+        if len(ident) > 100 or not _NUGET_ID.match(ident):
+            raise ServerJsonError(f"{where}.identifier: {ident!r} is not a NuGet package id")
+        return f"{ident}@{_pinned(kind, version, vwhere)}"
+    ref = _OCI_REF.match(ident)
+    if ref is None:
+        raise ServerJsonError(f"{where}.identifier: {ident!r} is not an OCI image reference")
+    tag, digest = ref.group("tag"), ref.group("digest")
+    if tag is None and digest is None:
+        return f"{ident}:{_pinned(kind, version, vwhere)}"
+    if version is not None:
+        raise ServerJsonError(
+            f"{where}.identifier: {ident!r} already names a tag or digest; with version {version!r} "
+            "give the image without it"
+        )
+    if digest is None:
+        _pinned(kind, tag, f"{where}.identifier tag")
+    return ident
+
+
+def _runtime_arguments(kind: str, items: Any, values: dict[str, str], where: str) -> list[str]:
+    """``runtimeArguments``: only the flags in ``_RUNTIME_ARGUMENTS`` for ``kind``, each with a
+    value of its pattern; anything else is refused naming it."""
+    allowed = _RUNTIME_ARGUMENTS[kind]
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise ServerJsonError(f"{where}: expected a list")
+    out: list[str] = []
+    for i, part in enumerate(items):
+        at = f"{where}[{i}]"
+        if not isinstance(part, dict):
+            raise ServerJsonError(f"{at}: expected an object")
+        words = _argument(part, values, at)
+        if not words:
+            continue
+        flag = words[0]
+        if part.get("type") != "named" or flag not in allowed:
+            raise ServerJsonError(
+                f"{at}: runtime argument {flag!r} is not allowed for {kind} "
+                f"(allowed: {', '.join(sorted(allowed)) or 'none'})"
+            )
+        pattern = allowed[flag]
+        if len(words) > 1 and (pattern is None or not pattern.match(words[1]) or words[1].startswith("-")):
+            raise ServerJsonError(f"{at}: runtime argument {flag!r} does not take the value {words[1]!r}")
+        if len(words) == 1 and pattern is not None:
+            raise ServerJsonError(f"{at}: runtime argument {flag!r} needs a value")
+        out += words
+    return out
+
+
+def _check_url(url: str, allow_hosts: Sequence[str], where: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ServerJsonError(f"{where}: scheme {parts.scheme!r} is not allowed (http and https are)")
+    host = (parts.hostname or "").lower()
+    if not host:
+        raise ServerJsonError(f"{where}: {url!r} has no host")
+    if allow_hosts and host_allowed(url, list(allow_hosts)):
+        return
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if host in _METADATA_HOSTS or (
+        address is not None
+        and (address in _METADATA_ADDRESSES or any(address in net for net in _METADATA_NETWORKS))
+    ):
+        raise ServerJsonError(
+            f"{where}: host {host!r} is a link-local or cloud metadata address "
+            "(allow it in mcp.admin_servers.url_hosts to use it)"
+        )
 
 
 def package_transport(pkg: dict[str, Any], values: dict[str, str], where: str) -> dict[str, Any]:
     """The stdio transport (as a spec dict) that runs ``pkg`` at its pinned version."""
     kind = pkg.get("registryType")
-    ident = pkg.get("identifier")
-    if not isinstance(ident, str) or not ident:
-        raise ServerJsonError(f"{where}.identifier: missing")
     own = (pkg.get("transport") or {}).get("type", "stdio")
     if own != "stdio":
         raise ServerJsonError(
@@ -143,20 +301,24 @@ def package_transport(pkg: dict[str, Any], values: dict[str, str], where: str) -
         raise ServerJsonError(
             f"{where}.registryType: {kind!r} is not supported (npm, pypi, oci and nuget packages are)"
         )
-    runtime = _arguments(pkg.get("runtimeArguments"), values, f"{where}.runtimeArguments")
+    reference = _identifier(kind, pkg.get("identifier"), pkg.get("version"), where)
+    runtime = _runtime_arguments(kind, pkg.get("runtimeArguments"), values, f"{where}.runtimeArguments")
     args = _arguments(pkg.get("packageArguments"), values, f"{where}.packageArguments")
     hint = pkg.get("runtimeHint")
-    command = hint if isinstance(hint, str) and hint else _DEFAULT_COMMAND[kind]
+    if hint is not None and hint not in _RUNTIME_HINTS[kind]:
+        raise ServerJsonError(
+            f"{where}.runtimeHint: {hint!r} is not allowed for {kind} packages "
+            f"(allowed: {', '.join(sorted(_RUNTIME_HINTS[kind]))})"
+        )
+    command = _DEFAULT_COMMAND[kind]
     if kind == "npm":
-        argv = ["-y", *runtime, f"{ident}@{_pinned(pkg.get('version'), f'{where}.version')}", *args]
+        argv = ["-y", *runtime, reference, *args]
     elif kind == "pypi":
-        argv = [*runtime, f"{ident}=={_pinned(pkg.get('version'), f'{where}.version')}", *args]
+        argv = [*runtime, reference, *args]
     elif kind == "oci":
-        tagged = "@" in ident or ":" in ident.rsplit("/", 1)[-1]
-        image = ident if tagged else f"{ident}:{_pinned(pkg.get('version'), f'{where}.version')}"
-        argv = ["run", "-i", "--rm", *runtime, image, *args]
+        argv = ["run", "-i", "--rm", *runtime, reference, *args]
     else:  # nuget
-        argv = [*runtime, f"{ident}@{_pinned(pkg.get('version'), f'{where}.version')}", "--yes"]
+        argv = [*runtime, reference, "--yes"]
         argv += ["--", *args] if args else []
     env: dict[str, str] = {}
     passthrough: list[str] = []
@@ -173,9 +335,16 @@ def package_transport(pkg: dict[str, Any], values: dict[str, str], where: str) -
 
 
 def remote_transport(
-    remote: dict[str, Any], sid: str, values: dict[str, str], header_env: dict[str, str], where: str
+    remote: dict[str, Any],
+    sid: str,
+    values: dict[str, str],
+    header_env: dict[str, str],
+    where: str,
+    allow_hosts: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The streamable-HTTP transport (as a spec dict) of ``remote``."""
+    """The streamable-HTTP transport (as a spec dict) of ``remote``. The URL must be http(s) and,
+    unless its host matches ``allow_hosts`` (``mcp.admin_servers.url_hosts`` entries), not a
+    link-local or cloud metadata address; raises :class:`ServerJsonError` naming the field."""
     kind = remote.get("type")
     if kind != "streamable-http":
         raise ServerJsonError(f"{where}.type: {kind!r} remotes are not supported (streamable-http is)")
@@ -183,6 +352,7 @@ def remote_transport(
     if not isinstance(url, str):
         raise ServerJsonError(f"{where}.url: missing")
     url = _fill(url, {}, values, f"{where}.url")
+    _check_url(url, allow_hosts, f"{where}.url")
     headers: dict[str, str] = {}
     for i, h in enumerate(remote.get("headers") or []):
         name = h.get("name") if isinstance(h, dict) else None
@@ -201,18 +371,20 @@ def spec_from_server_json(
     index: int | None = None,
     values: dict[str, str] | None = None,
     header_env: dict[str, str] | None = None,
+    allow_hosts: Sequence[str] = (),
 ) -> McpServerSpec:
     """The gateway spec of an official ``server.json`` ``doc`` (see the module docstring).
     ``prefer``: ``package`` (the first stdio package, else the first remote) or ``remote``;
     ``index`` picks one package or remote by position. Raises :class:`ServerJsonError` naming
-    the field (a pydantic ``ValidationError`` for an id the spec refuses)."""
+    the field (a pydantic ``ValidationError`` for an id the spec refuses). ``allow_hosts``: the
+    admin policy's ``url_hosts``, which may allow a remote on a link-local or metadata host."""
     values = values or {}
     name = doc.get("name")
     if not isinstance(name, str) or not NAME.match(name):
         raise ServerJsonError(f"name: expected reverse-DNS 'namespace/name', got {name!r}")
     version = doc.get("version")
-    if not isinstance(version, str) or not version or _RANGE.search(version):
-        raise ServerJsonError(f"version: expected one exact version, got {version!r}")
+    if not isinstance(version, str) or not (_exact("npm", version) or _exact("pypi", version)):
+        raise ServerJsonError(f"version: expected one exact version (semver or PEP 440), got {version!r}")
     chosen = sid or server_id(name)
     if not SERVER_ID.match(chosen):
         raise ServerJsonError(f"id: {chosen!r} is not a valid server id (pass --id)")
@@ -235,7 +407,9 @@ def spec_from_server_json(
                 if field == "packages":
                     transport = package_transport(items[i], values, where)
                 else:
-                    transport = remote_transport(items[i], chosen, values, header_env or {}, where)
+                    transport = remote_transport(
+                        items[i], chosen, values, header_env or {}, where, allow_hosts
+                    )
             except ServerJsonError as err:
                 problems.append(str(err))
                 if index is not None:

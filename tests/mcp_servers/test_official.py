@@ -239,3 +239,171 @@ def test_mcp_add_posts_the_spec_to_the_admin_api_with_the_admin_key(
 
 
 WEATHER_NAME = "io.github.acme/weather-mcp"
+
+
+def _pkg(kind: str, **more: Any) -> dict[str, Any]:
+    base = {
+        "npm": {"identifier": "@acme/weather-mcp", "version": "1.4.2"},
+        "pypi": {"identifier": "weather-mcp", "version": "0.9.1"},
+        "oci": {"identifier": "ghcr.io/acme/weather", "version": "1.4.2"},
+        "nuget": {"identifier": "Acme.Weather", "version": "2.0.0"},
+    }[kind]
+    return {"registryType": kind, "transport": {"type": "stdio"}, **base, **more}
+
+
+@pytest.mark.parametrize(
+    ("kind", "version"),
+    [
+        ("npm", "1"),
+        ("npm", "1.2"),
+        ("npm", "1.2.X"),
+        ("npm", "1.2.x"),
+        ("npm", "next"),
+        ("npm", "1.2.3||2"),
+        ("npm", "1.2.3 || 2"),
+        ("npm", ">=1.2.3"),
+        ("npm", "npm:evil@6.6.6"),
+        ("npm", "github:evil/pkg"),
+        ("npm", "file:/tmp/x"),
+        ("npm", "https://evil/x.tgz"),
+        ("npm", "01.2.3"),
+        ("pypi", "1.*"),
+        ("pypi", "1.2.3,<2"),
+        ("pypi", "v1.2.3"),
+        ("pypi", "latest"),
+        ("pypi", " 1.2.3"),
+        ("nuget", "[1.0,2.0)"),
+        ("nuget", "1.*"),
+        ("oci", "latest"),
+        ("oci", "1.2@sha256:x"),
+    ],
+)
+def test_only_an_exact_version_is_accepted(kind: str, version: str) -> None:
+    with pytest.raises(ServerJsonError) as err:
+        spec_from_server_json(_doc(packages=[_pkg(kind, version=version)]), index=0)
+    assert "packages[0].version" in str(err.value) and repr(version) in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("kind", "version", "reference"),
+    [
+        ("npm", "1.4.2-rc.1+build.5", "@acme/weather-mcp@1.4.2-rc.1+build.5"),
+        ("pypi", "1.0rc1", "weather-mcp==1.0rc1"),
+        ("pypi", "2024.1", "weather-mcp==2024.1"),
+        ("nuget", "2.0.0.1-beta", "Acme.Weather@2.0.0.1-beta"),
+        ("oci", "v1.4.2", "ghcr.io/acme/weather:v1.4.2"),
+    ],
+)
+def test_exact_versions_of_each_registry_are_accepted(kind: str, version: str, reference: str) -> None:
+    t = spec_from_server_json(_doc(packages=[_pkg(kind, version=version)])).transport
+    assert t.type == "stdio" and reference in t.args
+
+
+@pytest.mark.parametrize(
+    ("pkg", "named"),
+    [
+        (_pkg("npm", identifier="--call=touch /tmp/pwned;#"), "'--call=touch /tmp/pwned;#'"),
+        (_pkg("npm", identifier="Evil Pkg"), "npm package name"),
+        (_pkg("npm", identifier="a" * 215), "npm package name"),
+        (_pkg("npm", identifier="evil@6.6.6"), "npm package name"),
+        (_pkg("pypi", identifier="--from=evil"), "'--from=evil'"),
+        (_pkg("pypi", identifier="weather-mcp[extra]"), "PyPI project name"),
+        (_pkg("pypi", identifier="evil @ https://evil/x.whl"), "PyPI project name"),
+        (_pkg("nuget", identifier="-evil"), "'-evil'"),
+        (_pkg("nuget", identifier="Acme Weather"), "NuGet package id"),
+        (_pkg("oci", identifier="--privileged"), "'--privileged'"),
+        (_pkg("oci", identifier="Evil/Img"), "OCI image reference"),
+        (_pkg("oci", identifier="evil/img:latest"), "already names a tag"),
+        (_pkg("oci", identifier="img@sha256:" + "a" * 64), "already names a tag"),
+        (_pkg("oci", identifier="evil/img:latest", version=None), "tag"),
+    ],
+)
+def test_an_identifier_that_is_not_its_registrys_name_is_refused(pkg: dict[str, Any], named: str) -> None:
+    with pytest.raises(ServerJsonError) as err:
+        spec_from_server_json(_doc(packages=[pkg]), index=0)
+    assert "packages[0].identifier" in str(err.value) and named in str(err.value)
+
+
+def test_an_oci_image_pinned_by_digest_alone_is_used_as_it_is() -> None:
+    image = "ghcr.io/acme/weather@sha256:" + "a" * 64
+    t = spec_from_server_json(_doc(packages=[_pkg("oci", identifier=image, version=None)])).transport
+    assert t.type == "stdio" and t.args == ["run", "-i", "--rm", image]
+
+
+@pytest.mark.parametrize(
+    ("kind", "hint"),
+    [("npm", "bash"), ("npm", "uvx"), ("pypi", "python"), ("oci", "podman"), ("nuget", "sh"), ("npm", "")],
+)
+def test_a_runtime_hint_outside_the_registrys_runner_is_refused(kind: str, hint: str) -> None:
+    with pytest.raises(ServerJsonError) as err:
+        spec_from_server_json(_doc(packages=[_pkg(kind, runtimeHint=hint)]), index=0)
+    assert "packages[0].runtimeHint" in str(err.value) and repr(hint) in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("kind", "argument", "named"),
+    [
+        ("oci", {"type": "named", "name": "--privileged"}, "'--privileged'"),
+        ("oci", {"type": "named", "name": "-v", "value": "/:/host"}, "'-v'"),
+        ("oci", {"type": "named", "name": "--network", "value": "host"}, "'--network'"),
+        ("oci", {"type": "positional", "value": "evil/img:latest"}, "'evil/img:latest'"),
+        ("oci", {"type": "named", "name": "-e", "value": "--privileged"}, "'--privileged'"),
+        ("oci", {"type": "named", "name": "-e"}, "needs a value"),
+        ("npm", {"type": "named", "name": "--call", "value": "touch /tmp/pwned"}, "'--call'"),
+        ("npm", {"type": "named", "name": "--call=touch /tmp/pwned"}, "'--call=touch /tmp/pwned'"),
+        ("npm", {"type": "named", "name": "--prefer-offline", "value": "x"}, "'x'"),
+        ("pypi", {"type": "named", "name": "--from", "value": "evil"}, "'--from'"),
+        ("pypi", {"type": "named", "name": "--with", "value": "evil"}, "'--with'"),
+        ("nuget", {"type": "named", "name": "--source", "value": "https://evil"}, "'--source'"),
+    ],
+)
+def test_a_runtime_argument_outside_the_allow_list_is_refused(
+    kind: str, argument: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(ServerJsonError) as err:
+        spec_from_server_json(_doc(packages=[_pkg(kind, runtimeArguments=[argument])]), index=0)
+    assert "packages[0].runtimeArguments[0]" in str(err.value) and named in str(err.value)
+
+
+def test_allowed_runtime_arguments_are_kept() -> None:
+    pkg = _pkg(
+        "oci",
+        runtimeArguments=[
+            {"type": "named", "name": "-e", "value": "WEATHER_API_KEY"},
+            {"type": "named", "name": "--read-only"},
+        ],
+    )
+    t = spec_from_server_json(_doc(packages=[pkg])).transport
+    assert t.type == "stdio" and t.args == [
+        "run",
+        "-i",
+        "--rm",
+        "-e",
+        "WEATHER_API_KEY",
+        "--read-only",
+        "ghcr.io/acme/weather:1.4.2",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("file:///etc/passwd", "'file'"),
+        ("ftp://x.example/mcp", "'ftp'"),
+        ("http://169.254.169.254/latest/meta-data", "'169.254.169.254'"),
+        ("http://[fd00:ec2::254]/mcp", "'fd00:ec2::254'"),
+        ("http://[::ffff:169.254.169.254]/mcp", "link-local or cloud metadata"),
+        ("http://metadata.google.internal/computeMetadata/v1", "'metadata.google.internal'"),
+        ("https:///mcp", "no host"),
+    ],
+)
+def test_a_remote_url_with_another_scheme_or_a_metadata_host_is_refused(url: str, named: str) -> None:
+    with pytest.raises(ServerJsonError) as err:
+        spec_from_server_json(_doc(remotes=[{"type": "streamable-http", "url": url}]), index=0)
+    assert "remotes[0].url" in str(err.value) and named in str(err.value)
+
+
+def test_the_admin_policy_may_allow_a_metadata_host() -> None:
+    remote = {"type": "streamable-http", "url": "http://169.254.10.1:8080/mcp"}
+    t = spec_from_server_json(_doc(remotes=[remote]), allow_hosts=["169.254.10.1:8080"]).transport
+    assert t.type == "streamable_http" and t.url == "http://169.254.10.1:8080/mcp"
