@@ -57,6 +57,11 @@ TOOL_FACTOR = 2
 TOOL_OVERHEAD = 64
 """Tokens a tool definition adds beyond ``TOOL_FACTOR`` times its bytes (its rendering's frame)."""
 
+TOOLS_PREAMBLE = 320
+"""Tokens a request with tools adds once: litellm renders the tool section of some tokenizers
+with a fixed preamble (deepseek-chat counts 262 tokens for one empty tool and a short question,
+16 without the tool; found by the property test in tests/gateway/limits/test_limits_estimate.py)."""
+
 
 def _bytes(texts: list[str]) -> int:
     """UTF-8 bytes of ``texts`` together: one join, one length (no loop in Python)."""
@@ -106,5 +111,5 @@ def input_token_bound(request: Request) -> int | None:
                 names.append(t.description)
             schema_bytes += len(orjson.dumps(t.parameters))
         tools = _bytes(names) + schema_bytes
-        total += TOOL_FACTOR * tools + TOOL_OVERHEAD * len(request.tools)
+        total += TOOLS_PREAMBLE + TOOL_FACTOR * tools + TOOL_OVERHEAD * len(request.tools)
     return total

@@ -529,8 +529,8 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
             effort: str | None = wire_common.openai_effort(thinking, deployment.model)
         else:  # litellm maps reasoning_effort per provider: only an effort, or the client's own none
             effort = thinking.effort if thinking.enabled else ("none" if verbatim == "none" else None)
-        if verbatim == "xhigh" and thinking.enabled:
-            effort = verbatim
+        if verbatim == ("xhigh" if thinking.enabled else "none"):
+            effort = verbatim  # an OpenAI client's own value, as sent
         if effort is not None:
             body["reasoning_effort"] = effort
     if request.user:

@@ -464,7 +464,9 @@ def to_wire_body(request: Request, deployment: Deployment, names: NameMap) -> di
         if thinking is not None:
             verbatim = _chat_effort(request)
             effort = wire_common.openai_effort(thinking, deployment.model)
-            body["reasoning"] = {"effort": verbatim if verbatim == "xhigh" and thinking.enabled else effort}
+            if verbatim == ("xhigh" if thinking.enabled else "none"):
+                effort = verbatim  # an OpenAI client's own value, as sent
+            body["reasoning"] = {"effort": effort}
             if thinking.enabled:
                 body["reasoning"]["summary"] = "auto"
         body["include"] = ["reasoning.encrypted_content"]
