@@ -127,3 +127,19 @@ def build_config(standin_url: str, db_path: str) -> GatewayConfig:
         deployments=deps,
         models=aliases,
     )
+
+
+def time_server_spec() -> dict[str, object]:
+    """The MCP server spec of the PyPI time server (``mcp-server-time``, installed beside this
+    Python), id ``time``, in UTC: the real MCP server the tool-loop wire tests register."""
+    import sys
+    from pathlib import Path
+
+    return {
+        "id": "time",
+        "transport": {
+            "type": "stdio",
+            "command": str(Path(sys.executable).parent / "mcp-server-time"),
+            "args": ["--local-timezone", "UTC"],
+        },
+    }

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from standins.recordings import json_exchange
 from standins.servers import GatewayServer, LoopThread
-from standins.topology import KEY_ENV, KEYS, build_config
+from standins.topology import KEY_ENV, KEYS, build_config, time_server_spec
 from standins.upstream import OPENAI, UpstreamStandin, http_error, replay
 from standins.wirekit import transcript_row
 
@@ -27,7 +25,6 @@ from gateway.config import Settings
 from gateway.server import create_app
 from mcp_servers.config import McpConfig
 
-TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
 MODEL = "gpt-4o-mini"  # the upstream model id of deployment "oa"
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -47,16 +44,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             {
                 "restart_backoff_s": 0.05,
                 "health_interval_s": 600,
-                "servers": [
-                    {
-                        "id": "time",
-                        "transport": {
-                            "type": "stdio",
-                            "command": TIME_SERVER,
-                            "args": ["--local-timezone", "UTC"],
-                        },
-                    }
-                ],
+                "servers": [time_server_spec()],
             }
         )
         app = create_app(

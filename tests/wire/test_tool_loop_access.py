@@ -25,7 +25,7 @@ import openai
 import pytest
 from standins.recordings import json_exchange
 from standins.servers import GatewayServer, LoopThread
-from standins.topology import KEY_ENV, KEYS, build_config
+from standins.topology import KEY_ENV, KEYS, build_config, time_server_spec
 from standins.upstream import OPENAI, UpstreamStandin, replay
 from standins.wirekit import transcript_row
 
@@ -34,7 +34,6 @@ from gateway.server import create_app
 from mcp_servers.clients import Visibility
 from mcp_servers.config import McpConfig
 
-TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
 FIXTURE_SERVER = str(Path(__file__).parents[1] / "mcp_servers" / "fixture_server.py")
 MODEL = "gpt-4o-mini"  # the upstream model id of deployment "oa"
 ALICE, BOB, CAROL = "alice-chat-key", "bob-chat-key", "carol-chat-key"
@@ -58,14 +57,7 @@ def access_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
                 "restart_backoff_s": 0.05,
                 "health_interval_s": 600,
                 "servers": [
-                    {
-                        "id": "time",
-                        "transport": {
-                            "type": "stdio",
-                            "command": TIME_SERVER,
-                            "args": ["--local-timezone", "UTC"],
-                        },
-                    },
+                    time_server_spec(),
                     {
                         "id": "fx",
                         "transport": {

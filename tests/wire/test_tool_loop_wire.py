@@ -9,9 +9,7 @@ stream keeps alive with ``response.in_progress`` events while tools run.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,7 +18,7 @@ import pytest
 from standins.recordings import json_exchange, stream_exchange
 from standins.servers import GatewayServer, LoopThread
 from standins.tool_answers import Call, text_answer, tool_call_answer
-from standins.topology import KEY_ENV, KEYS, build_config
+from standins.topology import KEY_ENV, KEYS, build_config, time_server_spec
 from standins.upstream import OPENAI, UpstreamStandin, replay
 from standins.wirekit import transcript_row
 
@@ -28,7 +26,6 @@ from gateway.config import ModelAlias, Settings
 from gateway.server import create_app
 from mcp_servers.config import McpConfig
 
-TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
 MODEL = "gpt-4o-mini"  # the upstream model id of deployment "oa"
 
 
@@ -48,16 +45,7 @@ def loop_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             {
                 "restart_backoff_s": 0.05,
                 "health_interval_s": 600,
-                "servers": [
-                    {
-                        "id": "time",
-                        "transport": {
-                            "type": "stdio",
-                            "command": TIME_SERVER,
-                            "args": ["--local-timezone", "UTC"],
-                        },
-                    }
-                ],
+                "servers": [time_server_spec()],
             }
         )
         config = base.model_copy(

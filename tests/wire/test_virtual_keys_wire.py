@@ -12,9 +12,7 @@ secret only once.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -24,6 +22,7 @@ import pytest
 from google import genai
 from google.genai import errors as genai_errors
 from standins.servers import GatewayServer, LoopThread
+from standins.topology import time_server_spec
 from standins.wirekit import transcript_row
 
 from gateway.access.sqlite import SqliteAccessStore
@@ -32,7 +31,6 @@ from gateway.server import create_app
 
 ADMIN_ENV = "TURNSTILE_TEST_ADMIN_KEY"
 ADMIN = "admin-secret-for-the-wire-tests"
-TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
 
 
 class Clock:
@@ -73,16 +71,7 @@ def keys_gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                 ],
                 "mcp": {
                     "health_interval_s": 600,
-                    "servers": [
-                        {
-                            "id": "time",
-                            "transport": {
-                                "type": "stdio",
-                                "command": TIME_SERVER,
-                                "args": ["--local-timezone", "UTC"],
-                            },
-                        }
-                    ],
+                    "servers": [time_server_spec()],
                 },
             }
         )
