@@ -24,7 +24,23 @@ ROUTES: dict[str, tuple[str, str]] = {
     "bench-openai-tools": ("openai", "/oa-tools/v1"),
     "bench-anthropic": ("anthropic", "/an"),
     "bench-anthropic-stream": ("anthropic", "/an-stream"),
+    # translation lanes: the client's dialect is the other one (see LANES)
+    "bench-an2oa": ("openai", "/oa/v1"),
+    "bench-an2oa-stream": ("openai", "/oa-stream/v1"),
+    "bench-oa2an": ("anthropic", "/an"),
+    "bench-oa2an-stream": ("anthropic", "/an-stream"),
+    # answered after UPSTREAM_DELAY_S (sustained load) / paced chunks (stream ceiling)
+    "bench-openai-20ms": ("openai", "/oa-20ms/v1"),
+    "bench-openai-paced": ("openai", "/oa-paced/v1"),
 }
+
+UPSTREAM_DELAY_S = 0.020
+"""How long the ``bench-openai-20ms`` upstream waits before it answers (nginx ``echo_sleep``)."""
+
+PACED_CHUNKS = 40
+PACED_GAP_S = 0.050
+"""The ``bench-openai-paced`` upstream sends :data:`PACED_CHUNKS` content chunks, one every
+:data:`PACED_GAP_S` (a 2-second answer at 20 chunks/s), each flushed on its own."""
 
 
 def upstream_path(model: str) -> str:
@@ -129,6 +145,16 @@ def openai_stream() -> bytes:
     return b"".join(frames)
 
 
+def openai_paced_frames() -> list[bytes]:
+    """The ``bench-openai-paced`` stream as SSE frames: role chunk, :data:`PACED_CHUNKS` content
+    chunks, finish + usage + ``[DONE]`` (the upstream waits :data:`PACED_GAP_S` before each
+    content chunk)."""
+    frames = openai_stream().split(b"\n\n")[:-1]
+    head, tail = frames[0], frames[-3:]
+    body = [f.replace(b"tok0 ", f"tok{i} ".encode()) for i, f in enumerate([frames[1]] * PACED_CHUNKS)]
+    return [f + b"\n\n" for f in (head, *body, b"\n\n".join(tail))]
+
+
 def anthropic_response() -> bytes:
     """A Messages API answer with one text block."""
     return orjson.dumps(
@@ -217,6 +243,16 @@ def upstream_bodies() -> dict[str, tuple[str, bytes]]:
     }
 
 
+def delayed_bodies() -> dict[str, tuple[str, bytes]]:
+    """The nginx paths answered after :data:`UPSTREAM_DELAY_S`: path -> (content type, body)."""
+    return {upstream_path("bench-openai-20ms"): ("application/json", openai_response())}
+
+
+def paced_streams() -> dict[str, list[bytes]]:
+    """The nginx paths answered with paced chunks: path -> the frames, flushed one by one."""
+    return {upstream_path("bench-openai-paced"): openai_paced_frames()}
+
+
 # ---------------------------------------------------------------------------- client requests
 
 SYSTEM = "You are a concise assistant used by a benchmark."
@@ -276,6 +312,38 @@ def tool_conversation(turns: int = 40) -> list[dict[str, Any]]:
     return msgs
 
 
+def _openai_body(model: str, *, stream: bool) -> bytes:
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Say hello."}],
+        "max_tokens": 64,
+    }
+    if stream:
+        body |= {"stream": True, "stream_options": {"include_usage": True}}
+    return orjson.dumps(body)
+
+
+def _anthropic_body(model: str, *, stream: bool) -> bytes:
+    body: dict[str, Any] = {
+        "model": model,
+        "system": SYSTEM,
+        "messages": [{"role": "user", "content": "Say hello."}],
+        "max_tokens": 64,
+    }
+    if stream:
+        body["stream"] = True
+    return orjson.dumps(body)
+
+
+def extra_bodies() -> dict[str, tuple[str, bytes]]:
+    """Requests outside the case table: the sustained-load case (``openai-20ms``) and the
+    stream-ceiling case (``openai-paced``): name -> (client path, body)."""
+    return {
+        "openai-20ms": ("/v1/chat/completions", _openai_body("bench-openai-20ms", stream=False)),
+        "openai-paced": ("/v1/chat/completions", _openai_body("bench-openai-paced", stream=True)),
+    }
+
+
 def request_bodies() -> dict[str, tuple[str, bytes]]:
     """Benchmark case -> (client path, request body)."""
     user = {"role": "user", "content": "Say hello."}
@@ -320,6 +388,10 @@ def request_bodies() -> dict[str, tuple[str, bytes]]:
                 }
             ),
         ),
+        "x-an2oa": ("/v1/messages", _anthropic_body("bench-an2oa", stream=False)),
+        "x-an2oa-stream": ("/v1/messages", _anthropic_body("bench-an2oa-stream", stream=True)),
+        "x-oa2an": ("/v1/chat/completions", _openai_body("bench-oa2an", stream=False)),
+        "x-oa2an-stream": ("/v1/chat/completions", _openai_body("bench-oa2an-stream", stream=True)),
         "tools-40": (
             "/v1/chat/completions",
             orjson.dumps(
@@ -340,5 +412,17 @@ CASE_MODEL = {
     "anthropic": "bench-anthropic",
     "anthropic-stream": "bench-anthropic-stream",
     "tools-40": "bench-openai-tools",
+    "x-an2oa": "bench-an2oa",
+    "x-an2oa-stream": "bench-an2oa-stream",
+    "x-oa2an": "bench-oa2an",
+    "x-oa2an-stream": "bench-oa2an-stream",
 }
-STREAM_CASES = ("openai-stream", "anthropic-stream")
+STREAM_CASES = ("openai-stream", "anthropic-stream", "x-an2oa-stream", "x-oa2an-stream")
+LANES = {
+    "x-an2oa": "anthropic",
+    "x-an2oa-stream": "anthropic-stream",
+    "x-oa2an": "openai",
+    "x-oa2an-stream": "openai-stream",
+}
+"""Translation lane -> the same-API lane of the same client dialect: ``x-an2oa`` is an Anthropic
+Messages client answered by an OpenAI Chat upstream, ``x-oa2an`` the reverse."""

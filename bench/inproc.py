@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import procs
-from bench.bodies import request_bodies
+from bench.bodies import extra_bodies, request_bodies
 from bench.opcodes import OpcodeCounter
 from bench.run import turnstile_config
 from bench.upstream import nginx_binary, nginx_config
@@ -140,7 +140,7 @@ async def _main(
                 keys = AccessConfig(auth="required", admin_key_env=None)
                 cfg = cfg.model_copy(update={"access": keys, "deployments": priced})
             app = create_app(cfg)
-        bodies = request_bodies()
+        bodies = {**request_bodies(), **extra_bodies()}
         async with app.router.lifespan_context(app):
             key = "bench"
             if access:  # a server that ran a while has its tokenizer loaded: worst cases count with it
@@ -202,7 +202,11 @@ async def _main(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", action="append", help="benchmark case (repeatable); default: all")
+    ap.add_argument(
+        "--case",
+        action="append",
+        help="case (repeatable; also openai-20ms, openai-paced); default: the table's",
+    )
     ap.add_argument("-n", type=int, default=2000, help="requests per case")
     ap.add_argument("--profile", type=Path, help="write cProfile stats to PROFILE-<case>.prof")
     ap.add_argument("--floor", action="store_true", help="drive the bare pass-through floor instead")

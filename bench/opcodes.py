@@ -62,7 +62,14 @@ class OpcodeCounter:
             by_module[_module(path)] += n
         for name, n in by_module.most_common(modules):
             print(f"  {n / requests:9,.0f} {100 * n / total:5.1f}%  {name}", file=out)
-        ours = [(k, n) for k, n in self.opcodes.most_common() if _SITE not in k[0] and _STDLIB not in k[0]]
+        import os
+
+        every = os.environ.get("BENCH_OPCODES_ALL") == "1"  # third-party functions listed too
+        ours = [
+            (k, n)
+            for k, n in self.opcodes.most_common()
+            if every or (_SITE not in k[0] and _STDLIB not in k[0])
+        ]
         print("functions of this repository (opcodes, calls per request):", file=out)
         for (path, func), n in ours[:functions]:
             calls = self.calls[(path, func)] / requests

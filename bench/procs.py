@@ -18,7 +18,7 @@ from pathlib import Path
 
 import aiohttp
 
-APT_PACKAGES = ("nginx", "wrk")
+APT_PACKAGES = ("nginx", "wrk", "libnginx-mod-http-echo")
 LITELLM_VERSION = "1.99.4"
 DEFAULT_LITELLM_VENV = Path(
     os.environ.get("BENCH_LITELLM_VENV", f"/tmp/turnstile-bench/venv-litellm-{LITELLM_VERSION}")
@@ -26,12 +26,17 @@ DEFAULT_LITELLM_VENV = Path(
 
 
 def ensure_tools(install: bool) -> None:
-    """Make sure ``nginx`` and ``wrk`` are installed: as root with apt-get available and
-    ``install`` True, install them (``apt-get update && apt-get install -y nginx wrk``);
+    """Make sure ``nginx`` (with its echo module) and ``wrk`` are installed: as root with
+    apt-get available and ``install`` True, install them (``apt-get install -y`` the three);
     otherwise exit with the command to run."""
-    from bench.upstream import nginx_binary
+    from bench.upstream import has_echo, nginx_binary
 
-    missing = [p for p in APT_PACKAGES if (nginx_binary() if p == "nginx" else shutil.which(p)) is None]
+    def present(p: str) -> bool:
+        if p == "nginx":
+            return nginx_binary() is not None
+        return has_echo() if p == "libnginx-mod-http-echo" else shutil.which(p) is not None
+
+    missing = [p for p in APT_PACKAGES if not present(p)]
     if not missing:
         return
     cmd = f"apt-get update && apt-get install -y {' '.join(APT_PACKAGES)}"

@@ -3,8 +3,11 @@
 ``uv run python -m bench.run`` starts the nginx upstream stand-in, then each server in turn
 (one worker each, all on 127.0.0.1), checks that it answers every case, measures time to first
 byte of the streams with a small aiohttp client, drives it with wrk at 1, 16 and 64
-connections, and writes ``bench/RESULTS.md``. ``--smoke`` is a seconds-long run (CI): one
-connection, one-second loads, results printed, nothing written unless ``--out`` is given.
+connections (the case table, translation lanes included), then ramps the sustained load behind
+a 20 ms upstream and the concurrent paced streams (:mod:`bench.phases`); last, Turnstile again
+at 1 and 2 worker processes. It writes ``bench/RESULTS.md``. ``--smoke`` is a seconds-long run
+(CI): one connection, one-second loads, one small level of each ramp, results printed, nothing
+written unless ``--out`` is given.
 
 Every loop is bounded in count and time; every process started is stopped by its own id.
 """
@@ -26,17 +29,18 @@ import aiohttp
 import orjson
 import yaml
 
-from bench import procs, report
+from bench import phases, procs, report, streams
 from bench.bodies import (
     ANTHROPIC_MODEL,
     CASE_MODEL,
     OPENAI_MODEL,
     ROUTES,
     STREAM_CASES,
+    extra_bodies,
     request_bodies,
     upstream_path,
 )
-from bench.upstream import nginx_binary, nginx_config
+from bench.upstream import has_echo, nginx_binary, nginx_config
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -59,6 +63,10 @@ class Options:
     litellm: bool
     out: Path | None
     install: bool
+    sustain_levels: tuple[int, ...] = phases.SUSTAIN_LEVELS
+    ceiling_levels: tuple[int, ...] = streams.LEVELS
+    workers: tuple[int, ...] = (1, 2)
+    worker_connections: tuple[int, ...] = (16, 64)
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="turnstile-bench-")))
 
 
@@ -111,7 +119,10 @@ def litellm_config(upstream: str, workdir: Path) -> Path:
             }
         )
     path = workdir / "litellm.yaml"
-    path.write_text(yaml.safe_dump({"model_list": model_list, "litellm_settings": {"drop_params": True}}))
+    # An Anthropic Messages client of an OpenAI model goes to Chat Completions, as Turnstile's
+    # deployment does (LiteLLM's default for /v1/messages -> openai/ is the Responses API).
+    settings = {"drop_params": True, "use_chat_completions_url_for_anthropic_messages": True}
+    path.write_text(yaml.safe_dump({"model_list": model_list, "litellm_settings": settings}))
     return path
 
 
@@ -202,8 +213,9 @@ def wrk(url: str, body_file: Path, conns: int, duration_s: float, key: str | Non
 # ---------------------------------------------------------------------------- servers
 
 
-def start_server(name: str, opts: Options, upstream: str) -> tuple[procs.Proc, str, str]:
-    """Start server ``name``; returns (process, base URL, readiness URL)."""
+def start_server(name: str, opts: Options, upstream: str, workers: int = 1) -> tuple[procs.Proc, str, str]:
+    """Start server ``name`` (Turnstile with ``workers`` processes); returns (process, base URL,
+    readiness URL)."""
     port = procs.free_port()
     base = f"http://127.0.0.1:{port}"
     log = opts.workdir / f"{name}.log"
@@ -224,7 +236,7 @@ def start_server(name: str, opts: Options, upstream: str) -> tuple[procs.Proc, s
             "--port",
             str(port),
             "--workers",
-            "1",
+            str(workers),
             "--log-level",
             "info",
         ]
@@ -267,11 +279,95 @@ async def measure(
             row = await asyncio.to_thread(wrk, url, body_file, conns, opts.duration_s)
             row["rss_mb"] = procs.peak_rss_mb(pid) if pid is not None else 0.0
             results.runs[(name, case, conns)] = row
-            print(
-                f"  {name:9} {case:16} c={conns:<3} {row['rps']:9.0f} req/s  p50 {row['p50']:7.3f} ms  "
-                f"p99 {row['p99']:7.3f} ms  errors {row['errors']}  rss {row['rss_mb']:.0f} MB",
-                flush=True,
-            )
+            _print_row(name, case, conns, row)
+    await measure_phases(name, base, opts, results)
+
+
+def _print_row(name: str, case: str, conns: int, row: dict[str, float]) -> None:
+    print(
+        f"  {name:9} {case:16} c={conns:<3} {row['rps']:9.0f} req/s  p50 {row['p50']:7.3f} ms  "
+        f"p99 {row['p99']:7.3f} ms  errors {row['errors']}  rss {row['rss_mb']:.0f} MB",
+        flush=True,
+    )
+
+
+async def check_extra(url: str, body: bytes) -> str | None:
+    """One request of an extra case; None when it is a 200 carrying the whole answer."""
+    try:
+        async with (
+            aiohttp.ClientSession() as s,
+            s.post(url, data=body, headers=HEADERS, timeout=aiohttp.ClientTimeout(total=60)) as r,
+        ):
+            raw = await r.read()
+    except (aiohttp.ClientError, TimeoutError) as err:
+        return f"no answer: {err!r}"
+    if r.status != 200:
+        return f"HTTP {r.status}: {raw[:300]!r}"
+    ok = b"[DONE]" in raw if b'"stream":true' in body else b"Hello from the bench upstream" in raw
+    return None if ok else f"unexpected body: {raw[-300:]!r}"
+
+
+async def measure_phases(name: str, base: str, opts: Options, results: report.Results) -> None:
+    """The sustained ramp behind the 20 ms upstream and the stream ceiling (both need nginx's
+    echo module: skipped with a note without it)."""
+    if not (opts.sustain_levels or opts.ceiling_levels):
+        return
+    if not has_echo():
+        results.notes.append("nginx echo module absent: sustained load and stream ceiling not measured")
+        return
+    extras = extra_bodies()
+    for extra, levels in (("openai-20ms", opts.sustain_levels), ("openai-paced", opts.ceiling_levels)):
+        if not levels:
+            continue
+        path, body = extras[extra]
+        model = orjson.loads(body)["model"]
+        if name == "upstream":
+            path = upstream_path(model)
+        problem = await check_extra(base + path, body)
+        results.answers[(name, extra)] = problem or "ok"
+        if problem:
+            print(f"  {name} {extra}: {problem}", flush=True)
+            continue
+        if extra == "openai-20ms":
+            f = opts.workdir / "request-openai-20ms.json"
+            f.write_bytes(body)
+            ramp = await phases.sustained(wrk, base + path, f, levels, opts.duration_s, opts.warmup_s)
+            results.sustained[name] = ramp
+        else:
+            results.ceiling[name] = await phases.stream_ceiling(base, path, body, HEADERS, levels)
+
+
+async def measure_workers(
+    opts: Options, upstream: str, bodies: dict[str, tuple[str, Path]], results: report.Results
+) -> None:
+    """Turnstile at each worker count of ``opts.workers``, back to back: the openai case at
+    ``opts.worker_connections``."""
+    path, body_file = bodies["openai"]
+    for n in opts.workers:
+        print(f"== turnstile --workers {n}", flush=True)
+        proc: procs.Proc | None = None
+        try:
+            proc, base, ready = start_server("turnstile", opts, upstream, workers=n)
+            await procs.wait_ready(proc, ready, 60)
+            url = base + path
+            problem = await check_case(url, body_file.read_bytes(), "openai")
+            if problem:
+                results.failures[f"turnstile-{n}w"] = problem
+                continue
+            for conns in opts.worker_connections:
+                if opts.warmup_s > 0:
+                    await asyncio.to_thread(wrk, url, body_file, conns, opts.warmup_s)
+                procs.reset_peak_rss(proc.pid)
+                row = await asyncio.to_thread(wrk, url, body_file, conns, opts.duration_s)
+                row["rss_mb"] = procs.peak_rss_mb(proc.pid)
+                results.workers[(n, conns)] = row
+                _print_row(f"{n} worker", "openai", conns, row)
+        except RuntimeError as err:
+            results.failures[f"turnstile-{n}w"] = str(err)
+            print(f"  turnstile --workers {n} failed: {err}", flush=True)
+        finally:
+            if proc is not None:
+                proc.stop()
 
 
 async def run(opts: Options) -> report.Results:
@@ -309,6 +405,8 @@ async def run(opts: Options) -> report.Results:
             finally:
                 if proc is not None:
                     proc.stop()
+        if opts.workers:
+            await measure_workers(opts, upstream, bodies, results)
     finally:
         nginx.stop()
     return results
@@ -326,6 +424,17 @@ def parse_args(argv: list[str] | None = None) -> Options:
     ap.add_argument("--connections", default="1,16,64", help="comma-separated wrk connection counts")
     ap.add_argument("--cases", default=",".join(CASE_MODEL), help="comma-separated cases")
     ap.add_argument("--ttfb-samples", type=int, default=100, help="sequential streams timed per stream case")
+    ap.add_argument(
+        "--sustain",
+        default=",".join(map(str, phases.SUSTAIN_LEVELS)),
+        help="connection levels of the 20 ms-upstream ramp ('' skips it)",
+    )
+    ap.add_argument(
+        "--streams",
+        default=",".join(map(str, streams.LEVELS)),
+        help="concurrent-stream levels of the stream ceiling ('' skips it)",
+    )
+    ap.add_argument("--workers", default="1,2", help="Turnstile worker counts measured at the end ('' skips)")
     ap.add_argument("--no-litellm", action="store_true", help="skip LiteLLM's proxy")
     ap.add_argument("--no-install", action="store_true", help="never apt-get install nginx/wrk")
     ap.add_argument(
@@ -334,6 +443,7 @@ def parse_args(argv: list[str] | None = None) -> Options:
     a = ap.parse_args(argv)
     if a.smoke:
         a.duration, a.warmup, a.connections, a.ttfb_samples = 1.0, 0.0, "1", 3
+        a.sustain, a.streams, a.workers = "4", "8", "2"
     out = a.out if a.out is not None or a.smoke else HERE / "RESULTS.md"
     cases = [c for c in a.cases.split(",") if c]
     unknown = sorted(set(cases) - set(CASE_MODEL))
@@ -348,7 +458,15 @@ def parse_args(argv: list[str] | None = None) -> Options:
         litellm=not a.no_litellm,
         out=out,
         install=not a.no_install,
+        sustain_levels=_ints(a.sustain),
+        ceiling_levels=_ints(a.streams),
+        workers=_ints(a.workers),
+        worker_connections=(1,) if a.smoke else (16, 64),
     )
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip())
 
 
 def main(argv: list[str] | None = None) -> int:

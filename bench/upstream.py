@@ -9,9 +9,44 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bench.bodies import upstream_bodies
+from bench.bodies import PACED_GAP_S, UPSTREAM_DELAY_S, delayed_bodies, paced_streams, upstream_bodies
 
 NGINX_CANDIDATES = ("nginx", "/usr/sbin/nginx")
+ECHO_MODULE = Path("/usr/lib/nginx/modules/ngx_http_echo_module.so")
+"""OpenResty's echo module (Debian ``libnginx-mod-http-echo``): ``echo_sleep`` / ``echo_flush``
+give the delayed and paced upstreams. Without it those two paths answer 404 and the phases
+that need them are skipped with a message."""
+
+
+def has_echo() -> bool:
+    """Whether nginx can load the echo module (the delayed and paced upstreams)."""
+    return ECHO_MODULE.exists()
+
+
+def _echo_text(body: bytes) -> str:
+    """``body`` as one single-quoted ``echo -n`` argument (newlines as ``\\n``)."""
+    text = body.decode()
+    if "'" in text or "\\" in text or "$" in text:
+        raise ValueError("echo bodies must not contain quotes, backslashes or dollars")
+    return "'" + text.replace("\n", "\\n") + "'"
+
+
+def _echo_locations() -> list[str]:
+    out = []
+    for path, (ctype, body) in delayed_bodies().items():
+        lines = [f"default_type {ctype};", f"echo_sleep {UPSTREAM_DELAY_S};", f"echo -n {_echo_text(body)};"]
+        out.append(_location(path, lines))
+    for path, frames in paced_streams().items():
+        steps = [f"echo -n {_echo_text(frames[0])}; echo_flush;"]
+        steps += [f"echo_sleep {PACED_GAP_S}; echo -n {_echo_text(f)}; echo_flush;" for f in frames[1:-1]]
+        steps.append(f"echo -n {_echo_text(frames[-1])};")
+        out.append(_location(path, ["default_type text/event-stream;", *steps]))
+    return out
+
+
+def _location(path: str, lines: list[str]) -> str:
+    inner = "".join(f"            {x}\n" for x in lines)
+    return f"        location = {path} {{\n{inner}        }}\n"
 
 
 def nginx_binary() -> str | None:
@@ -46,7 +81,10 @@ def nginx_config(workdir: Path, port: int) -> Path:
             f"            error_page 405 =200 $uri;\n"
             f"        }}\n"
         )
-    conf = f"""daemon off;
+    if has_echo():
+        locations += _echo_locations()
+    load = f"load_module {ECHO_MODULE};\n" if has_echo() else ""
+    conf = f"""{load}daemon off;
 master_process on;
 worker_processes 1;
 pid {workdir}/nginx.pid;
