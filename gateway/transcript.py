@@ -30,6 +30,7 @@ import structlog
 from pydantic import BaseModel
 
 from gateway.transcript_cut import bounded, unstorable
+from gateway.wal_checkpoint import Checkpointer
 
 log = structlog.get_logger("turnstile.transcript")
 
@@ -265,6 +266,7 @@ class SqliteTranscript:
 
     def __init__(self, path: Path | str) -> None:
         self.conn = connect(path)
+        self.checkpoints = Checkpointer(path, self.conn)  # checkpoints off the commit path
 
     def write(self, statements: list[tuple[str, list[Any]]]) -> None:
         """Run ``statements`` in one transaction. ``executemany`` would release and retake the
@@ -272,6 +274,7 @@ class SqliteTranscript:
         which under load cost more than the writing itself."""
         if len(statements) == 1:  # autocommit: one statement is one transaction
             self.conn.execute(*statements[0])
+            self.checkpoints.committed()
             return
         self.conn.execute("BEGIN")
         try:
@@ -281,9 +284,11 @@ class SqliteTranscript:
             self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+        self.checkpoints.committed()
 
     def close(self) -> None:
-        """Close the connection."""
+        """Stop checkpointing (after a last one), then close the connection."""
+        self.checkpoints.close()
         self.conn.close()
 
 
