@@ -25,6 +25,9 @@ def _serve_environment_is_restored(monkeypatch: pytest.MonkeyPatch) -> None:
         "TURNSTILE_ALLOW_ANONYMOUS",
         "TURNSTILE_LOG_LEVEL",
         "TURNSTILE_CONSOLE_TOKEN",
+        "TURNSTILE_WORKERS",
+        "TURNSTILE_WORKERS_STATE",
+        "PROMETHEUS_MULTIPROC_DIR",
     ):
         monkeypatch.setenv(var, "")  # recorded, so that undo restores it (or its absence)
         monkeypatch.delenv(var)
