@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,41 @@ SCHEMA = (
 )
 
 
+def open_shared(path: str, schema: Sequence[str]) -> sqlite3.Connection:
+    """Open (and create) the workers' file at ``path`` in WAL mode with the tables of
+    ``schema`` (``CREATE … IF NOT EXISTS`` statements); a blocking call, for a store thread.
+    Raises ``sqlite3.Error`` when it cannot be (a folder that cannot be made included).
+
+    Workers that start together may create the file at once; switching a new file to WAL does
+    not wait for the other's lock (SQLite answers "database is locked" at once), so that step is
+    tried again for up to :data:`BUSY_TIMEOUT_S`."""
+    if path != ":memory:":
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:  # reported as the file being unusable
+            raise sqlite3.OperationalError(f"cannot make the folder of {path}: {err}") from err
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+    try:
+        give_up = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() > give_up:
+                    raise
+                time.sleep(0.005)  # the other worker's creation takes a few ms
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("BEGIN IMMEDIATE")  # waits (busy timeout) for a worker creating them too
+        for sql in schema:
+            conn.execute(sql)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 class WorkersState:
     """The shared file at ``path`` (opened on first use). Times are the callers' clock
     (seconds): every worker of the machine must use the same one (``time.monotonic`` is
@@ -46,16 +83,7 @@ class WorkersState:
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            for sql in SCHEMA:
-                conn.execute(sql)
-            self._conn = conn
+            self._conn = open_shared(self.path, SCHEMA)
         return self._conn
 
     def _run(self, fn: Any, *args: Any) -> asyncio.Future[Any]:
@@ -64,25 +92,25 @@ class WorkersState:
         return self._thread.run(fn, *args)
 
     async def guesses(self, address: str, since: float) -> list[float]:
-        """The times (ascending) of ``address``'s wrong admin keys at or after ``since``."""
+        """The times (ascending) of ``address``'s wrong admin keys after ``since``."""
         return await self._run(self._guesses, address, since)  # type: ignore[no-any-return]
 
     def _guesses(self, address: str, since: float) -> list[float]:
         rows = self._db().execute(
-            "SELECT at FROM key_guess WHERE address=? AND at>=? ORDER BY at", (address, since)
+            "SELECT at FROM key_guess WHERE address=? AND at>? ORDER BY at", (address, since)
         )
         return [r[0] for r in rows]
 
     async def guessed(self, address: str, at: float, since: float) -> list[float]:
-        """Count a wrong admin key of ``address`` at ``at`` (those before ``since`` are
-        deleted); the times of its wrong keys at or after ``since``, ascending."""
+        """Count a wrong admin key of ``address`` at ``at`` (those at or before ``since`` are
+        deleted); the times of its wrong keys after ``since``, ascending."""
         return await self._run(self._guessed, address, at, since)  # type: ignore[no-any-return]
 
     def _guessed(self, address: str, at: float, since: float) -> list[float]:
         db = self._db()
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute("DELETE FROM key_guess WHERE at<?", (since,))
+            db.execute("DELETE FROM key_guess WHERE at<=?", (since,))
             db.execute("INSERT INTO key_guess VALUES (?,?)", (address, at))
             got = self._guesses(address, since)
             db.execute("COMMIT")

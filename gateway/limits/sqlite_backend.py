@@ -11,14 +11,14 @@ changed before it commits. SQLite lets one writer in at a time, so workers see a
 a time and a hard budget is never overshot, whatever the number of workers. A settle or release
 is one more transaction. The calls run in one thread of this process
 (:class:`gateway.store_thread.StoreThread`), never on the event loop; a worker waits for the
-write lock at most :data:`BUSY_TIMEOUT_S`.
+write lock at most :data:`gateway.workers_state.BUSY_TIMEOUT_S` (5 s).
 
 Budget windows are seeded from the spend source (the ledger) the first time a worker needs
 them, as in Redis; reservations and concurrent slots carry the lease deadline (``lease_ttl_s``)
 stored in the file, so a worker killed mid-turn stops holding budget and slots when it passes.
 
 When the file is unusable (cannot be opened, disk error, the write lock not had within
-:data:`BUSY_TIMEOUT_S`) admissions fail closed: :class:`gateway.errors.LimitsUnavailable`
+that bound) admissions fail closed: :class:`gateway.errors.LimitsUnavailable`
 (HTTP 503). A settle or release that fails is logged, never raised (the turn ran).
 
 Money is integer nano-dollars, times epoch seconds truncated to the millisecond (REAL).
@@ -46,11 +46,9 @@ from gateway.limits.model import Scope, nano_to_usd, usd_to_nano
 from gateway.limits.periods import Period, WindowCache
 from gateway.limits.window import WINDOW_S, SlidingWindow
 from gateway.store_thread import StoreThread
+from gateway.workers_state import open_shared
 
 log = structlog.get_logger("turnstile.limits")
-
-BUSY_TIMEOUT_S = 5.0
-"""How long one call waits for another worker's transaction to end (seconds)."""
 
 SEED_ROUNDS = 3
 """Admission attempts that may ask for seeds before a still missing window starts empty."""
@@ -66,19 +64,6 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS lim_lease (scope TEXT NOT NULL, rid TEXT NOT NULL, deadline REAL NOT NULL, "
     "PRIMARY KEY (scope, rid)) WITHOUT ROWID",
 )
-
-
-def connect(path: str) -> sqlite3.Connection:
-    """Open (and create) the shared file at ``path`` in WAL mode with the limits' tables.
-    Raises ``sqlite3.Error`` when it cannot be."""
-    if path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    for sql in SCHEMA:
-        conn.execute(sql)
-    return conn
 
 
 class _Txn:
@@ -128,7 +113,7 @@ class SqliteLimits:
     def _db(self) -> sqlite3.Connection:
         """The connection (opened on first use, in the store thread)."""
         if self._conn is None:
-            self._conn = connect(self.path)
+            self._conn = open_shared(self.path, SCHEMA)
         return self._conn
 
     def _run(self, fn: Any, *args: Any) -> asyncio.Future[Any]:
