@@ -52,7 +52,8 @@ def serve(
         typer.Option(
             min=1,
             help="Worker processes; use one per CPU core to scale. "
-            "Each worker holds its own connection pool.",
+            "Each worker holds its own connection pool; they count limits together "
+            "(a SQLite file per run, or Redis with redis.url).",
         ),
     ] = 1,
     log_level: Annotated[
