@@ -1,7 +1,8 @@
 """``turnstile serve --workers 2`` without Redis (a real uvicorn with two worker processes, one
 SQLite file): a key's requests/min limit is counted once across the workers (exactly N turns
 admitted of a burst, whichever worker took each), and ``/metrics`` answers the sum of both
-workers' turns, whichever worker answers the scrape."""
+workers' turns, whichever worker answers the scrape; a key revoked through one worker is
+refused by both within ``access.cache_ttl_s``."""
 
 from __future__ import annotations
 
@@ -98,3 +99,17 @@ def test_a_requests_per_minute_limit_admits_exactly_its_turns_across_the_workers
         time.sleep(0.1)  # polling pace, not a synchronisation
         seen.append(_turns(gateway.url))
     assert seen[-1] == BURST, seen  # every turn of both workers, counted once
+
+
+def test_a_key_revoked_through_one_worker_is_refused_by_every_worker_within_the_cache_ttl(
+    gateway: ServeProcess,
+) -> None:
+    made = httpx.post(f"{gateway.url}/admin/keys", json={"name": "r"}, headers=AUTH)
+    assert made.status_code == 201, made.text
+    key_id, secret = made.json()["key"]["id"], made.json()["secret"]
+    assert set(asyncio.run(_burst(gateway.url, secret, 8))) == {200}  # cached in both workers now
+    assert httpx.delete(f"{gateway.url}/admin/keys/{key_id}", headers=AUTH).status_code == 200
+    revoked = time.monotonic()
+    deadline = revoked + 1.0 + 5.0  # access.cache_ttl_s (1 s) and the slack of a loaded machine
+    while set(statuses := asyncio.run(_burst(gateway.url, secret, 8))) != {401}:
+        assert time.monotonic() < deadline, statuses
