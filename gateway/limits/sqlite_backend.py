@@ -135,8 +135,10 @@ class SqliteLimits:
         seen for the first time: one more, after its seed is read from the spend source).
         Raises :class:`gateway.errors.LimitsUnavailable` when the file is unusable."""
         cost = usd_to_nano(cost_usd, up=True)
-        seeds: dict[BudgetKey, int] = {}
         rid = uuid.uuid4().hex
+        if not any(s.limited for s in scopes):  # nothing to count: no transaction
+            return Reservation(id=f"m{rid}", cost_nano=cost, plan=_Plan([], [], []))
+        seeds: dict[BudgetKey, int] = {}
         for round_ in range(SEED_ROUNDS + 1):
             now = ms_now(self.clock)
             call = self._run(self._admit_sync, list(scopes), cost, now, rid, seeds, round_ == SEED_ROUNDS)
@@ -221,7 +223,7 @@ class SqliteLimits:
             if missing:
                 return missing
             m._ids = iter((rid,))  # type: ignore[assignment]  # the reservation's id: "m" + rid
-            res = m._decide(scopes, cost, now)  # raises the refusal: the transaction rolls back
+            res = m._decide(scopes, cost, now)  # raises the refusal: only seeds and sweeps are kept
             plan = res.plan
             assert isinstance(plan, _Plan)
             for key, before in held.items():
@@ -234,7 +236,7 @@ class SqliteLimits:
                     )
             deadline = now + self.lease_ttl_s
             db.executemany(
-                "INSERT INTO lim_hold VALUES (?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO lim_hold VALUES (?,?,?,?,?,?)",
                 [(*k, res.id, cost, deadline) for k in plan.budgets],
             )
             for (name, dim), w in m._rates.items():
@@ -242,7 +244,8 @@ class SqliteLimits:
                     second, n = w.buckets[-1]
                     db.execute("INSERT OR REPLACE INTO lim_bucket VALUES (?,?,?,?)", (name, dim, second, n))
             db.executemany(
-                "INSERT INTO lim_lease VALUES (?,?,?)", [(n, res.id, deadline) for n in plan.leases]
+                "INSERT OR REPLACE INTO lim_lease VALUES (?,?,?)",
+                [(n, res.id, deadline) for n in plan.leases],
             )
             return res
 

@@ -159,3 +159,11 @@ async def test_a_cancelled_admission_gives_back_what_it_took(tmp_path: Path) -> 
         assert res.cost_nano == 500_000_000
     finally:
         await lim.aclose()
+
+
+async def test_a_turn_of_unlimited_scopes_never_opens_the_file(tmp_path: Path) -> None:
+    lim = SqliteLimits(tmp_path / "w.db")
+    res = await lim.admit([Scope("key", "free"), Scope("team", "t", (), RateLimit())], 0.5)
+    await lim.settle(res, 0.5, tokens=10)
+    assert not (tmp_path / "w.db").exists() and res.headers == {}
+    await lim.aclose()
