@@ -69,14 +69,15 @@ async def _burst(url: str, secret: str, n: int) -> list[int]:
     return [a.status_code for a in answers]
 
 
-def _turns(url: str) -> float:
+def _turns(url: str) -> tuple[float, float]:
+    """The turns counted, and the turn-duration histogram's observations, of every worker."""
     got = httpx.get(f"{url}/metrics", headers=AUTH, timeout=10)
     assert got.status_code == 200, got.text
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in got.text.splitlines()
-        if line.startswith("turnstile_turns_total{")
-    )
+
+    def total(prefix: str) -> float:
+        return sum(float(line.rsplit(" ", 1)[1]) for line in got.text.splitlines() if line.startswith(prefix))
+
+    return total("turnstile_turns_total{"), total("turnstile_turn_duration_seconds_count{")
 
 
 def test_a_requests_per_minute_limit_admits_exactly_its_turns_across_the_workers(
@@ -95,10 +96,12 @@ def test_a_requests_per_minute_limit_admits_exactly_its_turns_across_the_workers
     assert len(counted) == 2, f"both workers served turns: {counted}"
     deadline = time.monotonic() + WAIT_S
     seen = [_turns(gateway.url) for _ in range(2)]
-    while seen[-1] != BURST and time.monotonic() < deadline:  # each worker folds its turns each second
+    while (
+        seen[-1] != (BURST, BURST) and time.monotonic() < deadline
+    ):  # each worker folds its turns each second
         time.sleep(0.1)  # polling pace, not a synchronisation
         seen.append(_turns(gateway.url))
-    assert seen[-1] == BURST, seen  # every turn of both workers, counted once
+    assert seen[-1] == (BURST, BURST), seen  # both workers' turns, each once (counter, histogram)
 
 
 def test_a_key_revoked_through_one_worker_is_refused_by_every_worker_within_the_cache_ttl(
