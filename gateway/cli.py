@@ -52,7 +52,8 @@ def serve(
         typer.Option(
             min=1,
             help="Worker processes; use one per CPU core to scale. "
-            "Each worker holds its own connection pool.",
+            "Each worker holds its own connection pool; they count limits together "
+            "(a SQLite file per run, or Redis with redis.url).",
         ),
     ] = 1,
     log_level: Annotated[
@@ -105,6 +106,15 @@ def serve(
         import tempfile
 
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="turnstile-metrics-")
+    if workers > 1 and not os.environ.get("TURNSTILE_WORKERS_STATE"):
+        # the workers share limit counters (without redis.url), the admin-key throttle and the
+        # one-time login through one SQLite file (gateway.config.workers_state_path). A fresh
+        # one per run: counters are seeded from the ledger, as one process's memory is.
+        import tempfile
+
+        shared = Path(tempfile.mkdtemp(prefix="turnstile-workers-")) / "workers.db"
+        os.environ["TURNSTILE_WORKERS_STATE"] = str(shared)
+    os.environ["TURNSTILE_WORKERS"] = str(workers)
     os.environ["TURNSTILE_LOG_LEVEL"] = level  # the app factory (in each worker) logs at this level
     os.environ["TURNSTILE_HOST"] = bind  # the factory judges (and tells MCP) the address served
     if allow_anonymous:
@@ -118,11 +128,12 @@ def serve(
     soft, hard = raise_fd_limit()  # every client connection, upstream call and store holds one
     structlog.get_logger("turnstile.cli").info("fd_limit", soft=soft, hard=hard)
     if workers > 1 and not cfg.redis.url:
-        structlog.get_logger("turnstile.cli").warning(
-            "limits_per_worker",
+        structlog.get_logger("turnstile.cli").info(
+            "limits_shared_by_workers",
             workers=workers,
-            hint="without redis.url each worker counts budgets and rate limits on its own: "
-            "a key's limits are multiplied by the number of workers (docs/deploy.md)",
+            file=os.environ.get("TURNSTILE_WORKERS_STATE"),
+            hint="the workers count budgets and rate limits once, in one SQLite file (docs/limits.md); "
+            "several machines need redis.url",
         )
     uvicorn.run(
         "gateway.server:create_app",

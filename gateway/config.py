@@ -47,6 +47,13 @@ class Settings(BaseSettings):
     allow_anonymous: bool = False
     """TURNSTILE_ALLOW_ANONYMOUS: serve anonymous clients on a non-loopback address (see
     :mod:`gateway.exposure`); as ``--allow-anonymous`` and ``server.allow_anonymous``."""
+    workers: int = 1
+    """TURNSTILE_WORKERS: how many worker processes serve this gateway on this machine (set by
+    ``turnstile serve --workers N``): more than one share their limit counters (without
+    ``redis.url``) and throttles through a SQLite file (:func:`workers_state_path`)."""
+    workers_state: Path | None = None
+    """TURNSTILE_WORKERS_STATE: that file (``turnstile serve`` makes a fresh one per run);
+    default ``<server.db_path>.workers``."""
 
     def read_headers(self, name: str | None) -> dict[str, str]:
         """The ``key=value,key=value`` pairs of environment variable ``name`` (export headers,
@@ -821,6 +828,15 @@ def deprecations(config: GatewayConfig) -> list[str]:
             "every admin API (the value is used for it now)"
         )
     return out
+
+
+def workers_state_path(config: GatewayConfig, settings: Settings) -> str | None:
+    """The SQLite file the worker processes of one machine share their admin-key throttle, one-time
+    login and (without ``redis.url``) limit counters through: ``settings.workers_state``, else
+    ``<server.db_path>.workers``; None for one worker (it keeps them in memory)."""
+    if settings.workers <= 1:
+        return None
+    return str(settings.workers_state or f"{config.server.db_path}.workers")
 
 
 def storage_url(config: GatewayConfig) -> str:

@@ -68,6 +68,7 @@ from gateway.config import (
     effective_auth,
     load_config,
     sessions_url,
+    workers_state_path,
 )
 from gateway.console import app as console_app
 from gateway.deployments import DeploymentTable
@@ -107,6 +108,7 @@ from gateway.shutdown import OpenTurns, answer_cut
 from gateway.sse_response import EventStream
 from gateway.thinking_memory import ThinkingMemory
 from gateway.transcript import TranscriptWriter
+from gateway.workers_state import WorkersState
 from mcp_servers import http_api as mcp_api
 from mcp_servers import registry_api
 
@@ -988,7 +990,8 @@ def create_app(
         from gateway.sessions.open import open_store
 
         gw.sessions = await open_store(sessions_url(config))
-        gw.limits = open_limits(config, spend=ledger_spend(transcript_location(config)))
+        spend = ledger_spend(transcript_location(config))
+        gw.limits = open_limits(config, spend=spend, shared=workers_state_path(config, settings))
         from gateway.access.identity import Identity
         from gateway.access.open import open_access_store
 
@@ -1065,6 +1068,8 @@ def create_app(
                 await gw.fleet.close()
             await mcp_stack.aclose()
             await gw.limits.aclose()
+            if app.state.workers_state is not None:
+                await app.state.workers_state.aclose()
             await transcript.close()
             await gw.sessions.close()
             await app.state.access.close()
@@ -1106,7 +1111,10 @@ def create_app(
     app.state.admin_key = (
         settings.read_key(config.access.admin_key_env) if config.access.admin_key_env else None
     )
-    app.state.key_guesses = KeyGuesses()  # wrong admin keys per client address, every admin surface
+    shared_path = workers_state_path(config, settings)  # one of several workers: what they share
+    app.state.workers_state = None if shared_path is None else WorkersState(shared_path)
+    # wrong admin keys per client address, every admin surface (and every worker)
+    app.state.key_guesses = KeyGuesses(shared=app.state.workers_state)
     if config.console.enabled:
         from gateway.ledger import transcript_location
 
@@ -1122,6 +1130,7 @@ def create_app(
             app.state.key_guesses,
             # no admin key, on loopback: the one-time login link `turnstile serve` printed
             settings.console_token if exposure.is_loopback(config.server.host) else None,
+            shared=app.state.workers_state,
         )
     app.add_middleware(KeyCheck, refuse=_refuse_key)  # inside Front: turns are judged by the access layer
     app.add_middleware(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import queue
 import sqlite3
 import threading
 import time
@@ -29,6 +28,7 @@ import orjson
 import structlog
 from pydantic import BaseModel
 
+from gateway.store_thread import StoreThread
 from gateway.transcript_cut import bounded, unstorable
 from gateway.wal_checkpoint import Checkpointer
 
@@ -318,53 +318,6 @@ def migrate(conn: sqlite3.Connection) -> None:
         conn.execute(sql)
 
 
-def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
-    if not future.done():  # the awaiting task may have been cancelled meanwhile
-        if error is None:
-            future.set_result(value)
-        else:
-            future.set_exception(error)
-
-
-class _StoreThread:
-    """One thread that runs the store's blocking calls (SQLite), in order, and hands each outcome
-    back to the event loop. Costs the loop a queue put and one callback per call, where
-    ``asyncio.to_thread`` costs a thread-pool submission, a semaphore and two chained futures
-    (about 600 bytecodes a call, ``bench.inproc --opcodes``) — once per writer cycle, and with
-    group commit a lone turn is a cycle."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._jobs: queue.SimpleQueue[tuple[Any, tuple[Any, ...], asyncio.Future[Any]] | None] = (
-            queue.SimpleQueue()
-        )
-        threading.Thread(target=self._main, name="transcript-store", daemon=True).start()
-
-    def run(self, fn: Any, *args: Any) -> asyncio.Future[Any]:
-        """``fn(*args)`` in the thread; the future gets its result or exception."""
-        future = self._loop.create_future()
-        self._jobs.put((fn, args, future))
-        return future
-
-    def stop(self) -> None:
-        """End the thread once the calls already handed to it have run."""
-        self._jobs.put(None)
-
-    def _main(self) -> None:
-        hand_back = self._loop.call_soon_threadsafe
-        while (job := self._jobs.get()) is not None:
-            fn, args, future = job
-            outcome: tuple[Any, BaseException | None]
-            try:
-                outcome = (fn(*args), None)
-            except BaseException as exc:  # handed to the awaiting task, which decides
-                outcome = (None, exc)
-            try:
-                hand_back(_settle, future, *outcome)
-            except RuntimeError:  # the loop is closed: nobody is waiting any more
-                return
-
-
 @dataclass(eq=False, slots=True)
 class _Group:
     """The records queued between two writer cycles (one transaction), and the futures of those
@@ -424,7 +377,7 @@ class TranscriptWriter:
         self._flight: list[_Group] = []  # the groups being written
         self._size = 0  # records queued (not yet taken by the writer)
         self._conn: Any = None  # SqliteTranscript | PostgresTranscript, once started
-        self._store: _StoreThread | None = None  # runs the store's blocking calls
+        self._store: StoreThread | None = None  # runs the store's blocking calls
         self._lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -443,7 +396,7 @@ class TranscriptWriter:
     async def start(self) -> None:
         """Open the store and start the background writer task."""
         self._loop = asyncio.get_running_loop()
-        self._store = _StoreThread(self._loop)
+        self._store = StoreThread(self._loop, name="transcript-store")
         self._conn = await self._store.run(open_target, self.path)
         self._task = asyncio.create_task(self._run(), name="transcript-writer")
 

@@ -39,6 +39,7 @@ from gateway.console.transcript_reader import TranscriptReader
 from gateway.console.turn import turn_page
 from gateway.console.turns import turns_page
 from gateway.console.web import ConsoleState, NotFound, secure_headers, signed_in, static_file
+from gateway.workers_state import WorkersState
 
 
 def make_state(
@@ -48,15 +49,22 @@ def make_state(
     secrets: Iterable[str | None],
     guesses: KeyGuesses | None = None,
     login_token: str | None = None,
+    shared: WorkersState | None = None,
 ) -> ConsoleState:
     """The console's state for a gateway with ``config``, its transcript at ``transcript`` (a
     file path or a PostgreSQL URL), the admin key (None: the console is closed), the
     ``secrets`` no page may show (:mod:`gateway.console.redact`) and the wrong admin keys per
     address the gateway counts (``guesses``; default: the console's own) and, without an admin
-    key, the one-time login token (``login_token``: :mod:`gateway.console.auth`)."""
+    key, the one-time login token (``login_token``: :mod:`gateway.console.auth`), used once
+    across the worker processes sharing ``shared`` (:mod:`gateway.workers_state`)."""
     return ConsoleState(
         config=config,
-        auth=ConsoleAuth(admin_key, config.console.session_hours * 3600, login_token=login_token),
+        auth=ConsoleAuth(
+            admin_key,
+            config.console.session_hours * 3600,
+            login_token=login_token,
+            claim=None if shared is None else shared.claim,
+        ),
         reader=TranscriptReader(transcript),
         redact=Redactor([admin_key, login_token, *secrets]),
         throttle=guesses if guesses is not None else KeyGuesses(),

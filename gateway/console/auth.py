@@ -11,7 +11,9 @@ so an open console is never the default. Without an admin key:
   ``http://127.0.0.1:<port>/ui/login?token=<token>``: opening that link logs the browser in
   (:meth:`ConsoleAuth.redeem`), once; the session cookie is signed under a key derived from the
   token. To log in again, restart the gateway (a new token) or configure an admin key. With
-  ``--workers N`` each worker process takes the link once.
+  ``--workers N`` the link works once across all the workers: the first redemption is claimed in
+  the workers' shared file (:meth:`ConsoleAuth.first_use`; :mod:`gateway.workers_state`), and a
+  file that cannot be written refuses the link (fail closed).
 * anywhere else (or with no token), the console is closed: every page answers 503 with how to
   configure an admin key.
 
@@ -36,8 +38,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+
+import structlog
+
+log = structlog.get_logger("turnstile.console")
 
 COOKIE = "turnstile_console"
 """The session cookie's name."""
@@ -58,7 +65,8 @@ class ConsoleAuth:
     ``login_token`` (neither: the console is closed).
 
     ``session_s`` is a session's lifetime (seconds); ``clock`` the wall clock (epoch seconds),
-    injectable for tests."""
+    injectable for tests; ``claim``: the workers' one-time claims
+    (:meth:`gateway.workers_state.WorkersState.claim`; None: one process, nothing to claim)."""
 
     def __init__(
         self,
@@ -66,7 +74,9 @@ class ConsoleAuth:
         session_s: float,
         clock: Callable[[], float] = time.time,
         login_token: str | None = None,
+        claim: Callable[[str, float], Awaitable[bool]] | None = None,
     ) -> None:
+        self._claim = claim
         self._admin_key = admin_key.encode() if admin_key else None
         self._login_token = login_token.encode() if login_token and not admin_key else None
         secret = self._admin_key or self._login_token
@@ -96,6 +106,18 @@ class ConsoleAuth:
             return False
         self._login_token = None
         return True
+
+    async def first_use(self) -> bool:
+        """After :meth:`redeem` said yes in this process: whether no other worker process
+        redeemed the token before (claimed in the workers' file; False when the file fails)."""
+        if self._claim is None:
+            return True
+        name = "console login " + _mac(self._key, "one-time login")[:32]  # never the token itself
+        try:
+            return await self._claim(name, self.clock())
+        except sqlite3.Error as err:
+            log.error("console_login_unclaimed", error=f"{type(err).__name__}: {err}")
+            return False
 
     def is_admin_key(self, given: str | None) -> bool:
         """Whether ``given`` is the admin key (compared in constant time; False when none is

@@ -124,7 +124,7 @@ async def _redeem(request: Request, token: str, next_path: str) -> Response:
         page = render(request, "token.html", title="Log in", status=429, used=True)
         page.headers["retry-after"] = str(int(err.retry_after_s))
         return page
-    if not st.auth.redeem(token):
+    if not st.auth.redeem(token) or not await st.auth.first_use():
         await st.throttle.failed(address, request.url.path, store)
         return render(request, "token.html", title="Log in", status=401, used=True)
     st.throttle.succeeded(address)

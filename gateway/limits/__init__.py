@@ -10,6 +10,8 @@ One module per concept:
 * :mod:`~gateway.limits.decisions` — reservations, soft-budget alerts, refusals, headers.
 * :mod:`~gateway.limits.backend` — the one interface (:class:`Limits`) and the spend source.
 * :mod:`~gateway.limits.memory` — in-process counters (the embedded default).
+* :mod:`~gateway.limits.sqlite_backend` — the counters the worker processes of one machine
+  share (``turnstile serve --workers N`` without Redis), one transaction per admission.
 * :mod:`~gateway.limits.redis_backend`, :mod:`~gateway.limits.redis_scripts` — shared
   counters in Redis, one atomic script per admission and one per settle.
 * :mod:`~gateway.limits.open` — the backend the configuration asks for.

@@ -4,6 +4,7 @@ import asyncio
 import dataclasses
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -25,6 +26,9 @@ def _serve_environment_is_restored(monkeypatch: pytest.MonkeyPatch) -> None:
         "TURNSTILE_ALLOW_ANONYMOUS",
         "TURNSTILE_LOG_LEVEL",
         "TURNSTILE_CONSOLE_TOKEN",
+        "TURNSTILE_WORKERS",
+        "TURNSTILE_WORKERS_STATE",
+        "PROMETHEUS_MULTIPROC_DIR",
     ):
         monkeypatch.setenv(var, "")  # recorded, so that undo restores it (or its absence)
         monkeypatch.delenv(var)
@@ -333,3 +337,29 @@ def test_serve_on_loopback_without_an_admin_key_prints_a_one_time_console_login_
     monkeypatch.setenv("TURNSTILE_ADMIN_KEY", "an-admin-key-of-the-operator")
     keyed = runner.invoke(app, ["serve", "--config", str(config)])
     assert "login link" not in keyed.output and "TURNSTILE_CONSOLE_TOKEN" not in os.environ
+
+
+def test_serve_with_workers_hands_them_a_fresh_shared_file_for_counters_and_throttles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    from gateway.server import create_app
+
+    apps: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **kw: apps.append((kw, create_app())))
+    monkeypatch.setattr(logs, "configure", lambda *a, **kw: None)
+    config = str(_demo_config(tmp_path))
+    got = runner.invoke(app, ["serve", "--config", config, "--workers", "2"])
+    assert got.exit_code == 0, got.output
+    kw, built = apps[0]
+    shared = Path(os.environ["TURNSTILE_WORKERS_STATE"])
+    assert kw["workers"] == 2 and os.environ["TURNSTILE_WORKERS"] == "2"
+    assert shared.parent.is_dir() and not shared.exists()  # a fresh one: seeded from the ledger
+    assert built.state.key_guesses.shared_path == str(shared)  # the throttle counts in it
+    chosen = tmp_path / "operator" / "w.db"
+    monkeypatch.setenv("TURNSTILE_WORKERS_STATE", str(chosen))  # an operator's choice is kept
+    runner.invoke(app, ["serve", "--config", config, "--workers", "3"])
+    assert apps[1][1].state.key_guesses.shared_path == str(chosen)
+    runner.invoke(app, ["serve", "--config", config])  # one worker: nothing shared
+    assert os.environ["TURNSTILE_WORKERS"] == "1" and apps[2][1].state.key_guesses.shared_path is None

@@ -36,10 +36,20 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 class ServeProcess:
-    """One ``turnstile serve --config <config> --port <port>`` child; start it again after a
-    kill with :meth:`start` (same port, same files)."""
+    """One ``turnstile serve --config <config> --port <port> [args]`` child; start it again
+    after a kill with :meth:`start` (same port, same files). ``args``: more options (e.g.
+    ``["--workers", "2"]``)."""
 
-    def __init__(self, config: Path, port: int, *, cwd: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        config: Path,
+        port: int,
+        *,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        args: list[str] | None = None,
+    ) -> None:
+        self.args = list(args or [])
         self.config = config
         self.port = port
         self.cwd = cwd
@@ -70,6 +80,7 @@ class ServeProcess:
                     str(self.port),
                     "--log-level",
                     "warning",
+                    *self.args,
                 ],
                 cwd=self.cwd,
                 env=self.env,

@@ -4,7 +4,10 @@ per address by gateway/access/guessing.py: tests/gateway/access/test_guessing.py
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gateway.console.auth import ConsoleAuth
+from gateway.workers_state import WorkersState
 
 
 class Clock:
@@ -58,3 +61,25 @@ def test_the_one_time_login_token_redeems_once_and_signs_sessions_only_without_a
     assert not ConsoleAuth(None, session_s=60, login_token="u" * 43).valid(auth.issue())  # another start
     keyed = ConsoleAuth("admin", session_s=60, login_token="t" * 43)
     assert not keyed.by_token and not keyed.redeem("t" * 43)  # an admin key: the token means nothing
+
+
+async def test_the_one_time_login_link_works_once_across_the_workers_sharing_a_file(tmp_path: Path) -> None:
+    one, two = WorkersState(tmp_path / "w.db"), WorkersState(tmp_path / "w.db")  # two processes
+    try:
+        workers = [ConsoleAuth(None, 60, login_token="t" * 43, claim=s.claim) for s in (one, two)]
+        assert workers[1].redeem("t" * 43) and await workers[1].first_use()
+        assert workers[0].redeem("t" * 43)  # unused in this worker's memory…
+        assert not await workers[0].first_use()  # …but taken by the other
+        fresh = ConsoleAuth(None, 60, login_token="u" * 43, claim=one.claim)  # the next start's token
+        assert fresh.redeem("u" * 43) and await fresh.first_use()
+    finally:
+        await one.aclose()
+        await two.aclose()
+
+
+async def test_a_shared_file_that_fails_refuses_the_one_time_login(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    broken = WorkersState(tmp_path / "file" / "w.db")
+    auth = ConsoleAuth(None, 60, login_token="t" * 43, claim=broken.claim)
+    assert auth.redeem("t" * 43) and not await auth.first_use()  # fail closed
+    await broken.aclose()

@@ -1,6 +1,6 @@
 """Support of the limits tests: an injected clock and the limit counters, parametrised over
-the in-process backend and Redis (fixtures re-exported by this folder's ``conftest.py``; a
-module of its own so that tests import it by a name no other folder uses).
+the in-process backend, the workers' shared SQLite file and Redis (fixtures re-exported by
+this folder's ``conftest.py``; a module of its own so that tests import it by a name no other folder uses).
 
 Redis is the local server at ``TURNSTILE_TEST_REDIS_URL`` (default
 ``redis://127.0.0.1:6379/0``); each test gets a key prefix of its own, and its keys are
@@ -20,6 +20,7 @@ import pytest
 from gateway.limits.backend import Limits, SpendSource, no_spend
 from gateway.limits.memory import MemoryLimits
 from gateway.limits.redis_backend import RedisLimits
+from gateway.limits.sqlite_backend import SqliteLimits
 
 REDIS_URL = os.environ.get("TURNSTILE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -74,10 +75,11 @@ async def drop_prefix(url: str, prefix: str) -> None:
 Factory = Callable[..., Limits]
 
 
-@pytest.fixture(params=["memory", "redis"])
-async def make_limits(request: Any, clock: Clock) -> AsyncIterator[Factory]:
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def make_limits(request: Any, clock: Clock, tmp_path: Any) -> AsyncIterator[Factory]:
     """``make_limits(spend=..., timezone=..., lease_ttl_s=...)``: a fresh backend of the
-    parameter's kind on the test's clock (Redis: under a prefix of its own, removed after)."""
+    parameter's kind on the test's clock (SQLite: a file of the test's own; Redis: under a
+    prefix of its own, removed after)."""
     made: list[Limits] = []
     prefix = f"turnstile-test:{uuid.uuid4().hex[:12]}:"
     if request.param == "redis":
@@ -87,6 +89,8 @@ async def make_limits(request: Any, clock: Clock) -> AsyncIterator[Factory]:
         lim: Limits
         if request.param == "memory":
             lim = MemoryLimits(spend=spend, timezone=timezone, clock=clock, **kw)
+        elif request.param == "sqlite":
+            lim = SqliteLimits(tmp_path / "shared.db", spend=spend, timezone=timezone, clock=clock, **kw)
         else:
             lim = RedisLimits.from_url(
                 REDIS_URL, prefix=prefix, spend=spend, timezone=timezone, clock=clock, **kw

@@ -1,10 +1,13 @@
-"""The two backends are one behaviour: random sequences of admissions, settles, releases and
-clock steps give the same decisions, retry times, headers and spend in process and on Redis."""
+"""The backends are one behaviour: random sequences of admissions, settles, releases and
+clock steps give the same decisions, retry times, headers and spend in process, in the workers'
+shared SQLite file and on Redis."""
 
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import uuid
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -15,6 +18,7 @@ from gateway.errors import LimitExceeded
 from gateway.limits.memory import MemoryLimits
 from gateway.limits.model import BudgetLimit, RateLimit, Scope
 from gateway.limits.redis_backend import RedisLimits
+from gateway.limits.sqlite_backend import SqliteLimits
 
 KEY = Scope(
     "key", "k", (BudgetLimit("day", 0.05), BudgetLimit("week", 0.2, hard=False)), RateLimit(4, 300, 3)
@@ -80,3 +84,19 @@ def test_in_process_and_redis_decide_every_step_alike(steps: list[tuple[Any, Any
 
     mem, red = asyncio.run(both())
     assert mem == red
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops)
+def test_in_process_and_sqlite_decide_every_step_alike(steps: list[tuple[Any, Any, Any]]) -> None:
+    async def both() -> tuple[list[Any], list[Any]]:
+        c1, c2 = Clock(T0), Clock(T0)
+        with tempfile.TemporaryDirectory() as tmp:
+            shared = SqliteLimits(Path(tmp) / "shared.db", clock=c2)
+            try:
+                return await run(MemoryLimits(clock=c1), c1, steps), await run(shared, c2, steps)
+            finally:
+                await shared.aclose()
+
+    mem, lite = asyncio.run(both())
+    assert mem == lite
