@@ -62,8 +62,10 @@ def figures(r: Results) -> list[str]:
         f"- **stream ceiling**: the upstream sends {PACED_CHUNKS} chunks {PACED_GAP_S * 1000:.0f} ms "
         "apart (a 2 s answer); N clients each keep one stream open over one keep-alive connection, "
         "starting evenly over 2 s, measuring the streams begun in the next 4 s; a stream's gap is the "
-        "longest time between two arrivals of body bytes, less the upstream's 50 ms; the ceiling is the "
-        f"largest N (64 → 2,048, doubling) with every stream complete and no gap above {STALL_MS:.0f} ms "
+        "longest time between two arrivals of body bytes, less the upstream's 50 ms, or its time to first "
+        "byte (the upstream's first chunk is immediate); the ceiling is the largest N (64 → 2,048, "
+        "doubling) with no stream failed, every client finishing one at least, and no added wait above "
+        f"{STALL_MS:.0f} ms "
         "(`+`: the ramp's top level passed). The client (`bench/streams.py`, raw asyncio protocol on "
         "uvloop) and nginx share the 2 cores with the server.",
         f"- **translation lane**: req/s at {LANE_CONNS} connections of an Anthropic Messages client "

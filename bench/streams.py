@@ -7,9 +7,10 @@ started evenly over one answer's length, so that requests arrive at a steady rat
 one burst. Each arrival of body bytes is timestamped (:class:`_Stream`, a bare
 :class:`asyncio.Protocol` over uvloop: a few microseconds a chunk, so the client itself stays
 far below what it measures). A stream's *gap* is the longest time between two arrivals after
-its first byte; what a server *adds* is that gap less the upstream's own pacing gap. A level
-passes when every stream of the measuring window ended well and no added gap exceeded the
-stall bound (100 ms). :func:`ceiling` ramps ``N`` (64 → 2,048 by doubling) and stops at the
+its first byte; what a server *adds* is that gap less the upstream's own pacing gap, or its
+time to first byte (the upstream's first chunk is immediate). A level passes when every
+stream of the measuring window ended well, every client completed one at least, and no added
+wait exceeded the stall bound (100 ms). :func:`ceiling` ramps ``N`` (64 → 2,048 by doubling) and stops at the
 first level that fails.
 """
 
@@ -39,11 +40,16 @@ class Level:
     note: str = ""
 
     def added_max_ms(self) -> float:
-        """The largest gap a stream saw less the upstream's pacing gap (ms), 0 when none."""
-        return max(0.0, max(self.gaps_ms, default=0.0) - PACED_GAP_S * 1000)
+        """The longest wait a server added (ms): the largest gap between chunks less the
+        upstream's pacing gap, or the longest time to first byte (the upstream sends its first
+        chunk at once), whichever is larger; 0 when none."""
+        gap = max(self.gaps_ms, default=0.0) - PACED_GAP_S * 1000
+        return max(0.0, gap, max(self.ttfb_ms, default=0.0))
 
     def passed(self) -> bool:
-        return self.completed > 0 and self.failed == 0 and self.added_max_ms() <= STALL_MS
+        """No stream failed, every client completed at least one measured stream (a client
+        still waiting for its first byte has stalled), and no added wait above the bound."""
+        return self.completed >= self.streams and self.failed == 0 and self.added_max_ms() <= STALL_MS
 
 
 class _Stream(asyncio.Protocol):
