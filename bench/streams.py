@@ -34,6 +34,8 @@ class Level:
 
     streams: int
     completed: int = 0
+    clients_done: int = 0
+    """Clients that completed one measured stream at least."""
     failed: int = 0
     gaps_ms: list[float] = field(default_factory=list)
     ttfb_ms: list[float] = field(default_factory=list)
@@ -49,7 +51,7 @@ class Level:
     def passed(self) -> bool:
         """No stream failed, every client completed at least one measured stream (a client
         still waiting for its first byte has stalled), and no added wait above the bound."""
-        return self.completed >= self.streams and self.failed == 0 and self.added_max_ms() <= STALL_MS
+        return self.clients_done == self.streams and self.failed == 0 and self.added_max_ms() <= STALL_MS
 
 
 class _Stream(asyncio.Protocol):
@@ -111,6 +113,7 @@ async def _client(
         level.failed += 1
         level.note = level.note or f"connect: {err}"
         return
+    finished_one = False
     try:
         while time.perf_counter() < stop_at:
             started = time.perf_counter()
@@ -120,18 +123,18 @@ async def _client(
                 status, ttfb, gap, _ = await asyncio.wait_for(done.get(), limit)
             except TimeoutError:
                 status, ttfb, gap = "timeout", 0.0, 0.0
-            if started < measure_from:
-                if status != "ok":
-                    break
-                continue
-            if status == "ok":
-                level.completed += 1
-                level.gaps_ms.append(gap * 1000)
-                level.ttfb_ms.append(ttfb * 1000)
-            else:
+            if status != "ok":  # a warm-up stream that failed is a failure too
                 level.failed += 1
                 level.note = level.note or status
                 break
+            if started < measure_from:
+                continue
+            if not finished_one:
+                finished_one = True
+                level.clients_done += 1
+            level.completed += 1
+            level.gaps_ms.append(gap * 1000)
+            level.ttfb_ms.append(ttfb * 1000)
     finally:
         transport.close()
 

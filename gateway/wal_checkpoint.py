@@ -14,12 +14,17 @@ never blocks a writer (SQLite: "Checkpoint as many frames as possible without wa
 database readers or writers to finish"), so commits keep their own cost — an append to the WAL,
 no sync (``synchronous=NORMAL``). What survives what is unchanged: a committed row survives a
 process kill (it is in the WAL, replayed on open); an operating-system crash may lose the last
-transactions (as before: only ``synchronous=FULL`` syncs each commit). ``journal_size_limit``
-keeps the WAL file from staying large once a checkpoint caught up.
+transactions (as before: only ``synchronous=FULL`` syncs each commit). Under steady commits a
+passive checkpoint never reaches the WAL's last frame, and SQLite starts a WAL over only once one
+has: past :data:`WAL_RESET_BYTES` the round follows its passive checkpoint with a ``TRUNCATE``
+one, which copies the few frames committed since and empties the WAL, holding commits back that
+long (it waits :data:`RESET_BUSY_MS` at most for locks, else tries again next round), so the WAL
+stays near that size.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -31,15 +36,27 @@ log = structlog.get_logger("turnstile.transcript")
 EVERY_S = 1.0
 """Seconds between checkpoints while rows are being committed."""
 
-WAL_LIMIT_BYTES = 64 * 1024 * 1024
-"""``PRAGMA journal_size_limit``: the WAL file is truncated to this once it is reset."""
+WAL_RESET_BYTES = 16 * 1024 * 1024
+"""A WAL file past this size is emptied after the round's passive checkpoint (and truncated to
+it, ``PRAGMA journal_size_limit``, whenever SQLite itself starts it over)."""
+
+RESET_BUSY_MS = 50
+"""How long emptying the WAL waits for the write lock and for readers (ms) before it gives up
+until the next round."""
 
 
-def checkpoint(conn: sqlite3.Connection) -> tuple[int, int]:
-    """One ``PASSIVE`` checkpoint on ``conn``: (WAL frames, frames now in the database).
-    Raises ``sqlite3.Error``."""
-    _busy, frames, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-    return int(frames), int(done)
+def checkpoint(conn: sqlite3.Connection, mode: str = "PASSIVE") -> tuple[int, int, int]:
+    """One checkpoint (``PASSIVE`` or ``TRUNCATE``) on ``conn``: (busy 0/1, WAL frames, frames
+    now in the database). Raises ``sqlite3.Error``."""
+    busy, frames, done = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+    return int(busy), int(frames), int(done)
+
+
+def _wal_bytes(path: str) -> int:
+    try:
+        return os.stat(path + "-wal").st_size
+    except OSError:
+        return 0
 
 
 class Checkpointer:
@@ -47,15 +64,18 @@ class Checkpointer:
     for ``:memory:``). :meth:`committed` is called by the writer after each commit (a flag set:
     no lock, no wake-up); :meth:`close` stops the thread after a last checkpoint."""
 
-    def __init__(self, path: Path | str, writer: sqlite3.Connection) -> None:
+    def __init__(
+        self, path: Path | str, writer: sqlite3.Connection, reset_bytes: int = WAL_RESET_BYTES
+    ) -> None:
         self._path = str(path)
+        self._reset_bytes = reset_bytes
         self._dirty = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if self._path == ":memory:":
             return
         writer.execute("PRAGMA wal_autocheckpoint=0")
-        writer.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
+        writer.execute(f"PRAGMA journal_size_limit={reset_bytes}")
         self._thread = threading.Thread(target=self._main, name="transcript-checkpoint", daemon=True)
         self._thread.start()
 
@@ -64,7 +84,9 @@ class Checkpointer:
         self._dirty = True
 
     def _main(self) -> None:
-        conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=30.0)
+        conn = sqlite3.connect(
+            self._path, check_same_thread=False, isolation_level=None, timeout=RESET_BUSY_MS / 1000
+        )
         try:
             while not self._stop.wait(EVERY_S):
                 self._round(conn)
@@ -78,6 +100,16 @@ class Checkpointer:
         self._dirty = False
         try:
             checkpoint(conn)
+            if _wal_bytes(self._path) > self._reset_bytes:
+                # Under steady commits a passive checkpoint never catches up with the last
+                # frame, so SQLite never starts the WAL over: it would grow without bound. The
+                # passive pass just copied nearly all of it; a truncating one copies the few
+                # frames since, syncs and empties the WAL itself (a restart would leave that to
+                # the next commit, which a commit already waiting misses), holding commits back
+                # for that long (RESET_BUSY_MS at most while it waits for locks).
+                busy, _, _ = checkpoint(conn, "TRUNCATE")
+                if busy:
+                    self._dirty = True  # readers held it off: the next round tries again
         except sqlite3.Error as err:  # the next round tries again; commits are unaffected
             self._dirty = True
             log.warning("transcript_checkpoint_failed", error=str(err))

@@ -15,11 +15,14 @@ refused).
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 from gateway.store_thread import StoreThread
 
@@ -71,6 +74,61 @@ def open_shared(path: str, schema: Sequence[str]) -> sqlite3.Connection:
     return conn
 
 
+def _inode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+class SharedFile:
+    """One workers' SQLite file as a store: one connection, opened on first use inside the one
+    thread that runs every call on it (:class:`gateway.store_thread.StoreThread`, named
+    ``thread_name``), never on the event loop."""
+
+    def __init__(self, path: str, schema: Sequence[str], thread_name: str) -> None:
+        self.path = path
+        self._schema = schema
+        self._name = thread_name
+        self._conn: sqlite3.Connection | None = None
+        self._inode: int | None = None
+        self._thread: StoreThread | None = None
+
+    def db(self) -> sqlite3.Connection:
+        """The connection (call only from functions handed to :meth:`run`). A file deleted or
+        replaced under the workers (a temporary-folder cleaner) is noticed here, logged and
+        opened afresh, so that the workers go on sharing one file instead of each keeping its
+        own (what the old file counted is lost: rate windows start over, budgets are seeded
+        from the ledger again)."""
+        inode = _inode(self.path)
+        if self._conn is not None and inode != self._inode:
+            structlog.get_logger("turnstile.workers").error(
+                "workers_state_file_replaced", file=self.path, hint="opened afresh; its counts are lost"
+            )
+            self._conn.close()
+            self._conn = None
+        if self._conn is None:
+            self._conn = open_shared(self.path, self._schema)
+            self._inode = _inode(self.path)
+        return self._conn
+
+    def run(self, fn: Any, *args: Any) -> asyncio.Future[Any]:
+        """``fn(*args)`` in the store thread; the future gets its result or exception."""
+        if self._thread is None:
+            self._thread = StoreThread(asyncio.get_running_loop(), name=self._name)
+        return self._thread.run(fn, *args)
+
+    async def aclose(self) -> None:
+        """Close the connection and end the thread (after the calls handed to it)."""
+        if self._thread is None:
+            return
+        thread, self._thread = self._thread, None
+        if self._conn is not None:
+            await thread.run(self._conn.close)
+            self._conn = None
+        thread.stop()
+
+
 class WorkersState:
     """The shared file at ``path`` (opened on first use). Times are the callers' clock
     (seconds): every worker of the machine must use the same one (``time.monotonic`` is
@@ -78,18 +136,9 @@ class WorkersState:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        self._conn: sqlite3.Connection | None = None
-        self._thread: StoreThread | None = None
-
-    def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
-            self._conn = open_shared(self.path, SCHEMA)
-        return self._conn
-
-    def _run(self, fn: Any, *args: Any) -> asyncio.Future[Any]:
-        if self._thread is None:
-            self._thread = StoreThread(asyncio.get_running_loop(), name="workers-state")
-        return self._thread.run(fn, *args)
+        self._file = SharedFile(self.path, SCHEMA, "workers-state")
+        self._db = self._file.db
+        self._run = self._file.run
 
     async def guesses(self, address: str, since: float) -> list[float]:
         """The times (ascending) of ``address``'s wrong admin keys after ``since``."""
@@ -135,10 +184,4 @@ class WorkersState:
 
     async def aclose(self) -> None:
         """Close the connection and end the thread."""
-        if self._thread is None:
-            return
-        thread, self._thread = self._thread, None
-        if self._conn is not None:
-            await thread.run(self._conn.close)
-            self._conn = None
-        thread.stop()
+        await self._file.aclose()

@@ -45,8 +45,7 @@ from gateway.limits.memory import BudgetKey, MemoryLimits, _Budget, _Plan
 from gateway.limits.model import Scope, nano_to_usd, usd_to_nano
 from gateway.limits.periods import Period, WindowCache
 from gateway.limits.window import WINDOW_S, SlidingWindow
-from gateway.store_thread import StoreThread
-from gateway.workers_state import open_shared
+from gateway.workers_state import SharedFile
 
 log = structlog.get_logger("turnstile.limits")
 
@@ -104,22 +103,12 @@ class SqliteLimits:
         self.lease_ttl_s = lease_ttl_s
         self._scratch = MemoryLimits(timezone=timezone, clock=clock, lease_ttl_s=lease_ttl_s)
         self._scratch.windows = self.windows
-        self._conn: sqlite3.Connection | None = None
-        self._thread: StoreThread | None = None
+        self._file = SharedFile(self.path, SCHEMA, "limits-store")
+        self._db = self._file.db  # the connection, opened on first use in the store thread
+        self._run = self._file.run
         self._undoing: set[asyncio.Future[None]] = set()
 
     # ---------------------------------------------------------------- plumbing
-
-    def _db(self) -> sqlite3.Connection:
-        """The connection (opened on first use, in the store thread)."""
-        if self._conn is None:
-            self._conn = open_shared(self.path, SCHEMA)
-        return self._conn
-
-    def _run(self, fn: Any, *args: Any) -> asyncio.Future[Any]:
-        if self._thread is None:
-            self._thread = StoreThread(asyncio.get_running_loop(), name="limits-store")
-        return self._thread.run(fn, *args)
 
     def _unusable(self, err: BaseException) -> LimitsUnavailable:
         log.error("limits_unavailable", error=f"{type(err).__name__}: {err}", file=self.path)
@@ -356,13 +345,7 @@ class SqliteLimits:
 
     async def aclose(self) -> None:
         """Close the connection and end the store thread (after the calls handed to it)."""
-        if self._thread is None:
-            return
-        thread, self._thread = self._thread, None
-        if self._conn is not None:
-            await thread.run(self._conn.close)
-            self._conn = None
-        thread.stop()
+        await self._file.aclose()
 
 
 def _load_window(

@@ -63,33 +63,45 @@ class TotalExpired(Exception):
 
 class GapWatch:
     """The ``between_chunks`` and ``total`` timeouts of one upstream stream with one timer per
-    *gap* instead of one per read: each read only notes the loop time (:meth:`read`); the
-    timer, when it fires, re-arms itself at the earlier of the last read + ``between_s`` and
-    ``deadline`` if data came since, else raises :class:`GapExpired` (or :class:`TotalExpired`
-    past ``deadline``) into the pending read (``content.set_exception``). An
-    ``asyncio.timeout`` around every read and aiohttp's own total timer cost the loop ~210
+    *gap* instead of one per read. Only time spent waiting for the upstream counts as a gap:
+    :meth:`waiting` before each read notes the loop time, :meth:`read` after it ends the wait
+    (time spent handing the data on to a slow client is not the upstream's silence). The timer,
+    when it fires, re-arms itself at the earlier of the wait's start + ``between_s`` and
+    ``deadline`` while that is ahead, else raises :class:`GapExpired` (or
+    :class:`TotalExpired` past ``deadline``) into the pending read (``content.set_exception``).
+    An ``asyncio.timeout`` around every read and aiohttp's own total timer cost the loop ~210
     bytecodes a chunk (``bench.inproc --opcodes --case openai-paced``: 74,214 bytecodes a
-    42-read stream before, 64,947 after). ``deadline`` is in loop time (s)."""
+    42-read stream before, 64,846 after). ``deadline`` is in loop time (s)."""
 
-    __slots__ = ("_between", "_content", "_deadline", "_handle", "_last", "_loop")
+    __slots__ = ("_between", "_content", "_deadline", "_handle", "_loop", "_reading", "_since")
 
     def __init__(self, between_s: float, content: aiohttp.StreamReader, deadline: float) -> None:
         self._loop = asyncio.get_running_loop()
         self._between = between_s
         self._content = content
         self._deadline = deadline
-        self._last = self._loop.time()
+        self._since = self._loop.time()
+        self._reading = False
         self._handle: asyncio.TimerHandle | None = self._loop.call_at(self._due(), self._check)
 
     def _due(self) -> float:
-        return min(self._last + self._between, self._deadline)
+        return min(self._since + self._between, self._deadline)
+
+    def waiting(self) -> None:
+        """A read for upstream data starts now."""
+        self._since = self._loop.time()
+        self._reading = True
 
     def read(self) -> None:
-        """A read completed now."""
-        self._last = self._loop.time()
+        """The read ended (data, or the end of the stream)."""
+        self._reading = False
 
     def _check(self) -> None:
-        due, now = self._due(), self._loop.time()
+        now = self._loop.time()
+        if not self._reading and now < self._deadline:  # not waiting on the upstream
+            self._handle = self._loop.call_at(min(now + self._between, self._deadline), self._check)
+            return
+        due = self._due()
         if now < due:
             self._handle = self._loop.call_at(due, self._check)
             return
@@ -340,6 +352,7 @@ async def send_stream_reads(
         watch = GapWatch(t.between_chunks, content, started + t.total)
         try:
             while True:
+                watch.waiting()
                 try:
                     chunk = await content.readany()
                 except GapExpired as err:

@@ -23,6 +23,7 @@ BODY = {"model": "demo", "max_tokens": 20, "messages": [{"role": "user", "conten
 RPM = 7
 BURST = 24
 WAIT_S = 15.0
+MAX_TRIES = 8
 """The bound of the wait for the workers' metrics to be folded (they fold each second)."""
 
 
@@ -83,25 +84,29 @@ def _turns(url: str) -> tuple[float, float]:
 def test_a_requests_per_minute_limit_admits_exactly_its_turns_across_the_workers(
     gateway: ServeProcess,
 ) -> None:
-    made = httpx.post(
-        f"{gateway.url}/admin/keys", json={"name": "k", "rate_limits": {"rpm": RPM}}, headers=AUTH
-    )
-    assert made.status_code == 201, made.text
-    statuses = asyncio.run(_burst(gateway.url, made.json()["secret"], BURST))
-    assert statuses.count(200) == RPM and statuses.count(429) == BURST - RPM, (statuses, gateway.output())
-
-    counted = {
-        p.name.split("_")[1] for p in (Path(gateway.env["PROMETHEUS_MULTIPROC_DIR"])).glob("counter_*.db")
-    }
-    assert len(counted) == 2, f"both workers served turns: {counted}"
+    # The kernel hands the shared socket's connections to the workers as it likes: a burst may
+    # land on one worker only. Each try is a new key whose limit must hold exactly; tries end
+    # once both workers have served turns (bounded).
+    counters = Path(gateway.env["PROMETHEUS_MULTIPROC_DIR"])
+    tries = 0
+    counted: set[str] = set()
+    while len(counted) < 2 and tries < MAX_TRIES:
+        tries += 1
+        made = httpx.post(
+            f"{gateway.url}/admin/keys", json={"name": f"k{tries}", "rate_limits": {"rpm": RPM}}, headers=AUTH
+        )
+        assert made.status_code == 201, made.text
+        statuses = asyncio.run(_burst(gateway.url, made.json()["secret"], BURST))
+        assert statuses.count(200) == RPM and statuses.count(429) == BURST - RPM, (statuses, gateway.output())
+        counted = {p.name.split("_")[1] for p in counters.glob("counter_*.db")}
+    assert len(counted) == 2, f"both workers served turns in {tries} bursts: {counted}"
     deadline = time.monotonic() + WAIT_S
     seen = [_turns(gateway.url) for _ in range(2)]
-    while (
-        seen[-1] != (BURST, BURST) and time.monotonic() < deadline
-    ):  # each worker folds its turns each second
+    want = (BURST * tries, BURST * tries)
+    while seen[-1] != want and time.monotonic() < deadline:  # each worker folds its turns each second
         time.sleep(0.1)  # polling pace, not a synchronisation
         seen.append(_turns(gateway.url))
-    assert seen[-1] == (BURST, BURST), seen  # both workers' turns, each once (counter, histogram)
+    assert seen[-1] == want, seen  # both workers' turns, each once (counter, histogram)
 
 
 def test_a_key_revoked_through_one_worker_is_refused_by_every_worker_within_the_cache_ttl(

@@ -71,3 +71,36 @@ async def test_a_whole_body_stalling_mid_way_is_a_timeout_naming_first_byte(held
             await transport.send(session, up, t, openai_chat, "dep")
     finally:
         await session.close()
+
+
+async def test_a_slow_reader_is_not_taken_for_a_silent_upstream() -> None:
+    """Time the gateway spends handing data on (a slow client) is not a gap of the upstream's:
+    only waiting for the upstream counts toward ``between_chunks``."""
+
+    async def quick(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"content-type": "text/event-stream"})
+        await resp.prepare(request)
+        for i in range(3):
+            await resp.write(b'data: {"n":%d}\n\n' % i)
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/s", quick)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    t = TimeoutConfig(connect=5, first_byte=5, between_chunks=0.2, total=60)
+    up = UpstreamRequest(url=f"http://127.0.0.1:{port}/s", headers={}, body=b"{}", stream=True)
+    session = transport.make_session()
+    got: list[bytes] = []
+    try:
+        async for events in transport.send_stream_reads(session, up, t, openai_chat, "dep"):
+            got += [data for _, data in events]
+            await asyncio.sleep(0.5)  # the client's pace: slower than between_chunks on purpose
+    finally:
+        await session.close()
+        await runner.cleanup()
+    assert got[-1] == b"[DONE]" and len(got) == 4
