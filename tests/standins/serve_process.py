@@ -7,6 +7,7 @@ such as ``uv run``: a signal sent to :attr:`ServeProcess.pid` reaches the gatewa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -86,6 +87,7 @@ class ServeProcess:
                 env=self.env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: kill() reaches its workers too
             )
         deadline = time.monotonic() + timeout_s
         with httpx.Client(base_url=self.url, timeout=2.0) as http:
@@ -102,10 +104,12 @@ class ServeProcess:
         raise RuntimeError(f"turnstile serve did not answer /health within {timeout_s} s:\n{self.output()}")
 
     def kill(self) -> None:
-        """SIGKILL the child and reap it."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
+        """SIGKILL the child and everything it started (``--workers N``'s worker processes, MCP
+        servers: its process group), and reap it. Killing the parent alone left the workers
+        running after the test."""
         if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
 
     def terminate(self) -> None:
