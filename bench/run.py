@@ -134,8 +134,8 @@ def case_url(server: str, base: str, case: str, path: str) -> str:
     return base + (upstream_path(CASE_MODEL[case]) if server == "upstream" else path)
 
 
-async def check_case(url: str, body: bytes, case: str) -> str | None:
-    """One request; None when the answer is a 200 of the right shape, else what was wrong."""
+async def _post_ok(url: str, body: bytes) -> bytes | str:
+    """One POST: the body of a 200 answer, else what was wrong (a string)."""
     try:
         async with (
             aiohttp.ClientSession() as s,
@@ -144,8 +144,14 @@ async def check_case(url: str, body: bytes, case: str) -> str | None:
             raw = await r.read()
     except (aiohttp.ClientError, TimeoutError) as err:
         return f"no answer: {err!r}"
-    if r.status != 200:
-        return f"HTTP {r.status}: {raw[:300]!r}"
+    return raw if r.status == 200 else f"HTTP {r.status}: {raw[:300]!r}"
+
+
+async def check_case(url: str, body: bytes, case: str) -> str | None:
+    """One request; None when the answer is a 200 of the right shape, else what was wrong."""
+    raw = await _post_ok(url, body)
+    if isinstance(raw, str):
+        return raw
     if case in STREAM_CASES:
         return None if b"tok47" in raw else f"stream without its last chunk: {raw[-300:]!r}"
     obj = orjson.loads(raw)
@@ -293,16 +299,9 @@ def _print_row(name: str, case: str, conns: int, row: dict[str, float]) -> None:
 
 async def check_extra(url: str, body: bytes) -> str | None:
     """One request of an extra case; None when it is a 200 carrying the whole answer."""
-    try:
-        async with (
-            aiohttp.ClientSession() as s,
-            s.post(url, data=body, headers=HEADERS, timeout=aiohttp.ClientTimeout(total=60)) as r,
-        ):
-            raw = await r.read()
-    except (aiohttp.ClientError, TimeoutError) as err:
-        return f"no answer: {err!r}"
-    if r.status != 200:
-        return f"HTTP {r.status}: {raw[:300]!r}"
+    raw = await _post_ok(url, body)
+    if isinstance(raw, str):
+        return raw
     ok = b"[DONE]" in raw if b'"stream":true' in body else b"Hello from the bench upstream" in raw
     return None if ok else f"unexpected body: {raw[-300:]!r}"
 
